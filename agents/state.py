@@ -1,0 +1,177 @@
+"""The shared state every router reads and every sub-agent writes (seeds 000 and 004).
+
+``PipelineState`` is a ``TypedDict`` with reducers, so LangGraph merges node updates:
+
+* ``messages`` uses LangGraph's ``add_messages``;
+* ``tool_calls`` maps ``tool_call_id -> ToolCallRecord`` and merges with :func:`merge_records`
+  (seed 000's ToolCallInfo, with parent links, status and timings);
+* ``events`` and ``path`` append.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+__all__ = [
+    "INTENTS",
+    "Intent",
+    "ToolStatus",
+    "ToolCallRecord",
+    "PipelineState",
+    "merge_records",
+    "append_list",
+    "initial_state",
+]
+
+Intent = Literal["sql", "explain", "fix", "chat", "clarify", "refuse"]
+INTENTS: tuple[str, ...] = ("sql", "explain", "fix", "chat", "clarify", "refuse")
+
+ToolStatus = Literal["pending", "success", "error"]
+
+
+class ToolCallRecord(TypedDict, total=False):
+    """One tool call, from the router's request to the tool's result.
+
+    Keys:
+        id: The tool_call_id (also the key in ``PipelineState.tool_calls``).
+        name: Tool name.
+        args: Arguments as the router produced them (injected parameters excluded).
+        output: The tool's result payload (JSON-able) once it ran.
+        parent: Id of the call this call cites (generate_sql -> data_discovery...), or None.
+        status: ``pending`` until it ran, then ``success`` or ``error``.
+        error_class: Stable error class when ``status == "error"``.
+        step: Order in which the call was requested (0-based).
+        started / ended: ``time.time()`` stamps around the tool's execution.
+    """
+
+    id: str
+    name: str
+    args: dict[str, Any]
+    output: Any
+    parent: str | None
+    status: ToolStatus
+    error_class: str | None
+    step: int
+    started: float
+    ended: float
+
+
+def merge_records(
+    left: Mapping[str, ToolCallRecord] | None, right: Mapping[str, ToolCallRecord] | None
+) -> dict[str, ToolCallRecord]:
+    """Reducer for ``tool_calls``: union by id; a later update refines an existing record.
+
+    Fields in ``right`` overwrite those in ``left`` for the same id, other fields are kept, so
+    dispatch can write the request and the tool node later writes output and status.
+    """
+    merged: dict[str, ToolCallRecord] = {k: dict(v) for k, v in (left or {}).items()}  # type: ignore[misc]
+    for call_id, record in (right or {}).items():
+        merged[call_id] = {**merged.get(call_id, {}), **record}  # type: ignore[typeddict-item]
+    return merged
+
+
+def append_list(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """Reducer that appends (used for events and the execution path)."""
+    return [*(left or []), *(right or [])]
+
+
+class PipelineState(TypedDict, total=False):
+    """State of one conversation turn through the dispatch graph.
+
+    Keys:
+        messages: Conversation (Human/AI/Tool messages) merged with ``add_messages``.
+        question: The user's request as asked.
+        database: Path of the database file the turn may query.
+        hint: Extra evidence for the question (BIRD's ``evidence``), may be empty.
+        agent: An explicit agent request ("fix_sql", ...) that bypasses the router.
+        route: The latest route decision summary (strategy, intent, confidence, method).
+        tool_calls: Records keyed by tool_call_id.
+        sql: The current SQL (latest generated or fixed statement).
+        rows: Result rows of the latest execution (capped).
+        columns: Column names of ``rows``.
+        error: The error message that ended the turn, if any.
+        ask_human: The clarifying question asked of the user, if any.
+        user_reply: The user's reply after a clarification.
+        answer: The final answer text.
+        remaining_steps: Router decisions still allowed this turn.
+        deadline: ``time.time()`` after which the turn ends with a timeout.
+        has_internal_error / internal_error_message: Seed 000's internal error flag.
+        path: Execution path (node names in order).
+        events: Progress events emitted so far.
+        router_usage: Per-decision cost of the router itself (LM calls, tokens, latency).
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    question: str
+    database: str
+    hint: str
+    agent: str | None
+    route: dict[str, Any]
+    tool_calls: Annotated[dict[str, ToolCallRecord], merge_records]
+    sql: str | None
+    rows: list[list[Any]]
+    columns: list[str]
+    error: str | None
+    error_class: str | None
+    ask_human: str | None
+    user_reply: str | None
+    answer: str | None
+    remaining_steps: int
+    deadline: float
+    has_internal_error: bool
+    internal_error_message: str | None
+    path: Annotated[list[str], append_list]
+    events: Annotated[list[dict[str, Any]], append_list]
+    router_usage: Annotated[list[dict[str, Any]], append_list]
+
+
+def initial_state(
+    question: str,
+    database: str,
+    *,
+    hint: str = "",
+    agent: str | None = None,
+    max_steps: int = 8,
+    timeout_s: float = 120.0,
+) -> PipelineState:
+    """Build the input state for one turn.
+
+    Args:
+        question: The user's request.
+        database: Path to a DuckDB or SQLite file.
+        hint: Optional evidence passed to SQL generation.
+        agent: Optional explicit agent (tool) name that bypasses the router.
+        max_steps: Router decisions allowed before the turn stops.
+        timeout_s: Wall-clock budget of the turn.
+    """
+    from langchain_core.messages import HumanMessage
+
+    return PipelineState(
+        messages=[HumanMessage(content=question)],
+        question=question,
+        database=database,
+        hint=hint,
+        agent=agent,
+        route={},
+        tool_calls={},
+        sql=None,
+        rows=[],
+        columns=[],
+        error=None,
+        error_class=None,
+        ask_human=None,
+        user_reply=None,
+        answer=None,
+        remaining_steps=max_steps,
+        deadline=time.time() + timeout_s,
+        has_internal_error=False,
+        internal_error_message=None,
+        path=[],
+        events=[],
+        router_usage=[],
+    )

@@ -1,0 +1,116 @@
+"""The Tool type and the ``@tool`` registry: sub-agents are plain functions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from agents.errors import ContractError, ToolError
+from agents.registry import Registry
+from agents.tools.schema import function_schema
+
+__all__ = ["Tool", "tool", "tools"]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A sub-agent the router can call.
+
+    Attributes:
+        name: Tool name the model uses.
+        description: What it does (first paragraph of the docstring).
+        parameters: JSON schema of the visible parameters.
+        fn: The function itself.
+        injected: Names of parameters the pipeline supplies (never in the schema).
+        refs: ``parameter -> tool names it may cite``: arguments holding a tool_call_id of an
+            earlier call (generate_sql cites data_discovery). The cited call must exist, come
+            earlier and be of one of these kinds.
+        terminal: A successful call ends the turn.
+        interrupts: The call ends the turn waiting for the user (ask_human).
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+    injected: tuple[str, ...] = ()
+    refs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    terminal: bool = False
+    interrupts: bool = False
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The OpenAI-style ``{"type": "function", "function": {...}}`` entry."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def validate_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Check ``args`` against the schema.
+
+        Raises:
+            ToolError: Naming every invalid or missing argument (fed back to the model).
+        """
+        validator = jsonschema.Draft202012Validator(self.parameters)
+        problems = sorted(validator.iter_errors(dict(args)), key=lambda e: list(e.path))
+        if problems:
+            text = "; ".join(f"{'/'.join(map(str, p.path)) or '(args)'}: {p.message}" for p in problems)
+            raise ToolError(f"invalid arguments for {self.name}: {text}", error_class="invalid_tool_args")
+        return dict(args)
+
+    def __call__(self, args: Mapping[str, Any], **injected: Any) -> Any:
+        """Validate ``args`` and call the function with the injected values."""
+        return self.fn(**self.validate_args(args), **{k: injected[k] for k in self.injected})
+
+
+tools: Registry[Tool] = Registry("tool")
+"""Registry of every known tool by name."""
+
+
+def tool(
+    *,
+    name: str | None = None,
+    refs: Mapping[str, tuple[str, ...]] | None = None,
+    terminal: bool = False,
+    interrupts: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]:
+    """Decorator turning a typed, documented function into a registered :class:`Tool`.
+
+    The contract (hints, docstring, refs naming real parameters) is checked here, at import time,
+    not when a model first calls the tool.
+
+    Args:
+        name: Tool name (defaults to the function name).
+        refs: ``parameter -> allowed cited tool names``.
+        terminal: A successful call ends the turn.
+        interrupts: The call ends the turn waiting for the user.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Tool:
+        description, params, injected = function_schema(fn)
+        ref_map = dict(refs or {})
+        unknown = [p for p in ref_map if p not in params["properties"]]
+        if unknown:
+            raise ContractError(
+                f"tool {fn.__name__!r} declares refs on unknown parameters {unknown}",
+                expected=f"parameters among {sorted(params['properties'])}",
+                found=str(unknown),
+                fix="name the parameter that holds the cited tool_call_id",
+            )
+        t = Tool(
+            name=name or fn.__name__,
+            description=description,
+            parameters=params,
+            fn=fn,
+            injected=injected,
+            refs=ref_map,
+            terminal=terminal,
+            interrupts=interrupts,
+        )
+        tools(t.name)(lambda t=t: t)
+        return t
+
+    return wrap

@@ -1,0 +1,59 @@
+"""Datasets: a named, versioned list of examples, and the ``@dataset`` registry of loaders."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from agents.registry import Registry
+from benchmarks.example import SPLITS, Example
+
+__all__ = ["Dataset", "dataset"]
+
+
+@dataclass
+class Dataset:
+    """A loaded dataset.
+
+    Attributes:
+        name: Registry name of the loader that produced it.
+        version: Version string of the source (file date, release tag, package version).
+        examples: All examples, every split.
+        source: Where it was loaded from (a path, or "builtin").
+    """
+
+    name: str
+    version: str
+    examples: list[Example]
+    source: str = ""
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def split(self, name: str | None) -> list[Example]:
+        """Examples of one split (``None`` or ``"all"``: every example)."""
+        if name in (None, "all"):
+            return list(self.examples)
+        if name not in SPLITS:
+            from agents.errors import ConfigError
+
+            raise ConfigError(
+                f"unknown split {name!r}",
+                expected=f"one of {', '.join(SPLITS)} or all",
+                found=repr(name),
+                fix="pass --split train, dev, test or all",
+            )
+        return [e for e in self.examples if e.split == name]
+
+    def digest(self) -> str:
+        """SHA-256 over the examples' content: changes whenever any example changes."""
+        h = hashlib.sha256()
+        for e in self.examples:
+            d = e.to_dict()
+            d.pop("meta", None)
+            d.pop("db_path", None)  # the same dataset on another disk hashes the same
+            h.update(json.dumps(d, sort_keys=True, default=str).encode())
+        return h.hexdigest()
+
+
+dataset: Registry[Dataset] = Registry("dataset")
+"""Registry of loaders: ``@dataset("spider") def load_spider(path: str, ...) -> Dataset``."""
