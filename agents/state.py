@@ -25,6 +25,7 @@ __all__ = [
     "PipelineState",
     "merge_records",
     "append_list",
+    "sum_dict",
     "initial_state",
 ]
 
@@ -104,6 +105,11 @@ class PipelineState(TypedDict, total=False):
         path: Execution path (node names in order).
         events: Progress events emitted so far.
         router_usage: Per-decision cost of the router itself (LM calls, tokens, latency).
+        subagent_usage: Per-call LM cost of the sub-agents.
+        node_latency: Seconds spent per node (summed over visits).
+        executed: True once any SQL ran against the database.
+        oracle_intent: The gold intent; set by the benchmark runner, read only by the ``oracle``
+            baseline router.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -128,6 +134,20 @@ class PipelineState(TypedDict, total=False):
     path: Annotated[list[str], append_list]
     events: Annotated[list[dict[str, Any]], append_list]
     router_usage: Annotated[list[dict[str, Any]], append_list]
+    subagent_usage: Annotated[list[dict[str, Any]], append_list]
+    node_latency: Annotated[dict[str, float], sum_dict]
+    executed: bool
+    oracle_intent: str | None
+    conversation_id: str
+    turns: int
+
+
+def sum_dict(left: Mapping[str, float] | None, right: Mapping[str, float] | None) -> dict[str, float]:
+    """Reducer adding per-key values (node latencies accumulate over visits)."""
+    out = dict(left or {})
+    for k, v in (right or {}).items():
+        out[k] = out.get(k, 0.0) + v
+    return out
 
 
 def initial_state(
@@ -138,6 +158,7 @@ def initial_state(
     agent: str | None = None,
     max_steps: int = 8,
     timeout_s: float = 120.0,
+    oracle_intent: str | None = None,
 ) -> PipelineState:
     """Build the input state for one turn.
 
@@ -148,6 +169,7 @@ def initial_state(
         agent: Optional explicit agent (tool) name that bypasses the router.
         max_steps: Router decisions allowed before the turn stops.
         timeout_s: Wall-clock budget of the turn.
+        oracle_intent: Gold intent for the ``oracle`` baseline (benchmarks only).
     """
     from langchain_core.messages import HumanMessage
 
@@ -174,4 +196,8 @@ def initial_state(
         path=[],
         events=[],
         router_usage=[],
+        subagent_usage=[],
+        node_latency={},
+        executed=False,
+        oracle_intent=oracle_intent,
     )

@@ -1,0 +1,86 @@
+"""Flatten a finished pipeline state into a :class:`~agents.trace.Trace` for scoring."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from agents.state import PipelineState
+from agents.trace import Trace, Usage
+
+__all__ = ["build_trace", "message_dict"]
+
+
+def message_dict(m: BaseMessage) -> dict[str, Any]:
+    """A JSON-able view of a message (role, content, tool calls, ids, status)."""
+    d: dict[str, Any] = {"role": "user", "content": m.content}
+    if isinstance(m, AIMessage):
+        d = {"role": "assistant", "content": m.content, "tool_calls": list(m.tool_calls)}
+        if m.invalid_tool_calls:
+            d["invalid_tool_calls"] = list(m.invalid_tool_calls)
+    elif isinstance(m, ToolMessage):
+        d = {
+            "role": "tool",
+            "content": m.content,
+            "tool_call_id": m.tool_call_id,
+            "name": m.name,
+            "status": m.status,
+        }
+    elif not isinstance(m, HumanMessage):
+        d["role"] = m.type
+    return d
+
+
+def _usage(rows: list[dict[str, Any]]) -> Usage:
+    total = Usage()
+    for r in rows:
+        total = total.add(
+            Usage(
+                lm_calls=int(r.get("lm_calls", 0)),
+                cache_hits=int(r.get("cache_hits", 0)),
+                prompt_tokens=int(r.get("prompt_tokens", 0)),
+                completion_tokens=int(r.get("completion_tokens", 0)),
+                latency_s=float(r.get("latency_s", 0.0)),
+                cost_usd=float(r.get("cost_usd", 0.0)),
+            )
+        )
+    return total
+
+
+def build_trace(example_id: str, state: PipelineState, total_latency_s: float) -> Trace:
+    """Build the trace of one example from its final state.
+
+    Args:
+        example_id: Id of the replayed example.
+        state: Final state (``Pipeline.final_state``).
+        total_latency_s: Wall time of the example, all turns.
+    """
+    records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+    decisions = state.get("router_usage", [])
+    intent = next((d.get("intent") for d in decisions if d.get("intent")), None)
+    if intent is None and state.get("route"):
+        intent = state["route"].get("intent")
+    return Trace(
+        example_id=example_id,
+        answer=state.get("answer"),
+        sql=state.get("sql"),
+        columns=list(state.get("columns") or []),
+        rows=[list(r) for r in state.get("rows") or []],
+        executed=bool(state.get("executed")),
+        ask_human=state.get("ask_human"),
+        intent=intent,
+        route_decisions=list(decisions),
+        tool_calls=[dict(r) for r in records],
+        messages=[message_dict(m) for m in state.get("messages", [])],
+        events=list(state.get("events", [])),
+        path=list(state.get("path", [])),
+        node_latency_s=dict(state.get("node_latency", {})),
+        total_latency_s=total_latency_s,
+        router_usage=_usage(decisions),
+        subagent_usage=_usage(state.get("subagent_usage", [])),
+        error=state.get("error"),
+        error_class=state.get("error_class"),
+        turns=int(state.get("turns", 1) or 1),
+        steps=len(decisions),
+    )

@@ -1,0 +1,517 @@
+"""The dispatch pipeline (seed 000) as a LangGraph graph.
+
+``START -(intent_route)-> direct | route -> dispatch -> tools | ask_human | respond``; ``tools``
+returns to ``dispatch``; ``ask_human`` interrupts (a checkpointer keeps the thread) and resumes to
+``route`` with the user's reply; ``respond`` ends the turn. The router is a parameter.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, RetryPolicy, interrupt
+
+from agents.capture import build_trace
+from agents.db import Database, open_database
+from agents.errors import ContractError, ToolError
+from agents.events import make_event
+from agents.lm.usage import usage_scope
+from agents.registry import component_spec
+from agents.state import PipelineState, initial_state
+from agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSettings
+from agents.trace import Trace
+from routers.base import RouteDecision, Router, RouterEnv
+
+__all__ = ["PipelineConfig", "Pipeline", "is_transient", "NODES"]
+
+NODES: tuple[str, ...] = ("direct", "route", "dispatch", "tools", "ask_human", "respond")
+
+#: tool error classes fed back to the router instead of ending the turn (it may repair them)
+RECOVERABLE_ERRORS: tuple[str, ...] = ("sql_error", "invalid_tool_args")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Retry only errors that may pass: connection trouble, timeouts and rate limits."""
+    name = type(exc).__name__.lower()
+    if isinstance(exc, ToolError):
+        return False
+    return isinstance(exc, ConnectionError | TimeoutError) or any(
+        k in name for k in ("ratelimit", "timeout", "serviceunavailable", "apiconnection", "overloaded")
+    )
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Bounds and knobs of the dispatch pipeline (recorded with every run).
+
+    Attributes:
+        max_steps: Router decisions allowed per turn (``remaining_steps``).
+        timeout_s: Wall-clock deadline of a turn.
+        recoverable_errors: Tool error classes the router gets to react to.
+        retry_attempts / retry_initial_s / retry_backoff: Retry policy of LM-calling nodes
+            (jittered exponential backoff, transient errors only).
+        tools: Tool settings (example values, timeouts, row caps...).
+    """
+
+    max_steps: int = 8
+    timeout_s: float = 120.0
+    recoverable_errors: tuple[str, ...] = RECOVERABLE_ERRORS
+    retry_attempts: int = 3
+    retry_initial_s: float = 0.5
+    retry_backoff: float = 2.0
+    tools: ToolSettings = field(default_factory=ToolSettings)
+
+
+def _content(output: Any, rows_shown: int) -> str:
+    """Compact JSON of a tool output for the router's context (result rows trimmed)."""
+    if isinstance(output, dict) and "rows" in output:
+        output = {**output, "rows": output["rows"][:rows_shown]}
+    return json.dumps(output, default=str, ensure_ascii=False)
+
+
+class Pipeline:
+    """A compiled dispatch graph around one router.
+
+    Args:
+        router: The router (built through the ``router`` registry).
+        lm: The LM the sub-agents (and LM routers) use; may be None for LM-free tests of tools
+            that need none.
+        tools: Tools the router may call.
+        config: Bounds and settings.
+        programs: DSPy programs of the sub-agents (default: fresh, unoptimised).
+
+    Raises:
+        ContractError: When the router and tools do not fit (checked here, not mid-run).
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        lm: Any,
+        *,
+        tools: Sequence[Tool] = DEFAULT_TOOLS,
+        config: PipelineConfig | None = None,
+        programs: SQLPrograms | None = None,
+    ) -> None:
+        self.router = router
+        self.lm = lm
+        self.tools = {t.name: t for t in tools}
+        self.config = config or PipelineConfig()
+        self.programs = programs or SQLPrograms()
+        self._dbs: dict[str, Database] = {}
+        self._db_lock = threading.Lock()
+        if not isinstance(router, Router):
+            raise ContractError(
+                "router does not implement the Router protocol",
+                expected="an object with name, bind(env) and decide(state)",
+                found=type(router).__name__,
+                fix="build routers with routers.router.build(name, ...)",
+            )
+        router.bind(RouterEnv(tools=list(self.tools.values()), lm=lm, open_db=self.database))
+        self.graph = self._compile()
+
+    # -- databases -------------------------------------------------------------------------
+    def database(self, path: str) -> Database:
+        """The (cached) read-only database at ``path``."""
+        with self._db_lock:
+            if path not in self._dbs:
+                self._dbs[path] = open_database(path)
+            return self._dbs[path]
+
+    # -- graph -----------------------------------------------------------------------------
+    def _compile(self) -> Any:
+        c = self.config
+        retry = RetryPolicy(
+            initial_interval=c.retry_initial_s,
+            backoff_factor=c.retry_backoff,
+            max_attempts=c.retry_attempts,
+            jitter=True,
+            retry_on=is_transient,
+        )
+        g = StateGraph(PipelineState)
+        g.add_node("direct", self._timed("direct", self._direct))
+        g.add_node("route", self._timed("route", self._route), retry_policy=retry)
+        g.add_node(
+            "dispatch",
+            self._timed("dispatch", self._dispatch),
+            destinations=("tools", "ask_human", "respond", "route"),
+        )
+        g.add_node("tools", self._timed("tools", self._tools), retry_policy=retry)
+        g.add_node("ask_human", self._ask_human, destinations=("route",))
+        g.add_node("respond", self._timed("respond", self._respond))
+        g.add_conditional_edges(START, self._intent_route, {"direct": "direct", "route": "route"})
+        g.add_edge("direct", "dispatch")
+        g.add_edge("route", "dispatch")
+        g.add_edge("tools", "dispatch")
+        g.add_edge("respond", END)
+        return g.compile(checkpointer=InMemorySaver())
+
+    def _timed(self, name: str, fn: Callable[[PipelineState], Any]) -> Callable[[PipelineState], Any]:
+        def node(state: PipelineState) -> Any:
+            t0 = time.perf_counter()
+            out = fn(state)
+            extra = {"path": [name], "node_latency": {name: time.perf_counter() - t0}}
+            if isinstance(out, Command):
+                return Command(goto=out.goto, update={**(out.update or {}), **extra})
+            return {**(out or {}), **extra}
+
+        node.__name__ = name
+        return node
+
+    def _conv(self, state: PipelineState) -> str:
+        return state.get("conversation_id", "") or ""
+
+    def _intent_route(self, state: PipelineState) -> Literal["direct", "route"]:
+        agent = state.get("agent")
+        return "direct" if agent and agent in self.tools else "route"
+
+    def _ai_message(self, decision: RouteDecision) -> AIMessage:
+        return AIMessage(
+            content=decision.answer or "",
+            tool_calls=[
+                {"id": c["id"], "name": c["name"], "args": c["args"], "type": "tool_call"}
+                for c in decision.tool_calls
+            ],
+            invalid_tool_calls=[
+                {
+                    "id": c.get("id"),
+                    "name": c.get("name"),
+                    "args": c.get("args"),
+                    "error": c.get("error"),
+                    "type": "invalid_tool_call",
+                }
+                for c in decision.invalid_tool_calls
+            ],
+        )
+
+    def _direct(self, state: PipelineState) -> dict[str, Any]:
+        from routers.plan import call_id, next_call
+
+        agent = state["agent"]
+        intent = {"fix_sql": "fix", "explain_sql": "explain", "chat": "chat", "refuse": "refuse"}.get(
+            agent or "", "sql"
+        )
+        call = next_call(state, intent) or {"id": call_id(state, agent), "name": agent, "args": {}}
+        decision = RouteDecision(tool_calls=[call], intent=intent, method=f"direct:{agent}")
+        return {
+            "messages": [self._ai_message(decision)],
+            "route": decision.summary("direct"),
+            "events": [make_event("progress", "direct", f"explicit request for {agent}", self._conv(state))],
+        }
+
+    def _route(self, state: PipelineState) -> dict[str, Any]:
+        conv = self._conv(state)
+        if time.time() > state.get("deadline", float("inf")):
+            return {"error": "the turn ran past its deadline", "error_class": "timeout"}
+        if state.get("remaining_steps", 1) <= 0:
+            return {"error": "the turn used all its router steps", "error_class": "step_limit"}
+        with usage_scope() as log:
+            decision = self.router.decide(state)
+        measured = log.total()
+        if decision.usage.lm_calls == 0 and measured.lm_calls:
+            decision.usage = measured
+        summary = decision.summary(self.router.name)
+        update: dict[str, Any] = {
+            "messages": [self._ai_message(decision)],
+            "route": summary,
+            "router_usage": [summary],
+            "remaining_steps": state.get("remaining_steps", 1) - 1,
+            "events": [
+                make_event(
+                    "progress",
+                    "route",
+                    f"{decision.method or self.router.name}: "
+                    f"{', '.join(summary['tools']) or 'answer'} (intent {decision.intent}, "
+                    f"confidence {decision.confidence:.2f})",
+                    conv,
+                    route=summary,
+                )
+            ],
+        }
+        if not decision.tool_calls and decision.answer is None:
+            records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+            if decision.invalid_tool_calls:
+                update |= {"error": "the router produced no valid tool call", "error_class": "invalid_tool_call"}
+            elif records and records[-1].get("status") == "error":
+                last = records[-1]
+                update |= {
+                    "error": f"{last['name']} failed and the router gave up: {last.get('output')}",
+                    "error_class": last.get("error_class") or "tool_error",
+                }
+            else:
+                update |= {"error": "the router produced no decision", "error_class": "no_decision"}
+        return update
+
+    def _dispatch(self, state: PipelineState) -> Command:
+        if state.get("has_internal_error") or state.get("error"):
+            return Command(goto="respond")
+        last = state["messages"][-1]
+        if time.time() > state.get("deadline", float("inf")):
+            return Command(goto="respond", update={"error": "deadline reached", "error_class": "timeout"})
+        if isinstance(last, AIMessage):
+            if not last.tool_calls:
+                return Command(goto="respond", update={"answer": str(last.content)})
+            return self._record_calls(state, last)
+        if isinstance(last, ToolMessage):
+            record = state["tool_calls"].get(last.tool_call_id, {})
+            tool = self.tools.get(record.get("name", ""))
+            if record.get("status") == "error":
+                if record.get("error_class") in self.config.recoverable_errors:
+                    return Command(goto="route")
+                return Command(
+                    goto="respond",
+                    update={"error": str(record.get("output")), "error_class": record.get("error_class")},
+                )
+            if tool is not None and tool.terminal:
+                return Command(goto="respond")
+            return Command(goto="route")
+        return Command(goto="respond")
+
+    def _record_calls(self, state: PipelineState, msg: AIMessage) -> Command:
+        records: dict[str, Any] = {}
+        step = len(state.get("tool_calls", {}))
+        for call in msg.tool_calls:
+            tool = self.tools.get(call["name"])
+            if tool is None:
+                return Command(
+                    goto="respond",
+                    update={
+                        "error": f"the router called an unknown tool {call['name']!r}",
+                        "error_class": "unknown_tool",
+                    },
+                )
+            parent = next((call["args"].get(p) for p in tool.refs if call["args"].get(p)), None)
+            records[call["id"]] = {
+                "id": call["id"],
+                "name": call["name"],
+                "args": dict(call["args"]),
+                "parent": parent,
+                "status": "pending",
+                "step": step,
+            }
+            step += 1
+        first = msg.tool_calls[0]
+        if self.tools[first["name"]].interrupts:
+            question = str(first["args"].get("question", ""))
+            return Command(goto="ask_human", update={"tool_calls": records, "ask_human": question})
+        return Command(goto="tools", update={"tool_calls": records})
+
+    def _tools(self, state: PipelineState) -> dict[str, Any]:
+        msg = state["messages"][-1]
+        assert isinstance(msg, AIMessage)
+        conv = self._conv(state)
+        messages: list[ToolMessage] = []
+        records: dict[str, Any] = {}
+        events: list[dict[str, Any]] = []
+        usage: list[dict[str, Any]] = []
+        update: dict[str, Any] = {}
+        known = dict(state.get("tool_calls", {}))
+        for call in msg.tool_calls:
+            tool = self.tools[call["name"]]
+            ctx = ToolContext(
+                db=self.database(state["database"]),
+                lm=self.lm,
+                programs=self.programs,
+                settings=self.config.tools,
+                state={**state, "tool_calls": known},
+            )
+            started = time.time()
+            with usage_scope() as log:
+                try:
+                    output = tool(call["args"], ctx=ctx)
+                    status, error_class = "success", None
+                except ToolError as exc:
+                    output, status, error_class = str(exc), "error", exc.error_class
+                except Exception as exc:
+                    if is_transient(exc):
+                        raise  # the node's retry policy takes it
+                    output, status, error_class = f"{type(exc).__name__}: {exc}", "error", "tool_crash"
+            u = log.total()
+            usage.append({"tool": tool.name, **u.__dict__})
+            record = {
+                **known.get(call["id"], {}),
+                "output": output,
+                "status": status,
+                "error_class": error_class,
+                "started": started,
+                "ended": time.time(),
+            }
+            records[call["id"]] = record
+            known[call["id"]] = record
+            messages.append(
+                ToolMessage(
+                    content=_content(output, self.config.tools.message_rows)
+                    if status == "success"
+                    else f"ERROR [{error_class}]: {output}",
+                    tool_call_id=call["id"],
+                    name=tool.name,
+                    status=status,
+                )
+            )
+            detail = f"{tool.name}: {status}" + (f" ({error_class})" if error_class else "")
+            events.append(make_event("progress", "tools", detail, conv, tool=tool.name, status=status))
+            if status == "success" and isinstance(output, dict):
+                if output.get("sql") and tool.name != "execute_sql_and_analyze_result":
+                    update["sql"] = output["sql"]
+                if "rows" in output:
+                    update |= {"rows": output["rows"], "columns": output["columns"], "executed": True}
+            if status == "error" and tool.name == "execute_sql_and_analyze_result":
+                update["executed"] = True
+        return {
+            **update,
+            "messages": messages,
+            "tool_calls": records,
+            "events": events,
+            "subagent_usage": usage,
+        }
+
+    def _ask_human(self, state: PipelineState) -> Command:
+        msg = state["messages"][-1]
+        call = msg.tool_calls[0]
+        question = str(call["args"].get("question", ""))
+        reply = interrupt({"question": question, "tool_call_id": call["id"]})
+        now = time.time()
+        return Command(
+            goto="route",
+            update={
+                "messages": [
+                    ToolMessage(content=str(reply), tool_call_id=call["id"], name=call["name"], status="success")
+                ],
+                "tool_calls": {
+                    call["id"]: {"output": {"reply": str(reply)}, "status": "success", "started": now, "ended": now}
+                },
+                "user_reply": str(reply),
+                "path": ["ask_human"],
+                "events": [make_event("progress", "ask_human", f"user replied: {reply}", self._conv(state))],
+            },
+        )
+
+    def _respond(self, state: PipelineState) -> dict[str, Any]:
+        conv = self._conv(state)
+        if state.get("error") or state.get("has_internal_error"):
+            error = state.get("error") or state.get("internal_error_message") or "internal error"
+            answer = f"Sorry, I could not complete this request: {error}"
+            event = make_event(
+                "error", "respond", error, conv, error_type=state.get("error_class") or "internal_error"
+            )
+            return {"answer": answer, "events": [event]}
+        answer = state.get("answer")
+        last = state["messages"][-1]
+        if isinstance(last, ToolMessage):
+            record = state["tool_calls"].get(last.tool_call_id, {})
+            out = record.get("output")
+            if isinstance(out, dict):
+                answer = out.get("answer") or out.get("explanation") or out.get("summary") or answer
+        event = make_event(
+            "completed",
+            "respond",
+            "done",
+            conv,
+            answer=answer,
+            sql=state.get("sql"),
+            rows=(state.get("rows") or [])[:20],
+            columns=state.get("columns") or [],
+            execution_path=[*state.get("path", []), "respond"],
+            route=state.get("route"),
+        )
+        return {"answer": answer, "events": [event]}
+
+    # -- running ---------------------------------------------------------------------------
+    def stream(
+        self,
+        question: str,
+        database: str,
+        *,
+        reply: Callable[[str], str | None] | None = None,
+        agent: str | None = None,
+        hint: str = "",
+        oracle_intent: str | None = None,
+        conversation_id: str | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Run one request and yield its progress events live; the last is completed or error.
+
+        Args:
+            question: The user's request.
+            database: Path of the database file.
+            reply: Answers a clarifying question (returns None to leave it unanswered).
+            agent: Explicit agent (tool) name, bypassing the router.
+            hint: Evidence for SQL generation.
+            oracle_intent: Gold intent (benchmarks; read only by the oracle baseline).
+            conversation_id: Thread id; a fresh one by default.
+        """
+        conv = conversation_id or uuid.uuid4().hex[:12]
+        cfg = {"configurable": {"thread_id": conv}, "recursion_limit": 4 * self.config.max_steps + 10}
+        state = initial_state(
+            question,
+            database,
+            hint=hint,
+            agent=agent,
+            max_steps=self.config.max_steps,
+            timeout_s=self.config.timeout_s,
+            oracle_intent=oracle_intent,
+        )
+        state["conversation_id"] = conv
+        payload: Any = state
+        turns = 0
+        while True:
+            turns += 1
+            interrupted: dict[str, Any] | None = None
+            for chunk in self.graph.stream(payload, cfg, stream_mode="updates"):
+                for node, update in chunk.items():
+                    if node == "__interrupt__":
+                        interrupted = update[0].value
+                    elif isinstance(update, dict):
+                        yield from update.get("events", [])
+            if interrupted is None:
+                break
+            answer = reply(interrupted["question"]) if reply else None
+            if answer is None:
+                ev = make_event(
+                    "completed",
+                    "ask_human",
+                    "waiting for the user's reply",
+                    conv,
+                    answer=interrupted["question"],
+                    ask_human=interrupted["question"],
+                )
+                self.graph.update_state(cfg, {"answer": interrupted["question"], "events": [ev], "turns": turns})
+                yield ev
+                return
+            payload = Command(resume=answer)
+        self.graph.update_state(cfg, {"turns": turns})
+
+    def run(self, question: str, database: str, *, example_id: str = "", **kwargs: Any) -> Trace:
+        """Run one request to the end and return its trace (see :meth:`stream` for arguments)."""
+        conv = kwargs.pop("conversation_id", None) or uuid.uuid4().hex[:12]
+        t0 = time.perf_counter()
+        for _ in self.stream(question, database, conversation_id=conv, **kwargs):
+            pass
+        state = self.final_state(conv)
+        trace = build_trace(example_id, state, time.perf_counter() - t0)
+        # checkpoints exist for interrupt/resume within a request; drop them so long runs stay flat
+        self.graph.checkpointer.delete_thread(conv)
+        return trace
+
+    def final_state(self, conversation_id: str) -> PipelineState:
+        """The state of a finished conversation."""
+        snap = self.graph.get_state({"configurable": {"thread_id": conversation_id}})
+        return snap.values  # type: ignore[return-value]
+
+    def spec(self) -> dict[str, Any]:
+        """Recorded arguments of the pipeline and its router (for MLflow params)."""
+        return {"router": component_spec(self.router), "config": _config_dict(self.config)}
+
+
+def _config_dict(config: PipelineConfig) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(config)

@@ -1,0 +1,79 @@
+"""DSPy programs behind the LM-backed sub-agents (signatures + modules, so optimizers can tune them).
+
+Field order matters for speed: the schema comes first, so consecutive prompts about the same
+database share a prefix the local model reuses from its KV cache.
+"""
+
+from __future__ import annotations
+
+import re
+
+import dspy
+
+__all__ = ["GenerateSQL", "FixSQL", "ExplainSQL", "ChatReply", "SQLPrograms", "clean_sql"]
+
+
+class GenerateSQL(dspy.Signature):
+    """Write one read-only SQL query that answers the question on the given database schema.
+
+    Use only tables and columns from the schema. Return only the SQL, no explanation.
+    """
+
+    schema: str = dspy.InputField(desc="tables, columns and example values")
+    dialect: str = dspy.InputField(desc="SQL dialect of the database")
+    hint: str = dspy.InputField(desc="extra evidence about the question, may be empty")
+    question: str = dspy.InputField()
+    sql: str = dspy.OutputField(desc="a single SELECT statement")
+
+
+class FixSQL(dspy.Signature):
+    """Repair a SQL query that failed on the given database; keep its intent.
+
+    Use only tables and columns from the schema. Return only the corrected SQL.
+    """
+
+    schema: str = dspy.InputField(desc="tables, columns and example values")
+    dialect: str = dspy.InputField(desc="SQL dialect of the database")
+    sql: str = dspy.InputField(desc="the failing query")
+    error: str = dspy.InputField(desc="the database's error message")
+    fixed_sql: str = dspy.OutputField(desc="a single corrected SELECT statement")
+
+
+class ExplainSQL(dspy.Signature):
+    """Explain in plain English what a SQL query returns, in two or three sentences."""
+
+    schema: str = dspy.InputField(desc="tables and columns the query may use")
+    sql: str = dspy.InputField()
+    explanation: str = dspy.OutputField()
+
+
+class ChatReply(dspy.Signature):
+    """You are a friendly data assistant for a SQL database. Answer briefly without querying data."""
+
+    message: str = dspy.InputField()
+    reply: str = dspy.OutputField()
+
+
+class SQLPrograms(dspy.Module):
+    """The four LM-backed sub-agent programs, as one module an optimizer can tune or save."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generate = dspy.Predict(GenerateSQL)
+        self.fix = dspy.Predict(FixSQL)
+        self.explain = dspy.Predict(ExplainSQL)
+        self.chat = dspy.Predict(ChatReply)
+
+
+_FENCE = re.compile(r"```(?:sql|SQL)?\s*(.*?)```", re.S)
+
+
+def clean_sql(text: str) -> str:
+    """Strip markdown fences, leading labels and trailing semicolons from model-written SQL."""
+    text = text.strip()
+    m = _FENCE.search(text)
+    if m:
+        text = m.group(1).strip()
+    text = re.sub(r"^(?:sql|SQL)\s*:\s*", "", text)
+    # keep only the first statement; the guard would refuse stacked ones anyway
+    return text.strip().rstrip(";").strip()

@@ -1,0 +1,218 @@
+"""The sub-agents the routers dispatch to. Each is a plain typed function; see ``agents.tools.base``.
+
+Outputs are JSON-able dicts; the dispatch graph stores them in the call's record and shows a
+compact JSON of them to the router as the ``ToolMessage`` content.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from agents.db import check_sql
+from agents.errors import ToolError
+from agents.tools.base import tool
+from agents.tools.context import ToolContext
+from agents.tools.programs import clean_sql
+from agents.tools.schema import INJECTED
+from agents.tools.text import tokens
+
+try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
+    from typing import Annotated
+except ImportError:  # pragma: no cover
+    from typing_extensions import Annotated
+
+__all__ = [
+    "data_discovery",
+    "generate_sql",
+    "fix_sql",
+    "execute_sql_and_analyze_result",
+    "explain_sql",
+    "chat",
+    "ask_human",
+    "refuse",
+    "SQL_PRODUCERS",
+]
+
+#: tools whose successful output carries a ``sql`` the executor may run
+SQL_PRODUCERS: tuple[str, ...] = ("generate_sql", "fix_sql")
+
+Ctx = Annotated[ToolContext, INJECTED]
+
+
+def _relevant_tables(ctx: ToolContext, question: str) -> list[str]:
+    """Rank tables by lexical overlap of the question with table/column names and example values."""
+    infos = ctx.db.tables()
+    names = [t.name for t in infos]
+    if len(infos) <= ctx.settings.max_tables:
+        return names
+    q = set(tokens(question))
+    scored = []
+    for t in infos:
+        vocab = set(tokens(t.name))
+        for c in t.columns:
+            vocab |= set(tokens(c.name))
+            for v in c.examples:
+                vocab |= set(tokens(str(v)))
+        scored.append((len(q & vocab), t.name))
+    keep = [n for _, n in sorted(scored, key=lambda s: (-s[0], s[1]))[: ctx.settings.max_tables]]
+    # bring in tables the kept ones reference, so joins stay possible
+    by_name = {t.name: t for t in infos}
+    for n in list(keep):
+        for fk in by_name[n].foreign_keys:
+            ref = fk[1]
+            if ref in by_name and ref not in keep and len(keep) < ctx.settings.max_tables + 2:
+                keep.append(ref)
+    return sorted(keep, key=names.index)
+
+
+def _schema_for(ctx: ToolContext, question: str) -> str:
+    return ctx.db.schema_text(_relevant_tables(ctx, question), example_values=ctx.settings.example_values)
+
+
+def _question_with_reply(ctx: ToolContext, question: str) -> str:
+    reply = ctx.state.get("user_reply")
+    return f"{question}\n(Clarification from the user: {reply})" if reply and reply not in question else question
+
+
+@tool()
+def data_discovery(question: str, ctx: Ctx) -> dict:
+    """Find the tables and columns relevant to a data question, with example values.
+
+    Call this first for any question about the data; generate_sql needs its tool_call_id.
+
+    Args:
+        question: The user's data question.
+    """
+    tables = _relevant_tables(ctx, question)
+    return {
+        "tables": tables,
+        "schema": ctx.db.schema_text(tables, example_values=ctx.settings.example_values),
+    }
+
+
+@tool(refs={"discovery_call_id": ("data_discovery",)})
+def generate_sql(question: str, discovery_call_id: str, ctx: Ctx) -> dict:
+    """Write a SQL query answering a data question, using the schema found by data_discovery.
+
+    Args:
+        question: The user's data question (with any clarification the user gave).
+        discovery_call_id: The tool_call_id of the data_discovery call whose schema to use.
+    """
+    found = ctx.call_output(discovery_call_id)
+    if not isinstance(found, dict) or "schema" not in found:
+        raise ToolError(
+            f"discovery_call_id {discovery_call_id!r} is not a finished data_discovery call",
+            error_class="bad_reference",
+        )
+    with dspy.context(lm=ctx.lm):
+        pred = ctx.programs.generate(
+            schema=found["schema"],
+            dialect=ctx.db.dialect,
+            hint=ctx.state.get("hint") or "",
+            question=_question_with_reply(ctx, question),
+        )
+    sql = clean_sql(pred.sql or "")
+    return {"sql": check_sql(sql, ctx.db.dialect)}
+
+
+@tool(refs={"failed_call_id": ("execute_sql_and_analyze_result", "generate_sql", "fix_sql")})
+def fix_sql(sql: str, error: str, ctx: Ctx, failed_call_id: str | None = None) -> dict:
+    """Repair a SQL query that failed, given the database's error message.
+
+    Args:
+        sql: The failing SQL query.
+        error: The error message the database returned.
+        failed_call_id: The tool_call_id of the call that failed, if the failure happened in this
+            conversation; omit it when the user supplied the query and the error.
+    """
+    schema = _schema_for(ctx, f"{sql} {ctx.state.get('question', '')}")
+    attempts = 0
+    current, current_error = sql, error
+    while True:
+        attempts += 1
+        with dspy.context(lm=ctx.lm):
+            pred = ctx.programs.fix(schema=schema, dialect=ctx.db.dialect, sql=current, error=current_error)
+        fixed = check_sql(clean_sql(pred.fixed_sql or ""), ctx.db.dialect)
+        if attempts >= ctx.settings.fix_attempts:
+            return {"sql": fixed, "attempts": attempts}
+        try:
+            ctx.db.execute(fixed, timeout_s=ctx.settings.sql_timeout_s, max_rows=1)
+        except ToolError as exc:
+            current, current_error = fixed, str(exc)
+            continue
+        return {"sql": fixed, "attempts": attempts}
+
+
+def _summary(columns: list[str], rows: list[list], row_count: int, truncated: bool) -> str:
+    if row_count == 0:
+        return "The query returned no rows."
+    head = ", ".join(f"{c}={v!r}" for c, v in zip(columns, rows[0], strict=False))
+    more = " (truncated at the row cap)" if truncated else ""
+    return f"{row_count} row(s){more}; columns: {', '.join(columns)}; first row: {head}."
+
+
+@tool(refs={"sql_call_id": SQL_PRODUCERS}, terminal=True)
+def execute_sql_and_analyze_result(sql_call_id: str, ctx: Ctx) -> dict:
+    """Run the SQL produced by generate_sql or fix_sql read-only and summarise the result.
+
+    Args:
+        sql_call_id: The tool_call_id of the generate_sql or fix_sql call whose SQL to run.
+    """
+    produced = ctx.call_output(sql_call_id)
+    if not isinstance(produced, dict) or not produced.get("sql"):
+        raise ToolError(f"sql_call_id {sql_call_id!r} did not produce SQL", error_class="bad_reference")
+    s = ctx.settings
+    result = ctx.db.execute(produced["sql"], timeout_s=s.sql_timeout_s, max_rows=s.max_rows)
+    return {
+        "sql": produced["sql"],
+        "columns": result.columns,
+        "rows": result.rows,
+        "row_count": result.row_count,
+        "truncated": result.truncated,
+        "summary": _summary(result.columns, result.rows, result.row_count, result.truncated),
+    }
+
+
+@tool(terminal=True)
+def explain_sql(sql: str, ctx: Ctx) -> dict:
+    """Explain in plain language what a SQL query does. It does not run the query.
+
+    Args:
+        sql: The SQL query to explain.
+    """
+    schema = _schema_for(ctx, sql)
+    with dspy.context(lm=ctx.lm):
+        pred = ctx.programs.explain(schema=schema, sql=sql)
+    return {"explanation": (pred.explanation or "").strip()}
+
+
+@tool(terminal=True)
+def chat(message: str, ctx: Ctx) -> dict:
+    """Answer a message that needs no data: greetings, thanks, questions about the assistant or SQL.
+
+    Args:
+        message: The user's message.
+    """
+    with dspy.context(lm=ctx.lm):
+        pred = ctx.programs.chat(message=message)
+    return {"answer": (pred.reply or "").strip()}
+
+
+@tool(interrupts=True)
+def ask_human(question: str) -> dict:
+    """Ask the user one clarifying question when the request is ambiguous; waits for the reply.
+
+    Args:
+        question: The clarifying question to ask.
+    """
+    return {"question": question}
+
+
+@tool(terminal=True)
+def refuse(reason: str) -> dict:
+    """Decline a request that would change data or that the assistant must not do.
+
+    Args:
+        reason: Why the request is declined, in one sentence.
+    """
+    return {"answer": f"I can't help with that: {reason}"}

@@ -1,0 +1,67 @@
+"""Pull SQL and error text out of a user's request ("fix this: SELECT ... Error: ...")."""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot.errors import ParseError
+
+__all__ = ["extract_sql", "extract_error", "parses_as_sql", "tokens"]
+
+_SQL_START = re.compile(r"\b(SELECT|WITH)\b", re.I)
+_ERROR_MARK = re.compile(
+    r"(?:^|\n|\s)(?:error|exception|it fails with|fails with|failed with|i get|got)\s*[:\-]?\s*"
+    r"((?:[A-Za-z ]*(?:Error|Exception)\b.*|.*))$",
+    re.I | re.S,
+)
+_ENGINE_ERROR = re.compile(
+    r"((?:Binder|Parser|Catalog|Conversion|Invalid Input|Syntax|Operational|Programming)\s*Error\b.*)", re.S
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def parses_as_sql(text: str, dialect: str = "duckdb") -> bool:
+    """True when ``text`` parses as exactly one SQL statement."""
+    try:
+        parsed = sqlglot.parse(text, read=dialect)
+    except (ParseError, ValueError, RecursionError):
+        return False
+    return len([p for p in parsed if p is not None]) == 1
+
+
+def extract_sql(text: str, dialect: str = "duckdb") -> str | None:
+    """Return the SQL query embedded in a request, or None.
+
+    Takes the span from the first SELECT/WITH keyword and shrinks it line by line from the end
+    until it parses, so trailing prose ("Error: ...") is dropped.
+    """
+    m = _SQL_START.search(text)
+    if not m:
+        return None
+    candidate = text[m.start() :]
+    fenced = re.search(r"```(?:sql)?\s*(.*?)```", text, re.S | re.I)
+    if fenced and _SQL_START.search(fenced.group(1)):
+        candidate = fenced.group(1)
+    lines = candidate.strip().splitlines()
+    for end in range(len(lines), 0, -1):
+        chunk = "\n".join(lines[:end]).strip().rstrip(";").strip()
+        # cut at an inline error marker on the last line
+        chunk = re.split(r"\s+(?:error|Error|ERROR)\s*:", chunk)[0].strip().rstrip(";").strip()
+        if chunk and parses_as_sql(chunk, dialect):
+            return chunk
+    return None
+
+
+def extract_error(text: str) -> str | None:
+    """Return the error message quoted in a request, or None."""
+    m = _ENGINE_ERROR.search(text)
+    if m:
+        return m.group(1).strip()
+    m = re.search(r"\b(?:error|exception)\s*:\s*(.+)$", text, re.I | re.S)
+    return m.group(1).strip() if m else None
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case alphanumeric tokens (identifiers split on underscores)."""
+    return _WORD.findall(text.lower().replace("_", " "))

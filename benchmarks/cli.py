@@ -1,0 +1,224 @@
+"""The ``routerlab`` command line."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from agents.errors import RouterlabError
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    name="routerlab",
+    help="Which router should dispatch a text-to-SQL assistant's requests, and at what cost?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+lm_app = typer.Typer(help="Language-model backends.", no_args_is_help=True)
+app.add_typer(lm_app, name="lm")
+
+_err = Console(stderr=True)
+_out = Console()
+F = TypeVar("F", bound=Callable[..., Any])
+
+LMOpt = Annotated[str, typer.Option("--lm", help="LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM "
+                                    "model string such as openai/gpt-4o-mini.")]
+ApiBaseOpt = Annotated[str | None, typer.Option("--lm-api-base", help="API base URL for OpenAI-compatible servers.")]
+
+
+def _clean_errors(fn: F) -> F:
+    """Turn routerlab errors into a clear message and exit code 2 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RouterlabError as exc:
+            _err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@lm_app.command("check")
+@_clean_errors
+def lm_check_cmd(lm: LMOpt = "local", lm_api_base: ApiBaseOpt = None) -> None:
+    """Load the LM, make one completion and one tool call, and print timings."""
+    from agents.lm.check import format_report, lm_check
+
+    _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False)
+
+
+@app.command("ask")
+@_clean_errors
+def ask_cmd(
+    question: Annotated[str, typer.Argument(help="The request, e.g. 'How many areas have EV charging?'")],
+    db: Annotated[Path | None, typer.Option("--db", help="DuckDB or SQLite file (default: the built-in database).")] = None,
+    router_name: Annotated[str, typer.Option("--router", help="Router name (see `routerlab routers`).")] = "rules",
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Call this agent directly (e.g. fix_sql).")] = None,
+    reply: Annotated[str | None, typer.Option("--reply", help="Answer to a clarifying question, if asked.")] = None,
+) -> None:
+    """Answer one request, printing the pipeline's progress events live."""
+    from benchmarks.ask import ask
+
+    raise typer.Exit(ask(question, db, router_name, lm, lm_api_base, agent, reply, _out))
+
+
+DEFAULT_ROUTERS = "rules,llm,dspy,oracle,random"
+DEFAULT_LIMIT = 24
+
+
+@app.command("run")
+@_clean_errors
+def run_cmd(
+    router_names: Annotated[str, typer.Option("--router", help="Comma-separated routers to compare.")] = DEFAULT_ROUTERS,
+    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name (builtin, spider, bird, ...).")] = "builtin",
+    dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file (on-disk formats).")] = None,
+    split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
+    limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = DEFAULT_LIMIT,
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker threads (remote LMs).")] = 1,
+    router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")] = None,
+    config_file: Annotated[Path | None, typer.Option("--config", help="YAML/JSON file with run settings.")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Finish an interrupted session by its id.")] = None,
+    tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")] = "sqlite:///mlflow.db",
+    store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
+    attempts: Annotated[int, typer.Option("--attempts", min=1, help="Runs per example (pass^k).")] = 1,
+) -> None:
+    """Replay a dataset through the pipeline with each router and print the comparison."""
+    from benchmarks.config import load_run_config
+    from benchmarks.session import SessionSpec, parse_routers, run_session
+    from eval.compare import compare_runs, render
+    from eval.store import ResultsStore
+
+    config = load_run_config(
+        config_file,
+        dataset=dataset_name,
+        dataset_path=dataset_path,
+        split=split,
+        limit=limit or None,
+        lm=lm,
+        lm_api_base=lm_api_base,
+        concurrency=concurrency,
+        attempts=attempts,
+    )
+    spec = SessionSpec(
+        routers=parse_routers(router_names, router_arg or ()),
+        config=config,
+        tracking_uri=None if no_mlflow else tracking_uri,
+        store_path=store,
+    )
+    _out.print(f"session [bold]{resume or '(new)'}[/]: {config.dataset}/{config.split}, lm {config.lm}")
+    result = run_session(spec, console=_out, resume=resume)
+    comparison = compare_runs(ResultsStore(store), result.run_ids)
+    _out.print(render(comparison, "table"))
+    _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
+    if result.interrupted:
+        _err.print(f"interrupted: resume with  routerlab run --resume {result.session_id}")
+        raise typer.Exit(130)
+
+
+@app.command("compare")
+@_clean_errors
+def compare_cmd(
+    run_ids: Annotated[list[str], typer.Argument(help="Run ids (SESSION.ROUTER) or session ids.")],
+    fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv or json.")] = "table",
+    store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+) -> None:
+    """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance."""
+    from eval.compare import compare_runs, render
+    from eval.store import ResultsStore
+
+    rs = ResultsStore(store)
+    known = rs.runs()["run_id"].tolist()
+    expanded: list[str] = []
+    for rid in run_ids:
+        expanded += [rid] if rid in known else [k for k in known if k.startswith(f"{rid}.")] or [rid]
+    print(render(compare_runs(rs, expanded), fmt))
+
+
+@app.command("optimize")
+@_clean_errors
+def optimize_cmd(
+    router_name: Annotated[str, typer.Option("--router", help="Only 'dspy' has a program to compile.")] = "dspy",
+    optimizer: Annotated[str, typer.Option("--optimizer", help="bootstrap, mipro or gepa.")] = "bootstrap",
+    dataset_name: Annotated[str, typer.Option("--dataset")] = "builtin",
+    dataset_path: Annotated[str | None, typer.Option("--dataset-path")] = None,
+    split: Annotated[str, typer.Option("--split", help="Split compiled on (dev is used to evaluate).")] = "train",
+    budget: Annotated[int, typer.Option("--budget", min=1, help="Max demonstrations.")] = 4,
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI")] = "sqlite:///mlflow.db",
+) -> None:
+    """Compile the dspy router's program on the train split, evaluate on dev, save it."""
+    from agents.errors import ConfigError
+    from agents.lm import resolve_lm
+    from benchmarks.config import load_run_config
+    from benchmarks.session import load_dataset
+    from routers.optimize import optimize_router, report_json
+
+    if router_name != "dspy" or split != "train":
+        raise ConfigError(
+            "only the dspy router is compiled, on the train split",
+            expected="--router dspy --split train",
+            found=f"--router {router_name} --split {split}",
+            fix="drop the options or pass those values",
+        )
+    config = load_run_config(None, dataset=dataset_name, dataset_path=dataset_path, lm=lm, lm_api_base=lm_api_base)
+    ds = load_dataset(config)
+    model = resolve_lm(lm, api_base=lm_api_base)
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_experiment(f"routerlab/{ds.name}/optimize")
+    mlflow.dspy.autolog(log_compiles=True, log_evals=True, log_traces=False)
+    with mlflow.start_run(run_name=f"optimize-dspy-{optimizer}"):
+        mlflow.log_params({"optimizer": optimizer, "budget": budget, "lm": lm, "dataset": ds.name})
+        report = optimize_router(ds, model, lm_spec=lm, optimizer=optimizer, budget=budget)
+        mlflow.log_metrics({"dev_accuracy_before": report.dev_accuracy_before,
+                            "dev_accuracy_after": report.dev_accuracy_after,
+                            "train_accuracy_after": report.train_accuracy_after})
+    print(report_json(report))
+
+
+@app.command("ui")
+def ui_cmd(
+    tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI")] = "sqlite:///mlflow.db",
+    host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 5000,
+) -> None:
+    """Start the MLflow UI on the same store."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri, "--host", host, "--port", str(port)]
+    raise typer.Exit(subprocess.call(cmd))
+
+
+@app.command("routers")
+def routers_cmd() -> None:
+    """List the registered routers."""
+    import routers
+
+    for name in routers.router.names():
+        _out.print(routers.label(name))
+
+
+def main() -> None:  # pragma: no cover - console entry for `python -m benchmarks.cli`
+    """Entry point."""
+    app(prog_name="routerlab")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""The benchmark runner: replay examples through the full dispatch pipeline and score them.
+
+One run = one (router, LM, dataset, config). Several routers given together form a comparison
+(an MLflow parent run with one child per router). Results are persisted per example as they
+complete, so an interrupted run resumes without duplicates (``--resume``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dspy
+
+from agents.graph import Pipeline, PipelineConfig
+from agents.registry import component_spec
+from agents.trace import Trace
+from benchmarks.example import Example
+from eval.result import ExampleResult, Score, Scorer, scorer
+from routers import router as router_registry
+
+__all__ = ["RunConfig", "RouterRun", "run_router", "score_trace", "DEFAULT_SCORERS", "build_scorers"]
+
+DEFAULT_SCORERS: tuple[str, ...] = ("ex", "chain_valid", "trajectory", "chain_f1", "route", "success")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run besides the router (recorded as MLflow params).
+
+    Attributes:
+        dataset: Dataset registry name.
+        dataset_args: Loader arguments (path, ...).
+        split: Split replayed (``all`` for every split).
+        limit: At most this many examples (a stratified subset), None for all.
+        lm: LM spec (``local``, ``local:0.5b``, ``openai/...``).
+        lm_api_base: API base for OpenAI-compatible servers.
+        concurrency: Worker threads (useful for remote LMs; the local model serialises calls).
+        scorers: Scorer names.
+        scorer_args: Per-scorer constructor arguments.
+        pipeline: Pipeline bounds and tool settings.
+        attempts: Times each example runs (pass^k when > 1).
+    """
+
+    dataset: str = "builtin"
+    dataset_args: dict[str, Any] = field(default_factory=dict)
+    split: str = "dev"
+    limit: int | None = None
+    lm: str = "local"
+    lm_api_base: str | None = None
+    concurrency: int = 1
+    scorers: tuple[str, ...] = DEFAULT_SCORERS
+    scorer_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    attempts: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict."""
+        return asdict(self)
+
+
+def build_scorers(config: RunConfig) -> list[Scorer]:
+    """Build the configured scorers through the registry (unknown names fail here, not mid-run)."""
+    import eval.scorers  # noqa: F401  (registers the built-in scorers)
+
+    return [scorer.build(n, **config.scorer_args.get(n, {})) for n in config.scorers]
+
+
+def score_trace(example: Example, trace: Trace, scorers: Sequence[Scorer]) -> dict[str, Score]:
+    """Run every scorer; a scorer that raises yields a 0 with the exception as its reason."""
+    scores: dict[str, Score] = {}
+    for s in scorers:
+        try:
+            scores[s.name] = s.score(example, trace)
+        except Exception as exc:  # a scorer bug must not lose the example
+            scores[s.name] = Score(s.name, 0.0, f"scorer crashed: {type(exc).__name__}: {exc}")
+    return scores
+
+
+def _outcome(trace: Trace) -> str:
+    if trace.error_class == "timeout":
+        return "timeout"
+    return "error" if trace.error else "ok"
+
+
+@dataclass
+class RouterRun:
+    """One router's run over a list of examples.
+
+    Args:
+        router_name: Registry name.
+        router_args: Constructor arguments.
+        lm: The resolved LM.
+        config: The run config.
+        scorers: Built scorers.
+    """
+
+    router_name: str
+    router_args: dict[str, Any]
+    lm: Any
+    config: RunConfig
+    scorers: Sequence[Scorer]
+
+    def __post_init__(self) -> None:
+        self.router = router_registry.build(self.router_name, **self.router_args)
+        self.pipeline = Pipeline(self.router, self.lm, config=self.config.pipeline)
+
+    def params(self) -> dict[str, Any]:
+        """Recorded arguments of the router and pipeline."""
+        return {"router": component_spec(self.router), **{"config": self.config.to_dict()}}
+
+    def run_example(self, example: Example, attempt: int = 0) -> ExampleResult:
+        """Run and score one example; never raises (a crash is a scored failure)."""
+        base = dict(
+            example_id=example.id,
+            dataset=example.dataset,
+            split=example.split,
+            intent=example.intent,
+            difficulty=example.difficulty,
+            router=self.router_name,
+            lm=self.config.lm,
+            attempt=attempt,
+        )
+        t0 = time.perf_counter()
+        try:
+            with dspy.context(lm=self.lm):
+                trace = self.pipeline.run(
+                    example.question,
+                    example.db_path,
+                    example_id=example.id,
+                    reply=lambda _q: example.user_reply,
+                    hint=example.hint,
+                    oracle_intent=example.intent,
+                )
+        except Exception as exc:
+            trace = Trace(
+                example_id=example.id,
+                error=f"{type(exc).__name__}: {exc}",
+                error_class=f"crash:{type(exc).__name__}",
+                total_latency_s=time.perf_counter() - t0,
+            )
+            trace.events.append({"type": "error", "traceback": traceback.format_exc(limit=8)})
+            scores = score_trace(example, trace, self.scorers)
+            return ExampleResult(**base, outcome="crash", error_class=trace.error_class, error=trace.error,
+                                 scores=scores, latency_s=trace.total_latency_s, trace=trace)
+        scores = score_trace(example, trace, self.scorers)
+        return ExampleResult(
+            **base,
+            outcome=_outcome(trace),
+            error_class=trace.error_class,
+            error=trace.error,
+            predicted_intent=trace.intent,
+            scores=scores,
+            latency_s=trace.total_latency_s,
+            node_latency_s=trace.node_latency_s,
+            router_usage=trace.router_usage,
+            subagent_usage=trace.subagent_usage,
+            trace=trace,
+        )
+
+
+def run_router(
+    run: RouterRun,
+    examples: Iterable[Example],
+    *,
+    on_result: Callable[[ExampleResult], None],
+    concurrency: int = 1,
+    attempts: int = 1,
+    stop: threading.Event | None = None,
+) -> int:
+    """Run ``examples`` (each ``attempts`` times) and hand each result to ``on_result`` as it
+    completes. Returns how many results were produced.
+
+    ``on_result`` is called from one thread at a time (a lock serialises it), so sinks need no
+    locking of their own. ``stop`` ends the run early between examples (Ctrl-C).
+    """
+    jobs = [(e, a) for e in examples for a in range(attempts)]
+    lock = threading.Lock()
+    done = 0
+
+    def deliver(result: ExampleResult) -> None:
+        nonlocal done
+        with lock:
+            on_result(result)
+            done += 1
+
+    if concurrency <= 1:
+        for e, a in jobs:
+            if stop is not None and stop.is_set():
+                break
+            deliver(run.run_example(e, a))
+        return done
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="routerlab") as pool:
+        futures = {pool.submit(run.run_example, e, a): (e, a) for e, a in jobs}
+        try:
+            for fut in as_completed(futures):
+                deliver(fut.result())
+                if stop is not None and stop.is_set():
+                    break
+        finally:
+            for f in futures:
+                f.cancel()
+    return done

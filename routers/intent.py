@@ -1,0 +1,81 @@
+"""Base of the intent routers: classify the request once, then follow the canonical plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.errors import ContractError
+from agents.state import PipelineState
+from agents.trace import Usage
+from routers.base import RouteDecision, RouterEnv
+from routers.plan import next_call
+
+__all__ = ["IntentRouter", "Classification", "TOOL_INTENT", "DONE_ANSWER"]
+
+#: intent implied by the first tool a router calls
+TOOL_INTENT: dict[str, str] = {
+    "data_discovery": "sql",
+    "generate_sql": "sql",
+    "execute_sql_and_analyze_result": "sql",
+    "fix_sql": "fix",
+    "explain_sql": "explain",
+    "chat": "chat",
+    "ask_human": "clarify",
+    "refuse": "refuse",
+}
+
+DONE_ANSWER = "I have nothing further to do for this request."
+
+Classification = tuple[str, float, str, Usage]
+"""``(intent, confidence, method, usage)``"""
+
+
+class IntentRouter:
+    """Shared ``decide``: classify on the first step, then the plan for that intent.
+
+    Subclasses implement :meth:`classify` and set ``name``.
+
+    Args:
+        fix_budget: fix_sql calls a failed execution may trigger.
+    """
+
+    name = "intent"
+    #: tools the canonical plan may call; checked against the pipeline's tools at bind time
+    needs_tools: tuple[str, ...] = tuple(TOOL_INTENT)
+
+    def __init__(self, fix_budget: int = 1) -> None:
+        self.fix_budget = fix_budget
+        self.env: RouterEnv | None = None
+
+    def bind(self, env: RouterEnv) -> None:
+        """Check that every tool of the plan is available."""
+        names = {t.name for t in env.tools}
+        missing = [t for t in self.needs_tools if t not in names]
+        if missing:
+            raise ContractError(
+                f"router {self.name!r} needs tools the pipeline lacks",
+                expected=f"tools {list(self.needs_tools)}",
+                found=f"missing {missing}",
+                fix="build the pipeline with the default tools",
+            )
+        self.env = env
+
+    def classify(self, state: PipelineState) -> Classification:
+        """Return ``(intent, confidence, method, usage)`` for the request."""
+        raise NotImplementedError
+
+    def decide(self, state: PipelineState) -> RouteDecision:
+        """Classify once (first step), then emit the next call of the plan."""
+        route: dict[str, Any] = state.get("route") or {}
+        if state.get("tool_calls") and route.get("intent"):
+            intent, conf, method, usage = route["intent"], route.get("confidence", 1.0), "plan", Usage()
+        else:
+            intent, conf, method, usage = self.classify(state)
+        call = next_call(state, intent, fix_budget=self.fix_budget)
+        if call is None:
+            records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+            if records and records[-1].get("status") == "error":
+                # the plan has nothing left to try: no decision, the pipeline ends with that error
+                return RouteDecision(intent=intent, confidence=conf, method=f"{method}:gave-up", usage=usage)
+            return RouteDecision(answer=DONE_ANSWER, intent=intent, confidence=conf, method=method, usage=usage)
+        return RouteDecision(tool_calls=[call], intent=intent, confidence=conf, method=method, usage=usage)

@@ -1,0 +1,132 @@
+"""The ``rules`` router: intent patterns, SQL detection with sqlglot, no LM call.
+
+The rule table is data: each rule names an intent, a confidence and either a regular expression
+over the request or a detector over the SQL found in it. The highest-confidence match wins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from agents.state import PipelineState
+from agents.tools.text import extract_error, extract_sql
+from agents.trace import Usage
+from routers.base import router
+from routers.intent import Classification, IntentRouter
+
+__all__ = ["Rule", "DEFAULT_RULES", "RulesRouter"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the rule table.
+
+    Attributes:
+        name: Stable name (reported as ``rule:<name>``).
+        intent: Intent the rule implies.
+        confidence: In [0, 1].
+        pattern: Case-insensitive regular expression over the request, or None.
+        detector: Name of a detector in :data:`DETECTORS`, or None. Both set: both must match.
+    """
+
+    name: str
+    intent: str
+    confidence: float
+    pattern: str | None = None
+    detector: str | None = None
+
+
+_WRITE_NODES = (exp.Insert, exp.Update, exp.Delete, exp.Drop, exp.Create, exp.Alter, exp.Merge, exp.Command)
+
+
+def _has_write_sql(text: str) -> bool:
+    for m in re.finditer(r"\b(INSERT|UPDATE|DELETE|DROP|CREATE|ALTER|TRUNCATE|MERGE|GRANT)\b", text, re.I):
+        try:
+            for stmt in sqlglot.parse(text[m.start() :], read="duckdb"):
+                if stmt is not None and (isinstance(stmt, _WRITE_NODES) or stmt.find(*_WRITE_NODES)):
+                    return True
+        except (sqlglot.errors.ParseError, ValueError, RecursionError):
+            continue
+    return False
+
+
+DETECTORS: dict[str, Callable[[str], bool]] = {
+    "sql_present": lambda text: extract_sql(text) is not None,
+    "sql_with_error": lambda text: extract_sql(text) is not None and extract_error(text) is not None,
+    "write_sql": _has_write_sql,
+}
+
+_DATA_WORDS = (
+    r"\b(how many|how much|total|average|avg|sum|count|list|show|which|what (?:is|was|were|are) the|"
+    r"top \d+|highest|lowest|most|least|per|each|revenue|traffic|number of|compare|trend)\b"
+)
+
+DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule("prompt_injection", "refuse", 0.97,
+         r"\b(ignore|disregard|forget) (all |any |the )?(previous|prior|above|earlier) (instructions|rules|prompts?)"
+         r"|\byou are now\b|\bsystem prompt\b|\bdeveloper mode\b"),
+    Rule("write_sql", "refuse", 0.96, detector="write_sql"),
+    Rule("unsafe_verb", "refuse", 0.9,
+         r"\b(delete|drop|truncate|wipe|erase|purge|destroy)\b|\binsert (a |new )?(row|record)s?\b"
+         r"|\b(update|change|modify|set|overwrite|rename|alter)\b.{0,40}\b(to|value|column|table|record|row)s?\b"
+         r"|\b(grant|revoke)\b|\bremove (all|every|the)\b"),
+    Rule("sql_with_error", "fix", 0.93, detector="sql_with_error"),
+    Rule("fix_words", "fix", 0.88, r"\b(fix|repair|correct|debug|broken|doesn'?t work|fails?|failing|error)\b",
+         detector="sql_present"),
+    Rule("explain_words", "explain", 0.9,
+         r"\b(explain|what does|what is this|meaning of|describe|walk me through|understand|tell me what)\b",
+         detector="sql_present"),
+    Rule("sql_only", "explain", 0.7, detector="sql_present"),
+    Rule("greeting", "chat", 0.9,
+         r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you|cheers|bye|goodbye)\b"),
+    Rule("about_assistant", "chat", 0.85,
+         r"\b(who are you|what can you do|how are you|what are you|help me understand what you|your name)\b"),
+    Rule("sql_concept", "chat", 0.75,
+         r"\bwhat(?:'s| is| are)? (?:a |an |the )?(difference between|left join|inner join|join|primary key|"
+         r"foreign key|index|group by|window function|cte|subquery|null|having clause|union)\b"),
+    Rule("vague_reference", "clarify", 0.62,
+         r"\b(that|this|the same|our|my) (area|service area|station|branch|one|period|place)\b"
+         r"|\b(recently|lately|the other day|a while ago|some time ago)\b"
+         r"|\b(good|bad|better|best|worse|worst) (one|area|branch|place)s?\b(?!.*\b(by|in terms of)\b)"),
+    Rule("data_question", "sql", 0.8, _DATA_WORDS),
+    Rule("default", "sql", 0.5),
+)
+
+
+@router("rules")
+class RulesRouter(IntentRouter):
+    """Classify by the first matching rule of highest confidence; no LM call.
+
+    Args:
+        rules: The rule table (default :data:`DEFAULT_RULES`).
+        fix_budget: fix_sql calls a failed execution may trigger.
+    """
+
+    name = "rules"
+
+    def __init__(self, rules: tuple[Rule, ...] | None = None, fix_budget: int = 1) -> None:
+        super().__init__(fix_budget=fix_budget)
+        self.rules = tuple(rules or DEFAULT_RULES)
+        self._compiled = [(r, re.compile(r.pattern, re.I | re.S) if r.pattern else None) for r in self.rules]
+
+    def match(self, text: str) -> tuple[Rule, list[str]]:
+        """The winning rule for ``text`` and the names of all matching rules."""
+        hits: list[Rule] = []
+        for rule, rx in self._compiled:
+            if rx is not None and not rx.search(text):
+                continue
+            if rule.detector is not None and not DETECTORS[rule.detector](text):
+                continue
+            hits.append(rule)
+        best = max(hits, key=lambda r: r.confidence)  # the default rule always matches
+        return best, [r.name for r in hits]
+
+    def classify(self, state: PipelineState) -> Classification:
+        """Highest-confidence matching rule."""
+        rule, _ = self.match(state.get("question", "") or "")
+        return rule.intent, rule.confidence, f"rule:{rule.name}", Usage()
