@@ -1,0 +1,21 @@
+"""Database access (DuckDB, SQLite) and the read-only SQL guard."""
+
+import logging
+
+from agents.db.database import ColumnInfo, Database, QueryResult, TableInfo, file_digest, open_database
+from agents.db.guard import FORBIDDEN_FUNCTIONS, check_sql
+
+# sqlglot logs a warning for every statement it can only parse as a generic Command; the guard
+# refuses those anyway, so the warning is noise
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+__all__ = [
+    "FORBIDDEN_FUNCTIONS",
+    "ColumnInfo",
+    "Database",
+    "QueryResult",
+    "TableInfo",
+    "check_sql",
+    "file_digest",
+    "open_database",
+]

@@ -19,7 +19,7 @@ class GenerateSQL(dspy.Signature):
     Use only tables and columns from the schema. Return only the SQL, no explanation.
     """
 
-    schema: str = dspy.InputField(desc="tables, columns and example values")
+    db_schema: str = dspy.InputField(desc="tables, columns and example values")
     dialect: str = dspy.InputField(desc="SQL dialect of the database")
     hint: str = dspy.InputField(desc="extra evidence about the question, may be empty")
     question: str = dspy.InputField()
@@ -32,7 +32,7 @@ class FixSQL(dspy.Signature):
     Use only tables and columns from the schema. Return only the corrected SQL.
     """
 
-    schema: str = dspy.InputField(desc="tables, columns and example values")
+    db_schema: str = dspy.InputField(desc="tables, columns and example values")
     dialect: str = dspy.InputField(desc="SQL dialect of the database")
     sql: str = dspy.InputField(desc="the failing query")
     error: str = dspy.InputField(desc="the database's error message")
@@ -42,7 +42,7 @@ class FixSQL(dspy.Signature):
 class ExplainSQL(dspy.Signature):
     """Explain in plain English what a SQL query returns, in two or three sentences."""
 
-    schema: str = dspy.InputField(desc="tables and columns the query may use")
+    db_schema: str = dspy.InputField(desc="tables and columns the query may use")
     sql: str = dspy.InputField()
     explanation: str = dspy.OutputField()
 

@@ -106,7 +106,7 @@ def generate_sql(question: str, discovery_call_id: str, ctx: Ctx) -> dict:
         )
     with dspy.context(lm=ctx.lm):
         pred = ctx.programs.generate(
-            schema=found["schema"],
+            db_schema=found["schema"],
             dialect=ctx.db.dialect,
             hint=ctx.state.get("hint") or "",
             question=_question_with_reply(ctx, question),
@@ -131,7 +131,7 @@ def fix_sql(sql: str, error: str, ctx: Ctx, failed_call_id: str | None = None) -
     while True:
         attempts += 1
         with dspy.context(lm=ctx.lm):
-            pred = ctx.programs.fix(schema=schema, dialect=ctx.db.dialect, sql=current, error=current_error)
+            pred = ctx.programs.fix(db_schema=schema, dialect=ctx.db.dialect, sql=current, error=current_error)
         fixed = check_sql(clean_sql(pred.fixed_sql or ""), ctx.db.dialect)
         if attempts >= ctx.settings.fix_attempts:
             return {"sql": fixed, "attempts": attempts}
@@ -182,7 +182,7 @@ def explain_sql(sql: str, ctx: Ctx) -> dict:
     """
     schema = _schema_for(ctx, sql)
     with dspy.context(lm=ctx.lm):
-        pred = ctx.programs.explain(schema=schema, sql=sql)
+        pred = ctx.programs.explain(db_schema=schema, sql=sql)
     return {"explanation": (pred.explanation or "").strip()}
 
 

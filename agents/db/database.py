@@ -1,0 +1,310 @@
+"""Read-only access to DuckDB and SQLite files: introspection, example values, guarded execution.
+
+Thread-safety: every ``execute`` opens its own read-only connection and closes it afterwards, so
+worker threads never share a connection (DuckDB shares the underlying database instance between
+read-only connections to one file in a process; opening one costs about a millisecond).
+Introspection is cached per ``Database`` instance under a lock.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import hashlib
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from agents.db.guard import check_sql
+from agents.errors import DatabaseError, QueryTimeout, SQLExecutionError
+
+__all__ = ["ColumnInfo", "TableInfo", "QueryResult", "Database", "open_database", "file_digest"]
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: DuckDB settings of every connection: no files, network, or extensions beyond the database
+_DUCKDB_CONFIG = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """A column: name, declared type, primary-key flag and a few example values."""
+
+    name: str
+    type: str
+    primary_key: bool = False
+    examples: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table: columns, foreign keys ``(column, ref_table, ref_column)`` and row count."""
+
+    name: str
+    columns: tuple[ColumnInfo, ...]
+    foreign_keys: tuple[tuple[str, str, str], ...] = ()
+    row_count: int = 0
+
+
+@dataclass
+class QueryResult:
+    """Rows of one query (capped), with the column names and timing."""
+
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    row_count: int = 0
+    truncated: bool = False
+    elapsed_s: float = 0.0
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _jsonable(v: Any, max_chars: int) -> Any:
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, _dt.datetime | _dt.date | _dt.time):
+        return v.isoformat()
+    if isinstance(v, _dt.timedelta):
+        return v.total_seconds()
+    if isinstance(v, bytes | bytearray | memoryview):
+        return bytes(v)[: max_chars // 2].hex()
+    if isinstance(v, str) and len(v) > max_chars:
+        return v[:max_chars] + "…"
+    if isinstance(v, list | tuple):
+        return [_jsonable(x, max_chars) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x, max_chars) for k, x in v.items()}
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    return str(v)[:max_chars]
+
+
+class Database:
+    """A read-only database file (DuckDB or SQLite).
+
+    Args:
+        path: The file.
+        dialect: ``duckdb`` or ``sqlite`` (see :func:`open_database`, which detects it).
+    """
+
+    def __init__(self, path: str | Path, dialect: str) -> None:
+        self.path = str(Path(path).resolve())
+        self.dialect = dialect
+        self.db_id = Path(path).stem
+        self._tables: list[TableInfo] | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Database({self.path!r}, dialect={self.dialect!r})"
+
+    # -- connections ---------------------------------------------------------------------------
+    def _connect(self) -> Any:
+        if self.dialect == "duckdb":
+            return duckdb.connect(self.path, read_only=True, config=dict(_DUCKDB_CONFIG))
+        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        con.execute("PRAGMA query_only = ON")
+        return con
+
+    def _raw(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run trusted introspection SQL (fixed text, never model-written)."""
+        con = self._connect()
+        try:
+            return [tuple(r) for r in con.execute(sql).fetchall()]
+        finally:
+            con.close()
+
+    # -- introspection -------------------------------------------------------------------------
+    def tables(self) -> list[TableInfo]:
+        """Tables with columns, keys, example values and row counts (cached)."""
+        with self._lock:
+            if self._tables is None:
+                self._tables = self._introspect()
+            return list(self._tables)
+
+    def _introspect(self) -> list[TableInfo]:
+        out = []
+        for name in self._table_names():
+            cols, fks = self._columns(name)
+            q = _quote(name)
+            count = int(self._raw(f"SELECT count(*) FROM {q}")[0][0])
+            cols = tuple(
+                ColumnInfo(c.name, c.type, c.primary_key, tuple(self._examples(name, c.name, 3))) for c in cols
+            )
+            out.append(TableInfo(name, cols, tuple(fks), count))
+        return out
+
+    def _table_names(self) -> list[str]:
+        if self.dialect == "duckdb":
+            rows = self._raw(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+                "AND table_type = 'BASE TABLE' ORDER BY table_name"
+            )
+        else:
+            rows = self._raw(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        return [r[0] for r in rows]
+
+    def _columns(self, table: str) -> tuple[list[ColumnInfo], list[tuple[str, str, str]]]:
+        if self.dialect == "sqlite":
+            q = _quote(table)
+            cols = [ColumnInfo(r[1], r[2] or "", bool(r[5])) for r in self._raw(f"PRAGMA table_info({q})")]
+            fks = [(r[3], r[2], r[4] or "") for r in self._raw(f"PRAGMA foreign_key_list({q})")]
+            return cols, fks
+        t = table.replace("'", "''")
+        pk: set[str] = set()
+        fks = []
+        for cols_list, ctype, ref_table, ref_cols in self._raw(
+            "SELECT constraint_column_names, constraint_type, referenced_table, referenced_column_names "
+            f"FROM duckdb_constraints() WHERE table_name = '{t}'"
+        ):
+            if ctype == "PRIMARY KEY":
+                pk |= set(cols_list)
+            elif ctype == "FOREIGN KEY":
+                fks += [(c, ref_table, r) for c, r in zip(cols_list, ref_cols or [], strict=False)]
+        cols = [
+            ColumnInfo(r[0], r[1], r[0] in pk)
+            for r in self._raw(
+                "SELECT column_name, data_type FROM information_schema.columns "
+                f"WHERE table_name = '{t}' AND table_schema = 'main' ORDER BY ordinal_position"
+            )
+        ]
+        return cols, fks
+
+    def _examples(self, table: str, column: str, k: int) -> list[Any]:
+        q, c = _quote(table), _quote(column)
+        rows = self._raw(
+            f"SELECT {c}, count(*) AS n FROM {q} WHERE {c} IS NOT NULL GROUP BY {c} "
+            f"ORDER BY n DESC, CAST({c} AS VARCHAR) LIMIT {int(k)}"
+        )
+        return [_jsonable(r[0], 40) for r in rows]
+
+    def example_values(self, table: str, column: str, k: int = 3) -> list[Any]:
+        """Distinct non-null values of a column, most frequent first (ties by text)."""
+        return self._examples(table, column, k)
+
+    def schema_text(self, tables: list[str] | None = None, example_values: int = 3) -> str:
+        """Compact CREATE TABLE text with example values, deterministic for the same tables."""
+        wanted = None if tables is None else set(tables)
+        parts = []
+        for t in self.tables():
+            if wanted is not None and t.name not in wanted:
+                continue
+            items: list[tuple[str, str]] = []
+            for c in t.columns:
+                note = ""
+                if example_values and c.examples:
+                    note = "  -- e.g. " + ", ".join(repr(v) for v in c.examples[:example_values])
+                items.append((f"  {c.name} {c.type}" + (" PRIMARY KEY" if c.primary_key else ""), note))
+            for col, ref_t, ref_c in t.foreign_keys:
+                items.append((f"  FOREIGN KEY ({col}) REFERENCES {ref_t}({ref_c})", ""))
+            body = "\n".join(f"{d}{',' if i < len(items) - 1 else ''}{n}" for i, (d, n) in enumerate(items))
+            parts.append(f"CREATE TABLE {t.name} (  -- {t.row_count} rows\n{body}\n);")
+        return "\n".join(parts)
+
+    # -- execution -----------------------------------------------------------------------------
+    def execute(
+        self, sql: str, *, timeout_s: float = 10.0, max_rows: int = 1000, max_cell_chars: int = 2000
+    ) -> QueryResult:
+        """Guard, then run ``sql`` read-only with a timeout that interrupts the query.
+
+        Raises:
+            GuardViolation: The statement is not a single read-only query.
+            QueryTimeout: It ran past ``timeout_s`` and was interrupted.
+            SQLExecutionError: The engine rejected it (the engine's own message).
+        """
+        statement = check_sql(sql, self.dialect)
+        con = self._connect()
+        start = time.perf_counter()
+        timed_out = threading.Event()
+        timer: threading.Timer | None = None
+        try:
+            if self.dialect == "duckdb":
+
+                def _interrupt() -> None:
+                    timed_out.set()
+                    con.interrupt()
+
+                timer = threading.Timer(timeout_s, _interrupt)
+                timer.daemon = True
+                timer.start()
+            else:
+                deadline = start + timeout_s
+
+                def _progress() -> int:
+                    if time.perf_counter() > deadline:
+                        timed_out.set()
+                        return 1  # non-zero aborts the running statement
+                    return 0
+
+                con.set_progress_handler(_progress, 10_000)
+            try:
+                cur = con.execute(statement)
+                columns = [d[0] for d in (cur.description or [])]
+                fetched = cur.fetchmany(max_rows + 1)
+            except (duckdb.Error, sqlite3.Error) as exc:
+                if timed_out.is_set():
+                    raise QueryTimeout(timeout_s, statement) from None
+                raise SQLExecutionError(str(exc).strip(), statement) from None
+            truncated = len(fetched) > max_rows
+            rows = [[_jsonable(v, max_cell_chars) for v in r] for r in fetched[:max_rows]]
+            return QueryResult(
+                columns=columns,
+                rows=rows,
+                row_count=len(rows),
+                truncated=truncated,
+                elapsed_s=time.perf_counter() - start,
+            )
+        finally:
+            if timer is not None:
+                timer.cancel()
+            con.close()
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def open_database(path: str | Path) -> Database:
+    """Open a DuckDB or SQLite file read-only, detecting the format from its first bytes.
+
+    Raises:
+        DatabaseError: Missing file, or neither SQLite nor DuckDB.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DatabaseError(
+            f"database file not found: {p}",
+            expected="an existing DuckDB or SQLite file",
+            found="no such file" if not p.exists() else "a directory",
+            fix="check the path (for Spider/BIRD: database/<db_id>/<db_id>.sqlite)",
+        )
+    with open(p, "rb") as f:
+        head = f.read(16)
+    if head == _SQLITE_MAGIC:
+        return Database(p, "sqlite")
+    try:
+        duckdb.connect(str(p), read_only=True, config=dict(_DUCKDB_CONFIG)).close()
+    except duckdb.Error as exc:
+        raise DatabaseError(
+            f"not a database file: {p}",
+            expected="a DuckDB or SQLite file",
+            found=f"{head[:8]!r}... ({str(exc).splitlines()[0][:120]})",
+            fix="point to the .duckdb / .sqlite file itself",
+        ) from None
+    return Database(p, "duckdb")

@@ -1,0 +1,230 @@
+"""The embedded model as a DSPy 3.4 engine: llama-cpp-python, tool calls by constrained decoding.
+
+llama-cpp-python returns a model's tool call as JSON text in ``content``. Here a request with
+tools is decoded under a JSON-schema grammar: an ``anyOf`` over
+``{"name": {"const": tool}, "arguments": <tool parameters>}`` (plus an ``answer`` alternative
+when ``tool_choice`` is ``auto``), so the output is a valid call by construction; it becomes an
+lm15 ``ToolCallPart`` with a deterministic id. Output that still fails to parse is reported as an
+invalid tool call with the raw text (``provider_data[INVALID_MARKER]``), never dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from dspy import lm15 as L
+
+from agents.errors import LMError
+from agents.lm.messages import INVALID_MARKER, request_to_chat
+
+__all__ = ["LlamaEngine", "loaded_models", "clear_models", "tool_call_schema", "ANSWER_TOOL"]
+
+ANSWER_TOOL = "answer"
+"""Pseudo-tool name under which the model answers in text when ``tool_choice`` is ``auto``."""
+
+_MODELS: dict[tuple[str, int], Any] = {}
+_LOAD_LOCK = threading.Lock()
+# one process-wide lock: a Llama object is not thread-safe, and two models would only fight
+# over the same two cores
+_CALL_LOCK = threading.Lock()
+
+
+def loaded_models() -> list[str]:
+    """Paths of the models loaded in this process."""
+    return [p for p, _ in _MODELS]
+
+
+def clear_models() -> None:
+    """Unload every model (tests use this to measure a cold load)."""
+    with _LOAD_LOCK:
+        _MODELS.clear()
+
+
+@contextmanager
+def _serialised() -> Iterator[None]:
+    with _CALL_LOCK:
+        yield
+
+
+def _load(path: str, n_ctx: int, n_threads: int, seed: int) -> tuple[Any, float]:
+    key = (path, n_ctx)
+    with _LOAD_LOCK:
+        if key in _MODELS:
+            return _MODELS[key], 0.0
+        from llama_cpp import Llama
+
+        t0 = time.perf_counter()
+        try:
+            llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise LMError(
+                f"llama.cpp could not load {path}",
+                expected="a GGUF model file llama.cpp can read",
+                found=str(exc)[:200],
+                fix="check the file (local:/path.gguf) or rerun scripts/setup.sh for the embedded models",
+            ) from None
+        _MODELS[key] = llm
+        return llm, time.perf_counter() - t0
+
+
+def tool_call_schema(tools: tuple[L.FunctionTool, ...], *, allow_answer: bool) -> dict[str, Any]:
+    """The JSON schema every valid output satisfies: one call of one of ``tools``."""
+    options = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": t.name},
+                "arguments": t.parameters or {"type": "object", "properties": {}},
+            },
+            "required": ["name", "arguments"],
+        }
+        for t in tools
+    ]
+    if allow_answer:
+        options.append(
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"const": ANSWER_TOOL},
+                    "arguments": {
+                        "type": "object",
+                        "properties": {"text": {"type": "string"}},
+                        "required": ["text"],
+                    },
+                },
+                "required": ["name", "arguments"],
+            }
+        )
+    return {"anyOf": options} if len(options) > 1 else options[0]
+
+
+def _tools_prompt(tools: tuple[L.FunctionTool, ...], allow_answer: bool) -> str:
+    lines = ["# Tools", "Call exactly one of these functions. Reply with one JSON object "
+             '{"name": <function name>, "arguments": {...}} and nothing else.']
+    for t in tools:
+        lines.append(json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters},
+                                ensure_ascii=False))
+    if allow_answer:
+        lines.append(json.dumps({"name": ANSWER_TOOL, "description": "Answer the user directly in text.",
+                                 "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}))
+    return "\n".join(lines)
+
+
+class LlamaEngine:
+    """A DSPy engine (``complete(Request) -> Response``) around a local GGUF model.
+
+    Args:
+        model_path: The GGUF file.
+        n_ctx: Context window.
+        n_threads: CPU threads (2 on the reference machine).
+        seed: Sampling seed (temperature 0 is greedy anyway).
+        max_tokens: Default completion budget.
+    """
+
+    def __init__(
+        self, model_path: str, *, n_ctx: int = 4096, n_threads: int = 2, seed: int = 0, max_tokens: int = 512
+    ) -> None:
+        self.model_path = str(model_path)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.load_seconds = 0.0
+        self.calls = 0  # engine calls actually made (cache hits never reach the engine)
+
+    def dump_state(self) -> dict[str, Any]:
+        """What DSPy saves to rebuild the engine."""
+        return {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.n_threads,
+                "seed": self.seed, "max_tokens": self.max_tokens}
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
+        """Inverse of :meth:`dump_state`."""
+        return cls(**state)
+
+    def llama(self) -> Any:
+        """The loaded Llama object (loaded on first use, once per process)."""
+        llm, seconds = _load(self.model_path, self.n_ctx, self.n_threads, self.seed)
+        if seconds:
+            self.load_seconds = seconds
+        return llm
+
+    def complete(self, request: L.Request) -> L.Response:
+        """Run one request; tool requests are decoded under the tool-call grammar."""
+        cfg = request.config
+        messages = request_to_chat(request)
+        kwargs: dict[str, Any] = {
+            "temperature": 0.0 if cfg.temperature is None else cfg.temperature,
+            "max_tokens": cfg.max_tokens or self.max_tokens,
+            "seed": self.seed,
+        }
+        if cfg.stop:
+            kwargs["stop"] = list(cfg.stop)
+        tools = request.tools
+        choice = cfg.tool_choice
+        use_tools = bool(tools) and (choice is None or choice.mode != "none")
+        if use_tools:
+            if choice is not None and choice.allowed:
+                tools = tuple(t for t in tools if t.name in choice.allowed)
+            allow_answer = choice is None or choice.mode == "auto"
+            prompt = _tools_prompt(tools, allow_answer)
+            if messages and messages[0]["role"] == "system":
+                messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + prompt}
+            else:
+                messages.insert(0, {"role": "system", "content": prompt})
+            kwargs["response_format"] = {"type": "json_object", "schema": tool_call_schema(tools, allow_answer=allow_answer)}
+        elif cfg.response_format:
+            kwargs["response_format"] = dict(cfg.response_format)
+        llm = self.llama()
+        with _serialised():
+            self.calls += 1
+            out = llm.create_chat_completion(messages=messages, **kwargs)
+        text = out["choices"][0]["message"].get("content") or ""
+        usage = L.Usage(
+            input_tokens=out["usage"]["prompt_tokens"],
+            output_tokens=out["usage"]["completion_tokens"],
+            total_tokens=out["usage"]["total_tokens"],
+        )
+        model = f"local/{Path(self.model_path).name}"
+        if not use_tools:
+            finish = "length" if out["choices"][0].get("finish_reason") == "length" else "stop"
+            return L.Response(id=out.get("id"), model=model,
+                              message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
+                              finish_reason=finish, usage=usage)
+        return self._tool_response(text, tools, request, model, usage, out.get("id"))
+
+    def _tool_response(
+        self, text: str, tools: tuple[L.FunctionTool, ...], request: L.Request, model: str, usage: L.Usage,
+        rid: str | None,
+    ) -> L.Response:
+        call_id = "call_" + hashlib.sha256(
+            (repr(request.messages) + repr(request.system) + text).encode()
+        ).hexdigest()[:12]
+        names = {t.name for t in tools}
+        try:
+            obj = json.loads(text)
+            name, args = obj["name"], obj["arguments"]
+            if not isinstance(args, dict):
+                raise TypeError("arguments is not an object")
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            invalid = [{"id": call_id, "name": None, "args": text, "error": f"unparsable tool call: {exc}"}]
+            return L.Response(id=rid, model=model, message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
+                              finish_reason="stop", usage=usage, provider_data={INVALID_MARKER: invalid})
+        if name == ANSWER_TOOL:
+            return L.Response(id=rid, model=model,
+                              message=L.Message(role="assistant", parts=(L.TextPart(text=str(args.get("text", ""))),)),
+                              finish_reason="stop", usage=usage)
+        if name not in names:
+            invalid = [{"id": call_id, "name": name, "args": json.dumps(args), "error": f"unknown tool {name!r}"}]
+            return L.Response(id=rid, model=model, message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
+                              finish_reason="stop", usage=usage, provider_data={INVALID_MARKER: invalid})
+        return L.Response(id=rid, model=model,
+                          message=L.Message(role="assistant", parts=(L.ToolCallPart(id=call_id, name=name, input=args),)),
+                          finish_reason="tool_call", usage=usage)
