@@ -135,8 +135,11 @@ def run_session(
     sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
     parent = None
     if sink is not None:
+        sink.experiment(ds.name)
         parent = sink.find_run(session_id) or sink.start_parent(
-            session_id, {"session": session_id, "routers": ",".join(n for n, _ in spec.routers)}, run_key=session_id
+            ds.name, f"compare {session_id}",
+            {"session": session_id, "routers": ",".join(n for n, _ in spec.routers), "lm": config.lm},
+            run_key=session_id,
         )
     out = SessionResult(session_id=session_id, run_ids=[])
     stop = threading.Event()
@@ -159,8 +162,10 @@ def run_session(
             mlflow_id = None
             if sink is not None:
                 mlflow_id = sink.find_run(run_id) or sink.start_run(
-                    rr.router_name, config.lm, ds, {**params, "run_id": run_id}, parent_run_id=parent, run_key=run_id
+                    rr.router_name, config.lm, ds, {**params, "run_id": run_id},
+                    parent_run_id=parent, run_key=run_id, split=config.split,
                 )
+                store.set_mlflow_run(run_id, mlflow_id)
             todo = [e for e in examples if e.id not in done_ids]
             task = progress.add_task(rr.router_name, total=len(examples), completed=len(examples) - len(todo),
                                      rate="-", ex="-")

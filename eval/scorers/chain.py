@@ -1,0 +1,179 @@
+"""Tool-chain scorers: structural validity, trajectory match, node/edge F1.
+
+Validity rules (stable ids, the first violated one is reported): ``unknown_tool``,
+``invalid_args``, ``missing_id``, ``duplicate_id``, ``self_ref``, ``dangling_ref``,
+``forward_ref``, ``cycle``, ``ref_kind``, ``fix_without_error``, ``execute_without_sql``,
+``after_terminal``, ``result_count``, ``step_budget``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+from agents.trace import Trace
+from benchmarks.example import Example
+from eval.result import Score, scorer
+
+__all__ = ["ChainValidity", "Trajectory", "ChainF1", "validate_chain", "trajectory_modes", "f1"]
+
+
+def _default_catalog() -> Mapping[str, Any]:
+    from agents.tools import DEFAULT_TOOLS
+
+    return {t.name: t for t in DEFAULT_TOOLS}
+
+
+def _refs(call: Mapping[str, Any], tool: Any) -> list[tuple[str, str]]:
+    return [(p, call.get("args", {}).get(p)) for p in getattr(tool, "refs", {}) if call.get("args", {}).get(p)]
+
+
+def validate_chain(trace: Trace, catalog: Mapping[str, Any], max_steps: int) -> tuple[str | None, str]:
+    """Return ``(rule, message)`` of the first violated rule, or ``(None, "valid")``."""
+    calls = trace.tool_calls
+    if not calls:
+        return (None, "valid") if trace.answer else ("after_terminal", "no call and no final answer")
+    if len(calls) > max_steps:
+        return "step_budget", f"{len(calls)} calls exceed the budget of {max_steps}"
+    seen: dict[str, int] = {}
+    for i, c in enumerate(calls):
+        cid = c.get("id")
+        if not cid:
+            return "missing_id", f"call {i} ({c.get('name')}) has no id"
+        if cid in seen:
+            return "duplicate_id", f"id {cid} is used twice"
+        seen[cid] = i
+    terminal_done = False
+    for i, c in enumerate(calls):
+        name = c.get("name", "")
+        if terminal_done:
+            return "after_terminal", f"{name} was called after the turn had ended"
+        tool = catalog.get(name)
+        if tool is None:
+            return "unknown_tool", f"call {i} uses unknown tool {name!r}"
+        errors = list(jsonschema.Draft202012Validator(tool.parameters).iter_errors(c.get("args", {})))
+        if errors:
+            return "invalid_args", f"{name}: {errors[0].message}"
+        for param, ref in _refs(c, tool):
+            if ref == c["id"]:
+                return "self_ref", f"{name}.{param} cites its own call: circle detected ({ref} -> {ref})"
+            if ref not in seen:
+                return "dangling_ref", f"{name}.{param} cites unknown call {ref}"
+            if seen[ref] > i:
+                return "forward_ref", f"{name}.{param} cites a later call {ref}"
+            cited = calls[seen[ref]]
+            if cited.get("name") not in tool.refs[param]:
+                return "ref_kind", f"{name}.{param} cites a {cited.get('name')} call; allowed: {tool.refs[param]}"
+            if name == "fix_sql" and cited.get("status") != "error":
+                return "fix_without_error", f"fix_sql cites {ref}, which did not fail"
+            if name == "execute_sql_and_analyze_result" and cited.get("status") != "success":
+                return "execute_without_sql", f"execute cites {ref}, which produced no SQL"
+        if name == "execute_sql_and_analyze_result" and not _refs(c, tool):
+            return "execute_without_sql", "execute cites no SQL-producing call"
+        status = c.get("status")
+        if (getattr(tool, "terminal", False) and status == "success") or getattr(tool, "interrupts", False) and not trace.turns > 1:
+            terminal_done = True
+    # every call id gets exactly one tool-result message with that id and a status
+    results = Counter(m.get("tool_call_id") for m in trace.messages if m.get("role") == "tool")
+    for c in calls:
+        n = results.get(c["id"], 0)
+        if n != 1:
+            return "result_count", f"call {c['id']} ({c.get('name')}) has {n} result messages"
+    bad = [m for m in trace.messages if m.get("role") == "tool" and m.get("status") not in ("success", "error")]
+    if bad:
+        return "result_count", f"a tool result has no status ({bad[0].get('tool_call_id')})"
+    return None, "valid"
+
+
+@scorer("chain_valid")
+class ChainValidity:
+    """1 when the recorded tool chain breaks no structural rule; the reason names the first broken one.
+
+    Args:
+        max_steps: Call budget of a turn.
+    """
+
+    name = "chain_valid"
+
+    def __init__(self, max_steps: int = 8) -> None:
+        self.max_steps = max_steps
+        self._catalog: Mapping[str, Any] | None = None
+
+    def score(self, example: Example, trace: Trace) -> Score:
+        """Validity of ``trace.tool_calls``."""
+        if self._catalog is None:
+            self._catalog = _default_catalog()
+        rule, message = validate_chain(trace, self._catalog, self.max_steps)
+        return Score(self.name, 1.0 if rule is None else 0.0, message, {"rule": rule})
+
+
+def trajectory_modes(called: list[str], expected: list[str]) -> dict[str, bool]:
+    """The four trajectory matches researchers use."""
+    return {
+        "strict": called == expected,
+        "unordered": Counter(called) == Counter(expected),
+        "subset": set(called) <= set(expected),
+        "superset": set(expected) <= set(called),
+    }
+
+
+@scorer("trajectory")
+class Trajectory:
+    """Strict match of called tool names with the expected chain; all four modes in ``detail``."""
+
+    name = "trajectory"
+
+    def score(self, example: Example, trace: Trace) -> Score:
+        """Compare ``trace.tool_names`` with ``example.expected_chain``."""
+        if not example.expected_chain:
+            return Score(self.name, None, "no expected chain")
+        modes = trajectory_modes(trace.tool_names, list(example.expected_chain))
+        return Score(self.name, 1.0 if modes["strict"] else 0.0, "strict" if modes["strict"] else "differs", modes)
+
+
+def f1(pred: Counter, gold: Counter) -> float:
+    """Multiset F1; 1.0 when both are empty."""
+    if not pred and not gold:
+        return 1.0
+    tp = sum((pred & gold).values())
+    if tp == 0:
+        return 0.0
+    p, r = tp / sum(pred.values()), tp / sum(gold.values())
+    return 2 * p * r / (p + r)
+
+
+def _expected_edges(chain: list[str], catalog: Mapping[str, Any]) -> Counter:
+    edges: Counter = Counter()
+    for i, name in enumerate(chain):
+        tool = catalog.get(name)
+        for allowed in getattr(tool, "refs", {}).values():
+            # the nearest earlier call of an allowed kind is the one the canonical plan cites
+            src = next((chain[j] for j in range(i - 1, -1, -1) if chain[j] in allowed), None)
+            if src is not None:
+                edges[(src, name)] += 1
+    return edges
+
+
+@scorer("chain_f1")
+class ChainF1:
+    """Node F1 (tool-name multisets) as the value; edge F1 (cited -> citing tool names) in detail."""
+
+    name = "chain_f1"
+
+    def __init__(self) -> None:
+        self._catalog: Mapping[str, Any] | None = None
+
+    def score(self, example: Example, trace: Trace) -> Score:
+        """F1 of the call graph against the expected chain."""
+        if not example.expected_chain:
+            return Score(self.name, None, "no expected chain")
+        if self._catalog is None:
+            self._catalog = _default_catalog()
+        by_id = {c["id"]: c["name"] for c in trace.tool_calls if c.get("id")}
+        pred_edges = Counter((by_id[c["parent"]], c["name"]) for c in trace.tool_calls if c.get("parent") in by_id)
+        node = f1(Counter(trace.tool_names), Counter(example.expected_chain))
+        edge = f1(pred_edges, _expected_edges(list(example.expected_chain), self._catalog))
+        return Score(self.name, node, f"node F1 {node:.2f}, edge F1 {edge:.2f}", {"node_f1": node, "edge_f1": edge})

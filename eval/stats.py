@@ -1,0 +1,96 @@
+"""Statistics for comparisons: bootstrap CIs, McNemar's exact test, paired bootstrap, pass^k."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binomtest
+
+__all__ = ["bootstrap_ci", "McNemarResult", "mcnemar_exact", "paired_bootstrap_diff", "pass_hat_k", "pass_at_k"]
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean.
+
+    Returns ``(nan, nan)`` for no values and ``(v, v)`` when every value is ``v``.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return (math.nan, math.nan)
+    if np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(n_resamples, x.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Discordant counts (b01: a wrong & b right; b10: a right & b wrong) and the exact p-value."""
+
+    b01: int
+    b10: int
+    p_value: float
+
+
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemarResult:
+    """Exact two-sided McNemar test on paired outcomes (binomial on the discordant pairs)."""
+    if len(a) != len(b):
+        raise ValueError(f"paired samples differ in length: {len(a)} vs {len(b)}")
+    b01 = sum(1 for x, y in zip(a, b, strict=True) if not x and y)
+    b10 = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    n = b01 + b10
+    p = 1.0 if n == 0 else float(binomtest(b10, n, 0.5, alternative="two-sided").pvalue)
+    return McNemarResult(b01, b10, min(1.0, p))
+
+
+def paired_bootstrap_diff(
+    a: Sequence[float], b: Sequence[float], *, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float, float, float]:
+    """Mean of ``b - a`` over paired examples, its bootstrap CI and a two-sided bootstrap p-value.
+
+    Returns:
+        ``(mean_diff, low, high, p_value)``; the p-value is twice the smaller tail mass of the
+        resampled differences around 0 (1.0 when every difference is 0).
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+    d = y - x
+    if d.size == 0:
+        return (math.nan, math.nan, math.nan, math.nan)
+    if np.all(d == d[0]):
+        return (float(d[0]), float(d[0]), float(d[0]), 1.0 if d[0] == 0 else 0.0)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, d.size, size=(n_resamples, d.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    p = 2 * min(float(np.mean(means <= 0)), float(np.mean(means >= 0)))
+    return (float(d.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)), min(1.0, p))
+
+
+def pass_hat_k(successes: Sequence[Sequence[bool]], k: int) -> float:
+    """pass^k (tau-bench): mean over examples of C(c, k) / C(n, k), all k tries succeed."""
+    vals = []
+    for s in successes:
+        n, c = len(s), sum(bool(x) for x in s)
+        if n < k:
+            raise ValueError(f"an example has {n} tries, fewer than k={k}")
+        vals.append(math.comb(c, k) / math.comb(n, k))
+    return float(np.mean(vals)) if vals else math.nan
+
+
+def pass_at_k(successes: Sequence[Sequence[bool]], k: int) -> float:
+    """pass@k: mean over examples of 1 - C(n - c, k) / C(n, k), at least one of k tries succeeds."""
+    vals = []
+    for s in successes:
+        n, c = len(s), sum(bool(x) for x in s)
+        if n < k:
+            raise ValueError(f"an example has {n} tries, fewer than k={k}")
+        vals.append(1 - math.comb(n - c, k) / math.comb(n, k))
+    return float(np.mean(vals)) if vals else math.nan

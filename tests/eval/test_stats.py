@@ -1,0 +1,46 @@
+"""Statistics on inputs with known answers."""
+
+import math
+
+import pytest
+
+from eval.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap_diff, pass_at_k, pass_hat_k
+
+
+def test_mcnemar_known_values():
+    a = [True] * 5 + [False] * 5
+    b = [False] * 5 + [False] * 5
+    r = mcnemar_exact(a, b)
+    assert (r.b01, r.b10) == (0, 5)
+    assert r.p_value == pytest.approx(0.0625)
+    assert mcnemar_exact([True, False], [False, True]).p_value == 1.0
+    assert mcnemar_exact([True, True], [True, True]).p_value == 1.0
+
+
+def test_mcnemar_rejects_unpaired():
+    with pytest.raises(ValueError):
+        mcnemar_exact([True], [True, False])
+
+
+def test_bootstrap_ci_contains_mean_and_is_deterministic():
+    vals = [1, 0, 1, 1, 0, 1, 0, 1, 1, 1]
+    lo, hi = bootstrap_ci(vals, seed=3)
+    assert lo <= 0.7 <= hi
+    assert (lo, hi) == bootstrap_ci(vals, seed=3)
+    assert bootstrap_ci([1, 1, 1]) == (1.0, 1.0)
+    assert all(math.isnan(x) for x in bootstrap_ci([]))
+
+
+def test_paired_bootstrap_diff():
+    d, lo, hi, p = paired_bootstrap_diff([0, 0, 0, 0, 1] * 4, [1, 1, 1, 1, 1] * 4)
+    assert d == pytest.approx(0.8) and lo <= 0.8 <= hi and p < 0.05
+    assert paired_bootstrap_diff([1, 0], [1, 0])[3] == 1.0
+
+
+def test_pass_k():
+    runs = [[True, True, False], [True, True, True], [False, False, False]]
+    # pass^2: C(2,2)/C(3,2)=1/3, 1, 0 -> mean 4/9 ; pass@2: 1-C(1,2)/C(3,2)=1, 1, 0 -> 2/3
+    assert pass_hat_k(runs, 2) == pytest.approx(4 / 9)
+    assert pass_at_k(runs, 2) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError):
+        pass_hat_k([[True]], 2)
