@@ -1,0 +1,65 @@
+"""The real embedded model (marked ``model``; CI runs these too)."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from agents.lm import chat, resolve_lm, usage_scope
+
+pytestmark = pytest.mark.model
+
+TOOLS = [
+    {"type": "function", "function": {"name": n, "description": d, "parameters": {
+        "type": "object", "properties": {a: {"type": "string", "description": a}}, "required": [a]}}}
+    for n, d, a in [
+        ("data_discovery", "Find the tables relevant to a question about the data. Call first for data questions.",
+         "question"),
+        ("explain_sql", "Explain in plain English what a given SQL query does.", "sql"),
+        ("fix_sql", "Repair a SQL query that failed, given the error message.", "sql"),
+        ("chat", "Reply to greetings, thanks and small talk that need no data.", "message"),
+    ]
+]
+PROMPTS = [
+    ("How many orders were placed in 2023?", "data_discovery"),
+    ("Explain this query: SELECT name FROM customers WHERE city = 'Xian'", "explain_sql"),
+    ("hi, how are you today?", "chat"),
+    ("Fix this SQL: SELECT nme FROM customers -- Error: column nme does not exist", "fix_sql"),
+]
+SYSTEM = "You route requests of a SQL assistant to exactly one tool."
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return resolve_lm("local", cache=False, max_tokens=128)
+
+
+def test_sql_completion_parses(lm):
+    r = chat(lm, [{"role": "system", "content": "Write one SQLite query. Reply with SQL only.\n"
+                                               "CREATE TABLE customers (id INTEGER, name TEXT, city TEXT);"},
+                  {"role": "user", "content": "How many customers live in Xian?"}])
+    sql = r.text.strip().strip("`").removeprefix("sql").strip()
+    assert sqlglot.parse_one(sql, read="sqlite") is not None
+    assert "count" in sql.lower()
+    assert r.usage.completion_tokens > 0 and r.usage.latency_s > 0
+
+
+def test_tool_calls_are_structured_with_ids(lm):
+    right = 0
+    for prompt, tool in PROMPTS:
+        r = chat(lm, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}], TOOLS,
+                 tool_choice="required")
+        assert len(r.tool_calls) == 1 and not r.invalid_tool_calls, r
+        call = r.tool_calls[0]
+        assert call["id"].startswith("call_") and isinstance(call["args"], dict)
+        right += call["name"] == tool
+    assert right >= 3
+
+
+def test_repeat_is_a_cache_hit():
+    lm = resolve_lm("local", cache=True, max_tokens=32)
+    msgs = [{"role": "user", "content": "Say OK."}]
+    chat(lm, msgs)
+    with usage_scope() as log:
+        r = chat(lm, msgs)
+    assert log.total().cache_hits == 1 and r.usage.cache_hits == 1
