@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "ConfigError",
+    "ContractError",
+    "DatabaseError",
+    "DatasetError",
+    "GuardViolation",
+    "LMError",
+    "ModelAssetError",
+    "QueryTimeout",
     "RouterlabError",
     "RunError",
-    "ConfigError",
-    "UnknownComponentError",
-    "ModelAssetError",
-    "LMError",
-    "DatasetError",
-    "DatabaseError",
-    "ContractError",
-    "ToolError",
-    "GuardViolation",
-    "QueryTimeout",
     "SQLExecutionError",
+    "ToolError",
+    "UnknownComponentError",
 ]
 
 

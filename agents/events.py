@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-__all__ = ["EventType", "DISPLAY_NAMES", "make_event"]
+__all__ = ["DISPLAY_NAMES", "EventType", "make_event"]
 
 EventType = Literal["progress", "completed", "error"]
 

@@ -31,7 +31,7 @@ from agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSett
 from agents.trace import Trace
 from routers.base import RouteDecision, Router, RouterEnv
 
-__all__ = ["PipelineConfig", "Pipeline", "is_transient", "NODES"]
+__all__ = ["NODES", "Pipeline", "PipelineConfig", "is_transient"]
 
 NODES: tuple[str, ...] = ("direct", "route", "dispatch", "tools", "ask_human", "respond")
 

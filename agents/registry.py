@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from agents.errors import ConfigError, UnknownComponentError
 
-__all__ = ["Registry", "ComponentSpec", "component_spec"]
+__all__ = ["ComponentSpec", "Registry", "component_spec"]
 
 T = TypeVar("T")
 

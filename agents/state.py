@@ -20,13 +20,13 @@ from langgraph.graph.message import add_messages
 __all__ = [
     "INTENTS",
     "Intent",
-    "ToolStatus",
-    "ToolCallRecord",
     "PipelineState",
-    "merge_records",
+    "ToolCallRecord",
+    "ToolStatus",
     "append_list",
-    "sum_dict",
     "initial_state",
+    "merge_records",
+    "sum_dict",
 ]
 
 Intent = Literal["sql", "explain", "fix", "chat", "clarify", "refuse"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from agents.state import INTENTS
 
-__all__ = ["Example", "SPLITS", "DIFFICULTIES"]
+__all__ = ["DIFFICULTIES", "SPLITS", "Example"]
 
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard", "extra")

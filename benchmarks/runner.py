@@ -24,7 +24,7 @@ from benchmarks.example import Example
 from eval.result import ExampleResult, Score, Scorer, scorer
 from routers import router as router_registry
 
-__all__ = ["RunConfig", "RouterRun", "run_router", "score_trace", "DEFAULT_SCORERS", "build_scorers"]
+__all__ = ["DEFAULT_SCORERS", "RouterRun", "RunConfig", "build_scorers", "run_router", "score_trace"]
 
 DEFAULT_SCORERS: tuple[str, ...] = ("ex", "chain_valid", "trajectory", "chain_f1", "route", "success")
 

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from agents.errors import ConfigError
 from agents.registry import component_spec
@@ -27,7 +34,7 @@ from benchmarks.runner import RouterRun, RunConfig, build_scorers, run_router
 from benchmarks.selection import schedule, stratified_subset
 from eval.result import ExampleResult
 
-__all__ = ["SessionSpec", "SessionResult", "run_session", "load_dataset", "new_session_id"]
+__all__ = ["SessionResult", "SessionSpec", "load_dataset", "new_session_id", "run_session"]
 
 
 @dataclass
@@ -66,7 +73,7 @@ def new_session_id() -> str:
 
 def load_dataset(config: RunConfig) -> Dataset:
     """Build the configured dataset through the registry (importing the built-in loaders)."""
-    import benchmarks.builtin  # noqa: F401  (registers "builtin")
+    import benchmarks.builtin
     import benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
 
     return dataset.build(config.dataset, **config.dataset_args)
@@ -128,6 +135,7 @@ def run_session(
             )
     ds = load_dataset(config)
     examples = select(ds, config)
+    by_id = {e.id: e for e in examples}
     scorers = build_scorers(config)
     lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base)
     # build every router (and check its contract) before anything runs
@@ -135,10 +143,10 @@ def run_session(
     sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
     parent = None
     if sink is not None:
-        sink.experiment(ds.name)
-        parent = sink.find_run(session_id) or sink.start_parent(
-            ds.name, f"compare {session_id}",
+        parent = sink.start_parent(
+            f"compare {session_id}",
             {"session": session_id, "routers": ",".join(n for n, _ in spec.routers), "lm": config.lm},
+            dataset=ds,
             run_key=session_id,
         )
     out = SessionResult(session_id=session_id, run_ids=[])
@@ -161,9 +169,9 @@ def run_session(
                 )
             mlflow_id = None
             if sink is not None:
-                mlflow_id = sink.find_run(run_id) or sink.start_run(
-                    rr.router_name, config.lm, ds, {**params, "run_id": run_id},
-                    parent_run_id=parent, run_key=run_id, split=config.split,
+                mlflow_id = sink.start_run(
+                    rr.router, config.lm, ds, {**config.to_dict(), "session": session_id, "run_id": run_id},
+                    parent_run_id=parent, run_key=run_id, split=config.split, components=rr.scorers,
                 )
                 store.set_mlflow_run(run_id, mlflow_id)
             todo = [e for e in examples if e.id not in done_ids]
@@ -176,7 +184,7 @@ def run_session(
                           _results=results, _started=started) -> None:
                 store.add_result(_run_id, result)
                 if sink is not None and _mlflow_id is not None:
-                    sink.log_example(_mlflow_id, result)
+                    sink.log_example(_mlflow_id, result, question=by_id[result.example_id].question)
                 _results.append(result)
                 minutes = max((_dt.datetime.now() - _started).total_seconds() / 60, 1e-9)
                 ex = [r.value("ex") for r in _results if r.value("ex") is not None]

@@ -14,8 +14,17 @@ from agents.state import INTENTS
 from eval.result import ExampleResult
 from eval.stats import bootstrap_ci
 
-__all__ = ["Rate", "rate", "per_intent", "confusion_matrix", "routing_prf", "latency_summary", "usage_summary",
-           "summarize", "SCORE_NAMES"]
+__all__ = [
+    "SCORE_NAMES",
+    "Rate",
+    "confusion_matrix",
+    "latency_summary",
+    "per_intent",
+    "rate",
+    "routing_prf",
+    "summarize",
+    "usage_summary",
+]
 
 SCORE_NAMES = ("ex", "route", "chain_valid", "trajectory", "chain_f1", "success")
 

@@ -9,7 +9,7 @@ from agents.registry import Registry
 from agents.trace import Trace, Usage
 from benchmarks.example import Example
 
-__all__ = ["Score", "Scorer", "scorer", "ExampleResult", "OUTCOMES"]
+__all__ = ["OUTCOMES", "ExampleResult", "Score", "Scorer", "scorer"]
 
 #: how an example's run ended: finished (scores apply), or the error class of what stopped it
 OUTCOMES: tuple[str, ...] = ("ok", "error", "timeout", "crash")

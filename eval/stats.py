@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binomtest
 
-__all__ = ["bootstrap_ci", "McNemarResult", "mcnemar_exact", "paired_bootstrap_diff", "pass_hat_k", "pass_at_k"]
+__all__ = ["McNemarResult", "bootstrap_ci", "mcnemar_exact", "paired_bootstrap_diff", "pass_at_k", "pass_hat_k"]
 
 
 def bootstrap_ci(

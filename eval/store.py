@@ -1,16 +1,32 @@
-"""The DuckDB results store: every example result of every run, queryable with SQL.
+"""The DuckDB results store: every run and every example result, queryable with SQL.
 
-One writer at a time: each method opens the file, does its work and closes it, under a
-process-wide lock, so notebooks can read between writes. Results are upserted by
-``(run_id, example_id, attempt)``: re-adding one never duplicates it (that is how resume works).
+Two tables:
+
+* ``runs``: one row per run (router, LM, dataset version and digest, split, config, params,
+  start/finish times, status, linked MLflow run id).
+* ``examples``: one row per ``(run_id, example_id, attempt)`` with the flat fields notebooks
+  filter on (intent, outcome, latency, router/sub-agent usage, one ``score_<name>`` column per
+  scorer) plus the full :class:`~eval.result.ExampleResult` as JSON, so results rebuild exactly.
+
+Concurrency: DuckDB lets one process write a file at a time. Every method opens the file, does
+its work in one transaction and closes it again, under a per-file lock shared by all stores of
+this process, so the runner's worker threads serialise and a notebook in another process can
+read between two writes. A connection refused because another process holds the file is
+retried for a few seconds before failing with a fix-it message.
+
+Durability: ``add_result`` commits as soon as it is called, so a crash loses at most the
+example being scored. Re-adding the same ``(run_id, example_id, attempt)`` replaces the row
+(upsert): that is how ``--resume`` re-runs an example without ever duplicating it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,106 +34,373 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from eval.metrics import SCORE_NAMES
+from agents.errors import ConfigError, RunError
+from benchmarks.dataset import Dataset
 from eval.result import ExampleResult
 
-__all__ = ["ResultsStore"]
+__all__ = ["DEFAULT_STORE_PATH", "RUN_STATUSES", "SCORE_COLUMNS", "ResultsStore", "StoreBusyError"]
 
-_LOCK = threading.Lock()
-_SCHEMA = f"""
+DEFAULT_STORE_PATH = ".routerlab/results.duckdb"
+
+#: statuses a run can have; only FINISHED means every selected example ran
+RUN_STATUSES: tuple[str, ...] = ("RUNNING", "FINISHED", "FAILED", "KILLED")
+
+#: scorers with a typed column from the start; others get one the first time they appear
+SCORE_COLUMNS: tuple[str, ...] = ("ex", "chain_valid", "trajectory", "chain_f1", "route", "success")
+
+#: how long to wait for another process to release the file before giving up
+_BUSY_TIMEOUT_S = 10.0
+
+_RUNS_DDL = """
 CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY, router VARCHAR, lm VARCHAR, dataset VARCHAR, dataset_version VARCHAR,
-    dataset_digest VARCHAR, split VARCHAR, config JSON, params JSON, started_at TIMESTAMP,
-    finished_at TIMESTAMP, status VARCHAR, mlflow_run_id VARCHAR);
-CREATE TABLE IF NOT EXISTS examples (
-    run_id VARCHAR, example_id VARCHAR, attempt INTEGER, intent VARCHAR, predicted_intent VARCHAR,
-    difficulty VARCHAR, split VARCHAR, outcome VARCHAR, error_class VARCHAR, error VARCHAR,
-    latency_s DOUBLE, router_lm_calls INTEGER, router_prompt_tokens INTEGER, router_completion_tokens INTEGER,
-    router_latency_s DOUBLE, subagent_lm_calls INTEGER, subagent_prompt_tokens INTEGER,
-    subagent_completion_tokens INTEGER, subagent_latency_s DOUBLE,
-    {", ".join(f"score_{s} DOUBLE" for s in SCORE_NAMES)},
-    sql VARCHAR, scores JSON, result JSON, PRIMARY KEY (run_id, example_id, attempt));
+    run_id VARCHAR PRIMARY KEY,
+    router VARCHAR,
+    lm VARCHAR,
+    dataset VARCHAR,
+    dataset_version VARCHAR,
+    dataset_digest VARCHAR,
+    split VARCHAR,
+    config JSON,
+    params JSON,
+    started_at TIMESTAMP,
+    finished_at TIMESTAMP,
+    status VARCHAR,
+    mlflow_run_id VARCHAR
+)
 """
+
+#: flat columns of ``examples`` in insert order, after the key columns and before the scores
+_EXAMPLE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("intent", "VARCHAR"),
+    ("predicted_intent", "VARCHAR"),
+    ("difficulty", "VARCHAR"),
+    ("split", "VARCHAR"),
+    ("outcome", "VARCHAR"),
+    ("error_class", "VARCHAR"),
+    ("error", "VARCHAR"),
+    ("latency_s", "DOUBLE"),
+    ("router_lm_calls", "INTEGER"),
+    ("router_prompt_tokens", "INTEGER"),
+    ("router_completion_tokens", "INTEGER"),
+    ("router_latency_s", "DOUBLE"),
+    ("subagent_lm_calls", "INTEGER"),
+    ("subagent_prompt_tokens", "INTEGER"),
+    ("subagent_completion_tokens", "INTEGER"),
+    ("subagent_latency_s", "DOUBLE"),
+    ("sql", "VARCHAR"),
+)
+
+_EXAMPLES_DDL = f"""
+CREATE TABLE IF NOT EXISTS examples (
+    run_id VARCHAR NOT NULL,
+    example_id VARCHAR NOT NULL,
+    attempt INTEGER NOT NULL,
+    {", ".join(f"{name} {kind}" for name, kind in _EXAMPLE_FIELDS)},
+    {", ".join(f"score_{name} DOUBLE" for name in SCORE_COLUMNS)},
+    scores JSON,
+    result JSON,
+    recorded_at TIMESTAMP,
+    PRIMARY KEY (run_id, example_id, attempt)
+)
+"""
+
+# One lock per database file for the whole process: DuckDB serialises writers per file, not
+# per Python object, so two stores opened on the same path must share it.
+_FILE_LOCKS: dict[str, threading.Lock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+class StoreBusyError(RunError):
+    """Another process holds the results store open for writing."""
+
+    error_class = "store_busy"
+
+
+def _file_lock(path: Path) -> threading.Lock:
+    key = str(path.resolve())
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(key, threading.Lock())
+
+
+def _score_column(name: str) -> str:
+    """Column name of a scorer: ``score_`` plus the name reduced to identifier characters."""
+    return "score_" + re.sub(r"\W", "_", name)
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now()
+
+
+def _example_row(run_id: str, result: ExampleResult, score_names: Sequence[str]) -> dict[str, Any]:
+    """The flat ``examples`` row of one result (score columns for ``score_names``)."""
+    ru, su = result.router_usage, result.subagent_usage
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        "example_id": result.example_id,
+        "attempt": result.attempt,
+        "intent": result.intent,
+        "predicted_intent": result.predicted_intent,
+        "difficulty": result.difficulty,
+        "split": result.split,
+        "outcome": result.outcome,
+        "error_class": result.error_class,
+        "error": result.error,
+        "latency_s": result.latency_s,
+        "router_lm_calls": ru.lm_calls,
+        "router_prompt_tokens": ru.prompt_tokens,
+        "router_completion_tokens": ru.completion_tokens,
+        "router_latency_s": ru.latency_s,
+        "subagent_lm_calls": su.lm_calls,
+        "subagent_prompt_tokens": su.prompt_tokens,
+        "subagent_completion_tokens": su.completion_tokens,
+        "subagent_latency_s": su.latency_s,
+        "sql": result.trace.sql if result.trace is not None else None,
+    }
+    for name in score_names:
+        row[_score_column(name)] = result.value(name)
+    row["scores"] = json.dumps({k: s.value for k, s in result.scores.items()})
+    row["result"] = json.dumps(result.to_dict(), default=str)
+    row["recorded_at"] = _now()
+    return row
 
 
 class ResultsStore:
     """A DuckDB file of runs and per-example results.
 
     Args:
-        path: The store file (created with its tables on first use).
+        path: The store file; it and its tables are created on first use.
+
+    Example:
+        >>> store = ResultsStore(tmp / "results.duckdb")  # doctest: +SKIP
+        >>> store.query("SELECT router, avg(score_ex) FROM examples JOIN runs USING (run_id) GROUP BY 1")
     """
 
-    def __init__(self, path: str | Path = ".routerlab/results.duckdb") -> None:
+    def __init__(self, path: str | Path = DEFAULT_STORE_PATH) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._con() as con:
-            con.execute(_SCHEMA)
+        self._lock = _file_lock(self.path)
+        with self._connect() as con:
+            con.execute(_RUNS_DDL)
+            con.execute(_EXAMPLES_DDL)
+
+    # -- connections ------------------------------------------------------------------------
 
     @contextmanager
-    def _con(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        with _LOCK:
-            con = duckdb.connect(str(self.path), read_only=read_only and self.path.exists())
+    def _connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One short-lived connection, inside one transaction, under the file lock."""
+        with self._lock:
+            con = self._open()
             try:
+                con.execute("BEGIN TRANSACTION")
                 yield con
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
             finally:
                 con.close()
 
-    def create_run(self, run_id: str, *, router: str, lm: str, dataset: Any, split: str,
-                   config: dict[str, Any], params: dict[str, Any], mlflow_run_id: str | None = None) -> None:
-        """Record a run (idempotent: an existing run keeps its start time)."""
-        with self._con() as con:
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + _BUSY_TIMEOUT_S
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                # the file lock of another process (a notebook, a second runner): wait a little
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise StoreBusyError(
+                        f"cannot open the results store {self.path}",
+                        expected="no other process holding it open for writing",
+                        found=str(exc).splitlines()[0],
+                        fix="close the other connection (a notebook's duckdb.connect) or use --store",
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def _score_columns(self, con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> list[str]:
+        """Score names of ``names`` after making sure each has a column (new scorers get one)."""
+        existing = {
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'examples'"
+            ).fetchall()
+        }
+        ordered = list(dict.fromkeys([*SCORE_COLUMNS, *names]))
+        for name in ordered:
+            col = _score_column(name)
+            if col not in existing:
+                con.execute(f'ALTER TABLE examples ADD COLUMN "{col}" DOUBLE')
+                existing.add(col)
+        return ordered
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        run_id: str,
+        *,
+        router: str,
+        lm: str,
+        dataset: Dataset,
+        split: str,
+        config: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        mlflow_run_id: str | None = None,
+    ) -> None:
+        """Record a run, or reopen it (status ``RUNNING``) when it exists: resume calls this again.
+
+        Args:
+            run_id: The run's id (``<session>.<router>``).
+            router: The router's name.
+            lm: The LM spec.
+            dataset: The dataset replayed (name, version and digest are recorded).
+            split: The split replayed.
+            config: Run settings (stored as JSON).
+            params: Everything else worth keeping (component specs...), stored as JSON.
+            mlflow_run_id: The linked MLflow run, if any (kept when None on a reopen).
+
+        Raises:
+            ConfigError: When the run exists with another dataset digest: resuming it would mix
+                results of two different datasets.
+        """
+        digest = dataset.digest()
+        with self._connect() as con:
+            found = con.execute("SELECT dataset_digest FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            if found is not None:
+                if found[0] != digest:
+                    raise ConfigError(
+                        f"run {run_id!r} was recorded on another version of dataset {dataset.name!r}",
+                        expected=f"dataset digest {found[0][:12]}...",
+                        found=f"{digest[:12]}...",
+                        fix="start a new session instead of resuming this one",
+                    )
+                con.execute(
+                    "UPDATE runs SET status = 'RUNNING', finished_at = NULL, "
+                    "mlflow_run_id = coalesce(?, mlflow_run_id) WHERE run_id = ?",
+                    [mlflow_run_id, run_id],
+                )
+                return
             con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 'RUNNING', ?) ON CONFLICT (run_id) DO UPDATE "
-                "SET status = 'RUNNING', mlflow_run_id = coalesce(excluded.mlflow_run_id, runs.mlflow_run_id)",
-                [run_id, router, lm, dataset.name, dataset.version, dataset.digest(), split,
-                 json.dumps(config, default=str), json.dumps(params, default=str), _dt.datetime.now(), mlflow_run_id],
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 'RUNNING', ?)",
+                [
+                    run_id,
+                    router,
+                    lm,
+                    dataset.name,
+                    dataset.version,
+                    digest,
+                    split,
+                    json.dumps(dict(config or {}), default=str),
+                    json.dumps(dict(params or {}), default=str),
+                    _now(),
+                    mlflow_run_id,
+                ],
             )
-
-    def add_result(self, run_id: str, r: ExampleResult) -> None:
-        """Upsert one example result."""
-        row = [
-            run_id, r.example_id, r.attempt, r.intent, r.predicted_intent, r.difficulty, r.split, r.outcome,
-            r.error_class, r.error, r.latency_s, r.router_usage.lm_calls, r.router_usage.prompt_tokens,
-            r.router_usage.completion_tokens, r.router_usage.latency_s, r.subagent_usage.lm_calls,
-            r.subagent_usage.prompt_tokens, r.subagent_usage.completion_tokens, r.subagent_usage.latency_s,
-            *[r.value(s) for s in SCORE_NAMES],
-            r.trace.sql if r.trace else None,
-            json.dumps({k: v.value for k, v in r.scores.items()}),
-            json.dumps(r.to_dict(), default=str),
-        ]
-        marks = ", ".join("?" for _ in row)
-        with self._con() as con:
-            con.execute(f"INSERT OR REPLACE INTO examples VALUES ({marks})", row)
-
-    def finish_run(self, run_id: str, status: str = "FINISHED") -> None:
-        """Mark a run finished (or KILLED / FAILED)."""
-        with self._con() as con:
-            con.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
-                        [status, _dt.datetime.now(), run_id])
 
     def set_mlflow_run(self, run_id: str, mlflow_run_id: str) -> None:
         """Link a run to its MLflow run."""
-        with self._con() as con:
+        with self._connect() as con:
+            self._require_run(con, run_id)
             con.execute("UPDATE runs SET mlflow_run_id = ? WHERE run_id = ?", [mlflow_run_id, run_id])
 
-    def completed_ids(self, run_id: str) -> set[str]:
-        """Example ids with a stored result in ``run_id``."""
-        with self._con(read_only=True) as con:
-            return {r[0] for r in con.execute("SELECT DISTINCT example_id FROM examples WHERE run_id = ?",
-                                              [run_id]).fetchall()}
+    def finish_run(self, run_id: str, status: str = "FINISHED") -> None:
+        """Close a run with its final status (``FINISHED``, ``FAILED`` or ``KILLED``).
 
-    def results(self, run_id: str) -> list[ExampleResult]:
-        """Every stored result of a run, rebuilt, in example-id order."""
-        with self._con(read_only=True) as con:
-            rows = con.execute("SELECT result FROM examples WHERE run_id = ? ORDER BY example_id, attempt",
-                               [run_id]).fetchall()
-        return [ExampleResult.from_dict(json.loads(r[0])) for r in rows]
+        Raises:
+            ConfigError: For an unknown run or status.
+        """
+        if status not in RUN_STATUSES[1:]:
+            raise ConfigError(
+                f"unknown final run status {status!r}",
+                expected=", ".join(RUN_STATUSES[1:]),
+                found=repr(status),
+                fix="FINISHED when every example ran, KILLED when interrupted, FAILED on a crash",
+            )
+        with self._connect() as con:
+            self._require_run(con, run_id)
+            con.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?", [status, _now(), run_id]
+            )
+
+    def _require_run(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+        if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is None:
+            known = [
+                r[0]
+                for r in con.execute("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 5").fetchall()
+            ]
+            raise ConfigError(
+                f"no run {run_id!r} in {self.path}",
+                expected="a run id created by create_run (SESSION.ROUTER)",
+                found=f"latest runs: {known}",
+                fix="check the id, or the --store path",
+            )
 
     def runs(self) -> pd.DataFrame:
-        """All runs, newest first."""
-        return self.query("SELECT * FROM runs ORDER BY started_at DESC")
+        """Every run, oldest first (``config`` and ``params`` as JSON text)."""
+        return self.query("SELECT * FROM runs ORDER BY started_at, run_id")
 
-    def query(self, sql: str) -> pd.DataFrame:
-        """Any read query over ``runs`` and ``examples`` (for notebooks)."""
-        with self._con(read_only=True) as con:
-            return con.execute(sql).df()
+    def run(self, run_id: str) -> dict[str, Any]:
+        """One run's row as a dict (``config`` and ``params`` parsed).
+
+        Raises:
+            ConfigError: For an unknown run.
+        """
+        with self._connect() as con:
+            self._require_run(con, run_id)
+            frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
+        row = frame.iloc[0].to_dict()
+        for key in ("config", "params"):
+            row[key] = json.loads(row[key]) if row[key] else {}
+        return row
+
+    # -- examples ---------------------------------------------------------------------------
+
+    def add_result(self, run_id: str, result: ExampleResult) -> None:
+        """Upsert one example result (replaces an earlier row of the same example and attempt)."""
+        self.add_results(run_id, [result])
+
+    def add_results(self, run_id: str, results: Sequence[ExampleResult]) -> None:
+        """Upsert several results in one transaction (rebuilds, imports, tests)."""
+        if not results:
+            return
+        with self._connect() as con:
+            names = self._score_columns(con, {n for r in results for n in r.scores})
+            rows = [_example_row(run_id, r, names) for r in results]
+            cols = list(rows[0])
+            quoted = ", ".join(f'"{c}"' for c in cols)
+            marks = ", ".join("?" for _ in cols)
+            sql = f"INSERT OR REPLACE INTO examples ({quoted}) VALUES ({marks})"
+            con.executemany(sql, [[row[c] for c in cols] for row in rows])
+
+    def completed_ids(self, run_id: str, *, min_attempts: int = 1) -> set[str]:
+        """Example ids of ``run_id`` with a stored result (at least ``min_attempts`` of them).
+
+        Any stored outcome counts, errors and crashes included: they are results, and resume
+        re-runs only what never produced one.
+        """
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT example_id FROM examples WHERE run_id = ? GROUP BY example_id "
+                "HAVING count(DISTINCT attempt) >= ?",
+                [run_id, min_attempts],
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def results(self, run_id: str) -> list[ExampleResult]:
+        """Every stored result of a run, rebuilt, ordered by example id then attempt."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT result FROM examples WHERE run_id = ? ORDER BY example_id, attempt", [run_id]
+            ).fetchall()
+        return [ExampleResult.from_dict(json.loads(r[0])) for r in rows]
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
+        """Run any SQL over ``runs`` and ``examples`` and return the result as a frame.
+
+        Args:
+            sql: The statement (``?`` placeholders bind ``params``).
+            params: Values bound to the placeholders.
+        """
+        with self._connect() as con:
+            return con.execute(sql, list(params or [])).df()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from agents.db import Database
     from agents.tools import Tool
 
-__all__ = ["RouteDecision", "RouterEnv", "Router", "router", "BASELINES"]
+__all__ = ["BASELINES", "RouteDecision", "Router", "RouterEnv", "router"]
 
 #: routers that bound a comparison instead of competing in it; labelled "(baseline)" everywhere
 BASELINES: frozenset[str] = frozenset({"oracle", "random"})

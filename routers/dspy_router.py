@@ -20,7 +20,7 @@ from agents.trace import Usage
 from routers.base import RouterEnv, router
 from routers.intent import Classification, IntentRouter
 
-__all__ = ["RouteRequest", "RouteProgram", "DSPyRouter", "PROGRAM_DIR", "program_path", "schema_summary"]
+__all__ = ["PROGRAM_DIR", "DSPyRouter", "RouteProgram", "RouteRequest", "program_path", "schema_summary"]
 
 PROGRAM_DIR = Path(__file__).parent / "programs"
 

@@ -10,7 +10,7 @@ from agents.trace import Usage
 from routers.base import RouteDecision, RouterEnv
 from routers.plan import next_call
 
-__all__ = ["IntentRouter", "Classification", "TOOL_INTENT", "DONE_ANSWER"]
+__all__ = ["DONE_ANSWER", "TOOL_INTENT", "Classification", "IntentRouter"]
 
 #: intent implied by the first tool a router calls
 TOOL_INTENT: dict[str, str] = {

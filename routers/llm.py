@@ -12,7 +12,7 @@ from agents.state import PipelineState
 from routers.base import RouteDecision, RouterEnv, router
 from routers.intent import TOOL_INTENT
 
-__all__ = ["LLMRouter", "SYSTEM_PROMPT", "to_openai_messages"]
+__all__ = ["SYSTEM_PROMPT", "LLMRouter", "to_openai_messages"]
 
 SYSTEM_PROMPT = """You are the router of a text-to-SQL assistant. Choose the next tool call.
 - A question about the data: call data_discovery, then generate_sql citing the data_discovery \

@@ -15,7 +15,7 @@ from agents.errors import ConfigError
 from benchmarks.example import Example
 from routers.dspy_router import RouteProgram, program_path, save_meta, schema_summary
 
-__all__ = ["OptimizeReport", "OPTIMIZERS", "optimize_router", "to_dspy_examples", "intent_metric"]
+__all__ = ["OPTIMIZERS", "OptimizeReport", "intent_metric", "optimize_router", "to_dspy_examples"]
 
 #: optimizer name -> (factory(metric, lm, budget) -> teleprompter); data, not an if/elif chain
 OPTIMIZERS: dict[str, Any] = {

@@ -13,7 +13,7 @@ from typing import Any
 from agents.state import PipelineState
 from agents.tools.text import extract_error, extract_sql
 
-__all__ = ["next_call", "call_id", "CLARIFY_QUESTION", "REFUSAL_REASON"]
+__all__ = ["CLARIFY_QUESTION", "REFUSAL_REASON", "call_id", "next_call"]
 
 CLARIFY_QUESTION = (
     "Could you be more specific: which service area, time period or measure do you mean?"

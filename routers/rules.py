@@ -19,7 +19,7 @@ from agents.trace import Usage
 from routers.base import router
 from routers.intent import Classification, IntentRouter
 
-__all__ = ["Rule", "DEFAULT_RULES", "RulesRouter"]
+__all__ = ["DEFAULT_RULES", "Rule", "RulesRouter"]
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import duckdb
 from agents.db.guard import check_sql
 from agents.errors import DatabaseError, QueryTimeout, SQLExecutionError
 
-__all__ = ["ColumnInfo", "TableInfo", "QueryResult", "Database", "open_database", "file_digest"]
+__all__ = ["ColumnInfo", "Database", "QueryResult", "TableInfo", "file_digest", "open_database"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: DuckDB settings of every connection: no files, network, or extensions beyond the database

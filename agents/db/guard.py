@@ -20,7 +20,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from agents.errors import GuardViolation
 
-__all__ = ["check_sql", "FORBIDDEN_FUNCTIONS", "MAX_SQL_CHARS", "MAX_DEPTH"]
+__all__ = ["FORBIDDEN_FUNCTIONS", "MAX_DEPTH", "MAX_SQL_CHARS", "check_sql"]
 
 MAX_SQL_CHARS = 20_000
 MAX_DEPTH = 200

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agents.errors import ModelAssetError
 
-__all__ = ["ModelAsset", "MODELS", "cache_dir", "assemble", "model_path", "part_files"]
+__all__ = ["MODELS", "ModelAsset", "assemble", "cache_dir", "model_path", "part_files"]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from dspy import lm15 as L
 
-__all__ = ["to_request", "request_to_chat", "text_of", "INVALID_MARKER"]
+__all__ = ["INVALID_MARKER", "request_to_chat", "text_of", "to_request"]
 
 #: provider_data key under which an engine reports tool calls it could not parse
 INVALID_MARKER = "routerlab_invalid_tool_calls"

@@ -12,7 +12,7 @@ from agents.lm.assets import MODELS, cache_dir, model_path
 from agents.lm.local import LlamaEngine
 from agents.lm.usage import UsageCallback
 
-__all__ = ["resolve_lm", "SPEC_FORMS", "configure_cache"]
+__all__ = ["SPEC_FORMS", "configure_cache", "resolve_lm"]
 
 SPEC_FORMS = (
     "local (Qwen2.5-Coder-1.5B, the default)",

@@ -12,7 +12,7 @@ from dspy import lm15 as L
 
 from agents.lm.usage import UsageCallback
 
-__all__ = ["ScriptedEngine", "scripted_lm", "adapter_reply", "Reply"]
+__all__ = ["Reply", "ScriptedEngine", "adapter_reply", "scripted_lm"]
 
 Reply = str | dict[str, Any]
 """Text, a tool call ``{"name", "args"}``, or DSPy output fields ``{"fields": {...}}``."""

@@ -20,7 +20,7 @@ from dspy.utils.callback import BaseCallback
 
 from agents.trace import Usage
 
-__all__ = ["UsageLog", "usage_scope", "record_usage", "UsageCallback"]
+__all__ = ["UsageCallback", "UsageLog", "record_usage", "usage_scope"]
 
 _ACTIVE: contextvars.ContextVar[tuple[UsageLog, ...]] = contextvars.ContextVar("routerlab_usage", default=())
 

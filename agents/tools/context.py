@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from agents.db import Database
     from agents.tools.programs import SQLPrograms
 
-__all__ = ["ToolSettings", "ToolContext"]
+__all__ = ["ToolContext", "ToolSettings"]
 
 
 @dataclass(frozen=True)

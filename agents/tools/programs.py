@@ -10,7 +10,7 @@ import re
 
 import dspy
 
-__all__ = ["GenerateSQL", "FixSQL", "ExplainSQL", "ChatReply", "SQLPrograms", "clean_sql"]
+__all__ = ["ChatReply", "ExplainSQL", "FixSQL", "GenerateSQL", "SQLPrograms", "clean_sql"]
 
 
 class GenerateSQL(dspy.Signature):

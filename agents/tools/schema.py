@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 
 from agents.errors import ContractError
 
-__all__ = ["INJECTED", "function_schema", "parse_docstring", "json_type"]
+__all__ = ["INJECTED", "function_schema", "json_type", "parse_docstring"]
 
 
 class _Injected:
@@ -97,7 +97,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         line = lines[i]
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         if _NUMPY_HEADER.match(line) and re.match(r"^\s*-{3,}\s*$", nxt):
-            section, current = line.strip().lower(), None
+            section, current = "numpy-" + line.strip().lower(), None
             i += 2
             continue
         m = _GOOGLE_SECTION.match(line)
@@ -123,6 +123,14 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
             if gm and not line.startswith("        "):
                 current = gm.group(1)
                 params[current] = gm.group(3).strip()
+            elif current and line.strip():
+                params[current] = (params[current] + " " + line.strip()).strip()
+        elif section == "numpy-parameters":
+            # NumPy style: "name : type" at the margin, the description indented below it
+            nm = re.match(r"^(\w+)\s*(?::.*)?$", line)
+            if nm and not line.startswith(" "):
+                current = nm.group(1)
+                params[current] = ""
             elif current and line.strip():
                 params[current] = (params[current] + " " + line.strip()).strip()
         elif section == "rest" and current and line.strip():

@@ -19,18 +19,18 @@ from agents.tools.text import tokens
 try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
     from typing import Annotated
 except ImportError:  # pragma: no cover
-    from typing_extensions import Annotated
+    from typing import Annotated
 
 __all__ = [
+    "SQL_PRODUCERS",
+    "ask_human",
+    "chat",
     "data_discovery",
-    "generate_sql",
-    "fix_sql",
     "execute_sql_and_analyze_result",
     "explain_sql",
-    "chat",
-    "ask_human",
+    "fix_sql",
+    "generate_sql",
     "refuse",
-    "SQL_PRODUCERS",
 ]
 
 #: tools whose successful output carries a ``sql`` the executor may run

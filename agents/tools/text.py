@@ -7,7 +7,7 @@ import re
 import sqlglot
 from sqlglot.errors import ParseError
 
-__all__ = ["extract_sql", "extract_error", "parses_as_sql", "tokens"]
+__all__ = ["extract_error", "extract_sql", "parses_as_sql", "tokens"]
 
 _SQL_START = re.compile(r"\b(SELECT|WITH)\b", re.I)
 _ERROR_MARK = re.compile(

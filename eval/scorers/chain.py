@@ -18,7 +18,7 @@ from agents.trace import Trace
 from benchmarks.example import Example
 from eval.result import Score, scorer
 
-__all__ = ["ChainValidity", "Trajectory", "ChainF1", "validate_chain", "trajectory_modes", "f1"]
+__all__ = ["ChainF1", "ChainValidity", "Trajectory", "f1", "trajectory_modes", "validate_chain"]
 
 
 def _default_catalog() -> Mapping[str, Any]:
@@ -74,7 +74,7 @@ def validate_chain(trace: Trace, catalog: Mapping[str, Any], max_steps: int) -> 
         if name == "execute_sql_and_analyze_result" and not _refs(c, tool):
             return "execute_without_sql", "execute cites no SQL-producing call"
         status = c.get("status")
-        if (getattr(tool, "terminal", False) and status == "success") or getattr(tool, "interrupts", False) and not trace.turns > 1:
+        if (getattr(tool, "terminal", False) and status == "success") or (getattr(tool, "interrupts", False) and not trace.turns > 1):
             terminal_done = True
     # every call id gets exactly one tool-result message with that id and a status
     results = Counter(m.get("tool_call_id") for m in trace.messages if m.get("role") == "tool")

@@ -25,7 +25,7 @@ from agents.trace import Trace
 from benchmarks.example import Example
 from eval.result import Score, scorer
 
-__all__ = ["results_match", "gold_is_ordered", "ExecutionAccuracy", "EX_INTENTS", "MODES"]
+__all__ = ["EX_INTENTS", "MODES", "ExecutionAccuracy", "gold_is_ordered", "results_match"]
 
 EX_INTENTS = ("sql", "fix", "clarify")
 MODES = ("spider", "bird", "tolerance")

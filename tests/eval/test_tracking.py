@@ -1,0 +1,363 @@
+"""MLflow tracking against a real SQLite store: runs, params, metrics, tables, inputs, traces, resume."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import mlflow
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import SpanStatusCode, SpanType
+
+from agents.errors import ConfigError
+from agents.registry import Registry
+from eval.tracking import (
+    MlflowSink,
+    examples_frame,
+    flatten_params,
+    load_examples,
+    load_runs,
+    metric_name,
+    resolve_tracking_uri,
+)
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@dataclass
+class ThresholdRouter:
+    """A stand-in router built through a registry, so its arguments are recorded."""
+
+    threshold: float = 0.5
+    fallback: str = "llm"
+
+
+_routers: Registry[ThresholdRouter] = Registry("router")
+_routers("toy-hybrid")(ThresholdRouter)
+
+
+@pytest.fixture(scope="module")
+def uri(tmp_path_factory) -> str:
+    # one store for the module: creating an MLflow schema costs seconds; tests use their own
+    # datasets, hence their own experiments
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+@pytest.fixture
+def sink(uri):
+    with MlflowSink(uri) as s:
+        yield s
+
+
+def _results(make_result, router="toy-hybrid", n=4):
+    out = [
+        make_result(
+            f"e{i}",
+            router,
+            {"ex": float(i % 2), "route": 1.0, "success": None if i == 0 else 1.0},
+            latency=1.0 + i,
+        )
+        for i in range(n - 1)
+    ]
+    out.append(
+        make_result(
+            f"e{n - 1}",
+            router,
+            {"ex": 0.0, "route": 0.0},
+            outcome="error",
+            latency=0.5,
+            tool_calls=[
+                ("generate_sql", {"question": "q"}, {"sql": "SELEC x"}, "success"),
+                ("run_sql", {"sql": "SELEC x"}, {"error": "syntax error"}, "error"),
+            ],
+        )
+    )
+    return out
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def test_flatten_params_and_metric_names():
+    flat = flatten_params(
+        {
+            "router": {"name": "hybrid", "args": {"threshold": 0.7, "rules": ["a", "b"]}},
+            "limit": None,
+            "empty": {},
+        }
+    )
+    assert flat == {
+        "router.name": "hybrid",
+        "router.args.threshold": "0.7",
+        "router.args.rules": '["a", "b"]',
+        "limit": "null",
+        "empty": "{}",
+    }
+    assert metric_name("success.sql") == "success.sql"
+    assert metric_name("latency p50 (s)") == "latency p50 _s_"
+    assert metric_name("a:b/../c") == "a_b/_/c"
+    assert metric_name("/x//y/") == "x/y"
+    assert len(flatten_params({"k": "v" * 7000})["k"]) == 6000
+
+
+def test_relative_sqlite_uri_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert resolve_tracking_uri(None) == f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///other.db")
+    assert resolve_tracking_uri(None) == f"sqlite:///{tmp_path / 'other.db'}"
+    assert resolve_tracking_uri("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
+
+
+def test_examples_frame_columns(make_result):
+    frame = examples_frame(_results(make_result))
+    assert list(frame.columns) == [
+        "example_id",
+        "attempt",
+        "intent",
+        "predicted_intent",
+        "difficulty",
+        "outcome",
+        "error_class",
+        "score_ex",
+        "score_route",
+        "score_success",
+        "latency_s",
+        "router_lm_calls",
+        "router_tokens",
+        "subagent_lm_calls",
+        "subagent_tokens",
+        "sql",
+    ]
+    assert frame["router_tokens"].tolist() == [110] * 4
+
+
+# -- runs --------------------------------------------------------------------------------------
+
+
+def test_parent_and_child_runs_with_params_tags_and_dataset_input(sink, uri, make_dataset):
+    ds = make_dataset(name="params-ds")
+    router = _routers.build("toy-hybrid", threshold=0.7)
+    parent = sink.start_parent(
+        "compare s1", {"session": "s1", "routers": "toy-hybrid,llm"}, dataset=ds, run_key="s1"
+    )
+    child = sink.start_run(
+        router,
+        "local:0.5b",
+        ds,
+        {"split": "dev", "limit": 4, "pipeline": {"max_steps": 6}},
+        parent_run_id=parent,
+        run_key="s1.toy-hybrid",
+    )
+    client = MlflowClient(uri)
+    run = client.get_run(child)
+    params, tags = run.data.params, run.data.tags
+    assert params["router.kind"] == "router"
+    assert params["router.name"] == "toy-hybrid"
+    assert params["router.args.threshold"] == "0.7"
+    assert params["router.args.fallback"] == "llm"
+    assert params["lm.spec"] == "local:0.5b"
+    assert (params["dataset.name"], params["dataset.version"], params["dataset.split"]) == (
+        "params-ds",
+        "1",
+        "dev",
+    )
+    assert params["dataset.digest"] == ds.digest()
+    assert params["config.limit"] == "4" and params["config.pipeline.max_steps"] == "6"
+    assert len(params["git.commit"]) == 40 or params["git.commit"] == "unknown"
+    assert params["routerlab.version"]
+    assert tags["routerlab.router"] == "toy-hybrid" and tags["routerlab.lm"] == "local:0.5b"
+    assert tags["routerlab.dataset"] == "params-ds"
+    assert tags["routerlab.kind"] == "router-run" and tags["routerlab.status"] == "RUNNING"
+    assert tags["routerlab.run_key"] == "s1.toy-hybrid"
+    assert tags["mlflow.parentRunId"] == parent  # nested under the comparison
+    exp = client.get_experiment(run.info.experiment_id)
+    assert exp.name == "routerlab/params-ds"
+    parent_run = client.get_run(parent)
+    assert parent_run.data.tags["routerlab.kind"] == "comparison"
+    assert parent_run.data.params["session"] == "s1"
+    assert parent_run.info.experiment_id == run.info.experiment_id
+
+    (inp,) = run.inputs.dataset_inputs
+    assert inp.dataset.name == "params-ds/dev"
+    assert inp.dataset.digest == ds.digest()[:10]
+    assert {t.key: t.value for t in inp.tags}["mlflow.data.context"] == "dev"
+    assert '"num_rows": 4' in inp.dataset.profile
+
+    frame = load_runs(uri, experiment="routerlab/params-ds", tags={"routerlab.kind": "router-run"})
+    assert frame["run_id"].tolist() == [child]
+    assert frame.loc[0, "parent_run_id"] == parent
+    assert frame.loc[0, "params.router.args.threshold"] == "0.7"
+
+
+def test_finish_run_logs_metrics_and_the_example_table(sink, uri, make_dataset, make_result):
+    ds = make_dataset(name="metrics-ds")
+    run_id = sink.start_run("toy-hybrid", "scripted", ds, {"split": "dev"})
+    results = _results(make_result)
+    sink.finish_run(run_id, results)
+    run = MlflowClient(uri).get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["routerlab.status"] == "FINISHED"
+    m = run.data.metrics
+    assert m["ex"] == pytest.approx(0.25)
+    assert m["ex_ci_low"] <= m["ex"] <= m["ex_ci_high"]
+    assert {"route", "route_ci_low", "route_ci_high", "success"} <= set(m)
+    assert any("p50" in k for k in m) and any("p95" in k for k in m)
+
+    table = load_examples(run_id, uri)
+    assert table["example_id"].tolist() == ["e0", "e1", "e2", "e3"]
+    assert table["score_ex"].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert table["outcome"].tolist()[-1] == "error"
+    assert table["sql"].tolist()[0] == "SELECT 1"
+    frame = load_runs(uri, run_ids=[run_id])
+    assert frame.loc[0, "metrics.ex"] == pytest.approx(0.25)
+    assert frame.loc[0, "params.router.name"] == "toy-hybrid"
+
+
+def test_a_failed_run_does_not_look_successful(sink, uri, make_dataset, make_result):
+    ds = make_dataset(name="failed-ds")
+    run_id = sink.start_run("toy-hybrid", "scripted", ds, {"split": "dev"})
+    sink.finish_run(run_id, _results(make_result)[:2], status="FAILED", error="the LM server went away")
+    run = MlflowClient(uri).get_run(run_id)
+    assert run.info.status == "FAILED"
+    assert run.data.tags["routerlab.status"] == "FAILED"
+    assert run.data.tags["routerlab.error"] == "the LM server went away"
+    killed = sink.start_run("toy-hybrid", "scripted", ds, {"split": "dev"})
+    sink.finish_run(killed, [], status="KILLED")
+    assert MlflowClient(uri).get_run(killed).info.status == "KILLED"
+    with pytest.raises(ConfigError, match="unknown final run status"):
+        sink.finish_run(killed, [], status="DONE")
+
+
+def test_resume_finds_and_reopens_the_same_run(uri, make_dataset, make_result):
+    ds = make_dataset(name="resume-ds")
+    results = _results(make_result)
+    with MlflowSink(uri) as first:
+        parent = first.start_parent("compare s2", {"session": "s2"}, dataset=ds, run_key="s2")
+        run_id = first.start_run(
+            "toy-hybrid", "scripted", ds, {"split": "dev"}, parent, run_key="s2.toy-hybrid"
+        )
+        first.finish_run(run_id, results[:2], status="KILLED")  # interrupted after two examples
+        first.finish_parent(parent, status="KILLED")
+
+    with MlflowSink(uri) as second:  # a new process: `routerlab run --resume s2`
+        assert second.find_run("s2.toy-hybrid") == run_id
+        assert second.find_run("s2.toy-hybrid", unfinished_only=True) == run_id
+        assert second.find_run("s2.nope") is None
+        assert second.start_parent("compare s2", {"session": "s2"}, dataset=ds, run_key="s2") == parent
+        again = second.start_run(
+            "toy-hybrid", "scripted", ds, {"split": "dev"}, parent, run_key="s2.toy-hybrid"
+        )
+        assert again == run_id
+        client = MlflowClient(uri)
+        assert client.get_run(run_id).info.status == "RUNNING"
+        assert client.get_run(run_id).data.tags["routerlab.status"] == "RUNNING"
+        second.finish_run(run_id, results, status="FINISHED")
+        second.finish_parent(parent)
+        assert second.find_run("s2.toy-hybrid", unfinished_only=True) is None
+
+    runs = load_runs(uri, experiment="routerlab/resume-ds", tags={"routerlab.run_key": "s2.toy-hybrid"})
+    assert runs["run_id"].tolist() == [run_id]  # no duplicate run
+    assert runs.loc[0, "status"] == "FINISHED"
+    table = load_examples(run_id, uri)
+    assert table["example_id"].tolist() == ["e0", "e1", "e2", "e3"]  # replaced, not appended
+
+
+# -- traces ------------------------------------------------------------------------------------
+
+
+def test_one_trace_per_example_with_tool_spans(sink, uri, make_dataset, make_result):
+    ds = make_dataset(name="traces-ds")
+    run_id = sink.start_run("toy-hybrid", "scripted", ds, {"split": "dev"})
+    results = _results(make_result)
+    ids = [sink.log_example(run_id, r) for r in results]
+    assert all(ids)
+    sink.finish_run(run_id, results)  # flushes the traces exported in the background
+    client = MlflowClient(uri)
+    experiment_id = client.get_run(run_id).info.experiment_id
+    traces = client.search_traces(locations=[experiment_id], run_id=run_id)
+    assert len(traces) == 4
+    assert {t.info.tags["routerlab.example_id"] for t in traces} == {"e0", "e1", "e2", "e3"}
+    assert {t.info.tags["routerlab.run_id"] for t in traces} == {run_id}
+
+    (bad,) = client.search_traces(
+        locations=[experiment_id], run_id=run_id, filter_string="tag.`routerlab.example_id` = 'e3'"
+    )
+    trace = client.get_trace(bad.info.trace_id)
+    root = next(s for s in trace.data.spans if s.parent_id is None)
+    assert root.name == "example e3"
+    assert root.inputs["question"] == "question of e3"
+    assert root.outputs["sql"] == "SELECT 1"
+    assert root.status.status_code == SpanStatusCode.ERROR  # outcome "error"
+    tools = [s for s in trace.data.spans if s.span_type == SpanType.TOOL]
+    assert [s.name for s in tools] == ["generate_sql", "run_sql"]
+    assert tools[1].inputs == {"sql": "SELEC x"}
+    assert tools[1].outputs == {"error": "syntax error"}
+    assert tools[1].status.status_code == SpanStatusCode.ERROR
+    assert tools[0].status.status_code == SpanStatusCode.OK
+    by_id = {s.span_id: s for s in trace.data.spans}
+    assert {by_id[s.parent_id].name for s in tools} == {"tools"}  # under the graph node that ran them
+    agents = [s for s in trace.data.spans if s.span_type == SpanType.AGENT]
+    assert len(agents) == 1 and by_id[agents[0].parent_id].name == "route"
+    assert agents[0].outputs["intent"] == "sql"
+    nodes = {
+        s.name for s in trace.data.spans if s.span_type == SpanType.CHAIN and s.parent_id == root.span_id
+    }
+    assert nodes == {"route", "dispatch", "tools", "respond"}
+    failing = client.search_traces(
+        locations=[experiment_id], run_id=run_id, filter_string="tag.`routerlab.score.ex` = '0.0'"
+    )
+    assert len(failing) == 3
+
+
+def test_traces_from_worker_threads(sink, uri, make_dataset, make_result):
+    ds = make_dataset(name="threads-ds")
+    run_id = sink.start_run("toy-hybrid", "scripted", ds, {"split": "dev"})
+    results = [make_result(f"e{i}", "toy-hybrid", {"ex": 1.0}) for i in range(8)]
+    threads = [threading.Thread(target=sink.log_example, args=(run_id, r)) for r in results]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    sink.flush()
+    client = MlflowClient(uri)
+    traces = client.search_traces(locations=[client.get_run(run_id).info.experiment_id], run_id=run_id)
+    assert len(traces) == 8
+
+
+def test_traces_can_be_turned_off(uri, make_dataset, make_result):
+    before = mlflow.get_tracking_uri()
+    with MlflowSink(uri, traces=False) as sink:
+        assert mlflow.get_tracking_uri() == before  # a sink without traces leaves the process alone
+        run_id = sink.start_run("toy-hybrid", "scripted", make_dataset(name="notrace-ds"), {"split": "dev"})
+        assert sink.log_example(run_id, make_result("e0")) is None
+        sink.finish_run(run_id, [make_result("e0")])
+    client = MlflowClient(uri)
+    assert client.search_traces(locations=[client.get_run(run_id).info.experiment_id], run_id=run_id) == []
+
+
+def test_close_restores_the_process_tracking_uri(uri, tmp_path):
+    previous = mlflow.get_tracking_uri() if mlflow.tracking.is_tracking_uri_set() else None
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        with MlflowSink(uri):
+            assert mlflow.get_tracking_uri() == uri
+        assert mlflow.get_tracking_uri() == f"sqlite:///{tmp_path / 'other.db'}"
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def test_fixed_experiment_name_and_unknown_experiment(uri, make_dataset):
+    with MlflowSink(uri, experiment="routerlab/custom", traces=False) as sink:
+        parent = sink.start_parent("compare x", {})
+        run_id = sink.start_run("toy-hybrid", "scripted", make_dataset(name="whatever"), {}, parent)
+    client = MlflowClient(uri)
+    assert client.get_experiment(client.get_run(run_id).info.experiment_id).name == "routerlab/custom"
+    assert client.get_run(run_id).data.params["dataset.split"] == "all"
+    with pytest.raises(ConfigError, match="no MLflow experiment"):
+        load_runs(uri, experiment="routerlab/none")
+    with pytest.raises(ConfigError, match=r"no examples\.json"):
+        load_examples(parent, uri)
+    with MlflowSink(uri, traces=False) as fresh, pytest.raises(ConfigError, match="no MLflow experiment"):
+        fresh.start_parent("compare y", {})
