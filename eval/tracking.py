@@ -62,6 +62,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_PARENT_RUN_I
 
 from agents.errors import ConfigError
 from agents.registry import component_spec
+from agents.trace import Trace
 from benchmarks.dataset import Dataset
 from eval.metrics import summarize
 from eval.result import ExampleResult
@@ -318,6 +319,7 @@ class _TraceWriter:
         return span.span_id
 
     def open(self, name: str, span_type: str, attributes: Mapping[str, Any]) -> tuple[str, int]:
+        """Start a child of the root at the cursor; returns its id and start time."""
         start = self.cursor
         span = self.client.start_span(
             name,
@@ -330,10 +332,12 @@ class _TraceWriter:
         return span.span_id, start
 
     def close(self, span_id: str, start_ns: int, min_duration_ns: int, outputs: Any = None) -> None:
+        """End a span from :meth:`open`, lasting at least ``min_duration_ns`` and covering its children."""
         self.cursor = max(self.cursor, start_ns + min_duration_ns)
         self.client.end_span(self.trace_id, span_id, outputs=outputs, end_time_ns=self.cursor)
 
     def decisions(self, parent: str, decisions: Sequence[Mapping[str, Any]], budget_ns: int) -> None:
+        """An AGENT span per router decision, sharing ``budget_ns`` evenly (no per-decision stamps)."""
         each = budget_ns // max(len(decisions), 1)
         for i, d in enumerate(decisions):
             self.span(
@@ -347,6 +351,7 @@ class _TraceWriter:
             )
 
     def tool_calls(self, parent: str, calls: Sequence[Mapping[str, Any]]) -> None:
+        """A TOOL span per call, with its real duration and ERROR status when it failed."""
         for call in calls:
             started, ended = call.get("started"), call.get("ended")
             duration = int((ended - started) * 1e9) if started is not None and ended is not None else 0
@@ -372,11 +377,14 @@ class _TraceWriter:
 
 
 def _write_trace(
-    client: MlflowClient, experiment_id: str, run_id: str, result: ExampleResult, question: str | None
+    client: MlflowClient,
+    experiment_id: str,
+    run_id: str,
+    result: ExampleResult,
+    t: Trace,
+    question: str | None,
 ) -> str:
-    """Log ``result`` as one trace linked to ``run_id``; returns the trace id."""
-    t = result.trace
-    assert t is not None
+    """Log ``result`` (whose trace is ``t``) as one trace linked to ``run_id``; returns the trace id."""
     node_ns = {n: int(s * 1e9) for n, s in t.node_latency_s.items()}
     total_ns = max(int(result.latency_s * 1e9), sum(node_ns.values()))
     start_ns = time.time_ns() - total_ns
@@ -773,7 +781,9 @@ class MlflowSink:
             return None
         try:
             experiment_id = self._experiment_of_run(run_id)
-            return _write_trace(self.client, experiment_id, run_id, result, _question(result, question))
+            return _write_trace(
+                self.client, experiment_id, run_id, result, result.trace, _question(result, question)
+            )
         except Exception as exc:
             _log.warning("could not log the trace of example %s: %s", result.example_id, exc)
             return None

@@ -1,6 +1,6 @@
 """Reducers of PipelineState: properties checked with hypothesis."""
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.state import append_list, initial_state, merge_records, sum_dict
@@ -18,16 +18,19 @@ fields = st.fixed_dictionaries(
 records = st.dictionaries(ids, fields, max_size=4)
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records, records, records)
 def test_merge_records_is_associative(a, b, c):
     assert merge_records(merge_records(a, b), c) == merge_records(a, merge_records(b, c))
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records)
 def test_merge_records_is_idempotent(a):
     assert merge_records(a, a) == merge_records(a, None) == merge_records(None, a)
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records, records)
 def test_later_update_wins_per_field_and_keeps_other_fields(a, b):
     m = merge_records(a, b)
@@ -41,6 +44,7 @@ def test_later_update_wins_per_field_and_keeps_other_fields(a, b):
                 assert m[k][f] == v
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records, records)
 def test_merge_does_not_mutate_inputs(a, b):
     before_a, before_b = repr(a), repr(b)
@@ -48,12 +52,14 @@ def test_merge_does_not_mutate_inputs(a, b):
     assert (repr(a), repr(b)) == (before_a, before_b)
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers()), st.lists(st.integers()))
 def test_append_list_concatenates(a, b):
     assert append_list(a, b) == a + b
     assert append_list(None, b) == b
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(ids, st.floats(0, 10)), st.dictionaries(ids, st.floats(0, 10)))
 def test_sum_dict_adds_per_key(a, b):
     s = sum_dict(a, b)

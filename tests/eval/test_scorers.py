@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.trace import Trace
@@ -48,11 +48,13 @@ def test_gold_ordering_is_read_from_the_outermost_query():
 rows = st.lists(st.lists(st.integers(-3, 3), min_size=2, max_size=2), max_size=6)
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows)
 def test_comparator_is_reflexive(r):
     assert results_match(r, r)[0]
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows, st.randoms())
 def test_comparator_ignores_row_shuffles_and_column_swaps(r, rnd):
     shuffled = list(r)
@@ -61,6 +63,7 @@ def test_comparator_ignores_row_shuffles_and_column_swaps(r, rnd):
     assert results_match(swapped, r)[0]
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows, rows)
 def test_comparator_is_symmetric_when_unordered(a, b):
     assert results_match(a, b)[0] == results_match(b, a)[0]

@@ -121,7 +121,8 @@ def test_runaway_duckdb_query_is_interrupted(sales_db):
     t0 = time.perf_counter()
     with pytest.raises(QueryTimeout):
         open_database(sales_db).execute("SELECT count(*) FROM range(100000000) a, range(100000000) b", timeout_s=0.5)
-    assert time.perf_counter() - t0 < 0.5 * 1.2 + 3.0  # generous: a bound, not a speed claim
+    # generous on a loaded 2-core machine: proves interruption (uninterrupted it runs for hours), no speed claim
+    assert time.perf_counter() - t0 < 0.5 + 20.0
 
 
 def test_runaway_sqlite_query_is_interrupted(sqlite_db):
@@ -131,7 +132,7 @@ def test_runaway_sqlite_query_is_interrupted(sqlite_db):
             "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000) SELECT count(*) FROM c",
             timeout_s=0.5,
         )
-    assert time.perf_counter() - t0 < 0.5 * 1.2 + 3.0
+    assert time.perf_counter() - t0 < 0.5 + 20.0
 
 
 def test_missing_and_non_database_files(tmp_path):
