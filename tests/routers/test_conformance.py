@@ -113,12 +113,12 @@ def test_baselines_are_labelled():
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("name", ["llm", "hybrid", "dspy"])
+@pytest.mark.parametrize("name", ["llm"])
 def test_lm_routers_on_the_embedded_model(name, sales_db):
     from agents.lm import resolve_lm
 
     lm = resolve_lm("local", max_tokens=128)
     r = build(name, lm, sales_db)
-    for text in INPUTS[:6] + INPUTS[8:]:
+    for text in (INPUTS[0], INPUTS[3], INPUTS[5]):
         state = initial_state(text, str(sales_db))
         check_decision(r.decide(state), state)
