@@ -17,6 +17,8 @@ from typing import Any
 
 import dspy
 
+from agents.lm.adapter import lm_context
+
 from agents.graph import Pipeline, PipelineConfig
 from agents.registry import component_spec
 from agents.trace import Trace
@@ -128,7 +130,7 @@ class RouterRun:
         )
         t0 = time.perf_counter()
         try:
-            with dspy.context(lm=self.lm):
+            with lm_context(self.lm):
                 trace = self.pipeline.run(
                     example.question,
                     example.db_path,

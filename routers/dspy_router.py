@@ -14,6 +14,8 @@ from typing import Literal
 
 import dspy
 
+from agents.lm.adapter import lm_context
+
 from agents.errors import ConfigError, ContractError
 from agents.state import PipelineState
 from agents.trace import Usage
@@ -120,7 +122,7 @@ class DSPyRouter(IntentRouter):
         assert self.env is not None
         from agents.lm.usage import usage_scope
 
-        with usage_scope() as log, dspy.context(lm=self.env.lm):
+        with usage_scope() as log, lm_context(self.env.lm):
             try:
                 pred = self.program(tables=self._tables(state), request=state.get("question", ""))
                 intent, method = str(pred.intent), f"dspy:{self.version}"

@@ -11,6 +11,8 @@ from typing import Any
 
 import dspy
 
+from agents.lm.adapter import lm_context
+
 from agents.errors import ConfigError
 from benchmarks.example import Example
 from routers.dspy_router import RouteProgram, program_path, save_meta, schema_summary
@@ -123,7 +125,7 @@ def optimize_router(
     }
     train, dev = to_dspy_examples(train_ex, tables_of), to_dspy_examples(dev_ex, tables_of)
     t0 = time.perf_counter()
-    with dspy.context(lm=lm):
+    with lm_context(lm):
         base = RouteProgram()
         before = _accuracy(base, dev)
         compiled = OPTIMIZERS[optimizer](intent_metric, lm, budget).compile(RouteProgram(), trainset=train)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import dspy
 
+from agents.lm.adapter import lm_context
+
 from agents.db import check_sql
 from agents.errors import ToolError
 from agents.tools.base import tool
 from agents.tools.context import ToolContext
 from agents.tools.programs import clean_sql
 from agents.tools.schema import INJECTED
-from agents.tools.text import tokens
+from agents.tools.text import stems
 
 try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
     from typing import Annotated
@@ -40,22 +42,25 @@ Ctx = Annotated[ToolContext, INJECTED]
 
 
 def _relevant_tables(ctx: ToolContext, question: str) -> list[str]:
-    """Rank tables by lexical overlap of the question with table/column names and example values."""
+    """Tables whose names, columns or example values share a content word with the question.
+
+    At most ``max_tables`` by overlap, plus up to two tables they reference so joins stay
+    possible; when nothing overlaps, the first ``max_tables`` tables. Every table left out saves
+    its prompt tokens, the main cost of the embedded model on a CPU.
+    """
     infos = ctx.db.tables()
     names = [t.name for t in infos]
-    if len(infos) <= ctx.settings.max_tables:
-        return names
-    q = set(tokens(question))
+    q = stems(question)
     scored = []
     for t in infos:
-        vocab = set(tokens(t.name))
+        vocab = stems(t.name)
         for c in t.columns:
-            vocab |= set(tokens(c.name))
+            vocab |= stems(c.name)
             for v in c.examples:
-                vocab |= set(tokens(str(v)))
+                vocab |= stems(str(v))
         scored.append((len(q & vocab), t.name))
-    keep = [n for _, n in sorted(scored, key=lambda s: (-s[0], s[1]))[: ctx.settings.max_tables]]
-    # bring in tables the kept ones reference, so joins stay possible
+    ranked = sorted(scored, key=lambda s: (-s[0], names.index(s[1])))
+    keep = [n for score, n in ranked if score > 0][: ctx.settings.max_tables] or names[: ctx.settings.max_tables]
     by_name = {t.name: t for t in infos}
     for n in list(keep):
         for fk in by_name[n].foreign_keys:
@@ -104,7 +109,7 @@ def generate_sql(question: str, discovery_call_id: str, ctx: Ctx) -> dict:
             f"discovery_call_id {discovery_call_id!r} is not a finished data_discovery call",
             error_class="bad_reference",
         )
-    with dspy.context(lm=ctx.lm):
+    with lm_context(ctx.lm):
         pred = ctx.programs.generate(
             db_schema=found["schema"],
             dialect=ctx.db.dialect,
@@ -130,7 +135,7 @@ def fix_sql(sql: str, error: str, ctx: Ctx, failed_call_id: str | None = None) -
     current, current_error = sql, error
     while True:
         attempts += 1
-        with dspy.context(lm=ctx.lm):
+        with lm_context(ctx.lm):
             pred = ctx.programs.fix(db_schema=schema, dialect=ctx.db.dialect, sql=current, error=current_error)
         fixed = check_sql(clean_sql(pred.fixed_sql or ""), ctx.db.dialect)
         if attempts >= ctx.settings.fix_attempts:
@@ -181,7 +186,7 @@ def explain_sql(sql: str, ctx: Ctx) -> dict:
         sql: The SQL query to explain.
     """
     schema = _schema_for(ctx, sql)
-    with dspy.context(lm=ctx.lm):
+    with lm_context(ctx.lm):
         pred = ctx.programs.explain(db_schema=schema, sql=sql)
     return {"explanation": (pred.explanation or "").strip()}
 
@@ -193,7 +198,7 @@ def chat(message: str, ctx: Ctx) -> dict:
     Args:
         message: The user's message.
     """
-    with dspy.context(lm=ctx.lm):
+    with lm_context(ctx.lm):
         pred = ctx.programs.chat(message=message)
     return {"answer": (pred.reply or "").strip()}
 

@@ -65,3 +65,17 @@ def extract_error(text: str) -> str | None:
 def tokens(text: str) -> list[str]:
     """Lower-case alphanumeric tokens (identifiers split on underscores)."""
     return _WORD.findall(text.lower().replace("_", " "))
+
+
+_STOP = frozenset("a an and are by did do does for from how in is many much of on or per the to was what "
+                  "which who with".split())
+
+
+def stems(text: str) -> set[str]:
+    """Content-word stems for lexical schema linking: ``areas`` and ``area`` both give ``area``."""
+    out = set()
+    for t in tokens(text):
+        if t in _STOP or len(t) < 2:
+            continue
+        out.add(t[:-1] if len(t) > 3 and t.endswith("s") and not t.endswith("ss") else t)
+    return out

@@ -26,6 +26,7 @@ import yaml
 from benchmarks.builtin.database import builtin_database_path
 from benchmarks.builtin.loader import EXAMPLES_PATH
 from benchmarks.builtin.validate import connect_readonly, query_error
+from benchmarks.chains import CHAINS
 from benchmarks.difficulty import sql_hardness
 
 __all__ = [
@@ -39,15 +40,6 @@ __all__ = [
 
 DATA_DIR = Path(__file__).parent / "data"
 
-#: canonical tool chain of each intent (tool names as the dispatch graph registers them)
-CHAINS: dict[str, tuple[str, ...]] = {
-    "sql": ("data_discovery", "generate_sql", "execute_sql_and_analyze_result"),
-    "explain": ("explain_sql",),
-    "fix": ("fix_sql", "execute_sql_and_analyze_result"),
-    "chat": ("chat",),
-    "clarify": ("ask_human", "data_discovery", "generate_sql", "execute_sql_and_analyze_result"),
-    "refuse": ("refuse",),
-}
 
 #: source fields each intent requires / allows (everything else in a record is a typo)
 _REQUIRED: dict[str, frozenset[str]] = {
