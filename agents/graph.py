@@ -63,7 +63,9 @@ class PipelineConfig:
     """
 
     max_steps: int = 8
-    timeout_s: float = 120.0
+    # the embedded model needs one to two minutes per call on a 2-core CPU (measured: about 11
+    # prompt tokens/s and 1 completion token/s); the deadline is checked between nodes
+    timeout_s: float = 900.0
     recoverable_errors: tuple[str, ...] = RECOVERABLE_ERRORS
     retry_attempts: int = 3
     retry_initial_s: float = 0.5
@@ -178,8 +180,7 @@ class Pipeline:
         return AIMessage(
             content=decision.answer or "",
             tool_calls=[
-                {"id": c["id"], "name": c["name"], "args": c["args"], "type": "tool_call"}
-                for c in decision.tool_calls
+                {"id": c["id"], "name": c["name"], "args": c["args"], "type": "tool_call"} for c in decision.tool_calls
             ],
             invalid_tool_calls=[
                 {
@@ -240,7 +241,10 @@ class Pipeline:
         if not decision.tool_calls and decision.answer is None:
             records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
             if decision.invalid_tool_calls:
-                update |= {"error": "the router produced no valid tool call", "error_class": "invalid_tool_call"}
+                update |= {
+                    "error": "the router produced no valid tool call",
+                    "error_class": "invalid_tool_call",
+                }
             elif records and records[-1].get("status") == "error":
                 last = records[-1]
                 update |= {
@@ -387,7 +391,12 @@ class Pipeline:
                     ToolMessage(content=str(reply), tool_call_id=call["id"], name=call["name"], status="success")
                 ],
                 "tool_calls": {
-                    call["id"]: {"output": {"reply": str(reply)}, "status": "success", "started": now, "ended": now}
+                    call["id"]: {
+                        "output": {"reply": str(reply)},
+                        "status": "success",
+                        "started": now,
+                        "ended": now,
+                    }
                 },
                 "user_reply": str(reply),
                 "path": ["ask_human"],
@@ -400,9 +409,7 @@ class Pipeline:
         if state.get("error") or state.get("has_internal_error"):
             error = state.get("error") or state.get("internal_error_message") or "internal error"
             answer = f"Sorry, I could not complete this request: {error}"
-            event = make_event(
-                "error", "respond", error, conv, error_type=state.get("error_class") or "internal_error"
-            )
+            event = make_event("error", "respond", error, conv, error_type=state.get("error_class") or "internal_error")
             return {"answer": answer, "events": [event]}
         answer = state.get("answer")
         last = state["messages"][-1]

@@ -29,8 +29,13 @@ _err = Console(stderr=True)
 _out = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
-LMOpt = Annotated[str, typer.Option("--lm", help="LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM "
-                                    "model string such as openai/gpt-4o-mini.")]
+LMOpt = Annotated[
+    str,
+    typer.Option(
+        "--lm",
+        help="LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM model string such as openai/gpt-4o-mini.",
+    ),
+]
 ApiBaseOpt = Annotated[str | None, typer.Option("--lm-api-base", help="API base URL for OpenAI-compatible servers.")]
 
 
@@ -61,7 +66,9 @@ def lm_check_cmd(lm: LMOpt = "local", lm_api_base: ApiBaseOpt = None) -> None:
 @_clean_errors
 def ask_cmd(
     question: Annotated[str, typer.Argument(help="The request, e.g. 'How many areas have EV charging?'")],
-    db: Annotated[Path | None, typer.Option("--db", help="DuckDB or SQLite file (default: the built-in database).")] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="DuckDB or SQLite file (default: the built-in database).")
+    ] = None,
     router_name: Annotated[str, typer.Option("--router", help="Router name (see `routerlab routers`).")] = "rules",
     lm: LMOpt = "local",
     lm_api_base: ApiBaseOpt = None,
@@ -74,25 +81,37 @@ def ask_cmd(
     raise typer.Exit(ask(question, db, router_name, lm, lm_api_base, agent, reply, _out))
 
 
-DEFAULT_ROUTERS = "rules,llm,dspy,oracle,random"
-DEFAULT_LIMIT = 24
+DEFAULT_ROUTERS = "rules,llm,dspy,oracle"
+DEFAULT_LIMIT = 6
 
 
 @app.command("run")
 @_clean_errors
 def run_cmd(
-    router_names: Annotated[str, typer.Option("--router", help="Comma-separated routers to compare.")] = DEFAULT_ROUTERS,
-    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name (builtin, spider, bird, ...).")] = "builtin",
-    dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file (on-disk formats).")] = None,
+    router_names: Annotated[
+        str, typer.Option("--router", help="Comma-separated routers to compare.")
+    ] = DEFAULT_ROUTERS,
+    dataset_name: Annotated[
+        str, typer.Option("--dataset", help="Dataset name (builtin, spider, bird, ...).")
+    ] = "builtin",
+    dataset_path: Annotated[
+        str | None, typer.Option("--dataset-path", help="Dataset directory or file (on-disk formats).")
+    ] = None,
     split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
-    limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = DEFAULT_LIMIT,
+    limit: Annotated[
+        int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")
+    ] = DEFAULT_LIMIT,
     lm: LMOpt = "local",
     lm_api_base: ApiBaseOpt = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker threads (remote LMs).")] = 1,
-    router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")] = None,
+    router_arg: Annotated[
+        list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")
+    ] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML/JSON file with run settings.")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Finish an interrupted session by its id.")] = None,
-    tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")] = "sqlite:///mlflow.db",
+    tracking_uri: Annotated[
+        str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")
+    ] = "sqlite:///mlflow.db",
     store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
     no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
     attempts: Annotated[int, typer.Option("--attempts", min=1, help="Runs per example (pass^k).")] = 1,
@@ -187,9 +206,13 @@ def optimize_cmd(
     with mlflow.start_run(run_name=f"optimize-dspy-{optimizer}"):
         mlflow.log_params({"optimizer": optimizer, "budget": budget, "lm": lm, "dataset": ds.name})
         report = optimize_router(ds, model, lm_spec=lm, optimizer=optimizer, budget=budget)
-        mlflow.log_metrics({"dev_accuracy_before": report.dev_accuracy_before,
-                            "dev_accuracy_after": report.dev_accuracy_after,
-                            "train_accuracy_after": report.train_accuracy_after})
+        mlflow.log_metrics(
+            {
+                "dev_accuracy_before": report.dev_accuracy_before,
+                "dev_accuracy_after": report.dev_accuracy_after,
+                "train_accuracy_after": report.train_accuracy_after,
+            }
+        )
     print(report_json(report))
 
 
@@ -202,7 +225,18 @@ def ui_cmd(
     """Start the MLflow UI on the same store."""
     import subprocess
 
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri, "--host", host, "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        tracking_uri,
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
     raise typer.Exit(subprocess.call(cmd))
 
 

@@ -233,10 +233,6 @@ def sql_hardness(sql: str, dialect: str = "duckdb") -> str:
         return "easy"
     if (o <= 2 and c1 <= 1 and c2 == 0) or (c1 <= 2 and o < 2 and c2 == 0):
         return "medium"
-    if (
-        (o > 2 and c1 <= 2 and c2 == 0)
-        or (2 < c1 <= 3 and o <= 2 and c2 == 0)
-        or (c1 <= 1 and o == 0 and c2 <= 1)
-    ):
+    if (o > 2 and c1 <= 2 and c2 == 0) or (2 < c1 <= 3 and o <= 2 and c2 == 0) or (c1 <= 1 and o == 0 and c2 <= 1):
         return "hard"
     return "extra"

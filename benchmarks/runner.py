@@ -15,11 +15,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import dspy
-
-from agents.lm.adapter import lm_context
-
 from agents.graph import Pipeline, PipelineConfig
+from agents.lm.adapter import lm_context
 from agents.registry import component_spec
 from agents.trace import Trace
 from benchmarks.example import Example
@@ -148,8 +145,15 @@ class RouterRun:
             )
             trace.events.append({"type": "error", "traceback": traceback.format_exc(limit=8)})
             scores = score_trace(example, trace, self.scorers)
-            return ExampleResult(**base, outcome="crash", error_class=trace.error_class, error=trace.error,
-                                 scores=scores, latency_s=trace.total_latency_s, trace=trace)
+            return ExampleResult(
+                **base,
+                outcome="crash",
+                error_class=trace.error_class,
+                error=trace.error,
+                scores=scores,
+                latency_s=trace.total_latency_s,
+                trace=trace,
+            )
         scores = score_trace(example, trace, self.scorers)
         return ExampleResult(
             **base,
@@ -175,8 +179,9 @@ def run_router(
     attempts: int = 1,
     stop: threading.Event | None = None,
 ) -> int:
-    """Run ``examples`` (each ``attempts`` times) and hand each result to ``on_result`` as it
-    completes. Returns how many results were produced.
+    """Run ``examples`` (each ``attempts`` times), handing each result to ``on_result`` as it completes.
+
+    Returns how many results were produced.
 
     ``on_result`` is called from one thread at a time (a lock serialises it), so sinks need no
     locking of their own. ``stop`` ends the run early between examples (Ctrl-C).

@@ -33,7 +33,9 @@ def stratified_subset(examples: list[Example], limit: int | None) -> list[Exampl
 
 
 def schedule(examples: list[Example]) -> list[Example]:
-    """Group by database, then by id: consecutive prompts share a schema prefix the local model
-    reuses from its KV cache (measured: 3.08 s -> 0.45 s per question on one Spider schema).
+    """Group by database, then by id, so consecutive prompts share a schema prefix.
+
+    The local model reuses a shared prompt prefix from its KV cache (`routerlab lm check`
+    measures the saving).
     """
     return sorted(examples, key=lambda e: (e.db_path, e.id))

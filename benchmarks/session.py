@@ -170,30 +170,59 @@ def run_session(
             mlflow_id = None
             if sink is not None:
                 mlflow_id = sink.start_run(
-                    rr.router, config.lm, ds, {**config.to_dict(), "session": session_id, "run_id": run_id},
-                    parent_run_id=parent, run_key=run_id, split=config.split, components=rr.scorers,
+                    rr.router,
+                    config.lm,
+                    ds,
+                    {**config.to_dict(), "session": session_id, "run_id": run_id},
+                    parent_run_id=parent,
+                    run_key=run_id,
+                    split=config.split,
+                    components=rr.scorers,
                 )
                 store.set_mlflow_run(run_id, mlflow_id)
             todo = [e for e in examples if e.id not in done_ids]
-            task = progress.add_task(rr.router_name, total=len(examples), completed=len(examples) - len(todo),
-                                     rate="-", ex="-")
+            n_todo = len(todo)
+            task = progress.add_task(
+                rr.router_name, total=len(examples), completed=len(examples) - len(todo), rate="-", ex="-"
+            )
             results: list[ExampleResult] = []
             started = _dt.datetime.now()
 
-            def on_result(result: ExampleResult, *, _run_id=run_id, _mlflow_id=mlflow_id, _task=task,
-                          _results=results, _started=started) -> None:
+            def on_result(
+                result: ExampleResult,
+                *,
+                _run_id=run_id,
+                _mlflow_id=mlflow_id,
+                _task=task,
+                _results=results,
+                _started=started,
+                _total=n_todo,
+            ) -> None:
                 store.add_result(_run_id, result)
                 if sink is not None and _mlflow_id is not None:
                     sink.log_example(_mlflow_id, result, question=by_id[result.example_id].question)
                 _results.append(result)
                 minutes = max((_dt.datetime.now() - _started).total_seconds() / 60, 1e-9)
                 ex = [r.value("ex") for r in _results if r.value("ex") is not None]
-                progress.update(_task, advance=1, rate=f"{len(_results) / minutes:.1f}",
-                                ex=f"{sum(ex) / len(ex):.2f}" if ex else "-")
+                progress.update(
+                    _task,
+                    advance=1,
+                    rate=f"{len(_results) / minutes:.1f}",
+                    ex=f"{sum(ex) / len(ex):.2f}" if ex else "-",
+                )
+                if not console.is_terminal:
+                    # a log file or CI gets no live bar: one line per example instead
+                    console.print(_log_line(_run_id, len(_results), _total, result), highlight=False)
 
             try:
-                run_router(rr, todo, on_result=on_result, concurrency=config.concurrency,
-                           attempts=config.attempts, stop=stop)
+                run_router(
+                    rr,
+                    todo,
+                    on_result=on_result,
+                    concurrency=config.concurrency,
+                    attempts=config.attempts,
+                    stop=stop,
+                )
             except KeyboardInterrupt:
                 stop.set()
                 out.interrupted = True
@@ -208,6 +237,12 @@ def run_session(
     if sink is not None and parent is not None:
         sink.finish_parent(parent, status="KILLED" if out.interrupted else "FINISHED")
     return out
+
+
+def _log_line(run_id: str, n: int, total: int, result: ExampleResult) -> str:
+    scores = " ".join(f"{k}={v:g}" for k in ("route", "ex", "success") if (v := result.value(k)) is not None)
+    failure = f" [{result.error_class}]" if result.error_class else ""
+    return f"{run_id} {n}/{total} {result.example_id} {result.latency_s:.1f}s {scores}{failure}"
 
 
 def write_summary(path: Path, result: SessionResult) -> None:

@@ -199,9 +199,7 @@ def _run_row(
         rates={s: rate(results, s) for s in scorers},
         latency_p50_s=_percentile(latencies, 50),
         latency_p95_s=_percentile(latencies, 95),
-        router_tokens_per_ex=_mean(
-            [r.router_usage.prompt_tokens + r.router_usage.completion_tokens for r in results]
-        ),
+        router_tokens_per_ex=_mean([r.router_usage.prompt_tokens + r.router_usage.completion_tokens for r in results]),
         subagent_tokens_per_ex=_mean(
             [r.subagent_usage.prompt_tokens + r.subagent_usage.completion_tokens for r in results]
         ),
@@ -306,9 +304,7 @@ def compare_runs(
     labels = _labels([str(meta[r]["router"]) for r in ids])
     results = {r: store.results(r) for r in ids}
     rows = [
-        _run_row(
-            r, str(meta[r]["router"]), str(meta[r]["lm"]), labels[str(meta[r]["router"])], results[r], scorers
-        )
+        _run_row(r, str(meta[r]["router"]), str(meta[r]["lm"]), labels[str(meta[r]["router"])], results[r], scorers)
         for r in ids
     ]
     if pairing == "first":
@@ -316,9 +312,7 @@ def compare_runs(
     else:
         pairs = list(itertools.combinations(rows, 2))
     tests = [
-        t
-        for a, b in pairs
-        for t in _pair_tests(a, b, results[a.run_id], results[b.run_id], scorers, n_resamples, seed)
+        t for a, b in pairs for t in _pair_tests(a, b, results[a.run_id], results[b.run_id], scorers, n_resamples, seed)
     ]
     return Comparison(runs=rows, pairs=tests, scorers=tuple(scorers), pairing=pairing)
 
@@ -495,11 +489,7 @@ def _render_csv(c: Comparison) -> str:
         ]
     )
     for r in c.runs:
-        rates = [
-            v
-            for s in c.scorers
-            for v in (r.rates[s].value, r.rates[s].ci_low, r.rates[s].ci_high, r.rates[s].n)
-        ]
+        rates = [v for s in c.scorers for v in (r.rates[s].value, r.rates[s].ci_low, r.rates[s].ci_high, r.rates[s].n)]
         writer.writerow(
             _no_nan(
                 [

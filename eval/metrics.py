@@ -66,8 +66,11 @@ def rate(results: Sequence[ExampleResult], scorer_name: str) -> Rate:
 
 def per_intent(results: Sequence[ExampleResult], scorer_name: str) -> dict[str, Rate]:
     """The rate of one scorer within each gold intent."""
-    return {i: rate([r for r in results if r.intent == i], scorer_name) for i in INTENTS
-            if any(r.intent == i for r in results)}
+    return {
+        i: rate([r for r in results if r.intent == i], scorer_name)
+        for i in INTENTS
+        if any(r.intent == i for r in results)
+    }
 
 
 def confusion_matrix(results: Sequence[ExampleResult]) -> pd.DataFrame:
@@ -97,15 +100,21 @@ def _pct(values: list[float]) -> dict[str, float]:
     if not values:
         return {"p50": math.nan, "p95": math.nan, "p99": math.nan, "mean": math.nan}
     a = np.asarray(values)
-    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
-            "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p95": float(np.percentile(a, 95)),
+        "p99": float(np.percentile(a, 99)),
+        "mean": float(a.mean()),
+    }
 
 
 def latency_summary(results: Sequence[ExampleResult]) -> dict[str, dict[str, float]]:
     """Percentiles of end-to-end latency, per node, and of the router's own LM time."""
-    out = {"end_to_end": _pct([r.latency_s for r in results]),
-           "router_lm": _pct([r.router_usage.latency_s for r in results]),
-           "subagent_lm": _pct([r.subagent_usage.latency_s for r in results])}
+    out = {
+        "end_to_end": _pct([r.latency_s for r in results]),
+        "router_lm": _pct([r.router_usage.latency_s for r in results]),
+        "subagent_lm": _pct([r.subagent_usage.latency_s for r in results]),
+    }
     nodes = sorted({n for r in results for n in r.node_latency_s})
     for n in nodes:
         out[f"node.{n}"] = _pct([r.node_latency_s.get(n, 0.0) for r in results])
@@ -119,10 +128,13 @@ def usage_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
     hits = sum(r.router_usage.cache_hits + r.subagent_usage.cache_hits for r in results)
     return {
         "router_lm_calls_per_ex": sum(r.router_usage.lm_calls for r in results) / n,
-        "router_tokens_per_ex": sum(r.router_usage.prompt_tokens + r.router_usage.completion_tokens for r in results) / n,
+        "router_tokens_per_ex": sum(r.router_usage.prompt_tokens + r.router_usage.completion_tokens for r in results)
+        / n,
         "subagent_lm_calls_per_ex": sum(r.subagent_usage.lm_calls for r in results) / n,
-        "subagent_tokens_per_ex": sum(r.subagent_usage.prompt_tokens + r.subagent_usage.completion_tokens
-                                      for r in results) / n,
+        "subagent_tokens_per_ex": sum(
+            r.subagent_usage.prompt_tokens + r.subagent_usage.completion_tokens for r in results
+        )
+        / n,
         "cache_hit_rate": hits / calls if calls else math.nan,
         "cost_usd": sum(r.router_usage.cost_usd + r.subagent_usage.cost_usd for r in results),
     }
@@ -134,8 +146,10 @@ def _metric_name(name: str) -> str:
 
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage."""
-    out: dict[str, float] = {"n_examples": float(len(results)),
-                             "crashes": float(sum(r.outcome == "crash" for r in results))}
+    out: dict[str, float] = {
+        "n_examples": float(len(results)),
+        "crashes": float(sum(r.outcome == "crash" for r in results)),
+    }
     for s in SCORE_NAMES:
         r = rate(results, s)
         if r.n:

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binomtest
 
-__all__ = ["McNemarResult", "bootstrap_ci", "mcnemar_exact", "paired_bootstrap_diff", "pass_at_k", "pass_hat_k"]
+__all__ = [
+    "McNemarResult",
+    "bootstrap_ci",
+    "mcnemar_exact",
+    "paired_bootstrap_diff",
+    "pass_at_k",
+    "pass_hat_k",
+]
 
 
 def bootstrap_ci(
@@ -51,7 +58,12 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemarResult:
 
 
 def paired_bootstrap_diff(
-    a: Sequence[float], b: Sequence[float], *, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
 ) -> tuple[float, float, float, float]:
     """Mean of ``b - a`` over paired examples, its bootstrap CI and a two-sided bootstrap p-value.
 
@@ -71,7 +83,12 @@ def paired_bootstrap_diff(
     means = d[rng.integers(0, d.size, size=(n_resamples, d.size))].mean(axis=1)
     alpha = (1 - confidence) / 2
     p = 2 * min(float(np.mean(means <= 0)), float(np.mean(means >= 0)))
-    return (float(d.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)), min(1.0, p))
+    return (
+        float(d.mean()),
+        float(np.quantile(means, alpha)),
+        float(np.quantile(means, 1 - alpha)),
+        min(1.0, p),
+    )
 
 
 def pass_hat_k(successes: Sequence[Sequence[bool]], k: int) -> float:

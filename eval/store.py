@@ -319,16 +319,11 @@ class ResultsStore:
             )
         with self._connect() as con:
             self._require_run(con, run_id)
-            con.execute(
-                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?", [status, _now(), run_id]
-            )
+            con.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?", [status, _now(), run_id])
 
     def _require_run(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is None:
-            known = [
-                r[0]
-                for r in con.execute("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 5").fetchall()
-            ]
+            known = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 5").fetchall()]
             raise ConfigError(
                 f"no run {run_id!r} in {self.path}",
                 expected="a run id created by create_run (SESSION.ROUTER)",

@@ -313,9 +313,7 @@ class _TraceWriter:
             start_time_ns=start,
         )
         self.cursor = start + max(duration_ns, 0)
-        self.client.end_span(
-            self.trace_id, span.span_id, outputs=outputs, status=status, end_time_ns=self.cursor
-        )
+        self.client.end_span(self.trace_id, span.span_id, outputs=outputs, status=status, end_time_ns=self.cursor)
         return span.span_id
 
     def open(self, name: str, span_type: str, attributes: Mapping[str, Any]) -> tuple[str, int]:
@@ -357,9 +355,7 @@ class _TraceWriter:
             duration = int((ended - started) * 1e9) if started is not None and ended is not None else 0
             state = call.get("status")
             if state == "error":
-                status: SpanStatus | str = SpanStatus(
-                    SpanStatusCode.ERROR, str(call.get("error_class") or "error")
-                )
+                status: SpanStatus | str = SpanStatus(SpanStatusCode.ERROR, str(call.get("error_class") or "error"))
             else:
                 status = "OK" if state == "success" else SpanStatus(SpanStatusCode.UNSET)
             attributes = {f"routerlab.{k}": call.get(k) for k in ("id", "step", "parent", "error_class")}
@@ -398,11 +394,7 @@ def _write_trace(
         "routerlab.outcome": result.outcome,
     }
     # scores as tags make failing examples findable: tags.`routerlab.score.ex` = '0.0'
-    tags |= {
-        f"routerlab.score.{metric_name(k)}": str(s.value)
-        for k, s in result.scores.items()
-        if s.value is not None
-    }
+    tags |= {f"routerlab.score.{metric_name(k)}": str(s.value) for k, s in result.scores.items() if s.value is not None}
     root = client.start_trace(
         f"example {result.example_id}",
         span_type=SpanType.CHAIN,
@@ -589,9 +581,7 @@ class MlflowSink:
     def resume_run(self, run_id: str) -> str:
         """Reopen a run (status RUNNING again) so a resumed session keeps logging into it."""
         self.client.update_run(run_id, status="RUNNING")
-        self._set_tags(
-            run_id, {TAG_STATUS: "RUNNING", "routerlab.resumed_at": _dt.datetime.now(_dt.UTC).isoformat()}
-        )
+        self._set_tags(run_id, {TAG_STATUS: "RUNNING", "routerlab.resumed_at": _dt.datetime.now(_dt.UTC).isoformat()})
         return run_id
 
     def start_parent(
@@ -753,9 +743,7 @@ class MlflowSink:
         ds = mlflow.data.from_pandas(frame, name=f"{dataset.name}/{split}", digest=dataset.digest()[:10])
         entity = DatasetEntity(**ds.to_dict())
         # the fluent mlflow.log_input needs a thread-local active run; the client takes the id
-        self.client.log_inputs(
-            run_id, datasets=[DatasetInput(entity, tags=[InputTag(MLFLOW_DATASET_CONTEXT, split)])]
-        )
+        self.client.log_inputs(run_id, datasets=[DatasetInput(entity, tags=[InputTag(MLFLOW_DATASET_CONTEXT, split)])])
 
     # -- examples ---------------------------------------------------------------------------
 
@@ -781,9 +769,7 @@ class MlflowSink:
             return None
         try:
             experiment_id = self._experiment_of_run(run_id)
-            return _write_trace(
-                self.client, experiment_id, run_id, result, result.trace, _question(result, question)
-            )
+            return _write_trace(self.client, experiment_id, run_id, result, result.trace, _question(result, question))
         except Exception as exc:
             _log.warning("could not log the trace of example %s: %s", result.example_id, exc)
             return None
@@ -851,9 +837,7 @@ class MlflowSink:
         else:
             self.client.log_table(run_id, data=frame, artifact_file=EXAMPLES_TABLE)
 
-    def finish_parent(
-        self, run_id: str, status: str = "FINISHED", *, table: pd.DataFrame | None = None
-    ) -> None:
+    def finish_parent(self, run_id: str, status: str = "FINISHED", *, table: pd.DataFrame | None = None) -> None:
         """Close a comparison's parent run, optionally with its summary table (``comparison.json``)."""
         _check_status(status)
         try:

@@ -14,9 +14,8 @@ from typing import Literal
 
 import dspy
 
-from agents.lm.adapter import lm_context
-
 from agents.errors import ConfigError, ContractError
+from agents.lm.adapter import lm_context
 from agents.state import PipelineState
 from agents.trace import Usage
 from routers.base import RouterEnv, router

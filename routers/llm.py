@@ -40,7 +40,11 @@ def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT) -> lis
             msg: dict[str, Any] = {"role": "assistant", "content": str(m.content or "")}
             if m.tool_calls:
                 msg["tool_calls"] = [
-                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["args"]}}
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["args"]},
+                    }
                     for c in m.tool_calls
                 ]
             out.append(msg)

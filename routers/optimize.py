@@ -11,9 +11,8 @@ from typing import Any
 
 import dspy
 
-from agents.lm.adapter import lm_context
-
 from agents.errors import ConfigError
+from agents.lm.adapter import lm_context
 from benchmarks.example import Example
 from routers.dspy_router import RouteProgram, program_path, save_meta, schema_summary
 
@@ -105,7 +104,8 @@ def optimize_router(
         lm_spec: Its spec, recorded in the provenance.
         optimizer: ``bootstrap``, ``mipro`` or ``gepa``.
         budget: Max demonstrations (bootstrap/mipro).
-        train_limit / dev_limit: Cap the examples used (None: all).
+        train_limit: Cap on the train examples used (None: all).
+        dev_limit: Cap on the dev examples used (None: all).
         out: Program file (default ``routers/programs/dspy_router_<dataset>.json``).
     """
     from agents.db import open_database
@@ -120,8 +120,7 @@ def optimize_router(
     train_ex = dataset.split("train")[: train_limit or None]
     dev_ex = dataset.split("dev")[: dev_limit or None]
     tables_of = {
-        p: schema_summary([t.name for t in open_database(p).tables()])
-        for p in {e.db_path for e in train_ex + dev_ex}
+        p: schema_summary([t.name for t in open_database(p).tables()]) for p in {e.db_path for e in train_ex + dev_ex}
     }
     train, dev = to_dspy_examples(train_ex, tables_of), to_dspy_examples(dev_ex, tables_of)
     t0 = time.perf_counter()

@@ -15,9 +15,7 @@ from agents.tools.text import extract_error, extract_sql
 
 __all__ = ["CLARIFY_QUESTION", "REFUSAL_REASON", "call_id", "next_call"]
 
-CLARIFY_QUESTION = (
-    "Could you be more specific: which service area, time period or measure do you mean?"
-)
+CLARIFY_QUESTION = "Could you be more specific: which service area, time period or measure do you mean?"
 REFUSAL_REASON = "this assistant only reads data; it does not change, delete or expose it."
 
 

@@ -67,32 +67,65 @@ _DATA_WORDS = (
 )
 
 DEFAULT_RULES: tuple[Rule, ...] = (
-    Rule("prompt_injection", "refuse", 0.97,
-         r"\b(ignore|disregard|forget) (all |any |the )?(previous|prior|above|earlier) (instructions|rules|prompts?)"
-         r"|\byou are now\b|\bsystem prompt\b|\bdeveloper mode\b"),
+    Rule(
+        "prompt_injection",
+        "refuse",
+        0.97,
+        r"\b(ignore|disregard|forget) (all |any |the )?(previous|prior|above|earlier) (instructions|rules|prompts?)"
+        r"|\byou are now\b|\bsystem prompt\b|\bdeveloper mode\b",
+    ),
     Rule("write_sql", "refuse", 0.96, detector="write_sql"),
-    Rule("unsafe_verb", "refuse", 0.9,
-         r"\b(delete|drop|truncate|wipe|erase|purge|destroy)\b|\binsert (a |new )?(row|record)s?\b"
-         r"|\b(update|change|modify|set|overwrite|rename|alter)\b.{0,40}\b(to|value|column|table|record|row)s?\b"
-         r"|\b(grant|revoke)\b|\bremove (all|every|the)\b"),
+    Rule(
+        "unsafe_verb",
+        "refuse",
+        0.9,
+        r"\b(delete|drop|truncate|wipe|erase|purge|destroy)\b|\binsert (a |new )?(row|record)s?\b"
+        r"|\b(update|change|modify|set|overwrite|rename|alter)\b.{0,40}\b(to|value|column|table|record|row)s?\b"
+        r"|\b(grant|revoke)\b|\bremove (all|every|the)\b",
+    ),
     Rule("sql_with_error", "fix", 0.93, detector="sql_with_error"),
-    Rule("fix_words", "fix", 0.88, r"\b(fix|repair|correct|debug|broken|doesn'?t work|fails?|failing|error)\b",
-         detector="sql_present"),
-    Rule("explain_words", "explain", 0.9,
-         r"\b(explain|what does|what is this|meaning of|describe|walk me through|understand|tell me what)\b",
-         detector="sql_present"),
+    Rule(
+        "fix_words",
+        "fix",
+        0.88,
+        r"\b(fix|repair|correct|debug|broken|doesn'?t work|fails?|failing|error)\b",
+        detector="sql_present",
+    ),
+    Rule(
+        "explain_words",
+        "explain",
+        0.9,
+        r"\b(explain|what does|what is this|meaning of|describe|walk me through|understand|tell me what)\b",
+        detector="sql_present",
+    ),
     Rule("sql_only", "explain", 0.7, detector="sql_present"),
-    Rule("greeting", "chat", 0.9,
-         r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you|cheers|bye|goodbye)\b"),
-    Rule("about_assistant", "chat", 0.85,
-         r"\b(who are you|what can you do|how are you|what are you|help me understand what you|your name)\b"),
-    Rule("sql_concept", "chat", 0.75,
-         r"\bwhat(?:'s| is| are)? (?:a |an |the )?(difference between|left join|inner join|join|primary key|"
-         r"foreign key|index|group by|window function|cte|subquery|null|having clause|union)\b"),
-    Rule("vague_reference", "clarify", 0.62,
-         r"\b(that|this|the same|our|my) (area|service area|station|branch|one|period|place)\b"
-         r"|\b(recently|lately|the other day|a while ago|some time ago)\b"
-         r"|\b(good|bad|better|best|worse|worst) (one|area|branch|place)s?\b(?!.*\b(by|in terms of)\b)"),
+    Rule(
+        "greeting",
+        "chat",
+        0.9,
+        r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you|cheers|bye|goodbye)\b",
+    ),
+    Rule(
+        "about_assistant",
+        "chat",
+        0.85,
+        r"\b(who are you|what can you do|how are you|what are you|help me understand what you|your name)\b",
+    ),
+    Rule(
+        "sql_concept",
+        "chat",
+        0.75,
+        r"\bwhat(?:'s| is| are)? (?:a |an |the )?(difference between|left join|inner join|join|primary key|"
+        r"foreign key|index|group by|window function|cte|subquery|null|having clause|union)\b",
+    ),
+    Rule(
+        "vague_reference",
+        "clarify",
+        0.62,
+        r"\b(that|this|the same|our|my) (area|service area|station|branch|one|period|place)\b"
+        r"|\b(recently|lately|the other day|a while ago|some time ago)\b"
+        r"|\b(good|bad|better|best|worse|worst) (one|area|branch|place)s?\b(?!.*\b(by|in terms of)\b)",
+    ),
     Rule("data_question", "sql", 0.8, _DATA_WORDS),
     Rule("default", "sql", 0.5),
 )

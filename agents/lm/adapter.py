@@ -35,7 +35,7 @@ class LenientChatAdapter(ChatAdapter):
             outputs = signature.output_fields
             if len(outputs) != 1 or "[[ ##" in completion:
                 raise
-            (name, info), = outputs.items()
+            ((name, info),) = outputs.items()
             if info.annotation is not str:
                 raise
             text = completion.replace(_COMPLETED, "").strip()

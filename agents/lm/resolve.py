@@ -29,8 +29,9 @@ def configure_cache() -> None:
     """Point DSPy's response cache (memory + disk) at routerlab's cache directory, once."""
     global _cache_configured
     if not _cache_configured:
-        dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True,
-                             disk_cache_dir=str(cache_dir().parent / "dspy"))
+        dspy.configure_cache(
+            enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(cache_dir().parent / "dspy")
+        )
         _cache_configured = True
 
 
@@ -95,14 +96,27 @@ def resolve_lm(
                 fix="pick an embedded model or give a GGUF path",
             )
         engine = LlamaEngine(str(path), n_ctx=n_ctx, max_tokens=max_tokens)
-        lm = dspy.LM(f"local/{path.stem}", engine=engine, cache=cache, temperature=temperature,
-                     max_tokens=max_tokens, callbacks=callbacks)
+        lm = dspy.LM(
+            f"local/{path.stem}",
+            engine=engine,
+            cache=cache,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            callbacks=callbacks,
+        )
     elif "/" in spec and not spec.startswith("/") and spec.split("/", 1)[1]:
         kwargs = {"api_base": api_base} if api_base else {}
         if api_key or api_base:
             kwargs["api_key"] = api_key or os.environ.get("OPENAI_API_KEY", "local")
-        lm = dspy.LM(spec, cache=cache, temperature=temperature, max_tokens=max_tokens, callbacks=callbacks,
-                     num_retries=3, **kwargs)
+        lm = dspy.LM(
+            spec,
+            cache=cache,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            callbacks=callbacks,
+            num_retries=3,
+            **kwargs,
+        )
     else:
         raise ConfigError(
             f"unknown LM spec {spec!r}",

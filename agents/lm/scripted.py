@@ -48,9 +48,7 @@ class ScriptedEngine:
         if isinstance(reply, dict) and "fields" in reply:
             reply = adapter_reply(reply["fields"])
         if isinstance(reply, dict):
-            cid = reply.get("id") or "call_" + hashlib.sha256(
-                f"{len(self.requests)}{reply}".encode()
-            ).hexdigest()[:12]
+            cid = reply.get("id") or "call_" + hashlib.sha256(f"{len(self.requests)}{reply}".encode()).hexdigest()[:12]
             part: Any = L.ToolCallPart(id=cid, name=reply["name"], input=reply.get("args", {}))
             out_chars, finish = len(json.dumps(reply)), "tool_call"
         else:
@@ -70,8 +68,14 @@ def scripted_lm(replies: Sequence[Reply] | Callable[[L.Request], Reply], *, name
     The engine is reachable as ``lm.routerlab_engine`` to inspect the requests it received.
     """
     engine = ScriptedEngine(replies)
-    lm = dspy.LM(f"scripted/{name}", engine=engine, cache=False, temperature=0.0, max_tokens=256,
-                 callbacks=[UsageCallback()])
+    lm = dspy.LM(
+        f"scripted/{name}",
+        engine=engine,
+        cache=False,
+        temperature=0.0,
+        max_tokens=256,
+        callbacks=[UsageCallback()],
+    )
     lm.routerlab_engine = engine  # type: ignore[attr-defined]
     lm.routerlab_spec = f"scripted:{name}"  # type: ignore[attr-defined]
     return lm

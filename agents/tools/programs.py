@@ -40,7 +40,7 @@ class FixSQL(dspy.Signature):
 
 
 class ExplainSQL(dspy.Signature):
-    """Explain in plain English what a SQL query returns, in two or three sentences."""
+    """Explain in plain English what a SQL query returns, in one or two short sentences."""
 
     db_schema: str = dspy.InputField(desc="tables and columns the query may use")
     sql: str = dspy.InputField()
@@ -48,7 +48,7 @@ class ExplainSQL(dspy.Signature):
 
 
 class ChatReply(dspy.Signature):
-    """You are a friendly data assistant for a SQL database. Answer briefly without querying data."""
+    """You are a friendly data assistant for a SQL database. Reply in one short sentence without querying data."""
 
     message: str = dspy.InputField()
     reply: str = dspy.OutputField()
@@ -59,10 +59,12 @@ class SQLPrograms(dspy.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.generate = dspy.Predict(GenerateSQL)
-        self.fix = dspy.Predict(FixSQL)
-        self.explain = dspy.Predict(ExplainSQL)
-        self.chat = dspy.Predict(ChatReply)
+        # Completion budgets: on a CPU every generated token of the embedded model costs about a
+        # second, and small models sometimes ramble past a short answer.
+        self.generate = dspy.Predict(GenerateSQL, max_tokens=256)
+        self.fix = dspy.Predict(FixSQL, max_tokens=256)
+        self.explain = dspy.Predict(ExplainSQL, max_tokens=128)
+        self.chat = dspy.Predict(ChatReply, max_tokens=64)
 
 
 _FENCE = re.compile(r"```(?:sql|SQL)?\s*(.*?)```", re.S)

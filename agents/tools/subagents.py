@@ -6,12 +6,9 @@ compact JSON of them to the router as the ``ToolMessage`` content.
 
 from __future__ import annotations
 
-import dspy
-
-from agents.lm.adapter import lm_context
-
 from agents.db import check_sql
 from agents.errors import ToolError
+from agents.lm.adapter import lm_context
 from agents.tools.base import tool
 from agents.tools.context import ToolContext
 from agents.tools.programs import clean_sql

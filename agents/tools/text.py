@@ -67,8 +67,36 @@ def tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("_", " "))
 
 
-_STOP = frozenset("a an and are by did do does for from how in is many much of on or per the to was what "
-                  "which who with".split())
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "many",
+        "much",
+        "of",
+        "on",
+        "or",
+        "per",
+        "the",
+        "to",
+        "was",
+        "what",
+        "which",
+        "who",
+        "with",
+    ]
+)
 
 
 def stems(text: str) -> set[str]:

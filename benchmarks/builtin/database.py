@@ -338,14 +338,10 @@ class _Generator:
                 continue
             customers = int(tx * factor)
             spend = base / tx * basket * rng.uniform(0.93, 1.07)
-            self.revenue.append(
-                (branch_id, area_id, day.isoformat(), btype, _money(customers * spend), customers)
-            )
+            self.revenue.append((branch_id, area_id, day.isoformat(), btype, _money(customers * spend), customers))
 
     def _area_traffic(self, area_id: int, area: _Area, size: float, first: _dt.date, last: _dt.date) -> None:
-        directions = (
-            ("Northbound", "Southbound") if area.highway in _NORTH_SOUTH else ("Eastbound", "Westbound")
-        )
+        directions = ("Northbound", "Southbound") if area.highway in _NORTH_SOUTH else ("Eastbound", "Westbound")
         outage = _TRAFFIC_OUTAGES.get(area.name)
         rng = self.rng["vehicle_traffic"]
         for day in _days(first, last):
@@ -378,9 +374,7 @@ class _Generator:
                 category = rng.choice(("Fuel Quality", "Price", "Service", "Queue"))
             else:
                 category = rng.choice(("Hygiene", "Price", "Service", "Queue"))
-            filed = _dt.datetime.combine(day, _dt.time(0)) + _dt.timedelta(
-                seconds=rng.randint(6 * 3600, 86399)
-            )
+            filed = _dt.datetime.combine(day, _dt.time(0)) + _dt.timedelta(seconds=rng.randint(6 * 3600, 86399))
             severity = rng.choices((1, 2, 3), weights=(55, 33, 12))[0]
             # recent complaints are more often still open
             still_open = rng.random() < (0.45 if day >= _dt.date(2024, 11, 15) else 0.06)
@@ -397,9 +391,7 @@ class _Generator:
         rng = self.rng["staff"]
         used: set[str] = set()
         for area_id, area in enumerate(_AREAS, start=1):
-            units: list[tuple[int | None, str | None, str, str | None]] = [
-                (None, None, area.opened, area.closed)
-            ]
+            units: list[tuple[int | None, str | None, str, str | None]] = [(None, None, area.opened, area.closed)]
             units += [(b[0], b[2], b[4], b[5]) for b in self.branches if b[1] == area_id and b[2] in _ROLES]
             for branch_id, btype, opened, closed in units:
                 roles = _ROLES[btype]
@@ -412,17 +404,13 @@ class _Generator:
                     name = self._unique_name(used)
                     # hires spread over the unit's life, at most about eleven years back
                     earliest = max(_dt.date.fromisoformat(opened), latest_hire - _dt.timedelta(days=4000))
-                    hired = earliest + _dt.timedelta(
-                        days=rng.randint(0, max((latest_hire - earliest).days, 0))
-                    )
+                    hired = earliest + _dt.timedelta(days=rng.randint(0, max((latest_hire - earliest).days, 0)))
                     left = closed  # everyone leaves a unit that closes
                     if left is None and rng.random() < 0.12:
                         left_day = hired + _dt.timedelta(days=rng.randint(60, 900))
                         left = left_day.isoformat() if left_day <= END_DATE else None
                     low, high = _SALARIES[role]
-                    salary = (
-                        None if rng.random() < 0.04 else _money(rng.randint(low, high) + rng.choice((0, 0.5)))
-                    )
+                    salary = None if rng.random() < 0.04 else _money(rng.randint(low, high) + rng.choice((0, 0.5)))
                     self.staff.append(
                         (len(self.staff) + 1, area_id, branch_id, name, role, hired.isoformat(), left, salary)
                     )

@@ -99,9 +99,7 @@ def _question(record: dict[str, Any], error_text: str | None) -> str:
     return template
 
 
-def build_records(
-    db_path: str | Path, sources: Sequence[dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
+def build_records(db_path: str | Path, sources: Sequence[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Complete the source records into example records.
 
     Args:
@@ -169,9 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     current = EXAMPLES_PATH.read_text(encoding="utf-8") if EXAMPLES_PATH.exists() else ""
     if args.check:
         if text != current:
-            print(
-                f"{EXAMPLES_PATH} is out of date: run python -m benchmarks.builtin.generate", file=sys.stderr
-            )
+            print(f"{EXAMPLES_PATH} is out of date: run python -m benchmarks.builtin.generate", file=sys.stderr)
             return 1
         return 0
     EXAMPLES_PATH.write_text(text, encoding="utf-8")

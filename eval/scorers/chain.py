@@ -66,7 +66,10 @@ def validate_chain(trace: Trace, catalog: Mapping[str, Any], max_steps: int) -> 
                 return "forward_ref", f"{name}.{param} cites a later call {ref}"
             cited = calls[seen[ref]]
             if cited.get("name") not in tool.refs[param]:
-                return "ref_kind", f"{name}.{param} cites a {cited.get('name')} call; allowed: {tool.refs[param]}"
+                return (
+                    "ref_kind",
+                    f"{name}.{param} cites a {cited.get('name')} call; allowed: {tool.refs[param]}",
+                )
             if name == "fix_sql" and cited.get("status") != "error":
                 return "fix_without_error", f"fix_sql cites {ref}, which did not fail"
             if name == "execute_sql_and_analyze_result" and cited.get("status") != "success":
@@ -74,7 +77,9 @@ def validate_chain(trace: Trace, catalog: Mapping[str, Any], max_steps: int) -> 
         if name == "execute_sql_and_analyze_result" and not _refs(c, tool):
             return "execute_without_sql", "execute cites no SQL-producing call"
         status = c.get("status")
-        if (getattr(tool, "terminal", False) and status == "success") or (getattr(tool, "interrupts", False) and not trace.turns > 1):
+        if (getattr(tool, "terminal", False) and status == "success") or (
+            getattr(tool, "interrupts", False) and not trace.turns > 1
+        ):
             terminal_done = True
     # every call id gets exactly one tool-result message with that id and a status
     results = Counter(m.get("tool_call_id") for m in trace.messages if m.get("role") == "tool")

@@ -56,8 +56,9 @@ def _eq(a: Any, b: Any, tol: tuple[float, float] | None) -> bool:
     return a == b
 
 
-def _rows_equal(p: Sequence[Sequence[Any]], g: Sequence[Sequence[Any]], ordered: bool,
-                tol: tuple[float, float] | None) -> bool:
+def _rows_equal(
+    p: Sequence[Sequence[Any]], g: Sequence[Sequence[Any]], ordered: bool, tol: tuple[float, float] | None
+) -> bool:
     if ordered:
         return all(all(_eq(x, y, tol) for x, y in zip(pr, gr, strict=True)) for pr, gr in zip(p, g, strict=True))
     if tol is None:
@@ -65,7 +66,10 @@ def _rows_equal(p: Sequence[Sequence[Any]], g: Sequence[Sequence[Any]], ordered:
     # with a tolerance, match each gold row to a distinct close predicted row (greedy on sorted rows)
     remaining = [list(r) for r in p]
     for gr in g:
-        hit = next((i for i, pr in enumerate(remaining) if all(_eq(x, y, tol) for x, y in zip(pr, gr, strict=True))), None)
+        hit = next(
+            (i for i, pr in enumerate(remaining) if all(_eq(x, y, tol) for x, y in zip(pr, gr, strict=True))),
+            None,
+        )
         if hit is None:
             return False
         remaining.pop(hit)
@@ -101,9 +105,7 @@ def results_match(
     cols_g = list(zip(*gold_rows, strict=True)) if gold_rows else []
     # candidate columns of the prediction for each gold column: same multiset of values
     sig = lambda col: Counter(map(_norm, col))  # noqa: E731
-    candidates = [
-        [j for j in range(n_p) if tol is not None or sig(cols_p[j]) == sig(cols_g[i])] for i in range(n_g)
-    ]
+    candidates = [[j for j in range(n_p) if tol is not None or sig(cols_p[j]) == sig(cols_g[i])] for i in range(n_g)]
     if any(not c for c in candidates):
         return False, "a gold column has no matching predicted column"
     tried = 0
@@ -115,7 +117,9 @@ def results_match(
             break
         permuted = [[row[j] for j in perm] for row in pred_rows]
         if _rows_equal(permuted, gold_rows, ordered, tol):
-            return True, "match" + (" (ordered)" if ordered else "") + ("" if list(perm) == list(range(n_g)) else " after column permutation")
+            return True, "match" + (" (ordered)" if ordered else "") + (
+                "" if list(perm) == list(range(n_g)) else " after column permutation"
+            )
     return False, "different rows" + (" or order" if ordered else "")
 
 
@@ -132,13 +136,23 @@ class ExecutionAccuracy:
 
     name = "ex"
 
-    def __init__(self, mode: str = "spider", timeout_s: float = 10.0, max_rows: int = 100_000,
-                 rel_tol: float = 1e-6, abs_tol: float = 1e-9) -> None:
+    def __init__(
+        self,
+        mode: str = "spider",
+        timeout_s: float = 10.0,
+        max_rows: int = 100_000,
+        rel_tol: float = 1e-6,
+        abs_tol: float = 1e-9,
+    ) -> None:
         if mode not in MODES:
             from agents.errors import ConfigError
 
-            raise ConfigError(f"unknown EX mode {mode!r}", expected=f"one of {MODES}", found=repr(mode),
-                              fix="pass mode='spider', 'bird' or 'tolerance'")
+            raise ConfigError(
+                f"unknown EX mode {mode!r}",
+                expected=f"one of {MODES}",
+                found=repr(mode),
+                fix="pass mode='spider', 'bird' or 'tolerance'",
+            )
         self.mode, self.timeout_s, self.max_rows = mode, timeout_s, max_rows
         self.rel_tol, self.abs_tol = rel_tol, abs_tol
         self._gold: dict[tuple[str, str], Any] = {}
@@ -189,6 +203,7 @@ class ExecutionAccuracy:
         from agents.db import open_database
 
         ordered = self.mode != "bird" and gold_is_ordered(example.gold_sql, open_database(example.db_path).dialect)
-        ok, reason = results_match(pred.rows, gold.rows, ordered=ordered, mode=self.mode,
-                                   rel_tol=self.rel_tol, abs_tol=self.abs_tol)
+        ok, reason = results_match(
+            pred.rows, gold.rows, ordered=ordered, mode=self.mode, rel_tol=self.rel_tol, abs_tol=self.abs_tol
+        )
         return Score(self.name, 1.0 if ok else 0.0, reason, {"ordered": ordered, "mode": self.mode})

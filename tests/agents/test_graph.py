@@ -47,10 +47,17 @@ def run(router_name, lm, db, question, **kw):
 
 
 CASES = [
-    ("How many areas have EV charging?", "sql", ["data_discovery", "generate_sql", "execute_sql_and_analyze_result"]),
+    (
+        "How many areas have EV charging?",
+        "sql",
+        ["data_discovery", "generate_sql", "execute_sql_and_analyze_result"],
+    ),
     ("Explain: SELECT count(*) FROM areas", "explain", ["explain_sql"]),
-    ('Fix: SELECT nme FROM areas\nError: Binder Error: Referenced column "nme" not found', "fix",
-     ["fix_sql", "execute_sql_and_analyze_result"]),
+    (
+        'Fix: SELECT nme FROM areas\nError: Binder Error: Referenced column "nme" not found',
+        "fix",
+        ["fix_sql", "execute_sql_and_analyze_result"],
+    ),
     ("hello!", "chat", ["chat"]),
     ("Delete every row of revenue", "refuse", ["refuse"]),
 ]
@@ -82,8 +89,14 @@ def test_sql_path_links_calls_and_returns_rows(lm, sales_db):
 
 def test_clarify_interrupts_and_resumes_with_the_reply(lm, sales_db):
     asked = []
-    _, t = run("oracle", lm, sales_db, "How did it do?", oracle_intent="clarify",
-               reply=lambda q: asked.append(q) or "Qinling North")
+    _, t = run(
+        "oracle",
+        lm,
+        sales_db,
+        "How did it do?",
+        oracle_intent="clarify",
+        reply=lambda q: asked.append(q) or "Qinling North",
+    )
     assert asked and t.ask_human == asked[0]
     assert t.turns == 2
     assert t.tool_names == ["ask_human", "data_discovery", "generate_sql", "execute_sql_and_analyze_result"]
@@ -111,8 +124,13 @@ def test_guard_violation_ends_the_turn_with_its_rule(sales_db):
 def test_sql_error_is_recoverable_through_fix_sql(sales_db):
     lm = program_script(sql="SELECT nme FROM areas", fixed="SELECT name FROM areas ORDER BY id")
     _, t = run("oracle", lm, sales_db, "List area names", oracle_intent="sql")
-    assert t.tool_names == ["data_discovery", "generate_sql", "execute_sql_and_analyze_result", "fix_sql",
-                            "execute_sql_and_analyze_result"]
+    assert t.tool_names == [
+        "data_discovery",
+        "generate_sql",
+        "execute_sql_and_analyze_result",
+        "fix_sql",
+        "execute_sql_and_analyze_result",
+    ]
     failed, fix = t.tool_calls[2], t.tool_calls[3]
     assert failed["status"] == "error" and failed["error_class"] == "sql_error"
     assert fix["parent"] == failed["id"]
@@ -137,8 +155,11 @@ class _Loop:
 
     def decide(self, state):
         n = len(state.get("tool_calls", {}))
-        return RouteDecision(tool_calls=[{"id": f"c{n}", "name": "data_discovery", "args": {"question": "q"}}],
-                             intent="sql", method="loop")
+        return RouteDecision(
+            tool_calls=[{"id": f"c{n}", "name": "data_discovery", "args": {"question": "q"}}],
+            intent="sql",
+            method="loop",
+        )
 
 
 def test_step_limit_bounds_a_looping_router(lm, sales_db):

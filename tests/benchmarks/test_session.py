@@ -21,8 +21,15 @@ def _lm():
         f = m.group(1) if m else ""
         if request.tools:
             return {"name": "chat", "args": {"message": "hi"}}
-        return {"fields": {f: {"sql": "SELECT count(*) FROM service_areas", "fixed_sql": "SELECT 1",
-                               "intent": "chat"}.get(f, "ok")}}
+        return {
+            "fields": {
+                f: {
+                    "sql": "SELECT count(*) FROM service_areas",
+                    "fixed_sql": "SELECT 1",
+                    "intent": "chat",
+                }.get(f, "ok")
+            }
+        }
 
     return scripted_lm(reply)
 
@@ -30,8 +37,12 @@ def _lm():
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     d = tmp_path_factory.mktemp("run")
-    spec = SessionSpec(routers=[("rules", {}), ("oracle", {})], config=RunConfig(limit=6, split="dev"),
-                       tracking_uri=f"sqlite:///{d}/mlflow.db", store_path=str(d / "results.duckdb"))
+    spec = SessionSpec(
+        routers=[("rules", {}), ("oracle", {})],
+        config=RunConfig(limit=6, split="dev"),
+        tracking_uri=f"sqlite:///{d}/mlflow.db",
+        store_path=str(d / "results.duckdb"),
+    )
     result = run_session(spec, console=Console(quiet=True), lm=_lm())
     return spec, result
 
@@ -59,7 +70,7 @@ def test_resume_runs_nothing_twice(session):
 def test_mlflow_runs_metrics_table_and_tool_spans(session):
     from mlflow import MlflowClient
 
-    spec, result = session
+    spec, _ = session
     client = MlflowClient(spec.tracking_uri)
     exp = client.get_experiment_by_name("routerlab/builtin")
     runs = client.search_runs([exp.experiment_id])

@@ -131,9 +131,7 @@ def test_pairing_first_or_all(two_runs, make_result, toy_dataset):
 
 def test_baselines_are_labelled_everywhere(two_runs, make_result, toy_dataset):
     two_runs.create_run("s.random", router="random", lm="scripted", dataset=toy_dataset, split="dev")
-    two_runs.add_results(
-        "s.random", [make_result(f"e{i}", "random", {"ex": float(i % 2)}) for i in range(10)]
-    )
+    two_runs.add_results("s.random", [make_result(f"e{i}", "random", {"ex": float(i % 2)}) for i in range(10)])
     c = compare_runs(two_runs, ["s.rules", "s.random"])
     assert c.runs[1].label == "random (baseline)" and c.runs[1].baseline
     assert not c.runs[0].baseline

@@ -94,8 +94,10 @@ def test_ex_gold_failure_marks_the_example_invalid(sales_db):
 
 def test_ex_gold_timeout_marks_the_example_invalid(sales_db):
     s = ExecutionAccuracy(timeout_s=0.3)
-    sc = s.score(ex_example(sales_db, "SELECT count(*) FROM range(100000000) a, range(100000000) b"),
-                 Trace("e1", sql="SELECT 1"))
+    sc = s.score(
+        ex_example(sales_db, "SELECT count(*) FROM range(100000000) a, range(100000000) b"),
+        Trace("e1", sql="SELECT 1"),
+    )
     assert sc.value is None and "query_timeout" in sc.reason
 
 
@@ -131,8 +133,16 @@ REPAIR = [
 ]
 
 
-@pytest.mark.parametrize("calls", [SQL_CHAIN, REPAIR, [call("c", "chat", message="hi")],
-                                   [call("r", "refuse", reason="no")], [call("x", "explain_sql", sql="SELECT 1")]])
+@pytest.mark.parametrize(
+    "calls",
+    [
+        SQL_CHAIN,
+        REPAIR,
+        [call("c", "chat", message="hi")],
+        [call("r", "refuse", reason="no")],
+        [call("x", "explain_sql", sql="SELECT 1")],
+    ],
+)
 def test_valid_chains(calls):
     assert ChainValidity().score(None, trace_of(calls)).value == 1.0
 
@@ -146,13 +156,29 @@ def test_valid_chains(calls):
         ([call("a", "chat", message="x"), call("a", "chat", message="y")], "duplicate_id"),
         ([call("g", "generate_sql", question="q", discovery_call_id="g")], "self_ref"),
         ([call("g", "generate_sql", question="q", discovery_call_id="zz")], "dangling_ref"),
-        ([call("g", "generate_sql", question="q", discovery_call_id="d"), call("d", "data_discovery", question="q")],
-         "forward_ref"),
-        ([call("c", "chat", message="x", status="error"), call("g", "generate_sql", question="q", discovery_call_id="c")],
-         "ref_kind"),
+        (
+            [
+                call("g", "generate_sql", question="q", discovery_call_id="d"),
+                call("d", "data_discovery", question="q"),
+            ],
+            "forward_ref",
+        ),
+        (
+            [
+                call("c", "chat", message="x", status="error"),
+                call("g", "generate_sql", question="q", discovery_call_id="c"),
+            ],
+            "ref_kind",
+        ),
         ([*SQL_CHAIN[:2], call("f", "fix_sql", sql="x", error="y", failed_call_id="g")], "fix_without_error"),
-        ([SQL_CHAIN[0], call("g", "generate_sql", status="error", question="q", discovery_call_id="d"),
-          call("e", "execute_sql_and_analyze_result", sql_call_id="g")], "execute_without_sql"),
+        (
+            [
+                SQL_CHAIN[0],
+                call("g", "generate_sql", status="error", question="q", discovery_call_id="d"),
+                call("e", "execute_sql_and_analyze_result", sql_call_id="g"),
+            ],
+            "execute_without_sql",
+        ),
         ([call("c", "chat", message="x"), call("r", "refuse", reason="r")], "after_terminal"),
     ],
 )
@@ -180,8 +206,15 @@ def test_self_reference_prints_the_circle():
 
 
 def test_trajectory_modes():
-    ex = Example("t", "q", "s", "/x", "sql", gold_sql="SELECT 1",
-                 expected_chain=("data_discovery", "generate_sql", "execute_sql_and_analyze_result"))
+    ex = Example(
+        "t",
+        "q",
+        "s",
+        "/x",
+        "sql",
+        gold_sql="SELECT 1",
+        expected_chain=("data_discovery", "generate_sql", "execute_sql_and_analyze_result"),
+    )
     sc = Trajectory().score(ex, trace_of(SQL_CHAIN))
     assert sc.value == 1.0 and all(sc.detail.values())
     sc = Trajectory().score(ex, trace_of(REPAIR))
@@ -192,8 +225,15 @@ def test_trajectory_modes():
 
 
 def test_chain_f1():
-    ex = Example("t", "q", "s", "/x", "sql", gold_sql="SELECT 1",
-                 expected_chain=("data_discovery", "generate_sql", "execute_sql_and_analyze_result"))
+    ex = Example(
+        "t",
+        "q",
+        "s",
+        "/x",
+        "sql",
+        gold_sql="SELECT 1",
+        expected_chain=("data_discovery", "generate_sql", "execute_sql_and_analyze_result"),
+    )
     linked = [{**c, "parent": p} for c, p in zip(SQL_CHAIN, [None, "d", "g"], strict=True)]
     sc = ChainF1().score(ex, trace_of(linked))
     assert sc.value == 1.0 and sc.detail["edge_f1"] == 1.0

@@ -94,9 +94,7 @@ def test_flat_columns_for_notebooks(store, make_result):
     assert row["router_prompt_tokens"] == 7 and row["router_completion_tokens"] == 3
     assert row["sql"] == "SELECT 1"
     assert json.loads(row["scores"]) == {"ex": 1.0, "route": 0.0}
-    joined = store.query(
-        "SELECT r.router, avg(e.score_ex) AS ex FROM examples e JOIN runs r USING (run_id) GROUP BY 1"
-    )
+    joined = store.query("SELECT r.router, avg(e.score_ex) AS ex FROM examples e JOIN runs r USING (run_id) GROUP BY 1")
     assert joined.to_dict("records") == [{"router": "rules", "ex": 1.0}]
 
 
@@ -132,9 +130,7 @@ def test_reopening_a_run_keeps_it_and_refuses_another_dataset(store, make_result
 def test_concurrent_writers_in_one_process(store, make_result, tmp_path):
     other = ResultsStore(store.path)  # a second store object on the same file shares the lock
     threads = [
-        threading.Thread(
-            target=(store if i % 2 else other).add_result, args=("s1.rules", make_result(f"e{i}"))
-        )
+        threading.Thread(target=(store if i % 2 else other).add_result, args=("s1.rules", make_result(f"e{i}")))
         for i in range(6)
     ]
     for t in threads:

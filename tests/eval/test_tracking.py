@@ -139,9 +139,7 @@ def test_examples_frame_columns(make_result):
 def test_parent_and_child_runs_with_params_tags_and_dataset_input(sink, uri, make_dataset):
     ds = make_dataset(name="params-ds")
     router = _routers.build("toy-hybrid", threshold=0.7)
-    parent = sink.start_parent(
-        "compare s1", {"session": "s1", "routers": "toy-hybrid,llm"}, dataset=ds, run_key="s1"
-    )
+    parent = sink.start_parent("compare s1", {"session": "s1", "routers": "toy-hybrid,llm"}, dataset=ds, run_key="s1")
     child = sink.start_run(
         router,
         "local:0.5b",
@@ -235,9 +233,7 @@ def test_resume_finds_and_reopens_the_same_run(uri, make_dataset, make_result):
     results = _results(make_result)
     with MlflowSink(uri) as first:
         parent = first.start_parent("compare s2", {"session": "s2"}, dataset=ds, run_key="s2")
-        run_id = first.start_run(
-            "toy-hybrid", "scripted", ds, {"split": "dev"}, parent, run_key="s2.toy-hybrid"
-        )
+        run_id = first.start_run("toy-hybrid", "scripted", ds, {"split": "dev"}, parent, run_key="s2.toy-hybrid")
         first.finish_run(run_id, results[:2], status="KILLED")  # interrupted after two examples
         first.finish_parent(parent, status="KILLED")
 
@@ -246,9 +242,7 @@ def test_resume_finds_and_reopens_the_same_run(uri, make_dataset, make_result):
         assert second.find_run("s2.toy-hybrid", unfinished_only=True) == run_id
         assert second.find_run("s2.nope") is None
         assert second.start_parent("compare s2", {"session": "s2"}, dataset=ds, run_key="s2") == parent
-        again = second.start_run(
-            "toy-hybrid", "scripted", ds, {"split": "dev"}, parent, run_key="s2.toy-hybrid"
-        )
+        again = second.start_run("toy-hybrid", "scripted", ds, {"split": "dev"}, parent, run_key="s2.toy-hybrid")
         assert again == run_id
         client = MlflowClient(uri)
         assert client.get_run(run_id).info.status == "RUNNING"
@@ -301,9 +295,7 @@ def test_one_trace_per_example_with_tool_spans(sink, uri, make_dataset, make_res
     agents = [s for s in trace.data.spans if s.span_type == SpanType.AGENT]
     assert len(agents) == 1 and by_id[agents[0].parent_id].name == "route"
     assert agents[0].outputs["intent"] == "sql"
-    nodes = {
-        s.name for s in trace.data.spans if s.span_type == SpanType.CHAIN and s.parent_id == root.span_id
-    }
+    nodes = {s.name for s in trace.data.spans if s.span_type == SpanType.CHAIN and s.parent_id == root.span_id}
     assert nodes == {"route", "dispatch", "tools", "respond"}
     failing = client.search_traces(
         locations=[experiment_id], run_id=run_id, filter_string="tag.`routerlab.score.ex` = '0.0'"

@@ -12,7 +12,7 @@ REQUESTS = [
     "What does this query do? SELECT name FROM areas WHERE has_ev",
     "Explain: SELECT area_id, SUM(amount) FROM revenue GROUP BY area_id",
     "SELECT count(*) FROM areas",
-    "Fix this query: SELECT nme FROM areas\nError: Binder Error: Referenced column \"nme\" not found",
+    'Fix this query: SELECT nme FROM areas\nError: Binder Error: Referenced column "nme" not found',
     "This fails with an error, please repair it: SELECT area_id, SUM(amount) FROM revenue",
     "hi there!",
     "Thanks, that was helpful",

@@ -91,16 +91,26 @@ def test_guard_runs_before_the_engine(sales_db):
         open_database(sales_db).execute("DELETE FROM areas")
 
 
-@pytest.mark.parametrize("sql", ["DELETE FROM areas", "INSERT INTO areas VALUES (9, 'x', 'y', true)",
-                                 "CREATE TABLE z (a INT)", "DROP TABLE revenue"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM areas",
+        "INSERT INTO areas VALUES (9, 'x', 'y', true)",
+        "CREATE TABLE z (a INT)",
+        "DROP TABLE revenue",
+    ],
+)
 def test_connection_is_read_only_even_without_the_guard(sales_db, sqlite_db, sql):
     before = file_digest(sales_db), file_digest(sqlite_db)
     for path in (sales_db, sqlite_db):
         con = open_database(path)._connect()
         try:
             with pytest.raises((duckdb.Error, sqlite3.Error)):
-                con.execute(sql.replace("areas", "customers").replace("revenue", "orders")
-                            if str(path).endswith(".sqlite") else sql)
+                con.execute(
+                    sql.replace("areas", "customers").replace("revenue", "orders")
+                    if str(path).endswith(".sqlite")
+                    else sql
+                )
         finally:
             con.close()
     assert (file_digest(sales_db), file_digest(sqlite_db)) == before
@@ -129,7 +139,8 @@ def test_runaway_sqlite_query_is_interrupted(sqlite_db):
     t0 = time.perf_counter()
     with pytest.raises(QueryTimeout):
         open_database(sqlite_db).execute(
-            "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000) SELECT count(*) FROM c",
+            "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000) "
+            "SELECT count(*) FROM c",
             timeout_s=0.5,
         )
     assert time.perf_counter() - t0 < 0.5 + 20.0
@@ -146,12 +157,25 @@ def test_missing_and_non_database_files(tmp_path):
     assert "not a database file" in str(info.value)
 
 
-@settings(max_examples=int(os.environ.get("ROUTERLAB_FUZZ_EXAMPLES", "60")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(st.sampled_from(["SELECT * FROM areas", "SELECT 1; DELETE FROM areas", "DELETE FROM areas",
-                        "WITH x AS (DELETE FROM areas RETURNING *) SELECT * FROM x", "SELECT nope",
-                        "COPY areas TO 'x.csv'", "SELECT * FROM revenue WHERE amount > 1"]),
-       st.sampled_from(["", " ", ";", "\n-- x", " /* y */"]))
+@settings(
+    max_examples=int(os.environ.get("ROUTERLAB_FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.sampled_from(
+        [
+            "SELECT * FROM areas",
+            "SELECT 1; DELETE FROM areas",
+            "DELETE FROM areas",
+            "WITH x AS (DELETE FROM areas RETURNING *) SELECT * FROM x",
+            "SELECT nope",
+            "COPY areas TO 'x.csv'",
+            "SELECT * FROM revenue WHERE amount > 1",
+        ]
+    ),
+    st.sampled_from(["", " ", ";", "\n-- x", " /* y */"]),
+)
 def test_whatever_passes_the_guard_never_changes_the_file(sales_db, tmp_path_factory, sql, suffix):
     copy = tmp_path_factory.mktemp("copy") / "copy.duckdb"
     shutil.copy(sales_db, copy)

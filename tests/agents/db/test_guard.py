@@ -105,7 +105,7 @@ LEGIT = [
     "SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END FROM t",
     "SELECT * FROM t WHERE name LIKE '%;%'",
     "SELECT 'DELETE FROM t' AS harmless_text",
-    "SELECT \"weird name\" FROM t",
+    'SELECT "weird name" FROM t',
     "SELECT a FROM t WHERE b IN (SELECT b FROM u WHERE c = 'drop table')",
     "SELECT a, count(*) FROM t GROUP BY a HAVING count(*) > 2",
     "SELECT strftime(day, '%Y-%m') AS m, sum(x) FROM t GROUP BY m ORDER BY m",
@@ -144,9 +144,23 @@ def test_message_names_the_rule():
     assert info.value.error_class == "guard_violation"
 
 
-_KW = st.sampled_from(["INSERT INTO t VALUES (1)", "UPDATE t SET a=1", "DELETE FROM t", "DROP TABLE t",
-                       "CREATE TABLE z (a INT)", "ALTER TABLE t ADD b INT", "ATTACH 'x.db'", "COPY t TO 'x.csv'",
-                       "PRAGMA x", "INSTALL httpfs", "LOAD httpfs", "SET a = 1", "TRUNCATE t"])
+_KW = st.sampled_from(
+    [
+        "INSERT INTO t VALUES (1)",
+        "UPDATE t SET a=1",
+        "DELETE FROM t",
+        "DROP TABLE t",
+        "CREATE TABLE z (a INT)",
+        "ALTER TABLE t ADD b INT",
+        "ATTACH 'x.db'",
+        "COPY t TO 'x.csv'",
+        "PRAGMA x",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET a = 1",
+        "TRUNCATE t",
+    ]
+)
 _NOISE = st.sampled_from(["", " ", "\n", "\t", "/* c */", "-- c\n", "  /* ; */ "])
 
 

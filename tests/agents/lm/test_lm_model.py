@@ -10,11 +10,24 @@ from agents.lm import chat, resolve_lm, usage_scope
 pytestmark = pytest.mark.model
 
 TOOLS = [
-    {"type": "function", "function": {"name": n, "description": d, "parameters": {
-        "type": "object", "properties": {a: {"type": "string", "description": a}}, "required": [a]}}}
+    {
+        "type": "function",
+        "function": {
+            "name": n,
+            "description": d,
+            "parameters": {
+                "type": "object",
+                "properties": {a: {"type": "string", "description": a}},
+                "required": [a],
+            },
+        },
+    }
     for n, d, a in [
-        ("data_discovery", "Find the tables relevant to a question about the data. Call first for data questions.",
-         "question"),
+        (
+            "data_discovery",
+            "Find the tables relevant to a question about the data. Call first for data questions.",
+            "question",
+        ),
         ("explain_sql", "Explain in plain English what a given SQL query does.", "sql"),
         ("fix_sql", "Repair a SQL query that failed, given the error message.", "sql"),
         ("chat", "Reply to greetings, thanks and small talk that need no data.", "message"),
@@ -35,9 +48,17 @@ def lm():
 
 
 def test_sql_completion_parses(lm):
-    r = chat(lm, [{"role": "system", "content": "Write one SQLite query. Reply with SQL only.\n"
-                                               "CREATE TABLE customers (id INTEGER, name TEXT, city TEXT);"},
-                  {"role": "user", "content": "How many customers live in Xian?"}])
+    r = chat(
+        lm,
+        [
+            {
+                "role": "system",
+                "content": "Write one SQLite query. Reply with SQL only.\n"
+                "CREATE TABLE customers (id INTEGER, name TEXT, city TEXT);",
+            },
+            {"role": "user", "content": "How many customers live in Xian?"},
+        ],
+    )
     sql = r.text.strip().strip("`").removeprefix("sql").strip()
     assert sqlglot.parse_one(sql, read="sqlite") is not None
     assert "count" in sql.lower()
@@ -47,8 +68,12 @@ def test_sql_completion_parses(lm):
 def test_tool_calls_are_structured_with_ids(lm):
     right = 0
     for prompt, tool in PROMPTS:
-        r = chat(lm, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}], TOOLS,
-                 tool_choice="required")
+        r = chat(
+            lm,
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+            TOOLS,
+            tool_choice="required",
+        )
         assert len(r.tool_calls) == 1 and not r.invalid_tool_calls, r
         call = r.tool_calls[0]
         assert call["id"].startswith("call_") and isinstance(call["args"], dict)

@@ -16,12 +16,30 @@ from agents.lm.messages import INVALID_MARKER
 from agents.tools.programs import GenerateSQL
 
 TOOLS = [
-    {"type": "function", "function": {"name": "data_discovery", "description": "find tables",
-                                      "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
-                                                     "required": ["question"]}}},
-    {"type": "function", "function": {"name": "chat", "description": "small talk",
-                                      "parameters": {"type": "object", "properties": {"message": {"type": "string"}},
-                                                     "required": ["message"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "data_discovery",
+            "description": "find tables",
+            "parameters": {
+                "type": "object",
+                "properties": {"question": {"type": "string"}},
+                "required": ["question"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "chat",
+            "description": "small talk",
+            "parameters": {
+                "type": "object",
+                "properties": {"message": {"type": "string"}},
+                "required": ["message"],
+            },
+        },
+    },
 ]
 
 
@@ -86,8 +104,12 @@ def test_missing_part_names_the_part_and_the_pip_command():
 def test_scripted_lm_through_chat_and_predict():
     lm = scripted_lm([{"name": "data_discovery", "args": {"question": "q"}}, {"fields": {"sql": "SELECT 1"}}])
     with usage_scope() as outer:
-        r = chat(lm, [{"role": "system", "content": "route"}, {"role": "user", "content": "how many?"}], TOOLS,
-                 tool_choice="required")
+        r = chat(
+            lm,
+            [{"role": "system", "content": "route"}, {"role": "user", "content": "how many?"}],
+            TOOLS,
+            tool_choice="required",
+        )
         assert r.tool_calls[0]["name"] == "data_discovery" and r.tool_calls[0]["id"].startswith("call_")
         with dspy.context(lm=lm), usage_scope() as inner:
             pred = dspy.Predict(GenerateSQL)(db_schema="s", dialect="duckdb", hint="", question="q")
@@ -110,11 +132,16 @@ def test_invalid_calls_are_kept_with_raw_text():
 def test_engine_reported_invalid_calls_surface():
     class Broken:
         def complete(self, request):
-            return L.Response(id="x", model=request.model,
-                              message=L.Message(role="assistant", parts=(L.TextPart(text="{not json"),)),
-                              finish_reason="stop", usage=L.Usage(input_tokens=1, output_tokens=1),
-                              provider_data={INVALID_MARKER: [{"id": "c1", "name": None, "args": "{not json",
-                                                               "error": "unparsable"}]})
+            return L.Response(
+                id="x",
+                model=request.model,
+                message=L.Message(role="assistant", parts=(L.TextPart(text="{not json"),)),
+                finish_reason="stop",
+                usage=L.Usage(input_tokens=1, output_tokens=1),
+                provider_data={
+                    INVALID_MARKER: [{"id": "c1", "name": None, "args": "{not json", "error": "unparsable"}]
+                },
+            )
 
     lm = dspy.LM("test/broken", engine=Broken(), cache=False)
     r = chat(lm, [{"role": "user", "content": "x"}], TOOLS)
@@ -123,10 +150,25 @@ def test_engine_reported_invalid_calls_surface():
 
 def test_tool_history_round_trips_into_the_request():
     lm = scripted_lm(["done"])
-    chat(lm, [{"role": "user", "content": "q"},
-              {"role": "assistant", "content": "", "tool_calls": [
-                  {"id": "c1", "type": "function", "function": {"name": "chat", "arguments": '{"message": "hi"}'}}]},
-              {"role": "tool", "tool_call_id": "c1", "content": "hello"}], TOOLS)
+    chat(
+        lm,
+        [
+            {"role": "user", "content": "q"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "chat", "arguments": '{"message": "hi"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "hello"},
+        ],
+        TOOLS,
+    )
     msgs = lm.routerlab_engine.requests[0].messages
     assert isinstance(msgs[1].parts[0], L.ToolCallPart) and msgs[1].parts[0].input == {"message": "hi"}
     assert isinstance(msgs[2].parts[0], L.ToolResultPart) and msgs[2].parts[0].id == "c1"

@@ -68,7 +68,11 @@ def test_numpy_docstring():
 def test_rest_docstring():
     desc, schema, _ = function_schema(rest_style)
     assert desc == "Do a reST thing."
-    assert schema["properties"]["items"] == {"type": "array", "items": {"type": "string"}, "description": "The items."}
+    assert schema["properties"]["items"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "The items.",
+    }
     assert schema["properties"]["flag"]["default"] is False
 
 

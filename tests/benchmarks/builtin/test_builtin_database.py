@@ -41,9 +41,7 @@ def _one(db, sql):
 def test_tables_and_columns(db):
     for table, columns in EXPECTED_COLUMNS.items():
         assert [r[0] for r in db.execute(f"DESCRIBE {table}").fetchall()] == columns
-    assert _one(db, "SELECT data_type FROM duckdb_columns() WHERE column_name = 'revenue'").startswith(
-        "DECIMAL"
-    )
+    assert _one(db, "SELECT data_type FROM duckdb_columns() WHERE column_name = 'revenue'").startswith("DECIMAL")
 
 
 def test_row_counts_and_size(db, fresh_db):
@@ -65,8 +63,7 @@ def test_keys_are_unique(db):
 
 def test_foreign_keys_are_declared_and_hold(db):
     fks = db.execute(
-        "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
-        "WHERE constraint_type = 'FOREIGN KEY'"
+        "SELECT table_name, constraint_column_names FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'"
     ).fetchall()
     declared = {(t, tuple(cols)) for t, cols in fks}
     for expected in [

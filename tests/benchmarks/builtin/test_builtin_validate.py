@@ -72,7 +72,5 @@ def test_reversed_copy_has_the_same_rows_in_reverse(db, reversed_db):
     first = reversed_db.execute("SELECT branch_id, day FROM daily_revenue LIMIT 1").fetchone()
     assert (
         first
-        == db.execute(
-            "SELECT branch_id, day FROM daily_revenue ORDER BY branch_id DESC, day DESC LIMIT 1"
-        ).fetchone()
+        == db.execute("SELECT branch_id, day FROM daily_revenue ORDER BY branch_id DESC, day DESC LIMIT 1").fetchone()
     )
