@@ -56,6 +56,8 @@ class RouteDecision:
             "answer": self.answer is not None,
             "invalid_tool_calls": len(self.invalid_tool_calls),
             "lm_calls": self.usage.lm_calls,
+            "cache_hits": self.usage.cache_hits,
+            "cost_usd": self.usage.cost_usd,
             "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens,
             "latency_s": self.usage.latency_s,

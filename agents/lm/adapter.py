@@ -29,6 +29,9 @@ class LenientChatAdapter(ChatAdapter):
 
     def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
         """Parse as ChatAdapter does; fall back to the whole reply for one str output field."""
+        # small models often end the value and the marker on one line ("SELECT 1 [[ ## completed ## ]]");
+        # ChatAdapter only recognises headers at the start of a line and would keep it in the value
+        completion = completion.replace(_COMPLETED, "\n")
         try:
             return super().parse(signature, completion)
         except AdapterParseError:
@@ -38,7 +41,7 @@ class LenientChatAdapter(ChatAdapter):
             ((name, info),) = outputs.items()
             if info.annotation is not str:
                 raise
-            text = completion.replace(_COMPLETED, "").strip()
+            text = completion.strip()
             if not text:
                 raise
             return {name: text}

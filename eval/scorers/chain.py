@@ -1,9 +1,11 @@
 """Tool-chain scorers: structural validity, trajectory match, node/edge F1.
 
-Validity rules (stable ids, the first violated one is reported): ``unknown_tool``,
-``invalid_args``, ``missing_id``, ``duplicate_id``, ``self_ref``, ``dangling_ref``,
-``forward_ref``, ``cycle``, ``ref_kind``, ``fix_without_error``, ``execute_without_sql``,
-``after_terminal``, ``result_count``, ``step_budget``.
+Validity rules (stable ids; checked in this order and the first violated one is reported):
+``no_outcome`` (no call and no answer), ``step_budget``, ``missing_id``, ``duplicate_id``, then per
+call in order ``after_terminal``, ``unknown_tool``, ``invalid_args``, ``self_ref``,
+``dangling_ref``, ``forward_ref``, ``ref_kind``, ``fix_without_error``, ``execute_without_sql``,
+and last ``result_count``. A reference may only cite an earlier call, so a cycle other than a
+self-reference shows up as ``forward_ref`` (the message names the chain).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def validate_chain(trace: Trace, catalog: Mapping[str, Any], max_steps: int) -> 
     """Return ``(rule, message)`` of the first violated rule, or ``(None, "valid")``."""
     calls = trace.tool_calls
     if not calls:
-        return (None, "valid") if trace.answer else ("after_terminal", "no call and no final answer")
+        return (None, "valid") if trace.answer else ("no_outcome", "no call and no final answer")
     if len(calls) > max_steps:
         return "step_budget", f"{len(calls)} calls exceed the budget of {max_steps}"
     seen: dict[str, int] = {}

@@ -29,7 +29,9 @@ __all__ = ["EX_INTENTS", "MODES", "ExecutionAccuracy", "gold_is_ordered", "resul
 
 EX_INTENTS = ("sql", "fix", "clarify")
 MODES = ("spider", "bird", "tolerance")
-_MAX_PERMUTATIONS = 5040  # 7! column orders; wider results fall back to value-signature matching
+# at most 7! column orders are tried; a wider result whose columns cannot be told apart by their
+# values (candidates below) is scored as a mismatch, never as a silent pass
+_MAX_PERMUTATIONS = 5040
 
 
 def gold_is_ordered(sql: str, dialect: str = "duckdb") -> bool:
@@ -63,17 +65,21 @@ def _rows_equal(
         return all(all(_eq(x, y, tol) for x, y in zip(pr, gr, strict=True)) for pr, gr in zip(p, g, strict=True))
     if tol is None:
         return Counter(tuple(map(_norm, r)) for r in p) == Counter(tuple(map(_norm, r)) for r in g)
-    # with a tolerance, match each gold row to a distinct close predicted row (greedy on sorted rows)
-    remaining = [list(r) for r in p]
-    for gr in g:
-        hit = next(
-            (i for i, pr in enumerate(remaining) if all(_eq(x, y, tol) for x, y in zip(pr, gr, strict=True))),
-            None,
-        )
-        if hit is None:
-            return False
-        remaining.pop(hit)
-    return True
+    # with a tolerance "close" is not transitive, so a greedy pairing can miss a valid one: find a
+    # perfect matching between gold rows and close predicted rows (augmenting paths)
+    close = [[j for j, pr in enumerate(p) if all(_eq(x, y, tol) for x, y in zip(pr, gr, strict=True))] for gr in g]
+    owner: dict[int, int] = {}
+
+    def _augment(i: int, seen: set[int]) -> bool:
+        for j in close[i]:
+            if j not in seen:
+                seen.add(j)
+                if j not in owner or _augment(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    return all(_augment(i, set()) for i in range(len(g)))
 
 
 def results_match(
@@ -130,7 +136,8 @@ class ExecutionAccuracy:
     Args:
         mode: ``spider`` (default), ``bird`` or ``tolerance``.
         timeout_s: Timeout of each query (really interrupts it).
-        max_rows: Row cap; a result that hits it cannot be compared and scores 0 (reported).
+        max_rows: Row cap. A predicted result that hits it scores 0; a gold result that hits it
+            makes the example invalid (``None``, excluded from the denominator).
         rel_tol / abs_tol: Closeness in ``tolerance`` mode.
     """
 

@@ -117,7 +117,7 @@ def msgs(calls):
 
 
 def trace_of(calls, **kw):
-    return Trace("x", tool_calls=calls, messages=kw.pop("messages", msgs(calls)), answer="a", **kw)
+    return Trace("x", tool_calls=calls, messages=kw.pop("messages", msgs(calls)), answer=kw.pop("answer", "a"), **kw)
 
 
 SQL_CHAIN = [
@@ -268,3 +268,26 @@ def test_success_per_intent(sales_db):
     cl = Example("k", "q", "s", str(sales_db), "clarify", gold_sql="SELECT count(*) FROM areas", user_reply="r")
     assert s.score(cl, Trace("k", sql="SELECT count(*) FROM areas")).value == 0.0  # did not ask
     assert s.score(cl, Trace("k", sql="SELECT count(*) FROM areas", ask_human="?")).value == 1.0
+
+
+def test_no_call_and_no_answer_is_no_outcome():
+    sc = ChainValidity().score(None, trace_of([], answer=None))
+    assert sc.value == 0.0 and sc.detail["rule"] == "no_outcome"
+    assert ChainValidity().score(None, trace_of([], answer="hello")).value == 1.0
+
+
+def test_tolerance_finds_a_pairing_a_greedy_match_misses():
+    # gold row 1.0 is close to both predictions; a greedy pass would take 1.0000005 for it and
+    # leave 1.0000015 without a partner for gold 1.000001
+    pred = [(1.0000005,), (1.0000015,)]
+    gold = [(1.0,), (1.000001,)]
+    assert results_match(pred, gold, mode="tolerance", rel_tol=0, abs_tol=6e-7)[0]
+    assert not results_match(pred, gold, mode="spider")[0]
+
+
+def test_router_usage_summary_keeps_cache_hits_and_cost():
+    from agents.trace import Usage
+    from routers.base import RouteDecision
+
+    s = RouteDecision(usage=Usage(lm_calls=2, cache_hits=1, cost_usd=0.5)).summary("llm")
+    assert (s["lm_calls"], s["cache_hits"], s["cost_usd"]) == (2, 1, 0.5)

@@ -1,0 +1,263 @@
+"""The generic ``jsonl`` and ``csv`` datasets: one example per line or row.
+
+Recognised keys (CSV columns), all optional except ``question``:
+
+* ``question``: the request;
+* ``db_path``: the DuckDB or SQLite file, relative to the data file's directory; records without
+  one use the loader's ``db`` argument (relative to the working directory);
+* ``gold_sql``, ``intent`` (default ``sql``), ``alt_intents`` (a list, or in CSV a comma or
+  space separated string), ``id`` (default ``<file stem>-<index>``), ``split`` (default ``dev``),
+  ``hint``, ``user_reply``, ``input_sql``, ``error_text``, ``db_id`` (default: the database
+  file's stem), ``difficulty`` (used only when the Spider hardness of ``gold_sql`` cannot be
+  computed);
+* ``meta`` (JSON Lines only): an object merged into the example's ``meta``.
+
+Any other key is kept in the example's ``meta``. Empty CSV cells and JSON ``null`` count as missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from agents.db import open_database
+from agents.errors import DatabaseError
+from benchmarks.dataset import Dataset, dataset
+from benchmarks.example import Example
+from benchmarks.loaders._common import (
+    build_example,
+    check_limit,
+    data_version,
+    field_error,
+    get_str,
+    hardness,
+    read_csv,
+    read_jsonl,
+    require_file,
+    require_object,
+    require_records,
+    require_str,
+    take,
+)
+
+__all__ = ["KNOWN_KEYS", "load_csv", "load_jsonl"]
+
+KNOWN_KEYS: frozenset[str] = frozenset(
+    {
+        "question",
+        "db_path",
+        "gold_sql",
+        "intent",
+        "alt_intents",
+        "id",
+        "split",
+        "hint",
+        "user_reply",
+        "input_sql",
+        "error_text",
+        "db_id",
+        "difficulty",
+        "meta",
+    }
+)
+
+#: string fields copied to the Example as they are (None when missing)
+_TEXT_FIELDS: tuple[str, ...] = ("gold_sql", "user_reply", "input_sql", "error_text")
+
+
+class _Databases:
+    """Resolves and checks the database of each record, opening each file once per load."""
+
+    def __init__(self, file: Path, default: str | None) -> None:
+        self.file = file
+        self.default = str(Path(default).resolve()) if default else None
+        self._dialects: dict[str, str] = {}
+
+    def resolve(self, rec: dict[str, Any], label: str) -> tuple[str, str]:
+        """Return ``(absolute db path, sqlglot dialect)`` of a record's database."""
+        raw = get_str(rec, "db_path", self.file, label, required=False)
+        field = "db_path"
+        if raw is not None:
+            path = Path(raw)
+            # relative paths follow the data file so a dataset directory can be moved as a whole
+            resolved = str((path if path.is_absolute() else self.file.parent / path).resolve())
+        elif self.default is not None:
+            resolved, field = self.default, "db (loader argument)"
+        else:
+            raise field_error(
+                self.file,
+                label,
+                "db_path",
+                "no database for this record",
+                expected="a db_path in the record, or the loader's db argument",
+                found="neither",
+                fix="add db_path to the record, or pass db=<file> (dataset_args.db in the run config)",
+            )
+        if resolved not in self._dialects:
+            try:
+                self._dialects[resolved] = open_database(resolved).dialect
+            except DatabaseError as exc:
+                raise field_error(
+                    self.file,
+                    label,
+                    field,
+                    f"database not usable: {exc.what}",
+                    expected=exc.expected or "an existing DuckDB or SQLite file",
+                    found=f"{resolved}: {exc.found}",
+                    fix="fix the path (relative db_path values start at the data file's directory)",
+                ) from None
+        return resolved, self._dialects[resolved]
+
+
+def _alt_intents(rec: dict[str, Any], file: Path, label: str) -> tuple[str, ...]:
+    raw = rec.get("alt_intents")
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return tuple(p for p in re.split(r"[,\s]+", raw) if p)
+    if isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+        return tuple(raw)
+    raise field_error(
+        file,
+        label,
+        "alt_intents",
+        "not a list of intents",
+        expected='a list of intent names (CSV: "explain, chat")',
+        found=repr(raw)[:120],
+        fix="write alt_intents as a list of strings",
+    )
+
+
+def _record_id(rec: dict[str, Any], index: int, file: Path, label: str) -> str:
+    raw = rec.get("id")
+    if raw is None:
+        return f"{file.stem}-{index:04d}"
+    if isinstance(raw, bool) or not isinstance(raw, str | int) or not str(raw).strip():
+        raise field_error(
+            file,
+            label,
+            "id",
+            "not an id",
+            expected="a non-empty string or an integer",
+            found=repr(raw)[:120],
+            fix="fix the id or remove it (the record index is used without it)",
+        )
+    return str(raw)
+
+
+def _meta(rec: dict[str, Any], file: Path, label: str) -> dict[str, Any]:
+    meta = {k: v for k, v in rec.items() if k not in KNOWN_KEYS and v is not None}
+    extra = rec.get("meta")
+    if extra is not None:
+        if not isinstance(extra, dict):
+            raise field_error(
+                file,
+                label,
+                "meta",
+                "not an object",
+                expected="a JSON object",
+                found=repr(extra)[:120],
+                fix="write meta as a JSON object, or rename the key",
+            )
+        meta.update(extra)
+    return meta
+
+
+def _examples(rows: Iterable[tuple[int, Any]], file: Path, db: str | None, name: str) -> list[Example]:
+    """Build the examples of a JSONL or CSV file from ``(line number, record)`` pairs."""
+    databases = _Databases(file, db)
+    seen: dict[str, str] = {}
+    examples: list[Example] = []
+    for index, (lineno, raw) in enumerate(rows):
+        rec = require_object(raw, file, f"line {lineno}")
+        example_id = _record_id(rec, index, file, f"line {lineno}")
+        label = f"line {lineno} (id {example_id!r})"
+        if example_id in seen:
+            raise field_error(
+                file,
+                label,
+                "id",
+                f"duplicate id {example_id!r}",
+                expected="ids unique within the file",
+                found=f"the same id on {seen[example_id]}",
+                fix="rename or remove one of the two records",
+            )
+        seen[example_id] = f"line {lineno}"
+        db_path, dialect = databases.resolve(rec, label)
+        texts = {f: get_str(rec, f, file, label, required=False) for f in _TEXT_FIELDS}
+        own_difficulty = get_str(rec, "difficulty", file, label, required=False)
+        examples.append(
+            build_example(
+                file,
+                label,
+                id=example_id,
+                question=require_str(rec, "question", file, label),
+                db_id=get_str(rec, "db_id", file, label, required=False) or Path(db_path).stem,
+                db_path=db_path,
+                intent=get_str(rec, "intent", file, label, required=False) or "sql",
+                alt_intents=_alt_intents(rec, file, label),
+                difficulty=hardness(texts["gold_sql"], dialect, own_difficulty),
+                split=get_str(rec, "split", file, label, required=False) or "dev",
+                hint=get_str(rec, "hint", file, label, required=False, allow_empty=True) or "",
+                dataset=name,
+                meta=_meta(rec, file, label),
+                **texts,
+            )
+        )
+    return examples
+
+
+def _dataset(name: str, file: Path, examples: list[Example], records: int) -> Dataset:
+    return Dataset(
+        name=name,
+        version=data_version(file),
+        examples=examples,
+        source=str(file.resolve()),
+        meta={"file": str(file.resolve()), "records": str(records)},
+    )
+
+
+@dataset("jsonl")
+def load_jsonl(path: str, db: str | None = None, limit: int = 0) -> Dataset:
+    """Load a JSON Lines file of examples (keys in the module docstring).
+
+    Args:
+        path: The ``.jsonl`` file.
+        db: Database used by records without ``db_path``.
+        limit: Load only the first ``limit`` records (0: all).
+
+    Returns:
+        The dataset ``jsonl``.
+
+    Raises:
+        DatasetError: Missing file or database, invalid JSON, or a malformed record.
+        ConfigError: A negative limit.
+    """
+    limit = check_limit(limit)
+    file = require_file(Path(path), what="JSON Lines dataset", fix="pass an existing .jsonl file as path")
+    rows = require_records(read_jsonl(file), file)
+    return _dataset("jsonl", file, _examples(take(rows, limit), file, db, "jsonl"), len(rows))
+
+
+@dataset("csv")
+def load_csv(path: str, db: str | None = None, limit: int = 0) -> Dataset:
+    """Load a CSV file of examples with a header row (columns in the module docstring).
+
+    Args:
+        path: The ``.csv`` file.
+        db: Database used by rows without ``db_path``.
+        limit: Load only the first ``limit`` rows (0: all).
+
+    Returns:
+        The dataset ``csv``.
+
+    Raises:
+        DatasetError: Missing file or database, malformed CSV, or a malformed row.
+        ConfigError: A negative limit.
+    """
+    limit = check_limit(limit)
+    file = require_file(Path(path), what="CSV dataset", fix="pass an existing .csv file as path")
+    rows = require_records(read_csv(file), file)
+    return _dataset("csv", file, _examples(take(rows, limit), file, db, "csv"), len(rows))

@@ -1,0 +1,195 @@
+"""The generic ``jsonl`` and ``csv`` loaders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import benchmarks.loaders  # noqa: F401  (registers the loaders)
+from agents.db import open_database
+from agents.errors import ConfigError, DatasetError
+from benchmarks.chains import CHAINS
+from benchmarks.dataset import dataset
+from benchmarks.loaders import load_csv, load_jsonl
+
+from .conftest import CSV_COLUMNS, TABLE_RECORDS
+
+
+@pytest.fixture(params=["jsonl", "csv"])
+def table(request, jsonl_file: Path, csv_file: Path) -> tuple[str, Path]:
+    """``(format name, data file)`` for each of the two formats."""
+    return request.param, jsonl_file if request.param == "jsonl" else csv_file
+
+
+def _line(fmt: str, index: int) -> str:
+    """The line of the index-th record (CSV files start with a header line)."""
+    return f"line {index + (2 if fmt == 'csv' else 1)}"
+
+
+def _write_jsonl(path: Path, records: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def _write(fmt: str, path: Path, records: list[dict]) -> None:
+    if fmt == "jsonl":
+        _write_jsonl(path, records)
+        return
+    import csv
+
+    columns = list(dict.fromkeys([*CSV_COLUMNS, *(k for r in records for k in r)]))
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        for r in records:
+            writer.writerow({k: r.get(k, "") for k in columns})
+
+
+def test_loads_intents_ids_and_defaults(table, shop_db: Path):
+    fmt, path = table
+    ds = dataset.build(fmt, path=str(path), db=str(shop_db))
+    assert ds.name == fmt and ds.source == str(path.resolve())
+    assert [e.id for e in ds.examples] == ["q1", f"questions-{1:04d}", "q3", "q4", "q5"]
+    assert [e.intent for e in ds.examples] == ["sql", "explain", "chat", "clarify", "fix"]
+    assert [e.split for e in ds.examples] == ["dev", "test", "train", "dev", "dev"]
+    for e, rec in zip(ds.examples, TABLE_RECORDS, strict=True):
+        assert e.question == rec["question"]
+        assert e.gold_sql == rec.get("gold_sql")
+        assert e.expected_chain == CHAINS[e.intent]
+        assert e.dataset == fmt
+        assert e.db_path == str(shop_db.resolve())
+    q4, q5 = ds.examples[3], ds.examples[4]
+    assert q4.db_id == "store" and ds.examples[0].db_id == "shop"
+    assert q4.user_reply == "I mean the Lamp." and q4.hint == "prices are in EUR"
+    assert q5.input_sql == "SELECT nme FROM products" and q5.error_text == "no such column: nme"
+    assert q5.alt_intents == ("sql",)
+    assert ds.examples[2].meta == {"source": "handmade"}
+    assert ds.examples[0].difficulty == "easy" and ds.examples[2].difficulty is None
+
+
+def test_gold_sql_runs_on_its_database(table, shop_db: Path):
+    fmt, path = table
+    for e in dataset.build(fmt, path=str(path), db=str(shop_db)).examples:
+        if e.gold_sql:
+            assert open_database(e.db_path).execute(e.gold_sql).rows
+
+
+def test_relative_db_path_follows_the_data_file(tmp_path: Path, shop_db: Path, monkeypatch):
+    path = tmp_path / "data" / "only.jsonl"
+    _write_jsonl(path, [{"question": "Q?", "gold_sql": "SELECT 1", "db_path": "dbs/shop.sqlite"}])
+    monkeypatch.chdir(tmp_path)  # the working directory must not matter
+    assert load_jsonl(str(path)).examples[0].db_path == str(shop_db.resolve())
+
+
+def test_db_argument_is_relative_to_the_working_directory(tmp_path: Path, shop_db: Path, monkeypatch):
+    path = tmp_path / "data" / "only.jsonl"
+    _write_jsonl(path, [{"question": "Q?", "gold_sql": "SELECT 1"}])
+    monkeypatch.chdir(tmp_path / "data")
+    assert load_jsonl(str(path), db="dbs/shop.sqlite").examples[0].db_path == str(shop_db.resolve())
+
+
+def test_meta_object_is_merged(tmp_path: Path, shop_db: Path):
+    path = tmp_path / "data" / "m.jsonl"
+    _write_jsonl(path, [{"question": "Q?", "gold_sql": "SELECT 1", "meta": {"a": 1}, "topic": "x"}])
+    assert load_jsonl(str(path), db=str(shop_db)).examples[0].meta == {"a": 1, "topic": "x"}
+
+
+def test_limit_and_version(table, shop_db: Path):
+    fmt, path = table
+    loader = load_jsonl if fmt == "jsonl" else load_csv
+    assert len(loader(str(path), db=str(shop_db), limit=2).examples) == 2
+    before = loader(str(path), db=str(shop_db)).version
+    assert len(before) == 12
+    _write(fmt, path, TABLE_RECORDS[:3])
+    assert loader(str(path), db=str(shop_db)).version != before
+    with pytest.raises(ConfigError):
+        loader(str(path), db=str(shop_db), limit=-2)
+
+
+def test_missing_file(table, tmp_path: Path):
+    fmt, _ = table
+    with pytest.raises(DatasetError, match="not found"):
+        dataset.build(fmt, path=str(tmp_path / f"absent.{fmt}"))
+
+
+def test_record_without_any_database(table):
+    fmt, path = table
+    with pytest.raises(DatasetError) as info:
+        dataset.build(fmt, path=str(path))  # record 2 has no db_path and no db= was given
+    message = str(info.value)
+    assert path.name in message and _line(fmt, 1) in message and "'db_path'" in message
+
+
+def test_missing_database_file(table, shop_db: Path):
+    fmt, path = table
+    with pytest.raises(DatasetError) as info:
+        dataset.build(fmt, path=str(path), db=str(shop_db.parent / "gone.sqlite"))
+    message = str(info.value)
+    assert path.name in message and _line(fmt, 1) in message and "'db (loader argument)'" in message
+    assert "gone.sqlite" in message
+
+
+@pytest.mark.parametrize(
+    ("record", "field"),
+    [
+        ({"gold_sql": "SELECT 1"}, "question"),
+        ({"question": "Q?", "gold_sql": "SELECT 1", "intent": "translate"}, "intent"),
+        ({"question": "Q?", "gold_sql": "SELECT 1", "split": "validation"}, "split"),
+        ({"question": "Q?", "intent": "sql"}, "gold_sql"),
+        ({"question": "Q?", "intent": "clarify", "gold_sql": "SELECT 1"}, "user_reply"),
+        ({"question": "Q?", "intent": "fix", "gold_sql": "SELECT 1", "input_sql": "SELEC 1"}, "error_text"),
+        ({"question": "Q?", "gold_sql": "SELECT 1", "alt_intents": "sql, nonsense"}, "alt_intents"),
+        ({"id": "q1", "question": "Q?", "gold_sql": "SELECT 1"}, "id"),  # duplicate id
+    ],
+)
+def test_malformed_record_names_file_line_and_field(table, shop_db: Path, record: dict, field: str):
+    fmt, path = table
+    good = {"id": "q1", "question": "How many?", "gold_sql": "SELECT count(*) FROM products"}
+    _write(fmt, path, [good, record])
+    loader = load_jsonl if fmt == "jsonl" else load_csv
+    with pytest.raises(DatasetError) as info:
+        loader(str(path), db=str(shop_db))
+    message = str(info.value)
+    assert path.name in message and _line(fmt, 1) in message and f"'{field}'" in message
+    assert info.value.details["field"] == field
+
+
+def test_jsonl_syntax_errors_and_non_objects(jsonl_file: Path, shop_db: Path):
+    jsonl_file.write_text('{"question": "Q?", "gold_sql": "SELECT 1"}\n\n{"question": \n', encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        load_jsonl(str(jsonl_file), db=str(shop_db))
+    assert "questions.jsonl" in str(info.value) and "line 3" in str(info.value)
+    jsonl_file.write_text('["Q?", "SELECT 1"]\n', encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"line 1.*not an object"):
+        load_jsonl(str(jsonl_file), db=str(shop_db))
+    jsonl_file.write_text("\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match="no records"):
+        load_jsonl(str(jsonl_file), db=str(shop_db))
+
+
+def test_non_string_field_in_jsonl(jsonl_file: Path, shop_db: Path):
+    _write_jsonl(jsonl_file, [{"question": "Q?", "gold_sql": 42}])
+    with pytest.raises(DatasetError, match="'gold_sql': not a string"):
+        load_jsonl(str(jsonl_file), db=str(shop_db))
+
+
+def test_csv_row_with_extra_cells(csv_file: Path, shop_db: Path):
+    csv_file.write_text("question,gold_sql\nQ?,SELECT 1\nQ2?,SELECT 2,surplus\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        load_csv(str(csv_file), db=str(shop_db))
+    assert "questions.csv" in str(info.value) and "line 3" in str(info.value) and "surplus" in str(info.value)
+
+
+def test_csv_without_header(csv_file: Path, shop_db: Path):
+    csv_file.write_text("", encoding="utf-8")
+    with pytest.raises(DatasetError, match="no header row"):
+        load_csv(str(csv_file), db=str(shop_db))
+
+
+def test_not_a_database(tmp_path: Path):
+    path = tmp_path / "q.jsonl"
+    (tmp_path / "fake.sqlite").write_text("not a database")
+    _write_jsonl(path, [{"question": "Q?", "gold_sql": "SELECT 1", "db_path": "fake.sqlite"}])
+    with pytest.raises(DatasetError, match=r"line 1.*'db_path'.*not usable"):
+        load_jsonl(str(path))
