@@ -240,6 +240,45 @@ def ui_cmd(
     raise typer.Exit(subprocess.call(cmd))
 
 
+@app.command("perf")
+@_clean_errors
+def perf_cmd(
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller sizes (CI runs this form).")] = False,
+    model: Annotated[bool, typer.Option("--model/--no-model", help="Also time the embedded model.")] = False,
+    lm: Annotated[str, typer.Option("--lm", help="LM spec for --model.")] = "local",
+    out: Annotated[Path, typer.Option("--out", help="Where the figures go as JSON.")] = Path(".routerlab/perf.json"),
+    tracking_uri: Annotated[
+        str | None, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store (none: skip).")
+    ] = None,
+) -> None:
+    """Measure the harness, EX scoring, concurrency and (with --model) the embedded model."""
+    from rich.table import Table
+
+    from benchmarks.perf import figures_json, run_perf
+
+    figures = run_perf(quick=quick, model=model, lm=lm)
+    table = Table("section", "figure", "value", "unit", "goal", "met", title="routerlab perf")
+    for f in figures:
+        met = "" if f.met is None else ("yes" if f.met else "NO")
+        table.add_row(f.section, f.name, f"{f.value:g}", f.unit, f.goal, met)
+    _out.print(table)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(figures_json(figures))
+    _out.print(f"figures written to {out}")
+    if tracking_uri:
+        import mlflow
+
+        from eval.tracking import metric_name
+
+        mlflow.set_tracking_uri(tracking_uri)
+        mlflow.set_experiment("routerlab/perf")
+        with mlflow.start_run(run_name="perf" + (" --quick" if quick else "")):
+            mlflow.log_params({"quick": quick, "model": model, "lm": lm})
+            for f in figures:
+                mlflow.log_metric(metric_name(f"{f.section}.{f.name}"), float(f.value))
+            mlflow.log_artifact(str(out))
+
+
 @app.command("routers")
 def routers_cmd() -> None:
     """List the registered routers."""

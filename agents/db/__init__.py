@@ -2,7 +2,15 @@
 
 import logging
 
-from agents.db.database import ColumnInfo, Database, QueryResult, TableInfo, file_digest, open_database
+from agents.db.database import (
+    ColumnInfo,
+    Database,
+    QueryResult,
+    TableInfo,
+    clear_database_cache,
+    file_digest,
+    open_database,
+)
 from agents.db.guard import FORBIDDEN_FUNCTIONS, check_sql
 
 # sqlglot logs a warning for every statement it can only parse as a generic Command; the guard
@@ -16,6 +24,7 @@ __all__ = [
     "QueryResult",
     "TableInfo",
     "check_sql",
+    "clear_database_cache",
     "file_digest",
     "open_database",
 ]

@@ -14,6 +14,7 @@ import hashlib
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,15 @@ import duckdb
 from agents.db.guard import check_sql
 from agents.errors import DatabaseError, QueryTimeout, SQLExecutionError
 
-__all__ = ["ColumnInfo", "Database", "QueryResult", "TableInfo", "file_digest", "open_database"]
+__all__ = [
+    "ColumnInfo",
+    "Database",
+    "QueryResult",
+    "TableInfo",
+    "clear_database_cache",
+    "file_digest",
+    "open_database",
+]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: DuckDB settings of every connection: no files, network, or extensions beyond the database
@@ -280,13 +289,46 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+_OPENED: OrderedDict[tuple[str, int, int], Database] = OrderedDict()
+_OPENED_LOCK = threading.Lock()
+_OPENED_MAX = 64
+
+
+def clear_database_cache() -> None:
+    """Forget every opened database (their introspection is redone on next use)."""
+    with _OPENED_LOCK:
+        _OPENED.clear()
+
+
 def open_database(path: str | Path) -> Database:
     """Open a DuckDB or SQLite file read-only, detecting the format from its first bytes.
+
+    The same unchanged file gives the same :class:`Database` object, so its introspection
+    (tables, keys, example values) runs once per process, not once per request: profiling
+    ``routerlab perf`` showed it dominating the harness when every example re-opened the file.
+    A file whose size or modification time changed is opened afresh.
 
     Raises:
         DatabaseError: Missing file, or neither SQLite nor DuckDB.
     """
     p = Path(path)
+    if p.is_file():
+        st = p.stat()
+        key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+        with _OPENED_LOCK:
+            if key in _OPENED:
+                _OPENED.move_to_end(key)
+                return _OPENED[key]
+        db = _open(p)
+        with _OPENED_LOCK:
+            _OPENED[key] = db
+            while len(_OPENED) > _OPENED_MAX:
+                _OPENED.popitem(last=False)
+        return db
+    return _open(p)
+
+
+def _open(p: Path) -> Database:
     if not p.is_file():
         raise DatabaseError(
             f"database file not found: {p}",
