@@ -242,7 +242,8 @@ def run_session(
 def _log_line(run_id: str, n: int, total: int, result: ExampleResult) -> str:
     scores = " ".join(f"{k}={v:g}" for k in ("route", "ex", "success") if (v := result.value(k)) is not None)
     failure = f" [{result.error_class}]" if result.error_class else ""
-    return f"{run_id} {n}/{total} {result.example_id} {result.latency_s:.1f}s {scores}{failure}"
+    chain = ">".join(result.trace.tool_names) if result.trace is not None else ""
+    return f"{run_id} {n}/{total} {result.example_id} {result.latency_s:.1f}s {scores} {chain}{failure}"
 
 
 def write_summary(path: Path, result: SessionResult) -> None:

@@ -843,17 +843,17 @@ def make_demo_session(
     Returns:
         ``(store_path, tracking_uri, session_id)``.
     """
-    # imported here: the runner pulls in DSPy, LangGraph and MLflow, which analysing needs not
+    directory = Path(directory).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    if reuse and (found := _reusable_demo(directory, routers)) is not None:
+        return found
+    # imported only to run: the runner pulls in LangGraph, DSPy and MLflow, which reuse needs not
     from rich.console import Console
 
     from agents.lm import scripted_lm
     from benchmarks.runner import RunConfig
     from benchmarks.session import SessionSpec, run_session
 
-    directory = Path(directory).resolve()
-    directory.mkdir(parents=True, exist_ok=True)
-    if reuse and (found := _reusable_demo(directory, routers)) is not None:
-        return found
     store_path = str(directory / "results.duckdb")
     tracking_uri = f"sqlite:///{directory / 'mlflow.db'}"
     spec = SessionSpec(

@@ -139,7 +139,9 @@ def plot_latency(latency: pd.DataFrame) -> Figure:
     ax_node.set_xticks(range(len(names)), names)
     # node times span milliseconds to many seconds: log above 1 ms, linear below it for 0 s visits
     ax_node.set_yscale("symlog", linthresh=_LINEAR_BELOW_S)
-    ax_node.set_ylim(bottom=0)
+    # symlog autoscaling puts the slowest visit on the frame: leave it some room
+    slowest = float(nodes["seconds"].max()) if len(nodes) else 1.0
+    ax_node.set_ylim(0, max(slowest, _LINEAR_BELOW_S) * 3)
     ax_node.set_xlabel("graph node")
     ax_node.set_ylabel("time in node per example (s, symlog)")
     ax_node.set_title("Per node")

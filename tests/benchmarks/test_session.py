@@ -87,7 +87,7 @@ def test_mlflow_runs_metrics_table_and_tool_spans(session):
 
     table = load_examples(rules.info.run_id, spec.tracking_uri)
     assert len(table) == 6 and "score_route" in table.columns
-    traces = client.search_traces(experiment_ids=[exp.experiment_id], run_id=rules.info.run_id, max_results=50)
+    traces = client.search_traces(locations=[exp.experiment_id], run_id=rules.info.run_id, max_results=50)
     assert len(traces) == 6
     span_types = {s.span_type for t in traces for s in t.data.spans}
     assert "TOOL" in span_types

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import matplotlib
 
@@ -17,6 +18,7 @@ from matplotlib.figure import Figure
 from agents.errors import ConfigError
 from eval import analysis, plots
 from eval.metrics import rate
+from eval.result import ExampleResult
 
 # -- a hand-built comparison of two routers over seven examples --------------------------------
 #
@@ -38,7 +40,7 @@ def _s(route: float, ex: float | None, chain: float, success: float | None) -> d
     return {"route": route, "ex": ex, "chain_valid": chain, "success": success}
 
 
-def _router_a(build_result) -> list:
+def _router_a(build_result: Callable[..., ExampleResult]) -> list[ExampleResult]:
     return [
         build_result("e1", "rules", _s(1, 1, 1, 1), router_tokens=(0, 0), lm_calls=(0, 2)),
         build_result("e2", "rules", _s(1, 0, 1, 0), router_tokens=(0, 0), lm_calls=(0, 2)),
@@ -68,7 +70,7 @@ def _router_a(build_result) -> list:
     ]
 
 
-def _router_b(build_result) -> list:
+def _router_b(build_result: Callable[..., ExampleResult]) -> list[ExampleResult]:
     return [
         build_result("e1", "llm", _s(0, 0, 1, 0), predicted_intent="chat", tool_calls=["chat"]),
         build_result("e2", "llm", _s(1, 0, 0, 0)),
@@ -83,11 +85,11 @@ def _router_b(build_result) -> list:
 
 
 @pytest.fixture
-def hand(make_result) -> dict[str, list]:
+def hand(make_result: Callable[..., ExampleResult]) -> dict[str, list[ExampleResult]]:
     return {"rules": _router_a(make_result), "llm": _router_b(make_result)}
 
 
-def _check_attribution_partition(results) -> None:
+def _check_attribution_partition(results: analysis.ResultsByRouter) -> None:
     """Every failure has exactly one class, every non-failure none, and the views agree."""
     n_failures = 0
     for rs in results.values():
@@ -137,7 +139,7 @@ _score = st.one_of(st.none(), st.sampled_from([0.0, 0.5, 1.0]))
 
 
 @settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -259,11 +261,11 @@ def _assert_labelled(fig: Figure) -> None:
     for ax in axes:
         assert ax.get_xlabel() and ax.get_ylabel()
         assert ax.get_title() or fig.get_suptitle()
-    units = " ".join(ax.get_ylabel() + ax.get_xlabel() for ax in axes)
+    units = " ".join(ax.get_ylabel() + ax.get_xlabel() for ax in fig.axes)  # colorbars included
     assert "(" in units  # every figure states a unit or a scale
 
 
-def _all_figures(results) -> list[Figure]:
+def _all_figures(results: analysis.ResultsByRouter) -> list[Figure]:
     return [
         plots.plot_rates(analysis.rates_table(results)),
         plots.plot_success_per_intent(analysis.success_per_intent(results)),

@@ -1,0 +1,100 @@
+"""notebooks/router_comparison.ipynb: committed without outputs, runs top to bottom in a kernel."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from eval import analysis
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "router_comparison.ipynb"
+
+#: what the committed parameters cell must define, with its default values
+PARAMETERS = {
+    "SESSION": None,
+    "STORE": ".routerlab/results.duckdb",
+    "TRACKING_URI": "sqlite:///mlflow.db",
+    "SMALL_RUN_DIR": None,
+}
+SECTIONS = ("Best router per metric", "Dominant failure class per router", "Cost-quality Pareto front")
+#: probe appended to the executed copy: which interpreter the kernel runs
+_PROBE = "import sys\nprint(sys.prefix)\nprint(sys.executable)"
+
+
+def _text(cell: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def test_committed_notebook_has_no_outputs_and_a_parameters_cell():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+    first = nb.cells[0]
+    assert first.cell_type == "code" and "parameters" in first.metadata.get("tags", [])
+    assigned = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in ast.parse(first.source).body
+        if isinstance(node, ast.Assign)
+    }
+    assert assigned == PARAMETERS
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert "print(analysis.conclusions(data))" in code[-1].source  # the last cell states the conclusions
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    # the same directory as tests/eval/test_analysis.py: a run of both builds the demo once
+    demo_dir = tmp_path_factory.getbasetemp() / "routerlab-demo"
+    _, _, session = analysis.make_demo_session(demo_dir)
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    run = copy.deepcopy(nb)
+    # papermill's convention: an injected cell right after the parameters cell overrides them
+    injected = nbformat.v4.new_code_cell(
+        f"SMALL_RUN_DIR = {str(demo_dir)!r}", metadata={"tags": ["injected-parameters"]}
+    )
+    at = next(i for i, c in enumerate(run.cells) if "parameters" in c.metadata.get("tags", []))
+    run.cells.insert(at + 1, injected)
+    run.cells.append(nbformat.v4.new_code_cell(_PROBE))
+    workdir = tmp_path_factory.mktemp("notebook-cwd")
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    client = NotebookClient(run, kernel_name="python3", timeout=900, resources={"metadata": {"path": str(workdir)}})
+    client.execute(env=env)
+    return run, session, workdir
+
+
+def test_notebook_runs_top_to_bottom(executed):
+    run, session, workdir = executed
+    code = [c for c in run.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code)
+    errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    # the kernel is this interpreter (the venv), not whatever `python` is on PATH
+    probe = _text(code[-1]).split()
+    assert probe == [sys.prefix, sys.executable]
+    # the demo branch ran and reused the session built above
+    assert f"session {session}" in _text(code[2])
+    assert "0 rates differ between the store and MLflow" in "".join(_text(c) for c in code)
+    images = sum(1 for c in code for o in c.outputs if "image/png" in o.get("data", {}))
+    assert images >= 7  # rates, per intent, confusion, attribution, latency and two cost plots
+    assert not (workdir / ".routerlab").exists()  # the demo went to SMALL_RUN_DIR, not the cwd
+
+
+def test_conclusions_cell_prints_every_section(executed):
+    run, _, _ = executed
+    conclusions = next(c for c in run.cells if "analysis.conclusions(" in c.source)
+    text = _text(conclusions)
+    positions = [text.find(s) for s in SECTIONS]
+    assert -1 not in positions and positions == sorted(positions)
+    for metric in analysis.RATE_METRICS.values():
+        assert f"  {metric}: " in text
+    failures = text.split(SECTIONS[1])[1].split(SECTIONS[2])[0]
+    for label in ("rules", "oracle (baseline)", "random (baseline)"):
+        assert f"  {label}: " in failures
