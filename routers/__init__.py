@@ -7,6 +7,7 @@ Importing this package registers every built-in router: ``rules``, ``llm``, ``hy
 from routers.base import BASELINES, RouteDecision, Router, RouterEnv, router
 from routers.baselines import OracleRouter, RandomRouter
 from routers.dspy_router import DSPyRouter
+from routers.handoff import HandoffRouter as HandoffRouter
 from routers.hybrid import HybridRouter
 from routers.intent import TOOL_INTENT, IntentRouter
 from routers.llm import LLMRouter

@@ -36,6 +36,8 @@ def scripted_router_lm():
         if request.tools:
             if re.search(r"delete|drop", text, re.I):
                 return {"name": "refuse", "args": {"reason": "read-only"}}
+            if any(t.name == "transfer_to_sql" for t in request.tools):  # the handoff router's triage agent
+                return {"name": "transfer_to_sql", "args": {}}
             return {"name": "data_discovery", "args": {"question": "q"}}
         if "`intent`" in str(request.system or ""):
             return {"fields": {"intent": "sql"}}

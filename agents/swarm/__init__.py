@@ -1,0 +1,54 @@
+"""Swarm-style agents that pass control to each other (seed 003).
+
+An :class:`Agent` has an instruction and tools. Tools are plain typed functions whose schemas
+come from the pipeline's own :func:`agents.tools.schema.function_schema`; a tool returning an
+``Agent`` hands control to it, returning :class:`ContextVariables` updates the shared context,
+and a :class:`Result` combines both (optionally without carrying the message history).
+:class:`Swarm` runs agents under composable :class:`Terminator` conditions and reports
+:class:`SwarmEvent` trace events, which :func:`to_progress_event` maps onto the pipeline's
+progress events. The ``handoff`` router (``routers.handoff``) builds its team from these parts.
+"""
+
+from agents.swarm.agent import Agent, Instruction
+from agents.swarm.context import Context, ContextVariables, is_context_hint
+from agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
+from agents.swarm.result import Result, as_result
+from agents.swarm.runner import DEFAULT_TERMINATOR, Swarm, SwarmResponse
+from agents.swarm.terminators import (
+    AllOf,
+    AnyOf,
+    MaxActivations,
+    MaxTurns,
+    RunStatus,
+    Terminator,
+    TextMatch,
+    Timeout,
+)
+from agents.swarm.tools import FunctionTool, function_tool
+
+__all__ = [
+    "DEFAULT_TERMINATOR",
+    "PROGRESS_NODE",
+    "Agent",
+    "AllOf",
+    "AnyOf",
+    "Context",
+    "ContextVariables",
+    "FunctionTool",
+    "Instruction",
+    "MaxActivations",
+    "MaxTurns",
+    "Result",
+    "RunStatus",
+    "Swarm",
+    "SwarmEvent",
+    "SwarmEventType",
+    "SwarmResponse",
+    "Terminator",
+    "TextMatch",
+    "Timeout",
+    "as_result",
+    "function_tool",
+    "is_context_hint",
+    "to_progress_event",
+]

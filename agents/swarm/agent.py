@@ -1,0 +1,151 @@
+"""``Agent``: a name, an instruction and the tools one swarm member may call."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.errors import ContractError
+from agents.swarm.context import ContextVariables, is_context_hint
+from agents.swarm.tools import FunctionTool, function_tool
+from agents.tools.base import Tool
+
+__all__ = ["Agent", "Instruction"]
+
+Instruction = str | os.PathLike[str] | Callable[..., str]
+"""Literal text, a path to a text file, or a function returning the text."""
+
+
+def _context_params(fn: Callable[..., str], agent: str) -> tuple[str, ...]:
+    """Parameters of an instruction function that receive the context variables.
+
+    Raises:
+        ContractError: For a parameter that is neither context-annotated nor defaulted.
+    """
+    try:
+        params = inspect.signature(fn, eval_str=True).parameters
+    except (NameError, TypeError, ValueError) as exc:
+        raise ContractError(
+            f"the instruction function of agent {agent!r} has an unreadable signature",
+            expected="a function whose hints name importable types",
+            found=str(exc),
+            fix="import the types its hints use at module level",
+        ) from None
+    context: list[str] = []
+    for name, p in params.items():
+        if is_context_hint(p.annotation):
+            context.append(name)
+        elif p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ContractError(
+                f"the instruction function of agent {agent!r} needs a value for {name!r}",
+                expected="parameters annotated Context (or ContextVariables), or with defaults",
+                found=f"{name}: {p.annotation!r}",
+                fix=f"annotate {name} as agents.swarm.Context or give it a default",
+            )
+    return tuple(context)
+
+
+class Agent:
+    """One member of a swarm.
+
+    Args:
+        name: Unique, human-readable name (shown in traces and agent switches).
+        instruction: The system message: literal text, a path (``os.PathLike``) to a UTF-8 text
+            file read once here, or a function returning the text; the function receives the
+            context variables in every parameter annotated ``Context``.
+        tools: Plain typed functions (run by the swarm; their schemas come from
+            :func:`agents.tools.schema.function_schema`) and pipeline
+            :class:`~agents.tools.base.Tool` objects (host tools: a call to one is handed to the
+            host, for example the dispatch graph, instead of being run by the swarm). A function
+            returning an ``Agent`` hands control to it.
+
+    Raises:
+        ContractError: For an empty name, a missing instruction file, an instruction function
+            with parameters it cannot be given, a tool the schema code rejects, or two tools
+            with one name.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        instruction: Instruction = "",
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+    ) -> None:
+        if not name or not name.strip():
+            raise ContractError(
+                "an agent needs a name",
+                expected="a non-empty name",
+                found=repr(name),
+                fix="name the agent (names appear in traces and agent switches)",
+            )
+        self.name = name
+        self._text: str | None = None
+        self._fn: Callable[..., str] | None = None
+        self._fn_context: tuple[str, ...] = ()
+        if isinstance(instruction, os.PathLike):
+            path = Path(instruction)
+            if not path.is_file():
+                raise ContractError(
+                    f"the instruction file of agent {name!r} does not exist",
+                    expected="a readable UTF-8 text file",
+                    found=str(path),
+                    fix="create the file or pass the instruction text itself",
+                )
+            self._text = path.read_text(encoding="utf-8")
+        elif isinstance(instruction, str):
+            self._text = instruction
+        elif callable(instruction):
+            self._fn = instruction
+            self._fn_context = _context_params(instruction, name)
+        else:
+            raise ContractError(
+                f"agent {name!r} has an instruction of an unknown kind",
+                expected="str, os.PathLike or a function returning str",
+                found=type(instruction).__name__,
+                fix="pass text, a pathlib.Path or a function",
+            )
+        built: list[FunctionTool | Tool] = [t if isinstance(t, Tool) else function_tool(t) for t in tools]
+        names = [t.name for t in built]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ContractError(
+                f"agent {name!r} has several tools named {duplicates}",
+                expected="unique tool names",
+                found=str(names),
+                fix="rename or drop the duplicates",
+            )
+        self.tools: tuple[FunctionTool | Tool, ...] = tuple(built)
+        self._by_name = {t.name: t for t in built}
+
+    def instructions(self, context: Mapping[str, Any] | None = None) -> str:
+        """The system message for the current context variables.
+
+        Raises:
+            ContractError: When an instruction function returns something other than a string.
+        """
+        if self._fn is None:
+            return self._text or ""
+        ctx = context if isinstance(context, ContextVariables) else ContextVariables(context or {})
+        text = self._fn(**dict.fromkeys(self._fn_context, ctx))
+        if not isinstance(text, str):
+            raise ContractError(
+                f"the instruction function of agent {self.name!r} returned {type(text).__name__}",
+                expected="a string",
+                found=repr(text)[:80],
+                fix="return the instruction text",
+            )
+        return text
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI-style schemas of every tool, in the order given."""
+        return [t.openai_schema() for t in self.tools]
+
+    def tool(self, name: str) -> FunctionTool | Tool | None:
+        """The tool called ``name``, or None."""
+        return self._by_name.get(name)
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, tools={[t.name for t in self.tools]})"

@@ -1,0 +1,74 @@
+"""``Result``: what a swarm tool returns, and how other return values are read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.errors import ContractError
+from agents.swarm.agent import Agent
+from agents.swarm.context import ContextVariables
+
+__all__ = ["Result", "as_result"]
+
+
+@dataclass(frozen=True)
+class Result:
+    """A tool's answer, a handoff and context updates in one value.
+
+    Attributes:
+        value: Text the model sees as the tool's result.
+        agent: The agent to hand control to, or None to keep the current one.
+        context_variables: Updates merged into the context variables (dict ``update``).
+        carry_history: With a handoff: True to give the next agent the conversation so far;
+            False to start it from the messages the run began with (the request), leaving out
+            what earlier agents said and called during the run. Context variables are kept
+            either way, so they can carry what the next agent needs.
+
+    Raises:
+        ContractError: For an ``agent`` that is not an :class:`Agent` or context updates that are
+            not a mapping.
+    """
+
+    value: str = ""
+    agent: Agent | None = None
+    context_variables: Mapping[str, Any] = field(default_factory=dict)
+    carry_history: bool = True
+
+    def __post_init__(self) -> None:
+        if self.agent is not None and not isinstance(self.agent, Agent):
+            raise ContractError(
+                "a Result hands off to something that is not an Agent",
+                expected="agents.swarm.Agent or None",
+                found=type(self.agent).__name__,
+                fix="return the Agent object to hand off to",
+            )
+        if not isinstance(self.context_variables, Mapping):
+            raise ContractError(
+                "a Result's context updates are not a mapping",
+                expected="a dict or ContextVariables",
+                found=type(self.context_variables).__name__,
+                fix="pass context_variables={name: value}",
+            )
+
+
+def as_result(returned: Any) -> Result:
+    """Read whatever a tool returned as a :class:`Result`.
+
+    A string is the tool's result; an :class:`Agent` is a handoff (keeping the history);
+    :class:`~agents.swarm.context.ContextVariables` are context updates; a ``Result`` is kept;
+    None is an empty result; anything else is shown to the model as JSON.
+    """
+    if isinstance(returned, Result):
+        return returned
+    if isinstance(returned, Agent):
+        return Result(value=f"Control passed to agent {returned.name!r}.", agent=returned)
+    if isinstance(returned, ContextVariables):
+        return Result(value="Context variables updated.", context_variables=returned)
+    if returned is None:
+        return Result()
+    if isinstance(returned, str):
+        return Result(value=returned)
+    return Result(value=json.dumps(returned, default=str, ensure_ascii=False))

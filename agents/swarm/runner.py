@@ -1,0 +1,244 @@
+"""``Swarm``: runs agents that pass control to each other until one answers or a host tool is due."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.errors import ContractError, ToolError
+from agents.lm.chat import chat
+from agents.swarm.agent import Agent
+from agents.swarm.context import ContextVariables
+from agents.swarm.events import SwarmEvent, SwarmEventType
+from agents.swarm.result import Result, as_result
+from agents.swarm.terminators import MaxTurns, RunStatus, Terminator
+from agents.swarm.tools import FunctionTool
+from agents.trace import Usage
+
+__all__ = ["DEFAULT_TERMINATOR", "Swarm", "SwarmResponse"]
+
+#: used when no terminator is given: handoffs between agents could otherwise loop forever
+DEFAULT_TERMINATOR: Terminator = MaxTurns(16)
+
+_TOOL_CHOICES = ("auto", "required", "none")
+
+
+@dataclass
+class SwarmResponse:
+    """How a run ended.
+
+    Attributes:
+        agent: The agent active at the end.
+        messages: The conversation as ``agent`` sees it (OpenAI-style dicts, no system message).
+        context_variables: The context variables at the end.
+        events: Every trace event, in order.
+        pending: Calls to host tools the model made (``{"id", "name", "args"}``), not run: the
+            host runs them. The run stops after the reply that made them.
+        invalid_tool_calls: Calls the model made that could not be parsed or validated, when a
+            reply had no valid call.
+        answer: The final text when the run ended with an agent's text reply.
+        stopped_by: The terminator (as text) when it ended the run.
+        status: Turns, activations, elapsed time and texts at the end.
+        usage: LM cost of the run's model calls.
+    """
+
+    agent: Agent
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    context_variables: ContextVariables = field(default_factory=ContextVariables)
+    events: list[SwarmEvent] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    invalid_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    answer: str | None = None
+    stopped_by: str | None = None
+    status: RunStatus = field(default_factory=RunStatus)
+    usage: Usage = field(default_factory=Usage)
+
+    def switches(self) -> list[tuple[str, str]]:
+        """``(from, to)`` agent names of every handoff, in order."""
+        return [(e.agent, str(e.data["to"])) for e in self.events if e.type is SwarmEventType.AGENT_SWITCH]
+
+
+class _Run:
+    """The mutable bookkeeping of one :meth:`Swarm.run` (one instance per run, never shared)."""
+
+    def __init__(self, swarm: Swarm, agent: Agent, base: list[dict[str, Any]], context: ContextVariables) -> None:
+        self.swarm = swarm
+        self.agent = agent
+        self.base = base
+        self.history = list(base)
+        self.context = context
+        self.events: list[SwarmEvent] = []
+        self.turns = 0
+        self.activations = 1
+        self.texts: list[str] = []
+        self.usage = Usage()
+        self.started = swarm.clock()
+
+    def emit(self, type_: SwarmEventType, **data: Any) -> None:
+        event = SwarmEvent(type_, self.agent.name, data)
+        self.events.append(event)
+        if self.swarm.on_event is not None:
+            self.swarm.on_event(event)
+
+    def status(self) -> RunStatus:
+        return RunStatus(self.turns, self.activations, self.swarm.clock() - self.started, tuple(self.texts))
+
+    def response(self, **kw: Any) -> SwarmResponse:
+        return SwarmResponse(
+            agent=self.agent,
+            messages=self.history,
+            context_variables=self.context,
+            events=self.events,
+            status=self.status(),
+            usage=self.usage,
+            **kw,
+        )
+
+    def execute(self, fn: FunctionTool, call: Mapping[str, Any]) -> Result:
+        try:
+            result, status = as_result(fn.invoke(call["args"], self.context)), "success"
+        except ToolError as exc:
+            # the model made the mistake, so the model gets to read it and try again
+            result, status = Result(value=f"ERROR [{exc.error_class}]: {exc}"), "error"
+        self.turns += 1
+        self.history.append({"role": "tool", "tool_call_id": call["id"], "name": fn.name, "content": result.value})
+        self.emit(SwarmEventType.TOOL_RESULT, id=call["id"], name=fn.name, value=result.value, status=status)
+        if result.context_variables:
+            self.context.update(result.context_variables)
+            self.emit(SwarmEventType.CONTEXT_UPDATE, updates=dict(result.context_variables))
+        return result
+
+    def switch(self, to: Agent, carry_history: bool) -> None:
+        self.emit(SwarmEventType.AGENT_SWITCH, to=to.name, carry_history=carry_history)
+        self.agent = to
+        self.activations += 1
+        if not carry_history:
+            self.history = list(self.base)
+
+
+class Swarm:
+    """Runs agents that pass control to each other.
+
+    The active agent's model replies; its function tools run here; a function returning an
+    :class:`Agent` (or a ``Result`` with one) passes control to that agent.
+
+    Args:
+        lm: The DSPy LM every agent's model calls go to (see :func:`agents.lm.resolve_lm`).
+        terminator: When to stop (checked before every model call); default
+            :data:`DEFAULT_TERMINATOR`.
+        tool_choice: ``auto``, ``required`` or ``none``, for every model call.
+        max_tokens: Completion budget of one model call (default: the LM's).
+        clock: Seconds for timeouts (``time.monotonic``; tests pass a fake clock).
+        on_event: Called with every trace event as it happens.
+
+    Raises:
+        ContractError: For a missing LM, an unknown tool_choice or a terminator that is not one.
+    """
+
+    def __init__(
+        self,
+        lm: Any,
+        *,
+        terminator: Terminator | None = None,
+        tool_choice: str = "auto",
+        max_tokens: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_event: Callable[[SwarmEvent], None] | None = None,
+    ) -> None:
+        if lm is None:
+            raise ContractError(
+                "a swarm needs a language model",
+                expected="a DSPy LM",
+                found="None",
+                fix="pass agents.lm.resolve_lm(...) or a scripted LM",
+            )
+        if tool_choice not in _TOOL_CHOICES:
+            raise ContractError(
+                f"unknown tool_choice {tool_choice!r}",
+                expected=f"one of {list(_TOOL_CHOICES)}",
+                found=repr(tool_choice),
+                fix="pick one of the listed modes",
+            )
+        if terminator is not None and not isinstance(terminator, Terminator):
+            raise ContractError(
+                "the swarm's terminator is not a Terminator",
+                expected="MaxTurns, MaxActivations, Timeout, TextMatch or a & / | combination",
+                found=type(terminator).__name__,
+                fix="build it from agents.swarm terminators",
+            )
+        self.lm = lm
+        self.terminator = terminator or DEFAULT_TERMINATOR
+        self.tool_choice = tool_choice
+        self.max_tokens = max_tokens
+        self.clock = clock
+        self.on_event = on_event
+
+    def run(
+        self,
+        agent: Agent,
+        messages: str | Sequence[Mapping[str, Any]],
+        *,
+        context_variables: Mapping[str, Any] | None = None,
+    ) -> SwarmResponse:
+        """Run from ``agent`` until an answer, a host call, an unusable reply or the terminator.
+
+        Args:
+            agent: The agent that starts.
+            messages: The user's message, or a conversation of OpenAI-style dicts (no system
+                message: each agent's instruction is its system message).
+            context_variables: Initial context variables (copied, never mutated).
+        """
+        base = [{"role": "user", "content": messages}] if isinstance(messages, str) else [dict(m) for m in messages]
+        run = _Run(self, agent, base, ContextVariables(context_variables or {}))
+        if base and base[-1].get("role") == "user":
+            run.emit(SwarmEventType.USER_MESSAGE, text=str(base[-1].get("content") or ""))
+        while True:
+            if self.terminator.should_stop(run.status()):
+                return run.response(stopped_by=str(self.terminator))
+            system = run.agent.instructions(run.context)
+            schemas = run.agent.schemas()
+            reply = chat(
+                self.lm,
+                ([{"role": "system", "content": system}] if system else []) + run.history,
+                tools=schemas or None,
+                tool_choice=self.tool_choice if schemas else "auto",
+                max_tokens=self.max_tokens,
+            )
+            run.usage = run.usage.add(reply.usage)
+            run.turns += 1
+            if reply.text:
+                run.texts.append(reply.text)
+                run.emit(SwarmEventType.AGENT_MESSAGE, text=reply.text)
+            if not reply.tool_calls:
+                if reply.invalid_tool_calls:
+                    return run.response(invalid_tool_calls=list(reply.invalid_tool_calls))
+                run.history.append({"role": "assistant", "content": reply.text})
+                return run.response(answer=reply.text)
+            run.history.append(
+                {
+                    "role": "assistant",
+                    "content": reply.text,
+                    "tool_calls": [
+                        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["args"]}}
+                        for c in reply.tool_calls
+                    ],
+                }
+            )
+            pending: list[dict[str, Any]] = []
+            handoff: Result | None = None
+            for call in reply.tool_calls:
+                target = run.agent.tool(call["name"])
+                host = not isinstance(target, FunctionTool)
+                run.emit(SwarmEventType.TOOL_CALL, id=call["id"], name=call["name"], args=call["args"], host=host)
+                if isinstance(target, FunctionTool):
+                    result = run.execute(target, call)
+                    handoff = result if result.agent is not None else handoff
+                else:
+                    pending.append({"id": call["id"], "name": call["name"], "args": dict(call["args"])})
+            if handoff is not None and handoff.agent is not None:
+                # the last handoff of a reply wins: the model asked for it last
+                run.switch(handoff.agent, handoff.carry_history)
+            if pending:
+                return run.response(pending=pending)

@@ -1,0 +1,306 @@
+"""The handoff router through the real dispatch pipeline, on a scripted LM and a real DuckDB file."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import routers
+from agents.errors import ConfigError, ContractError
+from agents.graph import Pipeline
+from agents.lm import scripted_lm
+from agents.lm.messages import text_of
+from agents.registry import component_spec
+from agents.state import INTENTS, initial_state
+from agents.swarm import SwarmEvent, SwarmEventType, to_progress_event
+from agents.tools import DEFAULT_TOOLS
+from agents.tools.text import extract_error, extract_sql
+from routers.base import RouteDecision, RouterEnv
+from routers.handoff import HandoffDecision, HandoffRouter
+
+_RESULT = re.compile(r"^\[(\w+) tool_call_id=(\S+) status=(\w+)\] (.*)$", re.S)
+GOOD_SQL = "SELECT count(*) AS n FROM areas WHERE has_ev"
+FIXED_SQL = "SELECT name FROM areas ORDER BY id"
+
+
+def _output_field(request) -> str:
+    m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
+    return m.group(1) if m else ""
+
+
+def _results(request) -> list[tuple[str, str, str, str]]:
+    """``(tool, id, status, content)`` of every tool result the agent was shown."""
+    out = []
+    for m in request.messages:
+        if m.role == "tool":
+            hit = _RESULT.match(text_of(m))
+            if hit:
+                out.append(hit.groups())
+    return out
+
+
+def _triage(request, user: str) -> dict:
+    if "answered the clarifying question" in str(request.system):
+        return {"name": "transfer_to_sql", "args": {}}
+    if re.search(r"delete|drop", user, re.I):
+        return {"name": "refuse", "args": {"reason": "read-only assistant"}}
+    if user.startswith("Explain"):
+        return {"name": "transfer_to_explain", "args": {}}
+    if user.startswith("Fix"):
+        return {"name": "transfer_to_fix", "args": {}}
+    if re.search(r"hello|thanks", user, re.I):
+        return {"name": "transfer_to_chat", "args": {}}
+    if "that area" in user:
+        return {"name": "ask_human", "args": {"question": "Which area do you mean?"}}
+    return {"name": "transfer_to_sql", "args": {}}
+
+
+def _sql_agent(request, user: str) -> dict:
+    results = _results(request)
+    if not results or results[-1][0] == "ask_human":
+        return {"name": "data_discovery", "args": {"question": user}}
+    tool, cid, _, content = results[-1]
+    if tool == "data_discovery":
+        return {"name": "generate_sql", "args": {"question": user, "discovery_call_id": cid}}
+    if tool in ("generate_sql", "fix_sql"):
+        return {"name": "execute_sql_and_analyze_result", "args": {"sql_call_id": cid}}
+    failed_sql = next(json.loads(c)["sql"] for t, _, s, c in reversed(results) if t == "generate_sql")
+    return {"name": "fix_sql", "args": {"sql": failed_sql, "error": content, "failed_call_id": cid}}
+
+
+def team_script(sql: str = GOOD_SQL):
+    """A scripted LM playing every agent (told apart by their tools) and the sub-agent programs."""
+
+    def reply(request):
+        if not request.tools:
+            field = _output_field(request)
+            value = {
+                "sql": sql,
+                "fixed_sql": FIXED_SQL,
+                "explanation": "It counts the areas.",
+                "reply": "Hello! I answer questions about your data.",
+            }.get(field, "")
+            return {"fields": {field: value}}
+        tools = {t.name for t in request.tools}
+        user = text_of(request.messages[0])
+        if "transfer_to_sql" in tools:
+            return _triage(request, user)
+        if "data_discovery" in tools:
+            return _sql_agent(request, user)
+        if "fix_sql" in tools:
+            results = _results(request)
+            if results:
+                return {"name": "execute_sql_and_analyze_result", "args": {"sql_call_id": results[-1][1]}}
+            return {"name": "fix_sql", "args": {"sql": extract_sql(user), "error": extract_error(user)}}
+        if "explain_sql" in tools:
+            return {"name": "explain_sql", "args": {"sql": extract_sql(user)}}
+        return {"name": "chat", "args": {"message": user}}
+
+    return scripted_lm(reply)
+
+
+def _has_tool(request, name: str) -> bool:
+    return any(t.name == name for t in request.tools)
+
+
+def run(db, question: str, *, sql: str = GOOD_SQL, **kw):
+    lm = team_script(sql)
+    pipeline = Pipeline(routers.router.build("handoff"), lm)
+    return pipeline.run(question, str(db), **kw), lm
+
+
+def methods(t) -> list[str]:
+    return [d["method"] for d in t.route_decisions]
+
+
+def switches(decision: dict) -> list[tuple[str, str]]:
+    return [(e["agent"], e["to"]) for e in decision["swarm_events"] if e["event"] == "agent_switch"]
+
+
+SQL_CHAIN = ["data_discovery", "generate_sql", "execute_sql_and_analyze_result"]
+
+
+def test_a_data_question_goes_triage_to_sql_and_ends_with_rows(sales_db):
+    t, _ = run(sales_db, "How many areas have EV charging?")
+    assert t.error is None and t.tool_names == SQL_CHAIN
+    assert t.rows == [[1]] and t.columns == ["n"] and t.executed
+    assert t.intent == "sql" and t.answer and t.events[-1]["type"] == "completed"
+    assert methods(t) == ["handoff:triage>sql", "handoff:sql", "handoff:sql"]
+    assert [d["agent"] for d in t.route_decisions] == ["sql"] * 3
+    assert switches(t.route_decisions[0]) == [("triage", "sql")] and not switches(t.route_decisions[1])
+    # calls cite each other by id, as with every other router
+    d, g, e = t.tool_calls
+    assert g["parent"] == d["id"] and e["parent"] == g["id"]
+    # the router's own LM cost (triage + sql agent, then the sql agent twice) apart from generate_sql's
+    assert t.router_usage.lm_calls == 4 and t.subagent_usage.lm_calls == 1
+    assert [d["lm_calls"] for d in t.route_decisions] == [2, 1, 1]
+
+
+def test_a_failed_execution_is_repaired_by_the_sql_agent(sales_db):
+    t, _ = run(sales_db, "List the area names", sql="SELECT nme FROM areas")
+    assert t.tool_names == [*SQL_CHAIN, "fix_sql", "execute_sql_and_analyze_result"]
+    assert t.tool_calls[2]["status"] == "error" and t.tool_calls[3]["parent"] == t.tool_calls[2]["id"]
+    assert t.error is None and t.rows == [["Qinling North"], ["Hanzhong East"], ["Baoji West"]]
+    assert set(methods(t)[1:]) == {"handoff:sql"}
+
+
+@pytest.mark.parametrize(
+    ("question", "agent", "chain", "answer"),
+    [
+        ("Explain: SELECT count(*) FROM areas", "explain", ["explain_sql"], "It counts the areas."),
+        ("hello!", "chat", ["chat"], "Hello! I answer questions about your data."),
+    ],
+)
+def test_explain_and_chat_are_one_handoff_and_one_call(sales_db, question, agent, chain, answer):
+    t, lm = run(sales_db, question)
+    assert t.tool_names == chain and t.answer == answer and t.intent == agent
+    assert methods(t) == [f"handoff:triage>{agent}"] and t.route_decisions[0]["agent"] == agent
+    assert not t.executed and t.error is None
+    if agent == "explain":
+        assert t.tool_calls[0]["args"] == {"sql": "SELECT count(*) FROM areas"}
+    # the specialist saw only the pipeline conversation: triage's transfer call was not carried
+    specialist = [
+        r for r in lm.routerlab_engine.requests if r.tools and "transfer_to_sql" not in {x.name for x in r.tools}
+    ]
+    assert [m.role for m in specialist[0].messages] == ["user"]
+
+
+def test_a_fix_request_goes_to_the_fix_agent(sales_db):
+    question = 'Fix: SELECT nme FROM areas\nError: Binder Error: Referenced column "nme" not found'
+    t, _ = run(sales_db, question)
+    assert t.tool_names == ["fix_sql", "execute_sql_and_analyze_result"]
+    assert t.tool_calls[0]["args"]["sql"] == "SELECT nme FROM areas"
+    assert t.intent == "fix" and t.sql == FIXED_SQL and len(t.rows) == 3
+    assert methods(t) == ["handoff:triage>fix", "handoff:fix"]
+
+
+def test_a_write_request_is_refused_by_triage_itself(sales_db):
+    t, _ = run(sales_db, "Delete all rows from the revenue table")
+    assert t.tool_names == ["refuse"] and t.intent == "refuse"
+    assert t.answer.startswith("I can't help with that")
+    assert methods(t) == ["handoff:triage"] and t.route_decisions[0]["agent"] == "triage"
+    assert t.router_usage.lm_calls == 1 and not t.executed
+
+
+def test_a_vague_question_is_clarified_then_answered(sales_db):
+    asked: list[str] = []
+    t, lm = run(sales_db, "How did that area do recently?", reply=lambda q: asked.append(q) or "Qinling North")
+    assert asked == ["Which area do you mean?"] and t.ask_human == asked[0] and t.turns == 2
+    assert t.tool_names == ["ask_human", *SQL_CHAIN] and t.intent == "clarify" and t.rows
+    assert methods(t) == ["handoff:triage", "handoff:triage>sql", "handoff:sql", "handoff:sql"]
+    # the triage instruction is a function of the context variables: it now shows the reply
+    triage_systems = [
+        str(r.system) for r in lm.routerlab_engine.requests if r.tools and "refuse" in {x.name for x in r.tools}
+    ]
+    assert "Qinling North" not in triage_systems[0] and "Qinling North" in triage_systems[1]
+
+
+def test_a_vague_question_without_reply_ends_with_the_question(sales_db):
+    t, _ = run(sales_db, "How did that area do recently?")
+    assert t.tool_names == ["ask_human"] and t.answer == t.ask_human == "Which area do you mean?"
+
+
+def test_an_explicit_agent_request_continues_with_the_agent_that_owns_it(sales_db):
+    question = 'Fix: SELECT nme FROM areas\nError: Binder Error: Referenced column "nme" not found'
+    t, _ = run(sales_db, question, agent="fix_sql")
+    assert t.tool_names == ["fix_sql", "execute_sql_and_analyze_result"]
+    assert methods(t) == ["handoff:fix"] and t.router_usage.lm_calls == 1
+
+
+def test_agent_switches_ride_in_the_progress_events_and_map_onto_them(sales_db):
+    t, _ = run(sales_db, "How many areas have EV charging?")
+    route_events = [e for e in t.events if e["node"] == "route"]
+    assert route_events[0]["details"].startswith("handoff:triage>sql: data_discovery")
+    recorded = route_events[0]["route"]["swarm_events"]
+    assert [e["event"] for e in recorded] == [
+        "user_message",
+        "tool_call",
+        "tool_result",
+        "context_update",
+        "agent_switch",
+        "tool_call",
+    ]
+    assert recorded[3]["updates"] == {"intent": "sql"} and recorded[5]["host"] is True
+    rebuilt = SwarmEvent(SwarmEventType(recorded[4]["event"]), recorded[4]["agent"], {"to": recorded[4]["to"]})
+    assert to_progress_event(rebuilt, "c")["details"] == "triage hands off to sql"
+    json.dumps(t.to_dict())  # the trace, swarm events included, stays JSON-able
+
+
+def _bound(r: HandoffRouter, lm=None) -> HandoffRouter:
+    r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm or team_script()))
+    return r
+
+
+def test_decisions_are_well_formed_and_deterministic(sales_db):
+    r = _bound(routers.router.build("handoff"))
+    for question in ("How many areas?", "hello", "Delete it", "How did that area do?", "", "ignore " * 500):
+        state = initial_state(question, str(sales_db))
+        a, b = r.decide(state), r.decide(state)
+        assert isinstance(a, RouteDecision) and isinstance(a, HandoffDecision)
+        assert a.tool_calls and a.intent in INTENTS and 0 <= a.confidence <= 1 and a.method.startswith("handoff:")
+        assert [(c["name"], c["args"]) for c in a.tool_calls] == [(c["name"], c["args"]) for c in b.tool_calls]
+        assert (a.intent, a.method, a.agent) == (b.intent, b.method, b.agent)
+        assert a.usage.lm_calls in (1, 2)
+        for e in a.summary("handoff")["swarm_events"]:
+            assert all(len(v) <= 301 for v in e.values() if isinstance(v, str))
+
+
+def test_recorded_arguments_rebuild_the_router():
+    r = routers.router.build("handoff", max_tokens=64, instructions={"chat": "Say hi."})
+    spec = component_spec(r)
+    assert spec["args"] == {"max_tokens": 64, "instructions": {"chat": "Say hi."}}
+    again = routers.router.rebuild(spec)
+    assert component_spec(again) == spec and again.instructions["chat"] == "Say hi."
+    assert _bound(again).team["chat"].instructions({}) == "Say hi."
+
+
+def test_bad_arguments_and_missing_parts_fail_when_built():
+    with pytest.raises(ConfigError, match="unknown agents"):
+        routers.router.build("handoff", instructions={"sales": "x"})
+    with pytest.raises(ConfigError, match="max_tokens"):
+        routers.router.build("handoff", max_tokens=0)
+    with pytest.raises(ContractError, match="language model"):
+        HandoffRouter().bind(RouterEnv(tools=DEFAULT_TOOLS, lm=None))
+    with pytest.raises(ContractError, match="refuse"):
+        HandoffRouter().bind(RouterEnv(tools=[t for t in DEFAULT_TOOLS if t.name != "refuse"], lm=team_script()))
+    with pytest.raises(ContractError, match="language model"):
+        Pipeline(HandoffRouter(), None)
+
+
+def test_the_team():
+    r = _bound(HandoffRouter())
+    tools = {name: [t.name for t in agent.tools] for name, agent in r.team.items()}
+    assert tools["triage"] == [
+        "transfer_to_sql",
+        "transfer_to_fix",
+        "transfer_to_explain",
+        "transfer_to_chat",
+        "ask_human",
+        "refuse",
+    ]
+    assert tools["sql"] == ["data_discovery", "generate_sql", "execute_sql_and_analyze_result", "fix_sql"]
+    assert tools["explain"] == ["explain_sql"] and tools["chat"] == ["chat"]
+    # handoff functions take no arguments: cheap for a small model to call
+    assert r.team["triage"].schemas()[0]["function"]["parameters"]["properties"] == {}
+
+
+@pytest.mark.model
+def test_handoff_router_on_the_embedded_model(sales_db):
+    from agents.lm import resolve_lm
+
+    # the 0.5B model: the contract on real model output (well-formed decisions), not routing quality
+    lm = resolve_lm("local:0.5b", max_tokens=96)
+    r = _bound(routers.router.build("handoff", max_tokens=96), lm)
+    names = {t.name for t in DEFAULT_TOOLS}
+    for text in ("How many service areas have EV charging?", "hello!", "Delete all rows from the revenue table"):
+        state = initial_state(text, str(sales_db))
+        d = r.decide(state)
+        assert isinstance(d, HandoffDecision)
+        assert d.tool_calls or d.answer is not None or d.invalid_tool_calls
+        assert 0.0 <= d.confidence <= 1.0 and (d.intent is None or d.intent in INTENTS)
+        assert d.method.startswith("handoff:") and d.agent in r.team
+        for c in d.tool_calls:
+            assert c["id"] and c["name"] in names and isinstance(c["args"], dict)
+        assert d.usage.lm_calls >= 1
