@@ -177,6 +177,7 @@ def optimize_cmd(
     dataset_path: Annotated[str | None, typer.Option("--dataset-path")] = None,
     split: Annotated[str, typer.Option("--split", help="Split compiled on (dev is used to evaluate).")] = "train",
     budget: Annotated[int, typer.Option("--budget", min=1, help="Max demonstrations.")] = 4,
+    seed: Annotated[int, typer.Option("--seed", help="Order in which the optimizer walks the train split.")] = 0,
     lm: LMOpt = "local",
     lm_api_base: ApiBaseOpt = None,
     tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI")] = "sqlite:///mlflow.db",
@@ -204,8 +205,8 @@ def optimize_cmd(
     mlflow.set_experiment(f"routerlab/{ds.name}/optimize")
     mlflow.dspy.autolog(log_compiles=True, log_evals=True, log_traces=False)
     with mlflow.start_run(run_name=f"optimize-dspy-{optimizer}"):
-        mlflow.log_params({"optimizer": optimizer, "budget": budget, "lm": lm, "dataset": ds.name})
-        report = optimize_router(ds, model, lm_spec=lm, optimizer=optimizer, budget=budget)
+        mlflow.log_params({"optimizer": optimizer, "budget": budget, "seed": seed, "lm": lm, "dataset": ds.name})
+        report = optimize_router(ds, model, lm_spec=lm, optimizer=optimizer, budget=budget, seed=seed)
         mlflow.log_metrics(
             {
                 "dev_accuracy_before": report.dev_accuracy_before,
@@ -277,6 +278,27 @@ def perf_cmd(
             for f in figures:
                 mlflow.log_metric(metric_name(f"{f.section}.{f.name}"), float(f.value))
             mlflow.log_artifact(str(out))
+
+
+@app.command("serve")
+@_clean_errors
+def serve_cmd(
+    host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8084,
+    router_name: Annotated[
+        str, typer.Option("--router", help="Router of requests that name none (see `routerlab routers`).")
+    ] = "rules",
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="DuckDB or SQLite file (default: the built-in database).")
+    ] = None,
+) -> None:
+    """Serve the streaming API (/api/v0/ask_agent[_stream]) and the live progress page at /."""
+    from benchmarks.serve import ServeSettings, serve
+
+    settings = ServeSettings(host=host, port=port, router=router_name, lm_spec=lm, lm_api_base=lm_api_base, database=db)
+    serve(settings, on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False))
 
 
 @app.command("routers")

@@ -378,6 +378,7 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     lm = resolve_lm(spec, cache=False)
     engine = getattr(lm, "_engine_spec", None)
     llama = engine.llama() if hasattr(engine, "llama") else None
+    forget = getattr(engine, "forget_prefixes", None)
     db = open_database(builtin_database_path())
     programs = SQLPrograms()
     ctx = ToolContext(db=db, lm=lm, programs=programs)
@@ -387,8 +388,8 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     for q in qs:
         schema = db.schema_text(_relevant_tables(ctx, q))
         for label in ("cold", "warm"):
-            if label == "cold" and llama is not None:
-                llama.reset()
+            if label == "cold" and forget is not None:
+                forget()
             t = time.perf_counter()
             with lm_context(lm):
                 programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=q)
@@ -422,6 +423,51 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     return figures
 
 
+def alternating_prefixes(spec: str = "local", questions: int = 2) -> list[PerfFigure]:
+    """A router tool call and a ``generate_sql`` call, interleaved, with saved prefix states on and off.
+
+    This is the ``llm`` router's pattern: the prompt switches between the router's (tool schemas +
+    conversation) and a sub-agent's (schema + question) at every step, so the live KV cache alone
+    never shares a prefix with the next prompt. The engine's saved prefix states
+    (``LlamaEngine.prefix_states``) restore the longest matching earlier prompt instead.
+    """
+    from agents.db import open_database
+    from agents.lm import resolve_lm
+    from agents.lm.adapter import lm_context
+    from agents.lm.chat import chat
+    from agents.tools import DEFAULT_TOOLS
+    from agents.tools.programs import SQLPrograms
+    from benchmarks.builtin import builtin_database_path, load_builtin
+
+    db = open_database(builtin_database_path())
+    schema = db.schema_text()
+    tools = [t.openai_schema() for t in DEFAULT_TOOLS]
+    qs = [e.question for e in load_builtin().split("dev") if e.intent == "sql"][:questions]
+    medians: dict[int, float] = {}
+    for states in (0, 6):
+        lm = resolve_lm(spec, cache=False, max_tokens=48, prefix_states=states)
+        engine = lm._engine_spec  # type: ignore[attr-defined]
+        engine.forget_prefixes()
+        programs = SQLPrograms()
+        seconds: list[float] = []
+        for q in qs:
+            for step in ("route", "generate"):
+                t = time.perf_counter()
+                if step == "route":
+                    chat(lm, [{"role": "user", "content": q}], tools, tool_choice="required")
+                else:
+                    with lm_context(lm):
+                        programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=q)
+                seconds.append(time.perf_counter() - t)
+        # the first router and generate calls are cold either way; the rest show the reuse
+        medians[states] = statistics.median(seconds[2:])
+    return [
+        PerfFigure("model", "alternating router/generate call, no saved prefixes (median)", round(medians[0], 2), "s"),
+        PerfFigure("model", "alternating router/generate call, 6 saved prefixes (median)", round(medians[6], 2), "s"),
+        PerfFigure("model", "saving from saved prefixes", round(1 - medians[6] / medians[0], 3), "fraction"),
+    ]
+
+
 def run_perf(*, quick: bool = False, model: bool = False, lm: str = "local") -> list[PerfFigure]:
     """Run every section (``quick``: smaller sizes; ``model``: also time the embedded model)."""
     figures = harness_overhead(24 if quick else 120)
@@ -429,6 +475,7 @@ def run_perf(*, quick: bool = False, model: bool = False, lm: str = "local") -> 
     figures += concurrency_scaling((1, 4, 16) if quick else (1, 2, 4, 8, 16), 32 if quick else 64)
     if model:
         figures += model_speed(lm, 2 if quick else 5)
+        figures += alternating_prefixes(lm, 2 if quick else 3)
     return figures
 
 

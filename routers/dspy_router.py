@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from agents.errors import ConfigError, ContractError
 from agents.lm.adapter import lm_context
@@ -125,7 +126,7 @@ class DSPyRouter(IntentRouter):
             try:
                 pred = self.program(tables=self._tables(state), request=state.get("question", ""))
                 intent, method = str(pred.intent), f"dspy:{self.version}"
-            except (ValueError, RuntimeError) as exc:  # DSPy's AdapterParseError is a ValueError
+            except (AdapterParseError, ValueError, RuntimeError) as exc:
                 intent, method = "sql", f"dspy:{self.version}(parse-failed:{type(exc).__name__})"
         usage: Usage = log.total()
         return intent, 1.0 if "parse-failed" not in method else 0.0, method, usage

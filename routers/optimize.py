@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from agents.errors import ConfigError
 from agents.lm.adapter import lm_context
@@ -41,6 +43,7 @@ class OptimizeReport:
 
     optimizer: str
     budget: int
+    seed: int
     dataset: str
     dataset_digest: str
     lm: str
@@ -80,7 +83,7 @@ def _accuracy(program: dspy.Module, data: list[dspy.Example]) -> float:
     for ex in data:
         try:
             hits += intent_metric(ex, program(**ex.inputs()))
-        except (ValueError, RuntimeError):
+        except (AdapterParseError, ValueError, RuntimeError):
             pass  # an unparsable prediction counts as wrong
     return hits / len(data)
 
@@ -95,6 +98,7 @@ def optimize_router(
     train_limit: int | None = None,
     dev_limit: int | None = None,
     out: Path | None = None,
+    seed: int = 0,
 ) -> OptimizeReport:
     """Compile :class:`RouteProgram` on the train split, evaluate on dev, save program + provenance.
 
@@ -107,6 +111,9 @@ def optimize_router(
         train_limit: Cap on the train examples used (None: all).
         dev_limit: Cap on the dev examples used (None: all).
         out: Program file (default ``routers/programs/dspy_router_<dataset>.json``).
+        seed: Order of the train examples the optimizer walks. Bootstrapping keeps the first
+            demonstrations that pass, so a split stored intent by intent would otherwise give
+            demonstrations of one intent only.
     """
     from agents.db import open_database
 
@@ -117,7 +124,9 @@ def optimize_router(
             found=repr(optimizer),
             fix="pass --optimizer bootstrap, mipro or gepa",
         )
-    train_ex = dataset.split("train")[: train_limit or None]
+    train_ex = dataset.split("train")
+    random.Random(seed).shuffle(train_ex)
+    train_ex = train_ex[: train_limit or None]
     dev_ex = dataset.split("dev")[: dev_limit or None]
     tables_of = {
         p: schema_summary([t.name for t in open_database(p).tables()]) for p in {e.db_path for e in train_ex + dev_ex}
@@ -136,6 +145,7 @@ def optimize_router(
     report = OptimizeReport(
         optimizer=optimizer,
         budget=budget,
+        seed=seed,
         dataset=dataset.name,
         dataset_digest=dataset.digest(),
         lm=lm_spec,

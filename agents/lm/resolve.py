@@ -64,6 +64,7 @@ def resolve_lm(
     temperature: float = 0.0,
     max_tokens: int = 512,
     n_ctx: int = 4096,
+    prefix_states: int = 6,
 ) -> dspy.LM:
     """Build the DSPy LM for an ``--lm`` spec.
 
@@ -75,6 +76,7 @@ def resolve_lm(
         temperature: Sampling temperature (0: deterministic).
         max_tokens: Completion budget.
         n_ctx: Context window of a local model.
+        prefix_states: KV states of earlier prompts a local model keeps for prefix reuse (0: off).
 
     Raises:
         ConfigError: An unrecognised spec.
@@ -95,7 +97,7 @@ def resolve_lm(
                 found=spec,
                 fix="pick an embedded model or give a GGUF path",
             )
-        engine = LlamaEngine(str(path), n_ctx=n_ctx, max_tokens=max_tokens)
+        engine = LlamaEngine(str(path), n_ctx=n_ctx, max_tokens=max_tokens, prefix_states=prefix_states)
         lm = dspy.LM(
             f"local/{path.stem}",
             engine=engine,

@@ -40,3 +40,26 @@ def test_wrong_header_and_two_outputs_still_fail():
 
 def test_no_json_adapter_retry():
     assert LenientChatAdapter().use_json_adapter_fallback is False
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("[[ ## intent ## ]]\n= clarify", "clarify"),  # seen from the 1.5B model
+        ("intent: sql", "sql"),
+        ("[[ ## intent ## ]]\nrefuse\n[[ ## completed ## ]]", "refuse"),
+        ("The request is a fix.", "fix"),
+    ],
+)
+def test_a_literal_output_takes_the_one_choice_the_reply_names(completion, expected):
+    from routers.dspy_router import RouteRequest
+
+    assert LenientChatAdapter().parse(RouteRequest, completion) == {"intent": expected}
+
+
+@pytest.mark.parametrize("completion", ["sql or chat", "nothing useful", "sql-ish", "chatty", ""])
+def test_a_literal_output_naming_no_choice_or_several_fails_to_parse(completion):
+    from routers.dspy_router import RouteRequest
+
+    with pytest.raises(AdapterParseError):
+        LenientChatAdapter().parse(RouteRequest, completion)

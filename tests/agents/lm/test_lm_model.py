@@ -89,3 +89,28 @@ def test_repeat_is_a_cache_hit():
     with usage_scope() as log:
         r = chat(lm, msgs)
     assert log.total().cache_hits == 1 and r.usage.cache_hits == 1
+
+
+def test_saved_prefixes_restore_state_without_changing_answers():
+    """Alternating prompts: restored prefix states give the same greedy outputs as recomputing."""
+    prompts = [
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPTS[0][0]}],
+        [
+            {"role": "system", "content": "Write one SQLite query. Reply with SQL only."},
+            {"role": "user", "content": "1+1"},
+        ],
+    ]
+    outputs = {}
+    for states in (0, 4):
+        lm = resolve_lm("local:0.5b", cache=False, max_tokens=24, prefix_states=states)
+        engine = lm._engine_spec
+        engine.forget_prefixes()
+        # A, B, A, B: the second A and B can only reuse a prefix through the saved states
+        outputs[states] = [chat(lm, prompts[i % 2]).text for i in range(4)]
+        cache = engine.llama().cache
+        if states:
+            assert cache is not None and 0 < len(cache.cache_state) <= states
+        else:
+            assert cache is None
+    assert outputs[0] == outputs[4]
+    assert outputs[4][0] == outputs[4][2] and outputs[4][1] == outputs[4][3]

@@ -30,8 +30,23 @@ def server(tmp_path_factory) -> Iterator[str]:
     # llama.cpp logs the whole model header to stderr: a file, not a pipe nobody drains
     log_path = tmp_path_factory.mktemp("server") / "server.log"
     log = log_path.open("w")
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path("0.5b")), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "1024", "--n_threads", "2", "--model_alias", "qwen-0.5b"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path("0.5b")),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "1024",
+        "--n_threads",
+        "2",
+        "--model_alias",
+        "qwen-0.5b",
+    ]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 300
