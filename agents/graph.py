@@ -227,6 +227,7 @@ class Pipeline:
             "router_usage": [summary],
             "remaining_steps": state.get("remaining_steps", 1) - 1,
             "events": [
+                *(make_event("progress", node, details, conv, **data) for node, details, data in decision.steps),
                 make_event(
                     "progress",
                     "route",
@@ -235,7 +236,7 @@ class Pipeline:
                     f"confidence {decision.confidence:.2f})",
                     conv,
                     route=summary,
-                )
+                ),
             ],
         }
         if not decision.tool_calls and decision.answer is None:

@@ -35,6 +35,9 @@ class RouteDecision:
         usage: The router's own LM cost for this decision (never the sub-agents').
         invalid_tool_calls: Calls the LM produced that could not be parsed or validated,
             with the raw text (seed 004's ``invalid_tool_calls``).
+        steps: What the router did inside this one decision (a swarm's handoffs, say), as
+            ``(node, details, data)``; the pipeline emits each as a progress event before the
+            decision's own ``route`` event.
     """
 
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -44,6 +47,7 @@ class RouteDecision:
     method: str = ""
     usage: Usage = field(default_factory=Usage)
     invalid_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
 
     def summary(self, strategy: str) -> dict[str, Any]:
         """A JSON-able summary stored in state and traces."""

@@ -20,6 +20,7 @@ from typing import Any
 from agents.errors import ConfigError, ContractError
 from agents.state import PipelineState
 from agents.swarm import (
+    PROGRESS_NODE,
     Agent,
     Context,
     MaxActivations,
@@ -273,4 +274,8 @@ class HandoffRouter:
             invalid_tool_calls=list(response.invalid_tool_calls),
             agent=response.agent.name,
             swarm_events=json.loads(json.dumps(events, default=str)),
+            steps=[
+                (PROGRESS_NODE[e.type], e.describe(), {"swarm": ev})
+                for e, ev in zip(response.events, events, strict=True)
+            ],
         )

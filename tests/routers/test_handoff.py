@@ -211,9 +211,15 @@ def test_an_explicit_agent_request_continues_with_the_agent_that_owns_it(sales_d
 
 def test_agent_switches_ride_in_the_progress_events_and_map_onto_them(sales_db):
     t, _ = run(sales_db, "How many areas have EV charging?")
-    route_events = [e for e in t.events if e["node"] == "route"]
+    route_events = [e for e in t.events if e["node"] == "route" and "route" in e]
     assert route_events[0]["details"].startswith("handoff:triage>sql: data_discovery")
     recorded = route_events[0]["route"]["swarm_events"]
+    # each swarm event is also a progress event of its own, emitted before the decision's event
+    first_decision = t.events[: t.events.index(route_events[0])]
+    swarm = [e for e in first_decision if "swarm" in e]
+    assert [e["swarm"]["event"] for e in swarm] == [e["event"] for e in recorded]
+    assert "triage hands off to sql" in [e["details"] for e in swarm]
+    assert all(e["type"] == "progress" for e in swarm)
     assert [e["event"] for e in recorded] == [
         "user_message",
         "tool_call",
