@@ -168,6 +168,57 @@ def compare_cmd(
     print(render(compare_runs(rs, expanded), fmt))
 
 
+@app.command("route")
+@_clean_errors
+def route_cmd(
+    router_names: Annotated[
+        str, typer.Option("--router", help="Comma-separated routers.")
+    ] = "rules,hybrid,llm,dspy,handoff,random",
+    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name.")] = "builtin",
+    dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
+    split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
+    limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = 0,
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write every first decision here as CSV.")] = None,
+) -> None:
+    """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers."""
+    import pandas as pd
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    import routers
+    from agents.lm import resolve_lm
+    from benchmarks.config import load_run_config
+    from benchmarks.route_eval import first_decisions, intent_confusion, summary_table
+    from benchmarks.session import load_dataset, parse_routers, select
+
+    config = load_run_config(
+        None, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
+    )
+    examples = select(load_dataset(config), config)
+    model = resolve_lm(lm, api_base=lm_api_base)
+    by_router = {}
+    columns = (TextColumn("[bold]{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_out) as progress:
+        for name, args in parse_routers(router_names, router_arg or ()):
+            task = progress.add_task(routers.label(name), total=len(examples))
+            by_router[routers.label(name)] = first_decisions(
+                name, args, examples, model, on_done=lambda _, t=task: progress.advance(t)
+            )
+    table = summary_table(by_router)
+    # plain print: rich would wrap these wide tables at 80 columns when stdout is not a terminal
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    for label, decisions in by_router.items():
+        print(f"\n{label}: gold intent (rows) x first-decision intent (columns)")
+        print(intent_confusion(decisions).to_string())
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=label) for label, ds in by_router.items()]
+        pd.concat(frames).to_csv(out, index=False)
+        _out.print(f"first decisions written to {out}")
+
+
 @app.command("optimize")
 @_clean_errors
 def optimize_cmd(

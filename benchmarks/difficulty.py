@@ -170,7 +170,7 @@ def hardness_counts(sql: str, dialect: str = "duckdb") -> HardnessCounts:
     """
     try:
         root = sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.ParseError as exc:
+    except sqlglot.errors.SqlglotError as exc:
         raise ValueError(f"cannot parse SQL: {exc}") from exc
     select, set_ops, outer = _top_select(root)
 

@@ -34,7 +34,7 @@ from benchmarks.runner import RouterRun, RunConfig, build_scorers, run_router
 from benchmarks.selection import schedule, stratified_subset
 from eval.result import ExampleResult
 
-__all__ = ["SessionResult", "SessionSpec", "load_dataset", "new_session_id", "run_session"]
+__all__ = ["SessionResult", "SessionSpec", "load_dataset", "new_session_id", "parse_routers", "run_session", "select"]
 
 
 @dataclass

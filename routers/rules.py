@@ -50,7 +50,7 @@ def _has_write_sql(text: str) -> bool:
             for stmt in sqlglot.parse(text[m.start() :], read="duckdb"):
                 if stmt is not None and (isinstance(stmt, _WRITE_NODES) or stmt.find(*_WRITE_NODES)):
                     return True
-        except (sqlglot.errors.ParseError, ValueError, RecursionError):
+        except (sqlglot.errors.SqlglotError, ValueError, RecursionError):
             continue
     return False
 

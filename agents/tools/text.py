@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import sqlglot
-from sqlglot.errors import ParseError
+from sqlglot.errors import SqlglotError
 
 __all__ = ["extract_error", "extract_sql", "parses_as_sql", "tokens"]
 
@@ -25,7 +25,8 @@ def parses_as_sql(text: str, dialect: str = "duckdb") -> bool:
     """True when ``text`` parses as exactly one SQL statement."""
     try:
         parsed = sqlglot.parse(text, read=dialect)
-    except (ParseError, ValueError, RecursionError):
+    # SqlglotError covers TokenError too: prose with an apostrophe ("last year's") does not tokenize
+    except (SqlglotError, ValueError, RecursionError):
         return False
     return len([p for p in parsed if p is not None]) == 1
 

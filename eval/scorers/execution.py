@@ -38,7 +38,7 @@ def gold_is_ordered(sql: str, dialect: str = "duckdb") -> bool:
     """True when the outermost query has an ORDER BY (then row order is part of the answer)."""
     try:
         root = sqlglot.parse_one(sql, read=dialect)
-    except (sqlglot.errors.ParseError, ValueError):
+    except (sqlglot.errors.SqlglotError, ValueError):
         return False
     return root is not None and root.args.get("order") is not None
 
