@@ -115,7 +115,7 @@ def test_baselines_are_labelled():
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("name", ["llm"])
+@pytest.mark.parametrize("name", ["llm", "hybrid", "dspy"])
 def test_lm_routers_on_the_embedded_model(name, sales_db):
     from agents.lm import resolve_lm
 
