@@ -12,6 +12,7 @@ from routers.hybrid import HybridRouter
 from routers.intent import TOOL_INTENT, IntentRouter
 from routers.llm import LLMRouter
 from routers.plan import next_call
+from routers.retrieval import RetrievalRouter as RetrievalRouter
 from routers.rules import DEFAULT_RULES, Rule, RulesRouter
 
 __all__ = [

@@ -34,6 +34,10 @@ def scripted_router_lm():
     def reply(request):
         text = " ".join(str(p) for m in request.messages for p in m.parts)
         if request.tools:
+            if [t.name for t in request.tools] == ["retrieve_tools"]:  # the retrieval router's first search
+                refusal = re.search(r"delete|drop", text, re.I)
+                wanted = "decline a request to change data" if refusal else "find the tables for a data question"
+                return {"name": "retrieve_tools", "args": {"query": wanted}}
             if re.search(r"delete|drop", text, re.I):
                 return {"name": "refuse", "args": {"reason": "read-only"}}
             if any(t.name == "transfer_to_sql" for t in request.tools):  # the handoff router's triage agent

@@ -1,0 +1,298 @@
+"""The ``retrieval`` router (seed 001): find the right tools first, then call one.
+
+With hundreds of tools their schemas no longer fit a small model's prompt. This router binds the
+LM to a single tool at first, ``retrieve_tools(query)``; the query is searched in an index over
+every tool's ``"name: description"`` (:mod:`agents.tools.index`), and the names found join the
+turn's ``selected_tool_ids`` (no duplicates, first-seen order: :func:`add_new`). The LM is then
+bound to ``retrieve_tools`` plus the selected tools and makes the call (or searches again).
+
+Retrieval runs inside one decision, like the handoff router's transfers: the pipeline sees one
+route decision whose ``steps`` report each search (node ``route``, ``"retrieved: a, b, c"``) and
+whose usage is the router's LM calls. The selected ids are kept in the decision's summary, which
+the pipeline stores per decision (``router_usage``), so the next decision of the same turn starts
+from them without a field of its own in the pipeline state.
+
+The toolset searched is the pipeline's tools padded with deterministic distractors up to
+``tool_scale`` (:func:`agents.tools.distractors.tool_registry`); a call to a distractor is not a
+pipeline tool, so the pipeline ends the turn with ``unknown_tool``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypeVar
+
+from agents.errors import ConfigError, ContractError
+from agents.lm.chat import chat
+from agents.state import PipelineState
+from agents.tools.base import Tool
+from agents.tools.distractors import tool_registry
+from agents.tools.index import INDEX_KINDS, ToolIndex, build_index
+from agents.tools.schema import INJECTED, function_schema
+from agents.trace import Usage
+from routers.base import RouteDecision, RouterEnv, router
+from routers.intent import TOOL_INTENT
+from routers.llm import SYSTEM_PROMPT as LLM_POLICY
+from routers.llm import to_openai_messages
+
+__all__ = ["RETRIEVE_TOOL", "SYSTEM_PROMPT", "RetrievalDecision", "RetrievalRouter", "add_new", "retrieve_tools"]
+
+H = TypeVar("H", bound=Hashable)
+
+SYSTEM_PROMPT = (
+    LLM_POLICY
+    + """
+You do not see every tool at once. Call retrieve_tools with a few words describing the tool the \
+next step needs (for example "find the tables and columns for a data question"); the tools it \
+finds become callable. Then call the right one of them."""
+)
+
+
+def retrieve_tools(query: str, index: Annotated[ToolIndex, INJECTED], k: Annotated[int, INJECTED]) -> list[str]:
+    """Search the tool catalogue and make the best matching tools callable.
+
+    Describe the tool the next step needs in a few words, for example "explain a SQL query" or
+    "decline a request to change data". Returns the names of the tools found.
+
+    Args:
+        query: What the needed tool does, in a few words.
+        index: The index searched (injected by the router, not shown to the model).
+        k: How many tools to return (injected likewise).
+    """
+    return [hit.name for hit in index.search(query, k)]
+
+
+def _retrieval_tool() -> Tool:
+    description, parameters, injected = function_schema(retrieve_tools)
+    return Tool(
+        name="retrieve_tools", description=description, parameters=parameters, fn=retrieve_tools, injected=injected
+    )
+
+
+#: the one tool the LM sees before anything is selected; run by the router, never by the pipeline
+RETRIEVE_TOOL: Tool = _retrieval_tool()
+
+
+def add_new(left: Sequence[H], right: Sequence[H]) -> list[H]:
+    """``left`` followed by the items of ``right`` not seen yet (seed 001's merge of tool ids).
+
+    Order is first-seen and no item appears twice, even if ``right`` repeats one.
+    """
+    out = list(dict.fromkeys(left))
+    seen = set(out)
+    for item in right:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+@dataclass
+class RetrievalDecision(RouteDecision):
+    """A :class:`RouteDecision` that also records what the router searched and selected.
+
+    Its :meth:`summary` adds ``queries``, ``retrieved`` (this decision's hits) and
+    ``selected_tool_ids`` (the turn's selection after this decision), which the next decision
+    of the turn reads back.
+
+    Attributes:
+        queries: The LM's search queries, in order.
+        retrieved: Tool names the searches returned, merged without duplicates.
+        selected_tool_ids: The turn's selected tools after this decision.
+    """
+
+    queries: list[str] = field(default_factory=list)
+    retrieved: list[str] = field(default_factory=list)
+    selected_tool_ids: list[str] = field(default_factory=list)
+
+    def summary(self, strategy: str) -> dict[str, Any]:
+        """The base summary plus ``queries``, ``retrieved`` and ``selected_tool_ids``."""
+        return {
+            **super().summary(strategy),
+            "queries": list(self.queries),
+            "retrieved": list(self.retrieved),
+            "selected_tool_ids": list(self.selected_tool_ids),
+        }
+
+
+@router("retrieval")
+class RetrievalRouter:
+    """Retrieve tools by a search query, then call one of them (seed 001).
+
+    Args:
+        k: Tools returned by one search.
+        index: ``embedding`` (packaged all-MiniLM-L6-v2) or ``bm25`` (lexical, no model).
+        tool_scale: Size of the searched toolset: the pipeline's tools plus distractors up to
+            this many (8 with the default tools means the real sub-agents only).
+        max_tokens: Completion budget of one LM call.
+        max_retrievals: Searches allowed in one decision; after the last one the LM must call a
+            selected tool.
+        seed: Picks and orders the distractors.
+        system_prompt: Instructions shown to the LM (default :data:`SYSTEM_PROMPT`).
+
+    Raises:
+        ConfigError: For a non-positive number or an unknown index.
+    """
+
+    name = "retrieval"
+
+    def __init__(
+        self,
+        k: int = 5,
+        index: str = "embedding",
+        tool_scale: int = 8,
+        max_tokens: int = 256,
+        max_retrievals: int = 2,
+        seed: int = 0,
+        system_prompt: str | None = None,
+    ) -> None:
+        for label, value in (("k", k), ("tool_scale", tool_scale), ("max_tokens", max_tokens)):
+            if value <= 0:
+                raise ConfigError(
+                    f"the retrieval router needs a positive {label}",
+                    expected=f"{label} > 0",
+                    found=repr(value),
+                    fix=f"pass a positive {label}",
+                )
+        if max_retrievals < 1:
+            raise ConfigError(
+                "the retrieval router must be allowed at least one search",
+                expected="max_retrievals >= 1",
+                found=repr(max_retrievals),
+                fix="pass max_retrievals=1 or more",
+            )
+        if index not in INDEX_KINDS:
+            raise ConfigError(
+                f"unknown tool index {index!r}",
+                expected=f"one of {list(INDEX_KINDS)}",
+                found=repr(index),
+                fix="pass index='embedding' or index='bm25'",
+            )
+        self.k = k
+        self.index_kind = index
+        self.tool_scale = tool_scale
+        self.max_tokens = max_tokens
+        self.max_retrievals = max_retrievals
+        self.seed = seed
+        self.system_prompt = system_prompt or SYSTEM_PROMPT
+        self.env: RouterEnv | None = None
+        self.registry: dict[str, Tool] = {}
+        self.index: ToolIndex | None = None
+
+    def bind(self, env: RouterEnv) -> None:
+        """Build the toolset (pipeline tools plus distractors) and its index; needs an LM."""
+        if env.lm is None:
+            raise ContractError(
+                "the retrieval router needs a language model",
+                expected="a pipeline built with an LM",
+                found="lm=None",
+                fix="pass --lm local (the default) or another LM spec",
+            )
+        if any(t.name == RETRIEVE_TOOL.name for t in env.tools):
+            raise ContractError(
+                "a pipeline tool shadows the retrieval router's own tool",
+                expected=f"no pipeline tool named {RETRIEVE_TOOL.name!r}",
+                found=f"{RETRIEVE_TOOL.name!r} among the pipeline's tools",
+                fix="rename that tool",
+            )
+        tools = tool_registry(self.tool_scale, seed=self.seed, tools=env.tools)
+        self.registry = {t.name: t for t in tools}
+        self.index = build_index(tools, self.index_kind)
+        self.env = env
+
+    def _selected(self, state: PipelineState) -> list[str]:
+        """The turn's selection so far: earlier decisions' ids, then tools already called."""
+        selected: list[str] = []
+        for summary in state.get("router_usage", []):
+            if summary.get("strategy") == self.name:
+                selected = add_new(selected, summary.get("selected_tool_ids", []))
+        records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+        # a call made outside this router (an explicit agent) stays callable for the next step
+        selected = add_new(selected, [r.get("name", "") for r in records])
+        return [n for n in selected if n in self.registry]
+
+    def decide(self, state: PipelineState) -> RouteDecision:
+        """Search (once or more) and call one tool, all inside one decision."""
+        assert self.env is not None and self.env.lm is not None and self.index is not None
+        selected = self._selected(state)
+        messages = to_openai_messages(state, self.system_prompt)
+        usage = Usage()
+        queries: list[str] = []
+        retrieved: list[str] = []
+        steps: list[tuple[str, str, dict[str, Any]]] = []
+        searches = 0
+        while True:
+            bound = [] if searches >= self.max_retrievals else [RETRIEVE_TOOL]
+            bound += [self.registry[n] for n in selected]
+            result = chat(
+                self.env.lm,
+                messages,
+                tools=[t.openai_schema() for t in bound],
+                tool_choice="required",
+                max_tokens=self.max_tokens,
+            )
+            usage = usage.add(result.usage)
+            searches_now = [c for c in result.tool_calls if c["name"] == RETRIEVE_TOOL.name]
+            calls = [c for c in result.tool_calls if c["name"] != RETRIEVE_TOOL.name]
+            if not searches_now or calls:
+                break
+            for c in searches_now:
+                query = str(c["args"].get("query", ""))
+                found = RETRIEVE_TOOL(c["args"], index=self.index, k=self.k)
+                searches += 1
+                queries.append(query)
+                retrieved = add_new(retrieved, found)
+                selected = add_new(selected, found)
+                steps.append(("route", f"retrieved: {', '.join(found)}", {"query": query, "retrieved": list(found)}))
+                messages += [
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["args"]}}
+                        ],
+                    },
+                    {
+                        "role": "tool",
+                        "tool_call_id": c["id"],
+                        "content": f"[retrieve_tools tool_call_id={c['id']}] now callable: {', '.join(found)}",
+                    },
+                ]
+        return self._decision(
+            state, result.text, calls, result.invalid_tool_calls, usage, steps, queries, retrieved, selected
+        )
+
+    def _decision(
+        self,
+        state: PipelineState,
+        text: str,
+        calls: list[dict[str, Any]],
+        invalid: list[dict[str, Any]],
+        usage: Usage,
+        steps: list[tuple[str, str, dict[str, Any]]],
+        queries: list[str],
+        retrieved: list[str],
+        selected: list[str],
+    ) -> RetrievalDecision:
+        known = state.get("tool_calls", {})
+        chosen = []
+        for c in calls[:1]:  # one step at a time: later calls must cite this one's id
+            cid = c["id"] if c["id"] not in known else f"{c['id']}_{len(known)}"
+            chosen.append({"id": cid, "name": c["name"], "args": dict(c["args"])})
+        route = state.get("route") or {}
+        first = chosen[0]["name"] if chosen else None
+        intent = route.get("intent") if known and route.get("intent") else TOOL_INTENT.get(first or "")
+        return RetrievalDecision(
+            tool_calls=chosen,
+            answer=None if chosen else (text or None),
+            intent=intent,
+            confidence=1.0 if chosen else 0.0,
+            method=f"retrieval:{self.index_kind}",
+            usage=usage,
+            invalid_tool_calls=list(invalid),
+            steps=steps,
+            queries=queries,
+            retrieved=retrieved,
+            selected_tool_ids=selected,
+        )
