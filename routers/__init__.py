@@ -1,18 +1,18 @@
 """Router strategies behind one protocol and one registry.
 
 Importing this package registers every built-in router: ``rules``, ``llm``, ``hybrid``,
-``dspy`` and the baselines ``oracle`` and ``random``.
+``dspy``, ``handoff``, ``retrieval`` and the baselines ``oracle`` and ``random``.
 """
 
 from routers.base import BASELINES, RouteDecision, Router, RouterEnv, router
 from routers.baselines import OracleRouter, RandomRouter
 from routers.dspy_router import DSPyRouter
-from routers.handoff import HandoffRouter as HandoffRouter
+from routers.handoff import HandoffRouter
 from routers.hybrid import HybridRouter
 from routers.intent import TOOL_INTENT, IntentRouter
 from routers.llm import LLMRouter
 from routers.plan import next_call
-from routers.retrieval import RetrievalRouter as RetrievalRouter
+from routers.retrieval import RetrievalRouter
 from routers.rules import DEFAULT_RULES, Rule, RulesRouter
 
 __all__ = [
@@ -20,11 +20,13 @@ __all__ = [
     "DEFAULT_RULES",
     "TOOL_INTENT",
     "DSPyRouter",
+    "HandoffRouter",
     "HybridRouter",
     "IntentRouter",
     "LLMRouter",
     "OracleRouter",
     "RandomRouter",
+    "RetrievalRouter",
     "RouteDecision",
     "Router",
     "RouterEnv",
