@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dspy.utils.exceptions import is_retryable_lm_error
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -44,6 +45,10 @@ def is_transient(exc: BaseException) -> bool:
     name = type(exc).__name__.lower()
     if isinstance(exc, ToolError):
         return False
+    # DSPy re-raises a provider's 5xx or dropped connection as LMServerError / LMTransportError,
+    # whose names match none of the keywords below
+    if isinstance(exc, Exception) and is_retryable_lm_error(exc):
+        return True
     return isinstance(exc, ConnectionError | TimeoutError) or any(
         k in name for k in ("ratelimit", "timeout", "serviceunavailable", "apiconnection", "overloaded")
     )

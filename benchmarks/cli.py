@@ -26,7 +26,8 @@ lm_app = typer.Typer(help="Language-model backends.", no_args_is_help=True)
 app.add_typer(lm_app, name="lm")
 
 _err = Console(stderr=True)
-_out = Console()
+# piped output (CI logs, `| tee`) would otherwise wrap the comparison tables at 80 columns
+_out = Console(width=None if sys.stdout.isatty() else 200)
 F = TypeVar("F", bound=Callable[..., Any])
 
 LMOpt = Annotated[
@@ -89,64 +90,124 @@ DEFAULT_LIMIT = 6
 @_clean_errors
 def run_cmd(
     router_names: Annotated[
-        str, typer.Option("--router", help="Comma-separated routers to compare.")
-    ] = DEFAULT_ROUTERS,
+        str | None, typer.Option("--router", help=f"Comma-separated routers to compare. [default: {DEFAULT_ROUTERS}]")
+    ] = None,
     dataset_name: Annotated[
-        str, typer.Option("--dataset", help="Dataset name (builtin, spider, bird, ...).")
-    ] = "builtin",
+        str | None, typer.Option("--dataset", help="Dataset name (builtin, spider, bird, ...). [default: builtin]")
+    ] = None,
     dataset_path: Annotated[
         str | None, typer.Option("--dataset-path", help="Dataset directory or file (on-disk formats).")
     ] = None,
-    split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
+    split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. [default: dev]")] = None,
     limit: Annotated[
-        int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")
-    ] = DEFAULT_LIMIT,
-    lm: LMOpt = "local",
+        int | None,
+        typer.Option("--limit", help=f"At most N examples (stratified by intent); 0 = all. [default: {DEFAULT_LIMIT}]"),
+    ] = None,
+    lm: Annotated[
+        str | None,
+        typer.Option(
+            "--lm",
+            help="LM spec: local, local:0.5b, local:/path.gguf, a LiteLLM model string such as "
+            "openai/gpt-4o-mini, or scripted:NAME (a deterministic test double for tests/CI). [default: local]",
+        ),
+    ] = None,
     lm_api_base: ApiBaseOpt = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker threads (remote LMs).")] = 1,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", min=1, help="Worker threads (remote LMs). [default: 1]")
+    ] = None,
     router_arg: Annotated[
         list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")
     ] = None,
-    config_file: Annotated[Path | None, typer.Option("--config", help="YAML/JSON file with run settings.")] = None,
-    resume: Annotated[str | None, typer.Option("--resume", help="Finish an interrupted session by its id.")] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="YAML/JSON file with run settings (options given here win).")
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume", help="Finish an interrupted session by its id (with its recorded routers and settings)."
+        ),
+    ] = None,
     tracking_uri: Annotated[
         str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")
     ] = "sqlite:///mlflow.db",
     store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
     no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
-    attempts: Annotated[int, typer.Option("--attempts", min=1, help="Runs per example (pass^k).")] = 1,
+    attempts: Annotated[
+        int | None, typer.Option("--attempts", min=1, help="Runs per example (pass^k). [default: 1]")
+    ] = None,
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            "--faults",
+            help="Inject faults: rate=0.2,seed=7[,kinds=lm_error+timeout+rate_limit+invalid_tool_call+empty"
+            "+slow_sql+db_error] (reliability testing; recorded in the run's params).",
+        ),
+    ] = None,
+    deadline_s: Annotated[
+        float | None,
+        typer.Option(
+            "--deadline-s",
+            help="Wall-clock budget of the whole run; examples not started in time are recorded as "
+            "timeouts (error class run_deadline) and rerun by --resume.",
+        ),
+    ] = None,
 ) -> None:
-    """Replay a dataset through the pipeline with each router and print the comparison."""
+    """Replay a dataset through the pipeline with each router and print the comparison.
+
+    Exit codes: 0 done; 2 bad input (a message names the file, record and field or the option);
+    124 the --deadline-s budget ran out before every example started; 130 interrupted (Ctrl-C).
+    Each of the last two prints the command that finishes the session.
+    """
     from benchmarks.config import load_run_config
-    from benchmarks.session import SessionSpec, parse_routers, run_session
+    from benchmarks.session import SessionSpec, parse_routers, recorded_session, run_session
     from eval.compare import compare_runs, render
     from eval.store import ResultsStore
 
+    # a resumed session starts from what it recorded; options given now still win
+    recorded_routers, defaults = recorded_session(store, resume) if resume else ([], {"limit": DEFAULT_LIMIT})
+    # a deadline budgets one invocation, not the session: the printed resume command must finish it
+    defaults.pop("deadline_s", None)
     config = load_run_config(
         config_file,
+        defaults=defaults,
         dataset=dataset_name,
         dataset_path=dataset_path,
         split=split,
-        limit=limit or None,
+        limit=limit,
         lm=lm,
         lm_api_base=lm_api_base,
         concurrency=concurrency,
         attempts=attempts,
+        faults=faults,
+        deadline_s=deadline_s,
     )
+    names = router_names or ",".join(n for n, _ in recorded_routers) or DEFAULT_ROUTERS
     spec = SessionSpec(
-        routers=parse_routers(router_names, router_arg or ()),
+        routers=parse_routers(names, router_arg or (), dict(recorded_routers)),
         config=config,
         tracking_uri=None if no_mlflow else tracking_uri,
         store_path=store,
     )
-    _out.print(f"session [bold]{resume or '(new)'}[/]: {config.dataset}/{config.split}, lm {config.lm}")
     result = run_session(spec, console=_out, resume=resume)
     comparison = compare_runs(ResultsStore(store), result.run_ids)
     _out.print(render(comparison, "table"))
     _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
+    where = "" if store == ".routerlab/results.duckdb" else f" --store {store}"
+    where += " --no-mlflow" if no_mlflow else ""
+    where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
+    again = f"routerlab run --resume {result.session_id}{where}"
     if result.interrupted:
-        _err.print(f"interrupted: resume with  routerlab run --resume {result.session_id}")
+        _err.print(f"interrupted: resume with  {again}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(130)
+    if result.skipped:
+        _err.print(
+            f"deadline reached: {result.skipped} example(s) not started (recorded as run_deadline timeouts); "
+            f"run them with  {again}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(124)
 
 
 @app.command("compare")
@@ -200,12 +261,19 @@ def route_cmd(
     model = resolve_lm(lm, api_base=lm_api_base)
     by_router = {}
     columns = (TextColumn("[bold]{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=_out) as progress:
+    with Progress(*columns, console=_out, disable=not _out.is_terminal) as progress:
         for name, args in parse_routers(router_names, router_arg or ()):
-            task = progress.add_task(routers.label(name), total=len(examples))
-            by_router[routers.label(name)] = first_decisions(
-                name, args, examples, model, on_done=lambda _, t=task: progress.advance(t)
-            )
+            label = routers.label(name)
+            task = progress.add_task(label, total=len(examples))
+
+            def done(d: Any, task: Any = task, label: str = label) -> None:
+                progress.advance(task)
+                if not _out.is_terminal:  # a log gets one line per decision instead of a bar
+                    n = int(progress.tasks[task].completed)
+                    mark = "ok" if d.correct else f"wrong ({d.error or d.predicted})"
+                    print(f"{label} {n}/{len(examples)} {d.example_id} {d.seconds:.1f}s {mark}", flush=True)
+
+            by_router[label] = first_decisions(name, args, examples, model, on_done=done)
     table = summary_table(by_router)
     # plain print: rich would wrap these wide tables at 80 columns when stdout is not a terminal
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
@@ -217,6 +285,77 @@ def route_cmd(
         frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=label) for label, ds in by_router.items()]
         pd.concat(frames).to_csv(out, index=False)
         _out.print(f"first decisions written to {out}")
+
+
+@app.command("toolscale")
+@_clean_errors
+def toolscale_cmd(
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="Toolset sizes: real sub-agents plus distractors.")
+    ] = "8,64,512",
+    router_names: Annotated[str, typer.Option("--router", help="Comma-separated routers.")] = "llm,retrieval",
+    k: Annotated[int, typer.Option("--k", min=1, help="Tools one retrieval returns.")] = 5,
+    index: Annotated[str, typer.Option("--index", help="Retrieval index: embedding or bm25.")] = "embedding",
+    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name.")] = "builtin",
+    dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
+    split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
+    limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = 6,
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Picks and orders the distractor tools.")] = 0,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, help="Completion budget of a router call.")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Where the results go as JSON.")] = Path(
+        ".routerlab/toolscale.json"
+    ),
+    plot: Annotated[Path | None, typer.Option("--plot", help="Also save the figure here (PNG).")] = None,
+    tracking_uri: Annotated[
+        str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")
+    ] = "sqlite:///mlflow.db",
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
+) -> None:
+    """First-decision routing as the toolset grows: llm (all tools bound) vs retrieval (search, then bind)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from agents.lm import resolve_lm
+    from benchmarks.config import load_run_config
+    from benchmarks.session import load_dataset, select
+    from benchmarks.toolscale import parse_sizes, run_toolscale
+
+    size_list = parse_sizes(sizes)
+    names = [n.strip() for n in router_names.split(",") if n.strip()]
+    config = load_run_config(
+        None, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
+    )
+    examples = select(load_dataset(config), config)
+    model = resolve_lm(lm, api_base=lm_api_base)
+    columns = (TextColumn("[bold]toolscale"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_out) as progress:
+        task = progress.add_task("toolscale", total=len(examples) * len(size_list) * len(names))
+        result = run_toolscale(
+            examples,
+            model,
+            sizes=size_list,
+            routers=names,
+            k=k,
+            index=index,
+            seed=seed,
+            max_tokens=max_tokens,
+            lm_spec=lm,
+            tracking_uri=None if no_mlflow else tracking_uri,
+            out=out,
+            on_done=lambda _: progress.advance(task),
+        )
+    # plain print: rich would wrap the wide table at 80 columns when stdout is not a terminal
+    print(result.table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    _out.print(f"results written to {out}  (MLflow {'off' if no_mlflow else tracking_uri})")
+    if plot is not None:
+        from eval.toolscale_plots import plot_toolscale
+
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        plot_toolscale(result.table).savefig(plot, dpi=120)
+        _out.print(f"figure written to {plot}")
 
 
 @app.command("optimize")

@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agents.errors import ConfigError
+from agents.faults import FaultInjector, FaultSpec, FaultyPipeline, fault_scope
 from agents.graph import Pipeline, PipelineConfig
 from agents.lm.adapter import lm_context
 from agents.registry import component_spec
@@ -23,9 +25,30 @@ from benchmarks.example import Example
 from eval.result import ExampleResult, Score, Scorer, scorer
 from routers import router as router_registry
 
-__all__ = ["DEFAULT_SCORERS", "RouterRun", "RunConfig", "build_scorers", "run_router", "score_trace"]
+__all__ = [
+    "DEADLINE_ERROR_CLASS",
+    "DEFAULT_SCORERS",
+    "RouterRun",
+    "RunConfig",
+    "build_scorers",
+    "run_router",
+    "score_trace",
+]
 
 DEFAULT_SCORERS: tuple[str, ...] = ("ex", "chain_valid", "trajectory", "chain_f1", "route", "success")
+
+#: error class of an example the run's deadline stopped before it started (outcome ``timeout``)
+DEADLINE_ERROR_CLASS = "run_deadline"
+
+
+def _setting_error(name: str, value: Any, expected: str, option: str) -> ConfigError:
+    return ConfigError(
+        f"invalid run setting {name!r}",
+        expected=expected,
+        found=repr(value),
+        fix=f"pass {option}, or {name}: in the --config file",
+        details={"option": option, "field": name},
+    )
 
 
 @dataclass(frozen=True)
@@ -44,6 +67,14 @@ class RunConfig:
         scorer_args: Per-scorer constructor arguments.
         pipeline: Pipeline bounds and tool settings.
         attempts: Times each example runs (pass^k when > 1).
+        faults: Faults injected into the LM and the databases (None: none), see ``agents.faults``.
+        deadline_s: Wall-clock budget of the whole run in seconds (None: none); examples not
+            started in time are recorded as ``timeout`` failures of class ``run_deadline``.
+
+    Raises:
+        ConfigError: A negative limit, fewer than one worker or attempt, or a deadline that is not
+            a positive number (checked here, so a bad value never starts a run). A limit of 0
+            means every example, as on the command line.
     """
 
     dataset: str = "builtin"
@@ -57,6 +88,26 @@ class RunConfig:
     scorer_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     attempts: int = 1
+    faults: FaultSpec | None = None
+    deadline_s: float | None = None
+
+    def __post_init__(self) -> None:
+        def bad_int(v: Any, low: int) -> bool:
+            return isinstance(v, bool) or not isinstance(v, int) or v < low
+
+        if self.limit is not None and bad_int(self.limit, 0):
+            raise _setting_error("limit", self.limit, "a non-negative integer (0: every example)", "--limit N")
+        if self.limit == 0:
+            object.__setattr__(self, "limit", None)
+        if bad_int(self.concurrency, 1):
+            raise _setting_error("concurrency", self.concurrency, "an integer >= 1", "--concurrency N")
+        if bad_int(self.attempts, 1):
+            raise _setting_error("attempts", self.attempts, "an integer >= 1", "--attempts N")
+        d = self.deadline_s
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < float("inf")):
+            raise _setting_error("deadline_s", d, "a positive number of seconds", "--deadline-s SECONDS")
+        if self.faults is not None and not isinstance(self.faults, FaultSpec):
+            raise _setting_error("faults", self.faults, "a FaultSpec (see agents.faults)", "--faults rate=R,seed=S")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict."""
@@ -107,15 +158,22 @@ class RouterRun:
 
     def __post_init__(self) -> None:
         self.router = router_registry.build(self.router_name, **self.router_args)
-        self.pipeline = Pipeline(self.router, self.lm, config=self.config.pipeline)
+        faults = self.config.faults
+        #: the run's fault injector (None without ``faults``); tests read its decisions
+        self.injector = FaultInjector(faults) if faults is not None else None
+        if self.injector is not None:
+            self.pipeline: Pipeline = FaultyPipeline(
+                self.router, self.lm, injector=self.injector, config=self.config.pipeline
+            )
+        else:
+            self.pipeline = Pipeline(self.router, self.lm, config=self.config.pipeline)
 
     def params(self) -> dict[str, Any]:
         """Recorded arguments of the router and pipeline."""
         return {"router": component_spec(self.router), **{"config": self.config.to_dict()}}
 
-    def run_example(self, example: Example, attempt: int = 0) -> ExampleResult:
-        """Run and score one example; never raises (a crash is a scored failure)."""
-        base = dict(
+    def _base(self, example: Example, attempt: int) -> dict[str, Any]:
+        return dict(
             example_id=example.id,
             dataset=example.dataset,
             split=example.split,
@@ -125,9 +183,30 @@ class RouterRun:
             lm=self.config.lm,
             attempt=attempt,
         )
+
+    def skipped(self, example: Example, attempt: int, reason: str) -> ExampleResult:
+        """The result of an example that never started (the run's deadline): a scored timeout."""
+        trace = Trace(example_id=example.id, error=reason, error_class=DEADLINE_ERROR_CLASS)
+        return ExampleResult(
+            **self._base(example, attempt),
+            outcome="timeout",
+            error_class=DEADLINE_ERROR_CLASS,
+            error=reason,
+            scores=score_trace(example, trace, self.scorers),
+            trace=trace,
+        )
+
+    def run_example(self, example: Example, attempt: int = 0) -> ExampleResult:
+        """Run and score one example; never raises (a crash is a scored failure)."""
+        # faults are drawn per example and attempt, independent of what ran before
+        with fault_scope(f"{example.id}#{attempt}"):
+            return self._run_example(example, attempt)
+
+    def _run_example(self, example: Example, attempt: int) -> ExampleResult:
+        base = self._base(example, attempt)
         t0 = time.perf_counter()
         try:
-            with lm_context(self.lm):
+            with lm_context(self.pipeline.lm):
                 trace = self.pipeline.run(
                     example.question,
                     example.db_path,
@@ -178,17 +257,27 @@ def run_router(
     concurrency: int = 1,
     attempts: int = 1,
     stop: threading.Event | None = None,
+    deadline: float | None = None,
 ) -> int:
     """Run ``examples`` (each ``attempts`` times), handing each result to ``on_result`` as it completes.
 
     Returns how many results were produced.
 
     ``on_result`` is called from one thread at a time (a lock serialises it), so sinks need no
-    locking of their own. ``stop`` ends the run early between examples (Ctrl-C).
+    locking of their own. ``stop`` ends the run early between examples (Ctrl-C); what it leaves
+    out has no result and is run by ``--resume``. ``deadline`` (a ``time.monotonic()`` value)
+    is checked as each example starts: one that would start later gets a ``run_deadline``
+    result instead, so nothing is dropped silently. An example already running finishes within
+    the pipeline's own per-turn ``timeout_s``.
     """
     jobs = [(e, a) for e in examples for a in range(attempts)]
     lock = threading.Lock()
     done = 0
+
+    def start(e: Example, a: int) -> ExampleResult:
+        if deadline is not None and time.monotonic() >= deadline:
+            return run.skipped(e, a, "not started: the run's deadline had passed")
+        return run.run_example(e, a)
 
     def deliver(result: ExampleResult) -> None:
         nonlocal done
@@ -200,10 +289,10 @@ def run_router(
         for e, a in jobs:
             if stop is not None and stop.is_set():
                 break
-            deliver(run.run_example(e, a))
+            deliver(start(e, a))
         return done
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="routerlab") as pool:
-        futures = {pool.submit(run.run_example, e, a): (e, a) for e, a in jobs}
+        futures = {pool.submit(start, e, a): (e, a) for e, a in jobs}
         try:
             for fut in as_completed(futures):
                 deliver(fut.result())

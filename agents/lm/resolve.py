@@ -20,6 +20,7 @@ SPEC_FORMS = (
     "local:0.5b",
     "local:/path/to/model.gguf",
     "provider/model, e.g. openai/gpt-4o-mini, ollama_chat/qwen2.5-coder:7b, hosted_vllm/NAME with --lm-api-base",
+    "scripted:NAME (a deterministic test double for tests and CI, not a model; see agents.lm.scripts)",
 )
 
 _cache_configured = False
@@ -82,6 +83,13 @@ def resolve_lm(
         ConfigError: An unrecognised spec.
         ModelAssetError: A missing or corrupt local model.
     """
+    if spec.startswith("scripted:"):
+        from agents.lm.scripted import scripted_lm
+        from agents.lm.scripts import scripted_script
+
+        # a test double: replies come from a registered script, never from a model or the cache
+        name = spec.partition(":")[2]
+        return scripted_lm(scripted_script.build(name), name=name)
     configure_cache()
     callbacks = [UsageCallback()]
     if spec == "local" or spec.startswith("local:"):
