@@ -236,17 +236,24 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         data = {"routers": items, "default": settings.router, "agents": agents, "modes": ["auto", "direct"]}
         return _json(envelope(ErrorCode.OK, f"{len(items)} routers", data))
 
-    @app.post(f"{API_PREFIX}/ask_agent")
-    async def ask_agent(body: AskRequest, request: Request) -> Response:
-        """Run one request to the end and return its last event (completed or error)."""
+    async def start(body: AskRequest) -> Response | tuple[Any, dict[str, Any], Any]:
+        """Build the pipeline and claim the conversation, or the refusal to send instead."""
         prepared = await prepare(body)
         if isinstance(prepared, Response):
             return prepared
         pipeline, kwargs = prepared
         try:
-            run = register(body)
+            return pipeline, kwargs, register(body)
         except ConversationBusyError as exc:
             return _refusal(exc, "conversation_id")
+
+    @app.post(f"{API_PREFIX}/ask_agent")
+    async def ask_agent(body: AskRequest, request: Request) -> Response:
+        """Run one request to the end and return its last event (completed or error)."""
+        started = await start(body)
+        if isinstance(started, Response):
+            return started
+        pipeline, kwargs, run = started
         last: dict[str, Any] | None = None
         async for item in stream_run(
             pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **kwargs
@@ -260,14 +267,10 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     @app.post(f"{API_PREFIX}/ask_agent_stream")
     async def ask_agent_stream(body: AskRequest, request: Request) -> Response:
         """Run one request and stream one SSE event per progress event, then the result."""
-        prepared = await prepare(body)
-        if isinstance(prepared, Response):
-            return prepared
-        pipeline, kwargs = prepared
-        try:
-            run = register(body)
-        except ConversationBusyError as exc:
-            return _refusal(exc, "conversation_id")
+        started = await start(body)
+        if isinstance(started, Response):
+            return started
+        pipeline, kwargs, run = started
 
         async def events() -> Any:
             n = 0
