@@ -10,6 +10,7 @@ invalid tool call with the raw text (``provider_data[INVALID_MARKER]``), never d
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -49,7 +50,14 @@ def loaded_models() -> list[str]:
 def clear_models() -> None:
     """Unload every model (tests use this to measure a cold load)."""
     with _LOAD_LOCK:
+        for llm in _MODELS.values():
+            llm.close()
         _MODELS.clear()
+
+
+# Close models while the interpreter is still whole: a Llama left to the final garbage collection
+# runs its destructor after llama_cpp's module globals are gone and prints a TypeError per model.
+atexit.register(clear_models)
 
 
 @contextmanager
