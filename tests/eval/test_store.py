@@ -146,3 +146,26 @@ def test_store_persists_across_instances(store, make_result):
     assert [r.example_id for r in again.results("s1.rules")] == ["e0"]
     store.set_mlflow_run("s1.rules", "mlf-1")
     assert again.run("s1.rules")["mlflow_run_id"] == "mlf-1"
+
+
+def test_two_writers_add_the_same_new_scorer_column(store, make_result):
+    # each store object remembers the columns it created; the other must not trip over them
+    other = ResultsStore(store.path)
+    store.add_result("s1.rules", make_result("e0", scores={"ex": 1.0, "novel": 0.5}))
+    other.add_result("s1.rules", make_result("e1", scores={"ex": 0.0, "novel": 1.0}))
+    store.add_result("s1.rules", make_result("e2", scores={"ex": 1.0, "novel": 0.0, "later": 1.0}))
+    got = store.query("SELECT example_id, score_novel, score_later FROM examples ORDER BY example_id")
+    assert got["score_novel"].tolist() == [0.5, 1.0, 0.0]
+    assert got["score_later"].isna().tolist() == [True, True, False]
+
+
+def test_a_rolled_back_column_is_not_remembered(store, make_result, monkeypatch):
+    def broken_row(*args, **kwargs):
+        raise RuntimeError("row building failed after the ALTER")
+
+    monkeypatch.setattr("eval.store._example_row", broken_row)
+    with pytest.raises(RuntimeError):
+        store.add_result("s1.rules", make_result("e0", scores={"ex": 1.0, "ghost": 1.0}))
+    monkeypatch.undo()
+    store.add_result("s1.rules", make_result("e0", scores={"ex": 1.0, "ghost": 1.0}))
+    assert store.query("SELECT score_ghost FROM examples")["score_ghost"].tolist() == [1.0]
