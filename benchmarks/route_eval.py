@@ -22,7 +22,7 @@ from agents.state import INTENTS, initial_state
 from benchmarks.example import Example
 from eval.stats import bootstrap_ci
 
-__all__ = ["FirstDecision", "first_decisions", "intent_confusion", "summary_table"]
+__all__ = ["FirstDecision", "first_decisions", "implied_intent", "intent_confusion", "summary_table"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,8 @@ class FirstDecision:
     error: str | None = None
 
 
-def _implied_intent(decision: Any) -> str | None:
+def implied_intent(decision: Any) -> str | None:
+    """The intent a decision implies: its own ``intent``, else its first tool's, else None."""
     from routers.intent import TOOL_INTENT
 
     if decision.intent in INTENTS:
@@ -95,7 +96,7 @@ def first_decisions(
         except Exception as exc:  # a crash is a scored failure, never a crashed evaluation
             fd = FirstDecision(e.id, e.intent, None, False, "", 0, 0, 0, time.perf_counter() - t0, type(exc).__name__)
         else:
-            predicted = _implied_intent(d)
+            predicted = implied_intent(d)
             fd = FirstDecision(
                 e.id,
                 e.intent,

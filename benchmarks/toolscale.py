@@ -39,6 +39,7 @@ from agents.errors import ConfigError
 from agents.state import initial_state
 from agents.tools.distractors import is_distractor, tool_registry
 from benchmarks.example import Example
+from benchmarks.route_eval import implied_intent
 from eval.stats import bootstrap_ci
 
 __all__ = [
@@ -204,25 +205,25 @@ def classify_error(exc: BaseException) -> tuple[str, int | None]:
     return type(exc).__name__, None
 
 
-def _implied_intent(decision: Any) -> str | None:
-    from agents.state import INTENTS
-    from routers.intent import TOOL_INTENT
+def _searches_its_own_tools(router_name: str) -> bool:
+    """Whether the router sizes its own searched toolset (it takes ``tool_scale``), like ``retrieval``."""
+    import inspect
 
-    if decision.intent in INTENTS:
-        return decision.intent
-    return TOOL_INTENT.get(decision.tool_calls[0]["name"]) if decision.tool_calls else None
+    import routers
+
+    return "tool_scale" in inspect.signature(routers.router.get(router_name)).parameters
 
 
 def _build_pipeline(router_name: str, router_args: Mapping[str, Any], size: int, lm: Any, seed: int) -> Any:
     """A pipeline whose router sees ``size`` tools.
 
-    The retrieval router searches them itself; any other router is bound to all of them through
-    the pipeline's toolset.
+    A router that searches its toolset (``tool_scale``) builds it itself; any other router is
+    bound to all of them through the pipeline's toolset.
     """
     import routers
     from agents.graph import Pipeline
 
-    if router_name == "retrieval":
+    if _searches_its_own_tools(router_name):
         router = routers.router.build(router_name, **{**router_args, "tool_scale": size, "seed": seed})
         return Pipeline(router, lm)
     router = routers.router.build(router_name, **router_args)
@@ -255,7 +256,7 @@ def scale_decisions(
     pipeline = _build_pipeline(router_name, dict(router_args or {}), size, lm, seed)
     r = pipeline.router
     k = getattr(r, "k", None)
-    index = getattr(r, "index", None) if router_name == "retrieval" else None
+    index = getattr(r, "index", None) if _searches_its_own_tools(router_name) else None
     names = {**pipeline.tools, **getattr(r, "registry", {})}
     out: list[ScaleDecision] = []
     for e in examples:
@@ -275,7 +276,7 @@ def scale_decisions(
             )  # fmt: skip
         else:
             seconds = time.perf_counter() - t0
-            predicted = _implied_intent(d)
+            predicted = implied_intent(d)
             tool = d.tool_calls[0]["name"] if d.tool_calls else None
             retrieved = tuple(getattr(d, "retrieved", ()))
             sd = ScaleDecision(
@@ -479,9 +480,10 @@ def run_toolscale(
     for size in sizes:
         tool_registry(size, seed=seed)
     extra: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
-    args = {name: ({"k": k, "index": index, **extra} if name == "retrieval" else dict(extra)) for name in routers}
-    if "retrieval" in routers:
-        registry.router.build("retrieval", **args["retrieval"])  # validates k and index up front
+    searching = {name for name in routers if _searches_its_own_tools(name)}
+    args = {name: ({"k": k, "index": index, **extra} if name in searching else dict(extra)) for name in routers}
+    for name in searching:
+        registry.router.build(name, **args[name])  # validates k and index up front
     decisions: list[ScaleDecision] = []
     for size in sizes:
         for name in routers:
