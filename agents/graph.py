@@ -11,7 +11,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,9 +27,10 @@ from agents.errors import ContractError, ToolError
 from agents.events import make_event
 from agents.lm.usage import usage_scope
 from agents.registry import component_spec
+from agents.replay import OutcomeCache, lm_identity, outcome_key, programs_digest, settings_dict
 from agents.state import PipelineState, initial_state
 from agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSettings
-from agents.trace import Trace
+from agents.trace import Trace, Usage
 from routers.base import RouteDecision, Router, RouterEnv
 
 __all__ = ["NODES", "Pipeline", "PipelineConfig", "is_transient"]
@@ -65,6 +66,8 @@ class PipelineConfig:
         retry_attempts / retry_initial_s / retry_backoff: Retry policy of LM-calling nodes
             (jittered exponential backoff, transient errors only).
         tools: Tool settings (example values, timeouts, row caps...).
+        replay: Reuse and store sub-agent outcomes across runs (see :mod:`agents.replay`): True
+            for the cache at its default path, a path for that file, False for none.
     """
 
     max_steps: int = 8
@@ -76,6 +79,7 @@ class PipelineConfig:
     retry_initial_s: float = 0.5
     retry_backoff: float = 2.0
     tools: ToolSettings = field(default_factory=ToolSettings)
+    replay: bool | str = False
 
 
 def _content(output: Any, rows_shown: int) -> str:
@@ -116,6 +120,12 @@ class Pipeline:
         self.programs = programs or SQLPrograms()
         self._dbs: dict[str, Database] = {}
         self._db_lock = threading.Lock()
+        replay = self.config.replay
+        self._outcomes = None if replay is False else OutcomeCache(None if replay is True else replay)
+        self._replay_fixed = {
+            "lm": lm_identity(lm),
+            "context": {"programs": programs_digest(self.programs), "tools": settings_dict(self.config.tools)},
+        }
         if not isinstance(router, Router):
             raise ContractError(
                 "router does not implement the Router protocol",
@@ -335,17 +345,26 @@ class Pipeline:
                 state={**state, "tool_calls": known},
             )
             started = time.time()
-            with usage_scope() as log:
-                try:
-                    output = tool(call["args"], ctx=ctx)
-                    status, error_class = "success", None
-                except ToolError as exc:
-                    output, status, error_class = str(exc), "error", exc.error_class
-                except Exception as exc:
-                    if is_transient(exc):
-                        raise  # the node's retry policy takes it
-                    output, status, error_class = f"{type(exc).__name__}: {exc}", "error", "tool_crash"
-            u = log.total()
+            key = self._outcome_key(tool, call["args"], ctx.state)
+            replayed = self._outcomes.get(key) if self._outcomes is not None and key is not None else None
+            if replayed is not None:
+                output, status, error_class = replayed.output, "success", None
+                # the convention of DSPy's response cache (docs/metrics.md §7): counted, free, instant
+                u = Usage(lm_calls=replayed.usage.lm_calls, cache_hits=replayed.usage.lm_calls)
+            else:
+                with usage_scope() as log:
+                    try:
+                        output = tool(call["args"], ctx=ctx)
+                        status, error_class = "success", None
+                    except ToolError as exc:
+                        output, status, error_class = str(exc), "error", exc.error_class
+                    except Exception as exc:
+                        if is_transient(exc):
+                            raise  # the node's retry policy takes it
+                        output, status, error_class = f"{type(exc).__name__}: {exc}", "error", "tool_crash"
+                u = log.total()
+                if status == "success" and key is not None and self._outcomes is not None:
+                    self._outcomes.put(key, tool.name, output, u)
             usage.append({"tool": tool.name, **u.__dict__})
             record = {
                 **known.get(call["id"], {}),
@@ -354,6 +373,7 @@ class Pipeline:
                 "error_class": error_class,
                 "started": started,
                 "ended": time.time(),
+                **({"replayed": True} if replayed is not None else {}),
             }
             records[call["id"]] = record
             known[call["id"]] = record
@@ -383,6 +403,12 @@ class Pipeline:
             "events": events,
             "subagent_usage": usage,
         }
+
+    def _outcome_key(self, tool: Tool, args: Mapping[str, Any], state: Mapping[str, Any]) -> str | None:
+        """The replay key of a call (None when replay is off or the call cannot be keyed)."""
+        if self._outcomes is None or tool.interrupts:
+            return None
+        return outcome_key(tool.name, args, tool.refs, state, **self._replay_fixed)
 
     def _ask_human(self, state: PipelineState) -> Command:
         msg = state["messages"][-1]
@@ -478,7 +504,7 @@ class Pipeline:
         while True:
             turns += 1
             interrupted: dict[str, Any] | None = None
-            for chunk in self.graph.stream(payload, cfg, stream_mode="updates"):
+            for chunk in self.graph.stream(payload, cfg, stream_mode="updates", durability="exit"):
                 for node, update in chunk.items():
                     if node == "__interrupt__":
                         interrupted = update[0].value

@@ -215,6 +215,7 @@ def _build(path: Path | None, data: dict[str, Any], defaults: dict[str, Any], gi
     _check_values(where, {k: v for k, v in data.items() if k not in ("pipeline", "faults")}, RunConfig)
     dataset_path = given.pop("dataset_path", None)
     cli_faults = given.pop("faults", None)
+    cli_replay = given.pop("replay", None)
     merged = {**defaults, **data, **given}
     if cli_faults is not None:
         merged["faults"] = _faults(cli_faults, "--faults")
@@ -232,6 +233,8 @@ def _build(path: Path | None, data: dict[str, Any], defaults: dict[str, Any], gi
     _check_keys(f"pipeline.tools ({where})", tools, _TOOL_FIELDS)
     _check_values(f"pipeline ({where})", pipe, PipelineConfig)
     _check_values(f"pipeline.tools ({where})", tools, ToolSettings)
+    if cli_replay:
+        pipe["replay"] = True
     if "recoverable_errors" in pipe:
         pipe["recoverable_errors"] = tuple(pipe["recoverable_errors"])
     merged["pipeline"] = PipelineConfig(**pipe, tools=ToolSettings(**tools))

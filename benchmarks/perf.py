@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-__all__ = ["PerfFigure", "concurrency_scaling", "ex_throughput", "harness_overhead", "model_speed", "run_perf"]
+__all__ = [
+    "PerfFigure",
+    "concurrency_scaling",
+    "ex_throughput",
+    "harness_overhead",
+    "model_speed",
+    "router_replay",
+    "run_perf",
+    "schema_scaling",
+]
 
 
 @dataclass
@@ -126,6 +135,7 @@ def harness_overhead(n_examples: int = 60) -> list[PerfFigure]:
         store.create_run("perf.rules", router="rules", lm="scripted", dataset=ds, split="all", config={}, params={})
         mlflow_id = sink.start_run(rr.router, "scripted", ds, {"perf": True}, run_key="perf.rules", split="all")
         rr.run_example(examples[0])  # warm-up: imports, first connections
+        writer = stack.enter_context(store.writer("perf.rules"))  # as the session stores results
         clock.seconds.clear()
         t0 = time.perf_counter()
         for e in examples:
@@ -133,15 +143,17 @@ def harness_overhead(n_examples: int = 60) -> list[PerfFigure]:
             result = rr.run_example(e)
             clock.add("run_example", time.perf_counter() - t)
             t = time.perf_counter()
-            store.add_result("perf.rules", result)
+            writer.add(result)
+            t_store = time.perf_counter()
             sink.log_example(mlflow_id, result, question=e.question)
-            clock.add("tracking", time.perf_counter() - t)
+            clock.add("tracking: results store", t_store - t)
+            clock.add("tracking: mlflow", time.perf_counter() - t_store)
         wall = time.perf_counter() - t0
         sink.finish_run(mlflow_id, store.results("perf.rules"), status="FINISHED")
     s, n = clock.seconds, len(examples)
     graph = s.get("run_example", 0.0) - s.get("scoring", 0.0) - s.get("guard", 0.0) - s.get("sql", 0.0)
     per = {k: 1000 * v / n for k, v in {"graph": graph, **s}.items() if k != "run_example"}
-    harness = per["graph"] + per.get("guard", 0.0) + per.get("tracking", 0.0) + per.get("scoring", 0.0)
+    harness = sum(v for k, v in per.items() if k != "sql")
     figures = [PerfFigure("harness", f"{k} per example", round(v, 2), "ms") for k, v in sorted(per.items())]
     figures.append(PerfFigure("harness", "wall per example", round(1000 * wall / n, 2), "ms"))
     figures.append(
@@ -210,7 +222,8 @@ def _ex_pairs(directory: Path, n_pairs: int, n_dbs: int, rows: int) -> list[tupl
         db = dbs[i % n_dbs]
         gold = _GOLDS[(i // n_dbs) % len(_GOLDS)].format(k=(i // (n_dbs * len(_GOLDS))) % 5 + 1)
         pred = _PREDS[i % len(_PREDS)].format(gold=gold, k=(i // n_dbs) % 5 + 1)
-        pairs.append((db, gold, pred))
+        # every prediction's text is unique, as a model's would be: no cache may answer it
+        pairs.append((db, gold, f"{pred} /* pair {i} */"))
         i += 1
     return pairs
 
@@ -237,18 +250,22 @@ def _plain_loop(pairs: Sequence[tuple[str, str, str]]) -> int:
 def ex_throughput(n_pairs: int = 1000, workers: int = 2, rows: int = 20_000) -> list[PerfFigure]:
     """EX scoring throughput on (prediction, gold) pairs over SQLite files.
 
-    Compares the plain sequential loop with the ``ex`` scorer (read-only connections, guard,
-    real timeouts, gold results cached per database and SQL) on one thread and on ``workers``.
+    Compares the plain sequential loop (open, run both, compare; no guard, no timeout) with the
+    ``ex`` scorer (guard, read-only connections, real timeouts): on the first run of the dataset
+    (gold results computed and stored) and on a later run (gold results read from the on-disk
+    cache), on one thread and on ``workers``.
 
     Returns:
         Pairs per second for each way, and the speed-up over the plain loop.
     """
+    from agents.db.guard import clear_guard_cache
     from agents.trace import Trace
     from benchmarks.example import Example
     from eval.scorers.execution import ExecutionAccuracy
 
     with tempfile.TemporaryDirectory() as d:
         pairs = _ex_pairs(Path(d), n_pairs, n_dbs=4, rows=rows)
+        cache = str(Path(d) / "gold.sqlite")
         t0 = time.perf_counter()
         base_hits = _plain_loop(pairs)
         base = time.perf_counter() - t0
@@ -258,7 +275,9 @@ def ex_throughput(n_pairs: int = 1000, workers: int = 2, rows: int = 20_000) -> 
         ]
 
         def scored(n_workers: int) -> tuple[float, int]:
-            scorer = ExecutionAccuracy(timeout_s=10.0)
+            # a new scorer and guard cache is a new run: nothing in memory, only what the disk holds
+            clear_guard_cache()
+            scorer = ExecutionAccuracy(timeout_s=10.0, gold_cache=cache)
             t = time.perf_counter()
             if n_workers == 1:
                 values = [scorer.score(e, tr).value for e, tr in items]
@@ -267,17 +286,21 @@ def ex_throughput(n_pairs: int = 1000, workers: int = 2, rows: int = 20_000) -> 
                     values = list(pool.map(lambda it: scorer.score(*it).value, items))
             return time.perf_counter() - t, int(sum(v or 0 for v in values))
 
+        first, first_hits = scored(1)
         seq, seq_hits = scored(1)
         par, par_hits = scored(workers)
-    if not base_hits == seq_hits == par_hits:
-        raise RuntimeError(f"EX disagreement: plain {base_hits}, scorer {seq_hits}, parallel {par_hits}")
+    if not base_hits == first_hits == seq_hits == par_hits:
+        raise RuntimeError(
+            f"EX disagreement: plain {base_hits}, first run {first_hits}, cached {seq_hits}, parallel {par_hits}"
+        )
     rate = lambda s: round(len(pairs) / s, 1)  # noqa: E731
     return [
         PerfFigure("ex", "plain sequential loop", rate(base), "pairs/s"),
-        PerfFigure("ex", "ex scorer, 1 thread, gold cache", rate(seq), "pairs/s"),
-        PerfFigure("ex", f"ex scorer, {workers} threads, gold cache", rate(par), "pairs/s"),
+        PerfFigure("ex", "ex scorer, first run (gold computed), 1 thread", rate(first), "pairs/s"),
+        PerfFigure("ex", "ex scorer, later run (gold from disk), 1 thread", rate(seq), "pairs/s"),
+        PerfFigure("ex", f"ex scorer, later run (gold from disk), {workers} threads", rate(par), "pairs/s"),
         PerfFigure("ex", "speed-up over the plain loop", round(base / par, 2), "x", ">= 2x", base / par >= 2),
-        PerfFigure("ex", "pairs scored (all three agree)", len(pairs), "pairs"),
+        PerfFigure("ex", "pairs scored (all four agree)", len(pairs), "pairs"),
     ]
 
 
@@ -358,6 +381,81 @@ def concurrency_scaling(workers: Sequence[int] = (1, 2, 4, 8, 16), n_examples: i
     return figures
 
 
+def router_replay(n_examples: int = 24, delay_s: float = 0.2) -> list[PerfFigure]:
+    """What a second router costs when the first one's sub-agent outcomes are stored.
+
+    Against the loopback stub LM (``delay_s`` per call, as a remote provider): ``rules`` runs
+    fresh and stores its outcomes; then ``oracle`` runs fresh (nothing stored) and replaying
+    what ``rules`` stored, on every example and on those where the two routed alike (the goal's
+    condition). A replayed call makes no LM call and no query; routing always runs.
+    """
+    from dataclasses import replace as _replace
+
+    from agents.lm import resolve_lm
+    from benchmarks.builtin import load_builtin
+    from benchmarks.runner import RouterRun, RunConfig, build_scorers, run_router
+    from benchmarks.selection import stratified_subset
+
+    examples = stratified_subset(load_builtin().split("all"), n_examples)
+    figures: list[PerfFigure] = []
+    with tempfile.TemporaryDirectory() as d, _stub_server(delay_s) as base:
+        lm = resolve_lm("openai/stub", api_base=base, api_key="stub", cache=False)
+        stored = str(Path(d) / "outcomes.sqlite")
+
+        def timed(router: str, cache: str, chosen: Sequence[Any]) -> tuple[float, list[Any]]:
+            config = RunConfig(lm="openai/stub")
+            config = _replace(config, pipeline=_replace(config.pipeline, replay=cache))
+            rr = RouterRun(router, {}, lm, config, build_scorers(config))
+            results: list[Any] = []
+            t = time.perf_counter()
+            run_router(rr, chosen, on_result=results.append)
+            return time.perf_counter() - t, results
+
+        first_s, first = timed("rules", stored, examples)
+        figures.append(PerfFigure("replay", "first router (rules), fresh, storing outcomes", round(first_s, 2), "s"))
+        chains = {r.example_id: [c["name"] for c in r.trace.tool_calls] for r in first if r.trace is not None}
+        for label, chosen in (
+            ("all examples", examples),
+            ("examples routed alike", [e for e in examples if e.intent == _first_intent(first, e.id)]),
+        ):
+            fresh_s, _ = timed("oracle", str(Path(d) / f"fresh-{len(figures)}.sqlite"), chosen)
+            replay_s, replayed = timed("oracle", stored, chosen)
+            calls = [c for r in replayed if r.trace is not None for c in r.trace.tool_calls]
+            alike = sum(
+                1 for r in replayed if r.trace and [c["name"] for c in r.trace.tool_calls] == chains.get(r.example_id)
+            )
+            share = replay_s / fresh_s
+            goal = label == "examples routed alike"
+            figures += [
+                PerfFigure("replay", f"second router (oracle), fresh, {label} ({len(chosen)})", round(fresh_s, 2), "s"),
+                PerfFigure("replay", f"second router (oracle), replaying, {label}", round(replay_s, 2), "s"),
+                PerfFigure(
+                    "replay",
+                    f"tool calls replayed, {label}",
+                    round(sum(1 for c in calls if c.get("replayed")) / max(len(calls), 1), 3),
+                    "fraction",
+                ),
+                PerfFigure("replay", f"examples with the same tool chain, {label}", alike, "examples"),
+                PerfFigure(
+                    "replay",
+                    f"replayed cost / fresh cost, {label}",
+                    round(share, 3),
+                    "fraction",
+                    "<= 0.10" if goal else "",
+                    share <= 0.10 if goal else None,
+                ),
+            ]
+    return figures
+
+
+def _first_intent(results: Sequence[Any], example_id: str) -> str | None:
+    """The intent of an example's first routing decision in ``results`` (None if absent)."""
+    for r in results:
+        if r.example_id == example_id:
+            return r.predicted_intent
+    return None
+
+
 def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     """SQL-generation latency of the embedded model on the built-in schema, and prefix reuse.
 
@@ -423,6 +521,135 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     return figures
 
 
+_THEMES = (
+    "stations",
+    "vehicles",
+    "drivers",
+    "routes",
+    "tolls",
+    "tickets",
+    "parcels",
+    "depots",
+    "shifts",
+    "invoices",
+    "suppliers",
+    "contracts",
+    "inspections",
+    "repairs",
+    "tyres",
+    "fuel_cards",
+    "lanes",
+    "cameras",
+    "incidents",
+    "permits",
+    "weather_logs",
+    "sensors",
+    "bridges",
+    "tunnels",
+    "signs",
+    "rest_stops",
+    "chargers",
+    "parking_bays",
+    "kiosks",
+    "menus",
+    "orders",
+    "refunds",
+    "complaints",
+    "staff_rosters",
+    "trainings",
+    "audits",
+    "budgets",
+    "leases",
+    "utilities",
+    "lamps",
+)
+_CATEGORIES = ("north", "south", "east", "west")
+
+
+def _schema_db(path: Path, n_tables: int) -> list[tuple[str, str]]:
+    """A DuckDB file of ``n_tables`` themed tables; returns (question, gold SQL) pairs on two of them."""
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    try:
+        for i, name in enumerate(_THEMES[:n_tables]):
+            con.execute(
+                f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, label VARCHAR, category VARCHAR, amount DOUBLE, "
+                "recorded DATE)"
+            )
+            con.execute(
+                f"INSERT INTO {name} SELECT r, '{name[:-1]} ' || r, "
+                f"['north', 'south', 'east', 'west'][1 + (r + {i}) % 4], r * 1.5, "
+                "DATE '2024-01-01' + CAST(r AS INTEGER) FROM range(1, 31) t(r)"
+            )
+    finally:
+        con.close()
+    picks = [_THEMES[n_tables // 2], _THEMES[n_tables - 1]]
+    return [
+        (
+            f"How many {t.replace('_', ' ')} are in the {c} category?",
+            f"SELECT count(*) FROM {t} WHERE category = '{c}'",
+        )
+        for t, c in zip(picks, _CATEGORIES, strict=False)
+    ]
+
+
+def schema_scaling(spec: str = "local", sizes: Sequence[int] = (5, 15, 40)) -> list[PerfFigure]:
+    """SQL generation on schemas of several sizes: the full schema against data_discovery's linking.
+
+    Each size gets a DuckDB file of themed tables and two counting questions on different tables.
+    Every generation starts from a cold KV cache (saved prefixes forgotten), so the prompt's
+    length is what is timed. Accuracy is EX against the gold SQL on the same file.
+    """
+    from agents.db import open_database
+    from agents.lm import resolve_lm
+    from agents.lm.adapter import lm_context
+    from agents.tools.context import ToolContext
+    from agents.tools.programs import SQLPrograms, clean_sql
+    from agents.tools.subagents import _relevant_tables
+    from eval.scorers.execution import results_match
+
+    lm = resolve_lm(spec, cache=False)
+    forget = getattr(getattr(lm, "_engine_spec", None), "forget_prefixes", None)
+    programs = SQLPrograms()
+    figures: list[PerfFigure] = []
+    with tempfile.TemporaryDirectory() as d:
+        for n in sizes:
+            path = Path(d) / f"schema{n}.duckdb"
+            pairs = _schema_db(path, n)
+            db = open_database(path)
+            ctx = ToolContext(db=db, lm=lm, programs=programs)
+            for way in ("full schema", "linked"):
+                seconds, tokens, hits = [], [], 0
+                for question, gold in pairs:
+                    tables = None if way == "full schema" else _relevant_tables(ctx, question)
+                    schema = db.schema_text(tables)
+                    if forget is not None:
+                        forget()
+                    t = time.perf_counter()
+                    with lm_context(lm):
+                        pred = programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=question)
+                    seconds.append(time.perf_counter() - t)
+                    tokens.append((lm.history[-1].get("usage") or {}).get("prompt_tokens", 0))
+                    try:
+                        got = db.execute(clean_sql(pred.sql or ""), max_rows=100)
+                        hits += results_match(got.rows, db.execute(gold).rows)[0]
+                    except Exception:
+                        pass
+                med = statistics.median(seconds)
+                figures += [
+                    PerfFigure(
+                        "schemas", f"{n} tables, {way}: generate_sql median", round(med, 2), "s", "<= 2 s", med <= 2
+                    ),
+                    PerfFigure("schemas", f"{n} tables, {way}: generate_sql max", round(max(seconds), 2), "s"),
+                    PerfFigure(
+                        "schemas", f"{n} tables, {way}: prompt tokens (median)", statistics.median(tokens), "tokens"
+                    ),
+                    PerfFigure("schemas", f"{n} tables, {way}: EX", hits / len(pairs), "fraction"),
+                ]
+    return figures
+
+
 def alternating_prefixes(spec: str = "local", questions: int = 2) -> list[PerfFigure]:
     """A router tool call and a ``generate_sql`` call, interleaved, with saved prefix states on and off.
 
@@ -473,9 +700,11 @@ def run_perf(*, quick: bool = False, model: bool = False, lm: str = "local") -> 
     figures = harness_overhead(24 if quick else 120)
     figures += ex_throughput(1000, rows=5_000 if quick else 20_000)
     figures += concurrency_scaling((1, 4, 16) if quick else (1, 2, 4, 8, 16), 32 if quick else 64)
+    figures += router_replay(12 if quick else 36)
     if model:
         figures += model_speed(lm, 2 if quick else 5)
         figures += alternating_prefixes(lm, 2 if quick else 3)
+        figures += schema_scaling(lm, (5, 15) if quick else (5, 15, 40))
     return figures
 
 

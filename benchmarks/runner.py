@@ -108,6 +108,14 @@ class RunConfig:
             raise _setting_error("deadline_s", d, "a positive number of seconds", "--deadline-s SECONDS")
         if self.faults is not None and not isinstance(self.faults, FaultSpec):
             raise _setting_error("faults", self.faults, "a FaultSpec (see agents.faults)", "--faults rate=R,seed=S")
+        if self.faults is not None and self.pipeline.replay:
+            raise ConfigError(
+                "faults and replay cannot be combined",
+                expected="either --faults or --replay",
+                found="both",
+                fix="drop --replay: a replayed sub-agent call would skip the fault it should suffer",
+                details={"field": "faults"},
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict."""

@@ -326,7 +326,7 @@ def run_session(
                     _started: _dt.datetime = started,
                     _total: int = n_todo,
                 ) -> None:
-                    store.add_result(_run_id, result)
+                    writer.add(result)
                     if sink is not None and _mlflow_id is not None:
                         sink.log_example(_mlflow_id, result, question=by_id[result.example_id].question)
                     _results.append(result)
@@ -348,15 +348,16 @@ def run_session(
                         )
 
                 try:
-                    run_router(
-                        rr,
-                        todo,
-                        on_result=on_result,
-                        concurrency=config.concurrency,
-                        attempts=config.attempts,
-                        stop=stop,
-                        deadline=deadline,
-                    )
+                    with store.writer(run_id) as writer:
+                        run_router(
+                            rr,
+                            todo,
+                            on_result=on_result,
+                            concurrency=config.concurrency,
+                            attempts=config.attempts,
+                            stop=stop,
+                            deadline=deadline,
+                        )
                 except KeyboardInterrupt:
                     stop.set()
                     out.interrupted = True

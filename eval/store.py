@@ -38,7 +38,7 @@ from agents.errors import ConfigError, RunError
 from benchmarks.dataset import Dataset
 from eval.result import ExampleResult
 
-__all__ = ["DEFAULT_STORE_PATH", "RUN_STATUSES", "SCORE_COLUMNS", "ResultsStore", "StoreBusyError"]
+__all__ = ["DEFAULT_STORE_PATH", "RUN_STATUSES", "SCORE_COLUMNS", "ResultsStore", "RunWriter", "StoreBusyError"]
 
 DEFAULT_STORE_PATH = ".routerlab/results.duckdb"
 
@@ -360,14 +360,40 @@ class ResultsStore:
         if not results:
             return
         with self._connect() as con:
-            names, added = self._score_columns(con, {n for r in results for n in r.scores})
-            rows = [_example_row(run_id, r, names) for r in results]
-            cols = list(rows[0])
-            quoted = ", ".join(f'"{c}"' for c in cols)
-            marks = ", ".join("?" for _ in cols)
-            sql = f"INSERT OR REPLACE INTO examples ({quoted}) VALUES ({marks})"
-            con.executemany(sql, [[row[c] for c in cols] for row in rows])
+            added = self._upsert(con, run_id, results)
         self._known_columns |= added  # only after the commit: a rolled-back ALTER added nothing
+
+    def _upsert(self, con: duckdb.DuckDBPyConnection, run_id: str, results: Sequence[ExampleResult]) -> set[str]:
+        names, added = self._score_columns(con, {n for r in results for n in r.scores})
+        rows = [_example_row(run_id, r, names) for r in results]
+        cols = list(rows[0])
+        quoted = ", ".join(f'"{c}"' for c in cols)
+        marks = ", ".join("?" for _ in cols)
+        sql = f"INSERT OR REPLACE INTO examples ({quoted}) VALUES ({marks})"
+        values = [[row[c] for c in cols] for row in rows]
+        if len(values) == 1:
+            con.execute(sql, values[0])  # a third cheaper than executemany for one row (perf)
+        else:
+            con.executemany(sql, values)
+        return added
+
+    @contextmanager
+    def writer(self, run_id: str) -> Iterator[RunWriter]:
+        """Keep the file open while a run stores its results one by one.
+
+        Opening the file costs about 20 ms, a committed upsert on an open connection about 1 ms
+        (``routerlab perf``): with a fast LM the open was most of the harness's time per example.
+        Each result is still committed on its own, so a killed run loses nothing it reported.
+        While the block runs, other processes cannot open the store (DuckDB allows one writing
+        process per file); this process can, and reads see every committed result.
+        """
+        with self._lock:
+            con = self._open()
+        try:
+            yield RunWriter(self, con, run_id)
+        finally:
+            with self._lock:
+                con.close()
 
     def completed_ids(self, run_id: str, *, min_attempts: int = 1) -> set[str]:
         """Example ids of ``run_id`` with a stored result (at least ``min_attempts`` of them).
@@ -400,3 +426,23 @@ class ResultsStore:
         """
         with self._connect() as con:
             return con.execute(sql, list(params or [])).df()
+
+
+class RunWriter:
+    """Stores one run's results on a connection held open (see :meth:`ResultsStore.writer`)."""
+
+    def __init__(self, store: ResultsStore, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+        self._store, self._con, self.run_id = store, con, run_id
+
+    def add(self, result: ExampleResult) -> None:
+        """Upsert one result and commit it."""
+        store = self._store
+        with store._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                added = store._upsert(self._con, self.run_id, [result])
+                self._con.execute("COMMIT")
+            except BaseException:
+                self._con.execute("ROLLBACK")
+                raise
+        store._known_columns |= added

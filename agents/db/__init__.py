@@ -8,6 +8,7 @@ from agents.db.database import (
     QueryResult,
     TableInfo,
     clear_database_cache,
+    connect_duckdb_readonly,
     file_digest,
     open_database,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "TableInfo",
     "check_sql",
     "clear_database_cache",
+    "connect_duckdb_readonly",
     "file_digest",
     "open_database",
 ]

@@ -12,6 +12,7 @@ Rule ids (stable, used in scores and tests): ``empty``, ``too_long``, ``too_deep
 
 from __future__ import annotations
 
+import functools
 import re
 
 import sqlglot
@@ -154,6 +155,21 @@ def check_sql(sql: str, dialect: str = "duckdb", *, max_chars: int = MAX_SQL_CHA
     """
     if sql is None or not str(sql).strip():
         raise _fail("empty", "no SQL statement was given", "")
+    return _check_accepted(str(sql), dialect, max_chars)
+
+
+def clear_guard_cache() -> None:
+    """Forget remembered verdicts (a benchmark that wants every statement parsed afresh calls it)."""
+    _check_accepted.cache_clear()
+
+
+# The verdict is a pure function of the text: a statement is guarded when the pipeline runs it
+# and again when EX scores it, and routers on one dataset write the same SQL over and over.
+# Accepted statements are remembered; a refusal raises, so it is never cached.
+@functools.lru_cache(maxsize=4096)
+def _check_accepted(sql: str, dialect: str, max_chars: int) -> str:
+    if not sql.strip():
+        raise _fail("empty", "no SQL statement was given", "")
     text = str(sql).strip()
     if len(text) > max_chars:
         raise _fail("too_long", f"statement is {len(text)} characters; the limit is {max_chars}", text)
@@ -173,8 +189,7 @@ def check_sql(sql: str, dialect: str = "duckdb", *, max_chars: int = MAX_SQL_CHA
         kind = type(root).__name__.upper()
         raise _fail("only_select", f"only SELECT is allowed (found {kind})", text)
     try:
-        nodes = list(root.walk())
-        depth = max((_depth(n) for n in nodes), default=0)
+        nodes, depth = _nodes_and_depth(root)
     except RecursionError:
         raise _fail("too_deep", "statement is nested too deeply to check", text) from None
     if depth > MAX_DEPTH:
@@ -195,9 +210,15 @@ def check_sql(sql: str, dialect: str = "duckdb", *, max_chars: int = MAX_SQL_CHA
     return text.rstrip().rstrip(";").rstrip()
 
 
-def _depth(node: exp.Expression) -> int:
-    d = 0
-    while node.parent is not None:
-        node = node.parent
-        d += 1
-    return d
+def _nodes_and_depth(root: exp.Expression) -> tuple[list[exp.Expression], int]:
+    """Every node (pre-order) and the deepest nesting, in one pass."""
+    # walking up to the root from every node would be quadratic in the nesting depth
+    nodes: list[exp.Expression] = []
+    depth = 0
+    stack = [(root, 0)]
+    while stack:
+        node, d = stack.pop()
+        nodes.append(node)
+        depth = max(depth, d)
+        stack.extend((child, d + 1) for child in reversed(list(node.iter_expressions())))
+    return nodes, depth

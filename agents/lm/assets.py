@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.errors import ModelAssetError
+from agents.paths import cache_root
 
 __all__ = ["MODELS", "ModelAsset", "assemble", "cache_dir", "model_path", "part_files"]
 
@@ -77,10 +78,7 @@ MODELS: dict[str, ModelAsset] = {
 
 def cache_dir() -> Path:
     """``$ROUTERLAB_CACHE/models`` or ``~/.cache/routerlab/models``."""
-    root = os.environ.get("ROUTERLAB_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "routerlab"
-    )
-    return Path(root) / "models"
+    return cache_root() / "models"
 
 
 def _pip_fix(asset: ModelAsset, i: int | None = None, *, force: bool = False) -> str:

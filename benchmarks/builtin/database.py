@@ -32,6 +32,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from agents.paths import cache_root
+
 __all__ = [
     "BUSINESS_TYPES",
     "END_DATE",
@@ -475,8 +477,7 @@ def build_database(path: str | Path) -> Path:
 
 def cache_dir() -> Path:
     """Where the built database lives: ``$ROUTERLAB_CACHE/builtin`` or ``~/.cache/routerlab/builtin``."""
-    root = os.environ.get("ROUTERLAB_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "routerlab") / "builtin"
+    return cache_root() / "builtin"
 
 
 def builtin_database_path() -> Path:
@@ -516,8 +517,10 @@ def content_digest(path: str | Path) -> str:
     Returns:
         Hex digest.
     """
+    from agents.db import connect_duckdb_readonly
+
     h = hashlib.sha256()
-    con = duckdb.connect(str(path), read_only=True)
+    con = connect_duckdb_readonly(path)
     try:
         for table, key in TABLE_KEYS.items():
             h.update(repr(con.execute(f"DESCRIBE {table}").fetchall()).encode())

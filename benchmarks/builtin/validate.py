@@ -36,7 +36,10 @@ _PROBE = "__order_key_"
 
 def connect_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the DuckDB file ``path`` (the caller closes it)."""
-    return duckdb.connect(str(path), read_only=True)
+    from agents.db import connect_duckdb_readonly
+
+    # the same settings as every other read-only open in the process (DuckDB refuses a mix)
+    return connect_duckdb_readonly(path)
 
 
 def execute(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:

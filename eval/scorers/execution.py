@@ -24,6 +24,7 @@ from agents.errors import ToolError
 from agents.trace import Trace
 from benchmarks.example import Example
 from eval.result import Score, scorer
+from eval.scorers.gold_cache import CachedGold, GoldCache
 
 __all__ = ["EX_INTENTS", "MODES", "ExecutionAccuracy", "gold_is_ordered", "results_match"]
 
@@ -96,6 +97,27 @@ def results_match(
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if not pred_rows and not gold_rows:
         return True, "both empty"
+    # identical results in identical order match under every mode: Python's == already equates
+    # what _norm does (True == 1 == 1.0), and this skips building multisets for the common case
+    if len(pred_rows) == len(gold_rows) and all(
+        len(p) == len(g) and list(p) == list(g) for p, g in zip(pred_rows, gold_rows, strict=True)
+    ):
+        if mode == "bird":
+            return True, "same set of rows"
+        return True, "match" + (" (ordered)" if ordered else "")
+    return _compare(pred_rows, gold_rows, ordered, mode, (rel_tol, abs_tol))
+
+
+def _compare(
+    pred_rows: Sequence[Sequence[Any]],
+    gold_rows: Sequence[Sequence[Any]],
+    ordered: bool,
+    mode: str,
+    tolerance: tuple[float, float],
+) -> tuple[bool, str]:
+    """The full comparison (results_match without its shortcut for identical results)."""
+    if not pred_rows and not gold_rows:
+        return True, "both empty"
     if mode == "bird":
         p = {tuple(map(_norm, r)) for r in pred_rows}
         g = {tuple(map(_norm, r)) for r in gold_rows}
@@ -106,7 +128,7 @@ def results_match(
     n_g = len(gold_rows[0]) if gold_rows else 0
     if n_p != n_g:
         return False, f"column count {n_p} != gold {n_g}"
-    tol = (rel_tol, abs_tol) if mode == "tolerance" else None
+    tol = tolerance if mode == "tolerance" else None
     cols_p = list(zip(*pred_rows, strict=True)) if pred_rows else []
     cols_g = list(zip(*gold_rows, strict=True)) if gold_rows else []
     # candidate columns of the prediction for each gold column: same multiset of values
@@ -139,6 +161,9 @@ class ExecutionAccuracy:
         max_rows: Row cap. A predicted result that hits it scores 0; a gold result that hits it
             makes the example invalid (``None``, excluded from the denominator).
         rel_tol / abs_tol: Closeness in ``tolerance`` mode.
+        gold_cache: Keep gold results on disk across runs (:class:`~eval.scorers.gold_cache.GoldCache`):
+            True for the default path, a path for that file, False for none. Within one scorer
+            they are always kept in memory.
     """
 
     name = "ex"
@@ -150,6 +175,7 @@ class ExecutionAccuracy:
         max_rows: int = 100_000,
         rel_tol: float = 1e-6,
         abs_tol: float = 1e-9,
+        gold_cache: bool | str = True,
     ) -> None:
         if mode not in MODES:
             from agents.errors import ConfigError
@@ -162,7 +188,9 @@ class ExecutionAccuracy:
             )
         self.mode, self.timeout_s, self.max_rows = mode, timeout_s, max_rows
         self.rel_tol, self.abs_tol = rel_tol, abs_tol
-        self._gold: dict[tuple[str, str], Any] = {}
+        self.gold_cache = gold_cache
+        self._disk = None if gold_cache is False else GoldCache(None if gold_cache is True else gold_cache)
+        self._gold: dict[tuple[str, str], CachedGold | ToolError] = {}
         self._lock = threading.Lock()
 
     def _run(self, db_path: str, sql: str) -> Any:
@@ -170,34 +198,47 @@ class ExecutionAccuracy:
 
         return open_database(db_path).execute(sql, timeout_s=self.timeout_s, max_rows=self.max_rows)
 
-    def gold_result(self, example: Example) -> Any:
-        """The gold result (cached per database file and SQL); a ToolError if the gold fails."""
+    def gold(self, example: Example) -> CachedGold:
+        """The gold result and its ordering, from memory, the disk cache, or the database.
+
+        Raises:
+            ToolError: The gold query failed (remembered for this scorer, not on disk).
+        """
         key = (example.db_path, example.gold_sql or "")
         with self._lock:
-            if key in self._gold:
-                cached = self._gold[key]
-                if isinstance(cached, Exception):
-                    raise cached
-                return cached
+            cached = self._gold.get(key)
+        if cached is None:
+            cached = self._disk.get(*key, self.max_rows) if self._disk is not None else None
+            if cached is None:
+                cached = self._compute_gold(example)
+            with self._lock:
+                self._gold[key] = cached
+        if isinstance(cached, ToolError):
+            raise cached
+        return cached
+
+    def _compute_gold(self, example: Example) -> CachedGold | ToolError:
+        from agents.db import open_database
+
         try:
-            result: Any = self._run(example.db_path, example.gold_sql or "")
+            result = self._run(example.db_path, example.gold_sql or "")
         except ToolError as exc:
-            result = exc
-        with self._lock:
-            self._gold[key] = result
-        if isinstance(result, Exception):
-            raise result
-        return result
+            return exc
+        ordered = gold_is_ordered(example.gold_sql or "", open_database(example.db_path).dialect)
+        gold = CachedGold(result, ordered)
+        if self._disk is not None:
+            self._disk.put(example.db_path, example.gold_sql or "", self.max_rows, gold)
+        return gold
 
     def score(self, example: Example, trace: Trace) -> Score:
         """1 when the prediction's result matches the gold's under the mode."""
         if example.intent not in EX_INTENTS or not example.gold_sql:
             return Score(self.name, None, "not applicable")
         try:
-            gold = self.gold_result(example)
+            gold = self.gold(example)
         except ToolError as exc:
             return Score(self.name, None, f"invalid example: gold {exc.error_class}: {exc}", {"invalid": True})
-        if gold.truncated:
+        if gold.result.truncated:
             return Score(self.name, None, "invalid example: gold result exceeds the row cap", {"invalid": True})
         if not trace.sql:
             return Score(self.name, 0.0, "no SQL was produced")
@@ -207,10 +248,8 @@ class ExecutionAccuracy:
             return Score(self.name, 0.0, f"predicted SQL failed: {exc.error_class}", {"error": str(exc)[:300]})
         if pred.truncated:
             return Score(self.name, 0.0, "predicted result exceeds the row cap")
-        from agents.db import open_database
-
-        ordered = self.mode != "bird" and gold_is_ordered(example.gold_sql, open_database(example.db_path).dialect)
+        ordered = self.mode != "bird" and gold.ordered
         ok, reason = results_match(
-            pred.rows, gold.rows, ordered=ordered, mode=self.mode, rel_tol=self.rel_tol, abs_tol=self.abs_tol
+            pred.rows, gold.result.rows, ordered=ordered, mode=self.mode, rel_tol=self.rel_tol, abs_tol=self.abs_tol
         )
         return Score(self.name, 1.0 if ok else 0.0, reason, {"ordered": ordered, "mode": self.mode})

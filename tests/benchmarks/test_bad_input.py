@@ -230,16 +230,18 @@ def test_a_run_that_fails_half_way_is_marked_failed_and_resumes(work, monkeypatc
     """A store failure on the third example: FAILED everywhere, then --resume finishes it."""
     from mlflow import MlflowClient
 
-    real = ResultsStore.add_result
+    from eval.store import RunWriter
+
+    real = RunWriter.add
     calls = {"n": 0}
 
-    def flaky(self, run_id, result):
+    def flaky(self, result):
         calls["n"] += 1
         if calls["n"] == 3:
             raise StoreBusyError("cannot open the results store", expected="x", found="y", fix="z")
-        return real(self, run_id, result)
+        return real(self, result)
 
-    monkeypatch.setattr(ResultsStore, "add_result", flaky)
+    monkeypatch.setattr(RunWriter, "add", flaky)
     code, text = _cli(work, "run", "--lm", "scripted:basic", "--router", "rules,oracle", "--limit", "4")
     assert code == 2 and "cannot open the results store" in text
     m = re.search(r"resume with routerlab run --resume (\S+)", text)
@@ -260,7 +262,7 @@ def test_a_run_that_fails_half_way_is_marked_failed_and_resumes(work, monkeypatc
         "StoreBusyError"
         in next(r for r in mine if r.data.tags["routerlab.run_key"] != session).data.tags["routerlab.error"]
     )
-    monkeypatch.setattr(ResultsStore, "add_result", real)
+    monkeypatch.setattr(RunWriter, "add", real)
     code, text = _cli(work, "run", "--resume", session)
     assert code == 0, text
     for router in ("rules", "oracle"):

@@ -54,23 +54,29 @@ def _start(args: list[str], tmp: Path) -> subprocess.Popen[str]:
     )
 
 
-def _run_until(proc: subprocess.Popen[str], rows: int, sig: int, delay: float, timeout: float = 90.0) -> str | None:
-    """Read the log until ``rows`` examples were stored, wait ``delay`` s, send ``sig``.
+def _run_until(proc: subprocess.Popen[str], rows: int, sig: int, fraction: float, timeout: float = 90.0) -> str | None:
+    """Read the log until ``rows`` examples were stored, wait ``fraction`` of an example, send ``sig``.
 
-    Returns the session id the process printed. Sends nothing if the process ends first.
+    The wait is a fraction of the gap between the last two stored examples (how long one takes on
+    this machine right now; none after the first), so the signal lands inside the next example
+    however fast the harness is. Returns the session id the process printed. Sends nothing if
+    the process ends first.
     """
     assert proc.stdout is not None
     session, seen, t0 = None, 0, time.monotonic()
+    last_row: float | None = None
     for line in proc.stdout:
-        assert time.monotonic() - t0 < timeout, "the run hung"
+        now = time.monotonic()
+        assert now - t0 < timeout, "the run hung"
         if m := _SESSION.match(line):
             session = m.group(1)
         elif _ROW.match(line):
             seen += 1
             if seen == rows:
-                time.sleep(delay)  # land anywhere in the next example, not only between two
+                time.sleep(fraction * (now - last_row) if last_row is not None else 0.0)
                 proc.send_signal(sig)
                 break
+            last_row = now
     return session
 
 
@@ -124,15 +130,15 @@ def _mlflow_runs(tmp: Path, session: str) -> dict[str, list]:
 def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(workspace, reference):
     tmp_path = workspace
     rng = random.Random(SEED)
-    kills = [(rng.randint(1, 3), rng.uniform(0.0, 0.4)) for _ in range(3)]
+    kills = [(rng.randint(1, 3), rng.uniform(0.0, 1.0)) for _ in range(3)]
     first = ["--lm", "scripted:basic", "--router", ",".join(ROUTERS), "--limit", str(LIMIT)]
     session = None
     killed = 0
     stored_at_kill: list[int] = []
-    for i, (rows, delay) in enumerate(kills):
+    for i, (rows, fraction) in enumerate(kills):
         # the resumed runs get no options but --resume: the session's own settings are used
         proc = _start(first if i == 0 else ["--resume", session], tmp_path)
-        found = _run_until(proc, rows, signal.SIGKILL, delay)
+        found = _run_until(proc, rows, signal.SIGKILL, fraction)
         session = session or found
         proc.wait(timeout=60)
         assert session is not None

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from agents.trace import Trace
 from benchmarks.example import Example
 from eval.scorers import ChainF1, ChainValidity, ExecutionAccuracy, RouteAccuracy, Success, Trajectory
-from eval.scorers.execution import gold_is_ordered, results_match
+from eval.scorers.execution import MODES, gold_is_ordered, results_match
 
 # -- EX comparator -------------------------------------------------------------------------
 
@@ -67,6 +67,25 @@ def test_comparator_ignores_row_shuffles_and_column_swaps(r, rnd):
 @given(rows, rows)
 def test_comparator_is_symmetric_when_unordered(a, b):
     assert results_match(a, b)[0] == results_match(b, a)[0]
+
+
+cells = st.one_of(
+    st.integers(-2, 2), st.sampled_from([0.0, 1.0, 2.5, -0.0]), st.booleans(), st.none(), st.sampled_from(["a", "1"])
+)
+mixed_rows = st.lists(st.lists(cells, min_size=2, max_size=2), max_size=4)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_rows, mixed_rows, st.sampled_from(MODES), st.booleans())
+def test_shortcut_for_identical_results_agrees_with_the_full_comparison(a, b, mode, ordered):
+    from eval.scorers.execution import _compare
+
+    # b often equals a: make identical inputs common so the shortcut is exercised
+    for pred, gold in ((a, b), (a, [list(r) for r in a])):
+        assert (
+            results_match(pred, gold, ordered=ordered, mode=mode)[0]
+            == (_compare(pred, gold, ordered, mode, (1e-6, 1e-9))[0])
+        )
 
 
 # -- EX scorer on a real database ---------------------------------------------------------

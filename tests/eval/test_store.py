@@ -169,3 +169,31 @@ def test_a_rolled_back_column_is_not_remembered(store, make_result, monkeypatch)
     monkeypatch.undo()
     store.add_result("s1.rules", make_result("e0", scores={"ex": 1.0, "ghost": 1.0}))
     assert store.query("SELECT score_ghost FROM examples")["score_ghost"].tolist() == [1.0]
+
+
+def test_run_writer_commits_each_result_and_releases_the_file(store, make_result, tmp_path):
+    import subprocess
+    import sys
+
+    with store.writer("s1.rules") as writer:
+        writer.add(make_result("e0", scores={"ex": 1.0, "brand_new": 0.5}))
+        # committed at once: this process sees it while the writer still holds the file
+        assert store.completed_ids("s1.rules") == {"e0"}
+        writer.add(make_result("e0", scores={"ex": 0.0}))  # an upsert, as with add_result
+        writer.add(make_result("e1"))
+        assert store.query("SELECT count(*) AS n FROM examples")["n"][0] == 2
+    assert store.query("SELECT score_ex FROM examples WHERE example_id = 'e0'")["score_ex"].tolist() == [0.0]
+    assert "score_brand_new" in store.query("SELECT * FROM examples").columns
+    # after the block another process can open the file for writing
+    code = f"import duckdb; duckdb.connect({str(store.path)!r}).close()"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def test_run_writer_failure_rolls_back_and_keeps_earlier_results(store, make_result):
+    # any engine error will do: the point is what stays stored
+    with pytest.raises(Exception), store.writer("s1.rules") as writer:  # noqa: B017
+        writer.add(make_result("e0"))
+        bad = make_result("e1")
+        bad.example_id = None  # NOT NULL key column: the engine refuses the row
+        writer.add(bad)
+    assert store.completed_ids("s1.rules") == {"e0"}
