@@ -3,7 +3,9 @@
 Subpackages: ``agents.lm`` (LM backends), ``agents.db`` (read-only databases and the SQL guard),
 ``agents.tools`` (sub-agents as typed functions), ``agents.swarm`` (swarm-style agents for the
 handoff router); modules ``agents.graph`` (the LangGraph pipeline), ``agents.state``,
-``agents.trace``, ``agents.events``, ``agents.errors`` and ``agents.registry``.
+``agents.trace``, ``agents.events``, ``agents.errors``, ``agents.registry``, ``agents.replay``
+(stored sub-agent outcomes for router replay), ``agents.paths`` (the cache directory) and
+``agents.sqlite_file`` (the SQLite file under the on-disk caches).
 """
 
 import os

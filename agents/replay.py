@@ -27,13 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.paths import cache_root
+from agents.sqlite_file import SharedSqliteFile
 from agents.trace import Usage
 
 __all__ = [
@@ -150,20 +150,13 @@ class OutcomeCache:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_outcome_cache_path()
-        self._local = threading.local()
+        self._file = SharedSqliteFile(self.path, _SCHEMA)
 
     def __repr__(self) -> str:
         return f"OutcomeCache({str(self.path)!r})"
 
     def _con(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
-        if con is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=5.0)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute(_SCHEMA)
-            self._local.con = con
-        return con
+        return self._file.connection()
 
     def get(self, key: str) -> ReplayedOutcome | None:
         """The stored outcome, or None (also when the file cannot be read)."""

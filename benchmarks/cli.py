@@ -24,6 +24,8 @@ app = typer.Typer(
 )
 lm_app = typer.Typer(help="Language-model backends.", no_args_is_help=True)
 app.add_typer(lm_app, name="lm")
+server_app = typer.Typer(help="Services shared by a team (an MLflow tracking server).", no_args_is_help=True)
+app.add_typer(server_app, name="server")
 
 _err = Console(stderr=True)
 # piped output (CI logs, `| tee`) would otherwise wrap the comparison tables at 80 columns
@@ -151,6 +153,14 @@ def run_cmd(
             "timeouts (error class run_deadline) and rerun by --resume.",
         ),
     ] = None,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay",
+            help="Reuse sub-agent outcomes stored by earlier --replay runs (same request, arguments, database "
+            "and LM) and store new ones: a second router pays only for its own decisions and new calls.",
+        ),
+    ] = False,
 ) -> None:
     """Replay a dataset through the pipeline with each router and print the comparison.
 
@@ -180,6 +190,7 @@ def run_cmd(
         attempts=attempts,
         faults=faults,
         deadline_s=deadline_s,
+        replay=replay or None,
     )
     names = router_names or ",".join(n for n, _ in recorded_routers) or DEFAULT_ROUTERS
     spec = SessionSpec(
@@ -416,19 +427,144 @@ def ui_cmd(
     """Start the MLflow UI on the same store."""
     import subprocess
 
-    cmd = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "ui",
-        "--backend-store-uri",
-        tracking_uri,
-        "--host",
-        host,
-        "--port",
-        str(port),
-    ]
+    from benchmarks.sweep.mlflow_server import mlflow_command
+
+    cmd = mlflow_command("ui", backend_store_uri=tracking_uri, host=host, port=port)
     raise typer.Exit(subprocess.call(cmd))
+
+
+@server_app.command("mlflow")
+@_clean_errors
+def server_mlflow_cmd(
+    host: Annotated[
+        str, typer.Option("--host", help="Bind address: loopback by default, 0.0.0.0 for the team's machines.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 5000,
+    backend_store_uri: Annotated[
+        str,
+        typer.Option(
+            "--backend-store-uri", help="Database of runs: sqlite:///FILE or a SQLAlchemy URI (postgresql://...)."
+        ),
+    ] = "sqlite:///mlflow.db",
+    artifacts_destination: Annotated[
+        str | None,
+        typer.Option(
+            "--artifacts-destination",
+            help="Artifact root the server stores uploads in (default: mlartifacts/ beside the database).",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Server worker processes.")] = 2,
+    allowed_hosts: Annotated[
+        str | None,
+        typer.Option("--allowed-hosts", help="Host headers to accept besides localhost and private IPs (DNS names)."),
+    ] = None,
+) -> None:
+    """Start an MLflow tracking server (database + served artifacts) for a team and print its URI."""
+    from benchmarks.sweep.mlflow_server import serve_mlflow
+
+    def ready(url: str) -> None:
+        _out.print(f"MLflow tracking server ready: {url}", highlight=False, soft_wrap=True)
+        _out.print(
+            f"  log to it with --tracking-uri {url}  (e.g. routerlab sweep --config sweep.yaml --executor ray "
+            f"--tracking-uri {url})",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    raise typer.Exit(
+        serve_mlflow(
+            backend_store_uri=backend_store_uri,
+            host=host,
+            port=port,
+            artifacts_destination=artifacts_destination,
+            workers=workers,
+            allowed_hosts=allowed_hosts,
+            on_ready=ready,
+        )
+    )
+
+
+@app.command("sweep")
+@_clean_errors
+def sweep_cmd(
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="Sweep file (YAML/JSON): datasets, routers, lms, seeds, run...")
+    ] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local (cells in this process) or ray.")] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Ray cluster to join: auto, HOST:6379, ray://HOST:10001 (default: a local one)."
+        ),
+    ] = None,
+    tracking_uri: Annotated[
+        str,
+        typer.Option(
+            "--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store; a server (http://...) for ray."
+        ),
+    ] = "sqlite:///mlflow.db",
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
+    store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Finish an interrupted sweep by its id (its recorded grid).")
+    ] = None,
+) -> None:
+    """Run a grid of datasets x routers x LMs x seeds (one run per cell), in this process or on Ray.
+
+    Exit codes: 0 every cell finished; 1 a cell failed (the others ran; its error is printed);
+    2 bad input (nothing ran); 130 interrupted. After 1 or 130 the command that finishes the sweep
+    is printed.
+    """
+    from agents.errors import ConfigError
+    from benchmarks.sweep import load_sweep, make_executor, recorded_sweep, run_sweep
+
+    runner = make_executor(executor, address=address)
+    if config_file is None and resume is None:
+        raise ConfigError(
+            "no sweep given",
+            expected="--config sweep.yaml (a new sweep) or --resume SWEEP_ID",
+            found="neither",
+            fix="see the README's Sweeps section for the file format",
+            details={"option": "--config"},
+        )
+    spec = load_sweep(config_file) if config_file is not None else recorded_sweep(store, resume or "")
+    result = run_sweep(
+        spec,
+        executor=runner,
+        store_path=store,
+        tracking_uri=None if no_mlflow else tracking_uri,
+        console=_out,
+        resume=resume,
+    )
+    summary = result.summary.assign(error=result.summary["error"].str.slice(0, 80))
+    # plain print: rich would wrap the wide table at 80 columns when stdout is not a terminal
+    print(summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"), flush=True)
+    for provider, st in result.slot_stats.items():
+        _out.print(
+            f"provider {provider}: cap {st['cap']}, at most {st['max_in_flight']} LM call(s) in flight, "
+            f"{st['granted']} calls",
+            highlight=False,
+        )
+    _out.print(
+        f"sweep id: [bold]{result.sweep_id}[/] {result.status} in {result.wall_s:.1f} s  "
+        f"(store {store}; MLflow {'off' if no_mlflow else tracking_uri}; compare: routerlab compare {result.sweep_id})"
+    )
+    where = f" --executor {executor}" + (f" --address {address}" if address else "")
+    where += "" if store == ".routerlab/results.duckdb" else f" --store {store}"
+    where += " --no-mlflow" if no_mlflow else ""
+    where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
+    again = f"routerlab sweep --resume {result.sweep_id}{where}"
+    if result.interrupted:
+        _err.print(f"interrupted: resume with  {again}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130)
+    if result.status != "FINISHED":
+        _err.print(
+            f"sweep {result.status}: cells that did not finish rerun with  {again}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 @app.command("perf")

@@ -24,9 +24,9 @@ from agents.graph import PipelineConfig
 from agents.tools import ToolSettings
 from benchmarks.runner import RunConfig
 
-__all__ = ["load_run_config"]
+__all__ = ["RUN_FIELDS", "check_keys", "check_values", "load_run_config", "read_mapping_file"]
 
-_RUN_FIELDS = {f.name for f in fields(RunConfig)}
+RUN_FIELDS = {f.name for f in fields(RunConfig)}
 _PIPE_FIELDS = {f.name for f in fields(PipelineConfig)}
 _TOOL_FIELDS = {f.name for f in fields(ToolSettings)}
 _FAULT_FIELDS = {f.name for f in fields(FaultSpec)}
@@ -44,10 +44,20 @@ _MINIMUM: dict[str, float] = {
 _POSITIVE: frozenset[str] = frozenset({"timeout_s", "sql_timeout_s"})
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_mapping_file(path: Path, *, what: str = "config file", keys: str = "split, limit, pipeline") -> dict[str, Any]:
+    """Read a YAML or JSON file whose top level is a mapping (run configs, sweep grids).
+
+    Args:
+        path: The file.
+        what: How messages name it ("config file", "sweep file").
+        keys: Example top-level keys, for the message when it is not a mapping.
+
+    Raises:
+        ConfigError: Missing, not UTF-8, unparsable or not a mapping, naming the file.
+    """
     if not path.is_file():
         raise ConfigError(
-            f"config file not found: {path}",
+            f"{what} not found: {path}",
             expected="a YAML or JSON file",
             found="a directory" if path.exists() else "no such file",
             fix="check the --config path",
@@ -57,7 +67,7 @@ def _read(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"config file {path} is not UTF-8 text",
+            f"{what} {path} is not UTF-8 text",
             expected="a UTF-8 YAML or JSON file",
             found=f"undecodable byte at offset {exc.start}",
             fix="re-save the file as UTF-8",
@@ -67,7 +77,7 @@ def _read(path: Path) -> dict[str, Any]:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(
-            f"config file {path} does not parse",
+            f"{what} {path} does not parse",
             expected="valid YAML or JSON",
             found=str(exc).splitlines()[0],
             fix="fix the syntax at the reported position",
@@ -75,8 +85,8 @@ def _read(path: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(
-            f"config file {path} is not a mapping",
-            expected="top-level keys such as split, limit, pipeline",
+            f"{what} {path} is not a mapping",
+            expected=f"top-level keys such as {keys}",
             found=type(data).__name__,
             fix="write the settings as key: value pairs",
             details={"file": str(path)},
@@ -84,7 +94,12 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_keys(where: str, data: Mapping[str, Any], allowed: set[str]) -> None:
+def check_keys(where: str, data: Mapping[str, Any], allowed: set[str]) -> None:
+    """Refuse keys of ``data`` outside ``allowed``, suggesting the closest allowed one.
+
+    Raises:
+        ConfigError: Naming ``where``, the unknown keys and the allowed ones.
+    """
     unknown = sorted(map(str, set(data) - allowed))
     if unknown:
         import difflib
@@ -139,7 +154,7 @@ def _type_name(tp: Any) -> str:
     return names.get(tp, getattr(tp, "__name__", str(tp)))
 
 
-def _check_values(where: str, data: Mapping[str, Any], cls: type) -> None:
+def check_values(where: str, data: Mapping[str, Any], cls: type) -> None:
     """Check each value of ``data`` against ``cls``'s field types and numeric bounds."""
     hints = typing.get_type_hints(cls)
     for key, value in data.items():
@@ -166,7 +181,7 @@ def _faults(value: Any, where: str) -> FaultSpec | None:
     if isinstance(value, str):
         return parse_fault_spec(value, option=where)
     if isinstance(value, dict):
-        _check_keys(where, value, _FAULT_FIELDS)
+        check_keys(where, value, _FAULT_FIELDS)
         return FaultSpec(**value)
     raise ConfigError(
         f"bad value for faults in {where}",
@@ -189,10 +204,10 @@ def load_run_config(path: Path | None, *, defaults: Mapping[str, Any] | None = N
         ConfigError: A missing or unparsable file, an unknown key or name, or a value of the wrong
             type or out of range, naming the file (or option) and the key.
     """
-    data = _read(path) if path is not None else {}
+    data = read_mapping_file(path) if path is not None else {}
     given = {k: v for k, v in cli.items() if v is not None}
     # defaults may be a session recorded by another version: keep the settings this one knows
-    known = {k: v for k, v in (defaults or {}).items() if k in _RUN_FIELDS}
+    known = {k: v for k, v in (defaults or {}).items() if k in RUN_FIELDS}
     try:
         return _build(path, data, known, given)
     except ConfigError as exc:
@@ -211,8 +226,8 @@ def load_run_config(path: Path | None, *, defaults: Mapping[str, Any] | None = N
 
 def _build(path: Path | None, data: dict[str, Any], defaults: dict[str, Any], given: dict[str, Any]) -> RunConfig:
     where = f"config file {path}" if path is not None else "run settings"
-    _check_keys(where, data, _RUN_FIELDS)
-    _check_values(where, {k: v for k, v in data.items() if k not in ("pipeline", "faults")}, RunConfig)
+    check_keys(where, data, RUN_FIELDS)
+    check_values(where, {k: v for k, v in data.items() if k not in ("pipeline", "faults")}, RunConfig)
     dataset_path = given.pop("dataset_path", None)
     cli_faults = given.pop("faults", None)
     cli_replay = given.pop("replay", None)
@@ -223,16 +238,16 @@ def _build(path: Path | None, data: dict[str, Any], defaults: dict[str, Any], gi
         merged["faults"] = _faults(merged.get("faults"), f"faults ({where})")
     pipe = merged.pop("pipeline", None) or {}
     if not isinstance(pipe, dict):
-        _check_values(where, {"pipeline": pipe}, RunConfig)
+        check_values(where, {"pipeline": pipe}, RunConfig)
     pipe = dict(pipe)
-    _check_keys(f"pipeline ({where})", pipe, _PIPE_FIELDS)
+    check_keys(f"pipeline ({where})", pipe, _PIPE_FIELDS)
     tools = pipe.pop("tools", None) or {}
     if not isinstance(tools, dict):
-        _check_values(f"pipeline ({where})", {"tools": tools}, PipelineConfig)
+        check_values(f"pipeline ({where})", {"tools": tools}, PipelineConfig)
     tools = dict(tools)
-    _check_keys(f"pipeline.tools ({where})", tools, _TOOL_FIELDS)
-    _check_values(f"pipeline ({where})", pipe, PipelineConfig)
-    _check_values(f"pipeline.tools ({where})", tools, ToolSettings)
+    check_keys(f"pipeline.tools ({where})", tools, _TOOL_FIELDS)
+    check_values(f"pipeline ({where})", pipe, PipelineConfig)
+    check_values(f"pipeline.tools ({where})", tools, ToolSettings)
     if cli_replay:
         pipe["replay"] = True
     if "recoverable_errors" in pipe:

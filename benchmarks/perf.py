@@ -8,6 +8,7 @@ measured in the same run, which is what to compare across machines.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import statistics
 import tempfile
@@ -21,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from unittest import mock
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "PerfFigure",
@@ -337,17 +340,31 @@ class _StubHandler(BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def _stub_server(delay_s: float) -> Iterator[str]:
+def _serve_stub(delay_s: float, ports: Any) -> None:
     handler = type("Handler", (_StubHandler,), {"delay_s": delay_s})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    ports.put(server.server_address[1])
+    server.serve_forever()
+
+
+@contextmanager
+def _stub_server(delay_s: float) -> Iterator[str]:
+    """An OpenAI-compatible stub on loopback, in its own process as a remote provider would be.
+
+    In-process, its request handling competed with the runner's threads for the interpreter
+    lock and capped the concurrency figure.
+    """
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    ports = ctx.Queue()
+    proc = ctx.Process(target=_serve_stub, args=(delay_s, ports), daemon=True)
+    proc.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield f"http://127.0.0.1:{ports.get(timeout=60)}/v1"
     finally:
-        server.shutdown()
-        server.server_close()
+        proc.terminate()
+        proc.join(10)
 
 
 def concurrency_scaling(workers: Sequence[int] = (1, 2, 4, 8, 16), n_examples: int = 32) -> list[PerfFigure]:
@@ -620,22 +637,31 @@ def schema_scaling(spec: str = "local", sizes: Sequence[int] = (5, 15, 40)) -> l
             db = open_database(path)
             ctx = ToolContext(db=db, lm=lm, programs=programs)
             for way in ("full schema", "linked"):
-                seconds, tokens, hits = [], [], 0
+                seconds, tokens, hits, failed = [], [], 0, []
                 for question, gold in pairs:
                     tables = None if way == "full schema" else _relevant_tables(ctx, question)
                     schema = db.schema_text(tables)
                     if forget is not None:
                         forget()
                     t = time.perf_counter()
-                    with lm_context(lm):
-                        pred = programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=question)
+                    try:
+                        with lm_context(lm):
+                            pred = programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=question)
+                    except Exception as exc:  # e.g. a prompt beyond the model's context window
+                        failed.append(f"{type(exc).__name__}: {str(exc)[:160]}")
+                        continue
                     seconds.append(time.perf_counter() - t)
                     tokens.append((lm.history[-1].get("usage") or {}).get("prompt_tokens", 0))
                     try:
                         got = db.execute(clean_sql(pred.sql or ""), max_rows=100)
                         hits += results_match(got.rows, db.execute(gold).rows)[0]
-                    except Exception:
+                    except Exception:  # a failing prediction is a miss, not a crash
                         pass
+                if failed:
+                    _log.warning("%d tables, %s: %d call(s) failed: %s", n, way, len(failed), failed[0])
+                    figures.append(PerfFigure("schemas", f"{n} tables, {way}: calls that failed", len(failed), "calls"))
+                if not seconds:
+                    continue
                 med = statistics.median(seconds)
                 figures += [
                     PerfFigure(

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.db import QueryResult
 from agents.paths import cache_root
+from agents.sqlite_file import SharedSqliteFile
 
 __all__ = ["CachedGold", "GoldCache", "default_gold_cache_path"]
 
@@ -70,18 +70,10 @@ class GoldCache:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_gold_cache_path()
-        self._local = threading.local()
+        self._file = SharedSqliteFile(self.path, _SCHEMA)
 
     def _con(self) -> sqlite3.Connection:
-        # one connection per thread: sqlite3 connections must not be shared between threads
-        con = getattr(self._local, "con", None)
-        if con is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=5.0)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute(_SCHEMA)
-            self._local.con = con
-        return con
+        return self._file.connection()
 
     def get(self, db_path: str, sql: str, max_rows: int) -> CachedGold | None:
         """The stored result, or None (also when the cache cannot be read)."""

@@ -185,3 +185,41 @@ def test_whatever_passes_the_guard_never_changes_the_file(sales_db, tmp_path_fac
     except (GuardViolation, SQLExecutionError, QueryTimeout):
         pass
     assert file_digest(copy) == before
+
+
+def test_a_timeout_interrupts_only_its_own_query(sales_db):
+    import threading
+
+    db = open_database(sales_db)
+    quick: list[int] = []
+    errors: list[BaseException] = []
+
+    def runaway() -> None:
+        with pytest.raises(QueryTimeout):
+            db.execute("SELECT count(*) FROM range(100000000) a, range(100000000) b", timeout_s=0.5)
+
+    def steady() -> None:
+        try:
+            # the statements overlap the runaway query and its interrupt: all must complete
+            for _ in range(40):
+                quick.append(db.execute("SELECT count(*) FROM areas").rows[0][0])
+                time.sleep(0.02)
+        except BaseException as exc:  # handed to the main thread's assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=runaway), threading.Thread(target=steady)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and quick == [3] * 40
+
+
+def test_database_copies_reconnect_in_their_own_process(sales_db):
+    import pickle
+
+    db = open_database(sales_db)
+    db.execute("SELECT 1")
+    copy = pickle.loads(pickle.dumps(db))
+    assert copy.execute("SELECT count(*) FROM areas").rows == [[3]]
+    assert [t.name for t in copy.tables()] == [t.name for t in db.tables()]
