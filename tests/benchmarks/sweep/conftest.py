@@ -91,3 +91,19 @@ def ray_cluster(tmp_path_factory) -> Iterator[Path]:
         yield trigger
     finally:
         ray.shutdown()
+
+
+def quiet_sweep(spec, executor, store, *, tracking_uri=None, resume=None):
+    """``run_sweep`` with no console output and, by default, no MLflow."""
+    from rich.console import Console
+
+    from benchmarks.sweep import run_sweep
+
+    return run_sweep(
+        spec,
+        executor=executor,
+        store_path=str(store),
+        tracking_uri=tracking_uri,
+        console=Console(quiet=True),
+        resume=resume,
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from rich.console import Console
 from typer.testing import CliRunner
 
 import benchmarks.cli as cli
@@ -15,12 +14,13 @@ from benchmarks.sweep import (
     load_sweep,
     merge_outcome,
     recorded_sweep,
-    run_sweep,
     sweep_dir,
     sweep_results,
 )
 from benchmarks.sweep.latency import LatencyServer
 from eval.store import ResultsStore
+
+from .conftest import quiet_sweep
 
 GRID = {
     "name": "local-check",
@@ -104,14 +104,7 @@ def test_resume_reruns_only_the_missing_examples(swept):
     rs.query("DELETE FROM examples WHERE run_id = ? AND example_id = ?", [victim, first])
     rs.query("UPDATE runs SET status = 'KILLED' WHERE run_id = ?", [victim])
     spec = recorded_sweep(store, sweep_id)
-    result = run_sweep(
-        spec,
-        executor=LocalExecutor(),
-        store_path=str(store),
-        tracking_uri=tracking,
-        console=Console(quiet=True),
-        resume=sweep_id,
-    )
+    result = quiet_sweep(spec, LocalExecutor(), store, tracking_uri=tracking, resume=sweep_id)
     assert result.status == "FINISHED"
     assert list(result.outcomes) == ["c004"] and len(result.done_before) == N_CELLS - 1
     assert result.outcomes["c004"].resumed == N_EXAMPLES - 1
@@ -119,14 +112,7 @@ def test_resume_reruns_only_the_missing_examples(swept):
     cols = ["cell", "example_id", "attempt", "outcome", "score_route", "score_success"]
     assert after[cols].equals(before[cols])
     # resuming a finished sweep runs nothing
-    again = run_sweep(
-        spec,
-        executor=LocalExecutor(),
-        store_path=str(store),
-        tracking_uri=None,
-        console=Console(quiet=True),
-        resume=sweep_id,
-    )
+    again = quiet_sweep(spec, LocalExecutor(), store, resume=sweep_id)
     assert again.outcomes == {} and again.status == "FINISHED"
 
 
@@ -134,14 +120,7 @@ def test_resume_refuses_another_grid(swept, sweep_file):
     _, _, store, _, sweep_id, _ = swept
     other = load_sweep(sweep_file(routers=["oracle"]))
     with pytest.raises(ConfigError, match="another grid"):
-        run_sweep(
-            other,
-            executor=LocalExecutor(),
-            store_path=str(store),
-            tracking_uri=None,
-            console=Console(quiet=True),
-            resume=sweep_id,
-        )
+        quiet_sweep(other, LocalExecutor(), store, resume=sweep_id)
     # the recorded grid needs no file
     assert recorded_sweep(store, sweep_id).same_grid(load_sweep(swept[1]))
     assert (sweep_dir(store, sweep_id) / "sweep.json").is_file()
@@ -179,13 +158,7 @@ def test_a_provider_cap_holds_across_a_cells_threads(sweep_file, tmp_path):
                 providers={"openai": 1},
             )
         )
-        result = run_sweep(
-            spec,
-            executor=LocalExecutor(),
-            store_path=str(tmp_path / "r.duckdb"),
-            tracking_uri=None,
-            console=Console(quiet=True),
-        )
+        result = quiet_sweep(spec, LocalExecutor(), tmp_path / "r.duckdb")
     assert result.status == "FINISHED"
     assert server.requests["stub-a"] >= 3
     assert server.max_in_flight["stub-a"] == 1

@@ -12,15 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from benchmarks.runner import RunConfig
 from benchmarks.session import load_dataset, select
-from benchmarks.sweep import LocalExecutor, RayExecutor, load_sweep, run_sweep, sweep_results
+from benchmarks.sweep import LocalExecutor, RayExecutor, load_sweep, sweep_results
 from benchmarks.sweep.latency import LatencyServer
 from eval.store import ResultsStore
 
-from .conftest import KILL_SCRIPT
+from .conftest import KILL_SCRIPT, quiet_sweep
 
 #: what must agree between two sweeps of one grid (timings and ids differ)
 COMPARED = [
@@ -74,22 +73,14 @@ def _grid(sweep_file, **extra):
 
 def test_a_killed_worker_is_retried_resumes_and_the_merge_equals_a_local_sweep(ray_cluster, sweep_file, tmp_path):
     spec = _grid(sweep_file, ray={"num_cpus": 1, "max_retries": 2})
-    local = run_sweep(
-        spec,
-        executor=LocalExecutor(),
-        store_path=str(tmp_path / "local.duckdb"),
-        tracking_uri=None,
-        console=Console(quiet=True),
-    )
+    local = quiet_sweep(spec, LocalExecutor(), tmp_path / "local.duckdb")
     assert local.status == "FINISHED"
 
     question, preceding = _target()
     _arm_kill(ray_cluster, question)
     store = tmp_path / "ray.duckdb"
     try:
-        remote = run_sweep(
-            spec, executor=RayExecutor(), store_path=str(store), tracking_uri=None, console=Console(quiet=True)
-        )
+        remote = quiet_sweep(spec, RayExecutor(), store)
     finally:
         killed = _disarm(ray_cluster)
     assert killed is not None, "no worker died: the test proved nothing"
@@ -121,9 +112,7 @@ def test_a_cell_out_of_retries_keeps_its_results_and_resume_finishes_it(ray_clus
     store = tmp_path / "r.duckdb"
     _arm_kill(ray_cluster, question)
     try:
-        first = run_sweep(
-            spec, executor=RayExecutor(), store_path=str(store), tracking_uri=None, console=Console(quiet=True)
-        )
+        first = quiet_sweep(spec, RayExecutor(), store)
     finally:
         killed = _disarm(ray_cluster)
     assert killed is not None and first.status == "FAILED"
@@ -133,14 +122,7 @@ def test_a_cell_out_of_retries_keeps_its_results_and_resume_finishes_it(ray_clus
     rs = ResultsStore(store)
     assert len(rs.results(lost.run_id)) == preceding and rs.run(lost.run_id)["status"] == "FAILED"
 
-    again = run_sweep(
-        spec,
-        executor=RayExecutor(),
-        store_path=str(store),
-        tracking_uri=None,
-        console=Console(quiet=True),
-        resume=first.sweep_id,
-    )
+    again = quiet_sweep(spec, RayExecutor(), store, resume=first.sweep_id)
     assert again.status == "FINISHED" and list(again.outcomes) == [lost.key]
     assert again.outcomes[lost.key].resumed == preceding  # from the worker's kept store file
     frame = sweep_results(rs, first.sweep_id)
@@ -198,13 +180,7 @@ def test_workers_log_to_one_tracking_server_one_parent_every_child_finished(
     question, _ = _target()
     _arm_kill(ray_cluster, question)  # a retried cell must reopen its child run, not add one
     try:
-        result = run_sweep(
-            spec,
-            executor=RayExecutor(),
-            store_path=str(tmp_path / "r.duckdb"),
-            tracking_uri=mlflow_server,
-            console=Console(quiet=True),
-        )
+        result = quiet_sweep(spec, RayExecutor(), tmp_path / "r.duckdb", tracking_uri=mlflow_server)
     finally:
         killed = _disarm(ray_cluster)
     assert killed is not None and result.status == "FINISHED"
@@ -251,13 +227,7 @@ def test_a_provider_cap_holds_across_workers(ray_cluster, sweep_file, tmp_path):
                 providers=caps,
             )
         )
-        result = run_sweep(
-            spec,
-            executor=RayExecutor(),
-            store_path=str(tmp_path / "r.duckdb"),
-            tracking_uri=None,
-            console=Console(quiet=True),
-        )
+        result = quiet_sweep(spec, RayExecutor(), tmp_path / "r.duckdb")
     assert result.status == "FINISHED"
     # seen from the provider's side: never more calls in flight than the cap, over every worker
     assert server.requests["stub-a"] >= 4 and server.requests["stub-b"] >= 4
