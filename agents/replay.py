@@ -155,13 +155,10 @@ class OutcomeCache:
     def __repr__(self) -> str:
         return f"OutcomeCache({str(self.path)!r})"
 
-    def _con(self) -> sqlite3.Connection:
-        return self._file.connection()
-
     def get(self, key: str) -> ReplayedOutcome | None:
         """The stored outcome, or None (also when the file cannot be read)."""
         try:
-            row = self._con().execute("SELECT output, usage FROM outcomes WHERE key = ?", (key,)).fetchone()
+            row = self._file.read_one("SELECT output, usage FROM outcomes WHERE key = ?", (key,))
         except (sqlite3.Error, OSError):
             return None
         if row is None:
@@ -171,18 +168,17 @@ class OutcomeCache:
     def put(self, key: str, tool_name: str, output: Any, usage: Usage) -> bool:
         """Store an outcome; False when it could not be written (the run carries on)."""
         try:
-            con = self._con()
-            with con:
-                con.execute(
-                    "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?, ?)",
-                    (key, tool_name, json.dumps(output, default=str), json.dumps(asdict(usage))),
-                )
+            self._file.write(
+                "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?, ?)",
+                (key, tool_name, json.dumps(output, default=str), json.dumps(asdict(usage))),
+            )
         except (sqlite3.Error, OSError, TypeError, ValueError):
             return False
         return True
 
     def __len__(self) -> int:
         try:
-            return int(self._con().execute("SELECT count(*) FROM outcomes").fetchone()[0])
+            row = self._file.read_one("SELECT count(*) FROM outcomes")
+            return int(row[0]) if row else 0
         except (sqlite3.Error, OSError):
             return 0

@@ -72,23 +72,16 @@ class GoldCache:
         self.path = Path(path) if path is not None else default_gold_cache_path()
         self._file = SharedSqliteFile(self.path, _SCHEMA)
 
-    def _con(self) -> sqlite3.Connection:
-        return self._file.connection()
-
     def get(self, db_path: str, sql: str, max_rows: int) -> CachedGold | None:
         """The stored result, or None (also when the cache cannot be read)."""
         key = _file_key(db_path)
         if key is None:
             return None
         try:
-            row = (
-                self._con()
-                .execute(
-                    "SELECT columns, rows, truncated, ordered FROM gold WHERE db_path = ? AND db_size = ? "
-                    "AND db_mtime_ns = ? AND sql = ? AND max_rows = ?",
-                    (*key, sql, max_rows),
-                )
-                .fetchone()
+            row = self._file.read_one(
+                "SELECT columns, rows, truncated, ordered FROM gold WHERE db_path = ? AND db_size = ? "
+                "AND db_mtime_ns = ? AND sql = ? AND max_rows = ?",
+                (*key, sql, max_rows),
             )
         except (sqlite3.Error, OSError):
             return None
@@ -104,27 +97,26 @@ class GoldCache:
         if key is None:
             return False
         try:
-            con = self._con()
-            with con:
-                con.execute(
-                    "INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        *key,
-                        sql,
-                        max_rows,
-                        json.dumps(gold.result.columns),
-                        _dumps_rows(gold.result.rows),
-                        int(gold.result.truncated),
-                        int(gold.ordered),
-                    ),
-                )
+            self._file.write(
+                "INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    *key,
+                    sql,
+                    max_rows,
+                    json.dumps(gold.result.columns),
+                    _dumps_rows(gold.result.rows),
+                    int(gold.result.truncated),
+                    int(gold.ordered),
+                ),
+            )
         except (sqlite3.Error, OSError):
             return False
         return True
 
     def __len__(self) -> int:
         try:
-            return int(self._con().execute("SELECT count(*) FROM gold").fetchone()[0])
+            row = self._file.read_one("SELECT count(*) FROM gold")
+            return int(row[0]) if row else 0
         except (sqlite3.Error, OSError):
             return 0
 

@@ -114,7 +114,7 @@ def test_threads_share_one_cache_file(tmp_path, small_sqlite):
         try:
             for i in range(20):
                 sql = f"SELECT {k * 100 + i}"
-                cache.put(str(small_sqlite), sql, 100, CachedGold(QueryResult(["v"], [[k * 100 + i]]), False))
+                assert cache.put(str(small_sqlite), sql, 100, CachedGold(QueryResult(["v"], [[k * 100 + i]]), False))
                 got = cache.get(str(small_sqlite), sql, 100)
                 assert got is not None and got.result.rows == [[k * 100 + i]]
         except BaseException as exc:
