@@ -1,11 +1,11 @@
 """The shared agent layer: state and trace types, sub-agents, the dispatch graph, LMs and databases.
 
-Subpackages: ``agents.lm`` (LM backends), ``agents.db`` (read-only databases and the SQL guard),
-``agents.tools`` (sub-agents as typed functions), ``agents.swarm`` (swarm-style agents for the
-handoff router); modules ``agents.graph`` (the LangGraph pipeline), ``agents.state``,
-``agents.trace``, ``agents.events``, ``agents.errors``, ``agents.registry``, ``agents.replay``
-(stored sub-agent outcomes for router replay), ``agents.paths`` (the cache directory) and
-``agents.sqlite_file`` (the SQLite file under the on-disk caches).
+Subpackages: ``lm`` (LM backends), ``db`` (read-only databases and the SQL guard), ``tools``
+(sub-agents as typed functions), ``swarm`` (swarm-style agents for the handoff router). Modules:
+``graph`` (the LangGraph pipeline), ``routing`` (the Router protocol and RouteDecision), ``plan``
+(the canonical next call of an intent), ``state``, ``trace``, ``events``, ``errors``, ``registry``,
+``replay`` (stored sub-agent outcomes for router replay), ``paths`` (the cache directory) and
+``sqlite_file`` (the SQLite file under the on-disk caches). All under ``routerlab.agents``.
 """
 
 import os

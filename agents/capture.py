@@ -1,4 +1,4 @@
-"""Flatten a finished pipeline state into a :class:`~agents.trace.Trace` for scoring."""
+"""Flatten a finished pipeline state into a :class:`~routerlab.agents.trace.Trace` for scoring."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from agents.state import PipelineState
-from agents.trace import Trace, Usage
+from routerlab.agents.state import PipelineState
+from routerlab.agents.trace import Trace, Usage
 
 __all__ = ["build_trace", "message_dict"]
 

@@ -1,4 +1,4 @@
-"""Progress events (seed 002): what a running pipeline reports, node by node."""
+"""Progress events : what a running pipeline reports, node by node."""
 
 from __future__ import annotations
 

@@ -37,11 +37,11 @@ import dspy
 from dspy import lm15 as L
 from dspy.utils.exceptions import LMProviderError, LMRateLimitError, LMTimeoutError
 
-from agents.db import Database, QueryResult
-from agents.errors import ConfigError, SQLExecutionError
-from agents.graph import Pipeline
-from agents.lm.messages import INVALID_MARKER
-from agents.registry import Registry
+from routerlab.agents.db import Database, QueryResult
+from routerlab.agents.errors import ConfigError, SQLExecutionError
+from routerlab.agents.graph import Pipeline
+from routerlab.agents.lm.messages import INVALID_MARKER
+from routerlab.agents.registry import Registry
 
 __all__ = [
     "DB_SITE",
@@ -478,7 +478,7 @@ def faulty_lm(lm: dspy.LM, injector: FaultInjector) -> dspy.LM:
 
 
 class FaultyDatabase:
-    """A :class:`~agents.db.Database` whose ``execute`` may fail; everything else is the real one.
+    """A :class:`~routerlab.agents.db.Database` whose ``execute`` may fail; everything else is the real one.
 
     Args:
         db: The real database.
@@ -514,7 +514,7 @@ class FaultyPipeline(Pipeline):
         router: The router.
         lm: The real LM (None for LM-free pipelines).
         injector: Decides which calls fail.
-        **kwargs: As :class:`~agents.graph.Pipeline` (tools, config, programs).
+        **kwargs: As :class:`~routerlab.agents.graph.Pipeline` (tools, config, programs).
     """
 
     def __init__(self, router: Any, lm: Any, *, injector: FaultInjector, **kwargs: Any) -> None:

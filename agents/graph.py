@@ -1,4 +1,4 @@
-"""The dispatch pipeline (seed 000) as a LangGraph graph.
+"""The dispatch pipeline as a LangGraph graph.
 
 ``START -(intent_route)-> direct | route -> dispatch -> tools | ask_human | respond``; ``tools``
 returns to ``dispatch``; ``ask_human`` interrupts (a checkpointer keeps the thread) and resumes to
@@ -21,17 +21,18 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, RetryPolicy, interrupt
 
-from agents.capture import build_trace
-from agents.db import Database, open_database
-from agents.errors import ContractError, ToolError
-from agents.events import make_event
-from agents.lm.usage import usage_scope
-from agents.registry import component_spec
-from agents.replay import OutcomeCache, lm_identity, outcome_key, programs_digest, settings_dict
-from agents.state import PipelineState, initial_state
-from agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSettings
-from agents.trace import Trace, Usage
-from routers.base import RouteDecision, Router, RouterEnv
+from routerlab.agents.capture import build_trace
+from routerlab.agents.db import Database, open_database
+from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.events import make_event
+from routerlab.agents.lm.usage import usage_scope
+from routerlab.agents.plan import TOOL_INTENT, call_id, next_call
+from routerlab.agents.registry import component_spec
+from routerlab.agents.replay import OutcomeCache, lm_identity, outcome_key, programs_digest, settings_dict
+from routerlab.agents.routing import RouteDecision, Router, RouterEnv
+from routerlab.agents.state import PipelineState, initial_state
+from routerlab.agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSettings
+from routerlab.agents.trace import Trace, Usage
 
 __all__ = ["NODES", "Pipeline", "PipelineConfig", "is_transient"]
 
@@ -66,7 +67,7 @@ class PipelineConfig:
         retry_attempts / retry_initial_s / retry_backoff: Retry policy of LM-calling nodes
             (jittered exponential backoff, transient errors only).
         tools: Tool settings (example values, timeouts, row caps...).
-        replay: Reuse and store sub-agent outcomes across runs (see :mod:`agents.replay`): True
+        replay: Reuse and store sub-agent outcomes across runs (see :mod:`routerlab.agents.replay`): True
             for the cache at its default path, a path for that file, False for none.
     """
 
@@ -210,12 +211,8 @@ class Pipeline:
         )
 
     def _direct(self, state: PipelineState) -> dict[str, Any]:
-        from routers.plan import call_id, next_call
-
         agent = state["agent"]
-        intent = {"fix_sql": "fix", "explain_sql": "explain", "chat": "chat", "refuse": "refuse"}.get(
-            agent or "", "sql"
-        )
+        intent = TOOL_INTENT.get(agent or "", "sql")
         call = next_call(state, intent) or {"id": call_id(state, agent), "name": agent, "args": {}}
         decision = RouteDecision(tool_calls=[call], intent=intent, method=f"direct:{agent}")
         return {

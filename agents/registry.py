@@ -8,15 +8,17 @@ can be rebuilt from what a run logged (``Registry.rebuild(spec)``).
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 import json
-from collections.abc import Callable, Iterator
+import pkgutil
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-from agents.errors import ConfigError, UnknownComponentError
+from routerlab.agents.errors import ConfigError, ContractError, UnknownComponentError
 
-__all__ = ["ComponentSpec", "Registry", "component_spec"]
+__all__ = ["ComponentSpec", "Registry", "component_spec", "import_submodules"]
 
 T = TypeVar("T")
 
@@ -59,15 +61,33 @@ def component_spec(component: Any) -> ComponentSpec:
     return spec
 
 
+def import_submodules(package: str, path: Iterable[str]) -> None:
+    """Import every module of a package, so that a new file registers its components by itself.
+
+    A package of extensions (routers, scorers, loaders) calls this at the end of its
+    ``__init__``: adding a router is then one new module with an ``@router`` class, and no list
+    elsewhere has to learn its name.
+
+    Args:
+        package: The package's dotted name (its ``__name__``).
+        path: The package's ``__path__``.
+    """
+    for info in pkgutil.iter_modules(path):
+        importlib.import_module(f"{package}.{info.name}")
+
+
 class Registry(Generic[T]):
     """A named collection of factories of one kind.
 
     Args:
         kind: Human name of the extension kind, used in messages ("router", "dataset").
+        returns: What every factory must build; :meth:`build` raises ``ContractError`` otherwise.
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, returns: type | None = None) -> None:
         self.kind = kind
+        #: what every factory must build (a runtime-checkable Protocol or a class); checked in build
+        self.returns = returns
         self._factories: dict[str, Callable[..., T]] = {}
 
     def __call__(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
@@ -136,6 +156,13 @@ class Registry(Generic[T]):
             ) from None
         bound.apply_defaults()
         obj = factory(*bound.args, **bound.kwargs)
+        if self.returns is not None and not isinstance(obj, self.returns):
+            raise ContractError(
+                f"{self.kind} {name!r} built the wrong kind of object",
+                expected=f"an instance of {self.returns.__name__}",
+                found=type(obj).__name__,
+                fix=f"make the factory registered as {name!r} return a {self.returns.__name__}",
+            )
         args = {k: _jsonable(v) for k, v in bound.arguments.items() if k != "self"}
         try:
             object.__setattr__(obj, _SPEC_ATTR, {"kind": self.kind, "name": name, "args": args})

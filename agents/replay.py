@@ -32,9 +32,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.paths import cache_root
-from agents.sqlite_file import SharedSqliteFile
-from agents.trace import Usage
+from routerlab.agents.paths import cache_root
+from routerlab.agents.sqlite_file import SharedSqliteFile
+from routerlab.agents.trace import Usage
 
 __all__ = [
     "OutcomeCache",
@@ -51,7 +51,7 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS outcomes (key TEXT PRIMARY KEY, tool TEXT 
 
 
 def default_outcome_cache_path() -> Path:
-    """``<cache root>/replay/outcomes.sqlite`` (see :func:`agents.paths.cache_root`)."""
+    """``<cache root>/replay/outcomes.sqlite`` (see :func:`routerlab.agents.paths.cache_root`)."""
     return cache_root() / "replay" / "outcomes.sqlite"
 
 

@@ -1,10 +1,10 @@
-"""The shared state every router reads and every sub-agent writes (seeds 000 and 004).
+"""The shared state every router reads and every sub-agent writes (LangGraph-style, with reducers).
 
 ``PipelineState`` is a ``TypedDict`` with reducers, so LangGraph merges node updates:
 
 * ``messages`` uses LangGraph's ``add_messages``;
 * ``tool_calls`` maps ``tool_call_id -> ToolCallRecord`` and merges with :func:`merge_records`
-  (seed 000's ToolCallInfo, with parent links, status and timings);
+  (one ToolCallInfo per call id, with parent links, status and timings);
 * ``events`` and ``path`` append.
 """
 
@@ -101,7 +101,7 @@ class PipelineState(TypedDict, total=False):
         answer: The final answer text.
         remaining_steps: Router decisions still allowed this turn.
         deadline: ``time.time()`` after which the turn ends with a timeout.
-        has_internal_error / internal_error_message: Seed 000's internal error flag.
+        has_internal_error / internal_error_message: The internal error flag (the turn ends with an error answer).
         path: Execution path (node names in order).
         events: Progress events emitted so far.
         router_usage: Per-decision cost of the router itself (LM calls, tokens, latency).

@@ -52,7 +52,7 @@ class Trace:
         ask_human: The clarifying question asked, if any.
         intent: Intent of the first route decision (what the router thought the request was).
         route_decisions: Every route decision (strategy, intent, confidence, method, tools).
-        tool_calls: Tool-call records in request order (see ``agents.state.ToolCallRecord``).
+        tool_calls: Tool-call records in request order (see ``routerlab.agents.state.ToolCallRecord``).
         messages: The conversation as dicts (role, content, tool_calls, tool_call_id, status).
         events: Progress events (type progress/completed/error).
         path: Node names in execution order.

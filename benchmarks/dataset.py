@@ -6,8 +6,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from agents.registry import Registry
-from benchmarks.example import SPLITS, Example
+from routerlab.agents.registry import Registry
+from routerlab.benchmarks.example import SPLITS, Example
 
 __all__ = ["Dataset", "dataset"]
 
@@ -34,7 +34,7 @@ class Dataset:
         if name in (None, "all"):
             return list(self.examples)
         if name not in SPLITS:
-            from agents.errors import ConfigError
+            from routerlab.agents.errors import ConfigError
 
             raise ConfigError(
                 f"unknown split {name!r}",
@@ -55,5 +55,5 @@ class Dataset:
         return h.hexdigest()
 
 
-dataset: Registry[Dataset] = Registry("dataset")
+dataset: Registry[Dataset] = Registry("dataset", returns=Dataset)
 """Registry of loaders: ``@dataset("spider") def load_spider(path: str, ...) -> Dataset``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agents.state import INTENTS
+from routerlab.agents.state import INTENTS
 
 __all__ = ["DIFFICULTIES", "SPLITS", "Example"]
 

@@ -4,7 +4,7 @@ Every analysis takes results keyed by a router's display label (``{"rules": [...
 (baseline)": [...]}``): a :class:`RouterResults` loaded with :func:`load_store` (the DuckDB
 results store, full traces) or :func:`load_mlflow` (the per-example tables of MLflow runs: no
 traces, so no tool names, node timings or router LM time), or any plain mapping of
-:class:`~eval.result.ExampleResult` lists. Rates and their CIs come from :mod:`eval.metrics` (see
+:class:`~routerlab.eval.result.ExampleResult` lists. Rates and their CIs come from :mod:`routerlab.eval.metrics` (see
 ``docs/metrics.md`` for the definitions), so they match ``routerlab compare`` and MLflow.
 
 Failure attribution puts every failed result (success below 1, or a timeout or crash) into
@@ -16,16 +16,14 @@ exactly one class, checked in this order:
 4. ``chain``: right route and SQL, but an invalid chain (``chain_valid`` 0);
 5. ``other``: none of the above explains the failure (e.g. a chat turn that ended in error).
 
-:func:`make_demo_session` runs a small comparison with the scripted LM, so the notebook and the
-tests have data without a model.
+``routerlab.demo.make_demo_session`` records a small scripted session for the notebook and the tests;
+analyses only read what runs stored and never start one.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import re
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,16 +33,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.errors import ConfigError
-from agents.trace import Trace, Usage
-from eval.metrics import confusion_matrix, latency_summary, per_intent, rate, usage_summary
-from eval.result import ExampleResult, Score
-from eval.store import DEFAULT_STORE_PATH, ResultsStore
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.trace import Trace, Usage
+from routerlab.eval.metrics import confusion_matrix, latency_summary, per_intent, rate, usage_summary
+from routerlab.eval.result import ExampleResult, Score
+from routerlab.eval.store import DEFAULT_STORE_PATH, ResultsStore
 
 __all__ = [
     "ATTRIBUTION_CLASSES",
     "COST_COLUMNS",
-    "DEMO_ROUTERS",
     "RATE_METRICS",
     "ResultsByRouter",
     "RouterResults",
@@ -61,7 +58,6 @@ __all__ = [
     "latency_table",
     "load_mlflow",
     "load_store",
-    "make_demo_session",
     "pareto_front",
     "rates_table",
     "results_frame",
@@ -91,19 +87,14 @@ COST_COLUMNS: dict[str, str] = {
     "route_node_s_per_ex": "route node time per example (s)",
 }
 
-#: routers of the demo session: the rule router between the two baselines
-DEMO_ROUTERS: tuple[str, ...] = ("rules", "oracle", "random")
-
 #: outcomes that end an example before its scores can blame a component
 _ABORTED = ("timeout", "crash")
 #: tools whose failure is a failure of the SQL
 _SQL_TOOLS = ("generate_sql", "fix_sql", "execute_sql_and_analyze_result")
-#: error classes raised by executing SQL (agents.errors)
+#: error classes raised by executing SQL (routerlab.agents.errors)
 _SQL_ERRORS = ("sql_error", "query_timeout", "guard_violation")
-#: values at least this close to 1 count as a pass (as in eval.compare)
+#: values at least this close to 1 count as a pass (as in routerlab.eval.compare)
 _PASS = 1.0 - 1e-9
-#: file that remembers a demo session so a re-run reuses it
-_DEMO_MARKER = "demo.json"
 
 
 # -- loading -----------------------------------------------------------------------------------
@@ -141,7 +132,7 @@ class RouterResults(Mapping[str, list[ExampleResult]]):
 def _labels(routers: Sequence[str], run_ids: Sequence[str]) -> list[str]:
     """Display labels as ``routerlab compare`` prints them; a router run twice gets its run id."""
     # imported here: the routers package pulls in DSPy, which loading results does not need
-    from routers import label
+    from routerlab.routers import label
 
     counts: dict[str, int] = {}
     for r in routers:
@@ -274,7 +265,7 @@ def load_mlflow(
     timings, error messages and router LM time are not logged there (read the store for those).
 
     Args:
-        tracking_uri: The MLflow store (default as :func:`eval.tracking.resolve_tracking_uri`).
+        tracking_uri: The MLflow store (default as :func:`routerlab.eval.tracking.resolve_tracking_uri`).
         experiment: Only this experiment (``routerlab/<dataset>``).
         run_ids: Only these MLflow run ids, in this order.
         tags: Only runs with these tag values (``routerlab.kind = router-run`` is always added).
@@ -287,7 +278,7 @@ def load_mlflow(
     Raises:
         ConfigError: For an unknown experiment, run id or session.
     """
-    from eval.tracking import TAG_KIND, TAG_RUN_KEY, load_examples, load_runs
+    from routerlab.eval.tracking import TAG_KIND, TAG_RUN_KEY, load_examples, load_runs
 
     where = f"MLflow {tracking_uri or 'store'}"
     runs = load_runs(tracking_uri, experiment, run_ids, {TAG_KIND: "router-run", **(tags or {})})
@@ -384,7 +375,7 @@ def results_frame(results: ResultsByRouter) -> pd.DataFrame:
 
 
 def rates_table(results: ResultsByRouter, metrics: Sequence[str] = tuple(RATE_METRICS)) -> pd.DataFrame:
-    """Per-router rates with 95 % bootstrap CIs (:func:`eval.metrics.rate`).
+    """Per-router rates with 95 % bootstrap CIs (:func:`routerlab.eval.metrics.rate`).
 
     Args:
         results: Results by router label.
@@ -413,7 +404,7 @@ def rates_table(results: ResultsByRouter, metrics: Sequence[str] = tuple(RATE_ME
 
 
 def success_per_intent(results: ResultsByRouter) -> pd.DataFrame:
-    """End-to-end success within each gold intent, per router (:func:`eval.metrics.per_intent`).
+    """End-to-end success within each gold intent, per router (:func:`routerlab.eval.metrics.per_intent`).
 
     Returns:
         One row per (router, intent present): ``router, intent, value, ci_low, ci_high, n``.
@@ -571,7 +562,7 @@ def attribution_counts(results: ResultsByRouter) -> pd.DataFrame:
 def confusion_matrices(results: ResultsByRouter) -> dict[str, pd.DataFrame]:
     """Gold intent (rows) x predicted intent (columns, plus ``none``) counts per router.
 
-    Uses :func:`eval.metrics.confusion_matrix`: every result counts once, so each matrix sums to
+    Uses :func:`routerlab.eval.metrics.confusion_matrix`: every result counts once, so each matrix sums to
     the router's number of results.
     """
     return {label: confusion_matrix(list(rs)) for label, rs in results.items()}
@@ -656,7 +647,7 @@ def latency_frame(results: ResultsByRouter) -> pd.DataFrame:
     Returns:
         One row per (result, stage): ``router, example_id, attempt, stage, seconds``. Stages are
         ``end_to_end`` and ``node.<name>`` for each graph node the example visited; unlike
-        :func:`eval.metrics.latency_summary`, nodes never visited are left out instead of counted
+        :func:`routerlab.eval.metrics.latency_summary`, nodes never visited are left out instead of counted
         as 0 s, so a distribution shows only real visits.
     """
     rows = []
@@ -669,7 +660,7 @@ def latency_frame(results: ResultsByRouter) -> pd.DataFrame:
 
 
 def latency_table(results: ResultsByRouter) -> pd.DataFrame:
-    """Latency percentiles per router and series (:func:`eval.metrics.latency_summary`), in seconds.
+    """Latency percentiles per router and series (:func:`routerlab.eval.metrics.latency_summary`), in seconds.
 
     Returns:
         Index ``(router, series)`` (``end_to_end``, ``router_lm``, ``subagent_lm``,
@@ -692,7 +683,7 @@ def router_cost(results: ResultsByRouter, quality: Sequence[str] = ("route", "su
 
     Returns:
         Index: router labels; columns :data:`COST_COLUMNS` (router LM calls and tokens from
-        :func:`eval.metrics.usage_summary`, mean router LM seconds, mean seconds in the ``route``
+        :func:`routerlab.eval.metrics.usage_summary`, mean router LM seconds, mean seconds in the ``route``
         node, 0 for a result that never reached it) and one column per ``quality`` rate.
     """
     rows = {}
@@ -788,82 +779,3 @@ def conclusions(results: ResultsByRouter, *, cost: str = "router_tokens_per_ex",
     if not front:
         lines.append("  n/a (no router has both numbers)")
     return "\n".join(lines)
-
-
-# -- demo data ---------------------------------------------------------------------------------
-
-
-def _demo_reply(request: Any) -> dict[str, Any]:
-    """Scripted LM replies: a fixed query for SQL sub-agents, a chat call whenever tools are offered."""
-    found = re.search(r"Your output fields are:\n1\. `(\w+)`", str(getattr(request, "system", "") or ""))
-    name = found.group(1) if found else ""
-    if getattr(request, "tools", None):
-        return {"name": "chat", "args": {"message": "Hello! Ask me about the service areas."}}
-    fields = {"sql": "SELECT count(*) FROM service_areas", "fixed_sql": "SELECT 1", "intent": "chat"}
-    return {"fields": {name: fields.get(name, "ok")}}
-
-
-def _reusable_demo(directory: Path, routers: Sequence[str]) -> tuple[str, str, str] | None:
-    """The demo session recorded in ``directory`` if every one of its runs finished there."""
-    marker = directory / _DEMO_MARKER
-    if not marker.exists():
-        return None
-    saved = json.loads(marker.read_text())
-    store_path, uri, session = saved["store"], saved["tracking_uri"], saved["session"]
-    mlflow_db = Path(uri.removeprefix("sqlite:///"))
-    if saved.get("routers") != list(routers) or not Path(store_path).exists() or not mlflow_db.exists():
-        return None
-    runs = ResultsStore(store_path).runs()
-    done = set(runs.loc[runs["status"] == "FINISHED", "run_id"])
-    if not {f"{session}.{r}" for r in routers} <= done:
-        return None
-    return store_path, uri, session
-
-
-def make_demo_session(
-    directory: str | Path,
-    *,
-    routers: Sequence[str] = DEMO_ROUTERS,
-    limit: int = 6,
-    reuse: bool = True,
-) -> tuple[str, str, str]:
-    """Run a small comparison with the scripted LM (no model) and return where it went.
-
-    The session replays ``limit`` examples of the built-in dataset's dev split through each
-    router, into ``<directory>/results.duckdb`` and ``sqlite:///<directory>/mlflow.db`` (without
-    per-example MLflow traces, which the analyses do not read).
-
-    Args:
-        directory: Where the store and the MLflow database go (created if needed).
-        routers: Router names (default ``rules`` and the ``oracle`` and ``random`` baselines).
-        limit: Examples per router.
-        reuse: Return the session already recorded in ``directory`` (same routers, every run
-            finished) instead of running a new one.
-
-    Returns:
-        ``(store_path, tracking_uri, session_id)``.
-    """
-    directory = Path(directory).resolve()
-    directory.mkdir(parents=True, exist_ok=True)
-    if reuse and (found := _reusable_demo(directory, routers)) is not None:
-        return found
-    # imported only to run: the runner pulls in LangGraph, DSPy and MLflow, which reuse needs not
-    from rich.console import Console
-
-    from agents.lm import scripted_lm
-    from benchmarks.runner import RunConfig
-    from benchmarks.session import SessionSpec, run_session
-
-    store_path = str(directory / "results.duckdb")
-    tracking_uri = f"sqlite:///{directory / 'mlflow.db'}"
-    spec = SessionSpec(
-        routers=[(r, {}) for r in routers],
-        config=RunConfig(limit=limit, split="dev", lm="scripted:demo"),
-        tracking_uri=tracking_uri,
-        store_path=store_path,
-        traces=False,
-    )
-    result = run_session(spec, console=Console(quiet=True), lm=scripted_lm(_demo_reply, name="demo"))
-    marker = {"session": result.session_id, "store": store_path, "tracking_uri": tracking_uri, "routers": list(routers)}
-    (directory / _DEMO_MARKER).write_text(json.dumps(marker, indent=2))
-    return store_path, tracking_uri, result.session_id

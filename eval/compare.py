@@ -30,10 +30,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from agents.errors import ConfigError
-from eval.metrics import Rate, rate
-from eval.result import ExampleResult
-from eval.stats import mcnemar_exact, paired_bootstrap_diff
+from routerlab.agents.errors import ConfigError
+from routerlab.eval.metrics import Rate, rate
+from routerlab.eval.result import ExampleResult
+from routerlab.eval.stats import mcnemar_exact, paired_bootstrap_diff
 
 __all__ = [
     "DEFAULT_COMPARE_SCORERS",
@@ -167,7 +167,7 @@ def _no_nan(value: Any) -> Any:
 def _labels(routers: Sequence[str]) -> dict[str, tuple[str, bool]]:
     # imported here: the routers package pulls in DSPy, which `compare` alone does not need
     # until it runs
-    from routers import BASELINES, label
+    from routerlab.routers import BASELINES, label
 
     return {r: (label(r), r in BASELINES) for r in routers}
 
@@ -266,7 +266,7 @@ def compare_runs(
     """Compare stored runs: rates with CIs, latency and cost per run, paired tests between runs.
 
     Args:
-        store: A :class:`~eval.store.ResultsStore` (anything with ``runs()`` and ``results()``).
+        store: A :class:`~routerlab.eval.store.ResultsStore` (anything with ``runs()`` and ``results()``).
         run_ids: Runs to compare, in display order; the first is the reference for pairing.
         scorers: Rates to show and test.
         pairing: ``first`` (each run against the first) or ``all`` (every pair).

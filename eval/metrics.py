@@ -10,15 +10,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from agents.state import INTENTS
-from eval.result import ExampleResult
-from eval.stats import bootstrap_ci
+from routerlab.agents.state import INTENTS
+from routerlab.eval.result import ExampleResult
+from routerlab.eval.scorers import DEFAULT_SCORERS
+from routerlab.eval.stats import bootstrap_ci
 
 __all__ = [
     "SCORE_NAMES",
     "Rate",
     "confusion_matrix",
     "latency_summary",
+    "metric_name",
     "per_intent",
     "rate",
     "routing_prf",
@@ -26,7 +28,8 @@ __all__ = [
     "usage_summary",
 ]
 
-SCORE_NAMES = ("ex", "route", "chain_valid", "trajectory", "chain_f1", "success")
+#: every score a summary covers
+SCORE_NAMES = DEFAULT_SCORERS
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,20 @@ def usage_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
     }
 
 
-def _metric_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name)
+#: MLflow's longest metric/param key
+_MAX_KEY = 250
+
+
+def metric_name(name: str) -> str:
+    """``name`` reduced to MLflow's key charset (alphanumerics, ``_ - . / space``), 250 chars max.
+
+    Colons are allowed by MLflow except on Windows; they are replaced too so a store stays
+    readable everywhere.
+    """
+    key = re.sub(r"[^\w.\- /]", "_", name)
+    key = re.sub(r"/{2,}", "/", key).strip("/")  # MLflow rejects keys that are not normalised paths
+    key = re.sub(r"(^|/)\.\.?(?=/|$)", r"\1_", key)
+    return key[:_MAX_KEY] or "_"
 
 
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
@@ -164,4 +179,4 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
             if not math.isnan(v):
                 out[f"latency.{key}.{k}_s"] = v
     out |= {k: v for k, v in usage_summary(results).items() if not math.isnan(v)}
-    return {_metric_name(k): float(v) for k, v in out.items()}
+    return {metric_name(k): float(v) for k, v in out.items()}

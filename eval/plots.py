@@ -1,4 +1,4 @@
-"""Figures of a router comparison, drawn from the frames of :mod:`eval.analysis`.
+"""Figures of a router comparison, drawn from the frames of :mod:`routerlab.eval.analysis`.
 
 Every function returns a :class:`matplotlib.figure.Figure` built without pyplot, so nothing is
 left in pyplot's global figure list (notebooks display a returned figure once; scripts call
@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from eval.analysis import ATTRIBUTION_CLASSES, COST_COLUMNS, RATE_METRICS, pareto_front
+from routerlab.eval.analysis import ATTRIBUTION_CLASSES, COST_COLUMNS, RATE_METRICS, pareto_front
 
 __all__ = [
     "plot_attribution",
@@ -66,7 +66,7 @@ def plot_rates(rates: pd.DataFrame) -> Figure:
     """Per-router bars of the four rates with 95 % bootstrap CI error bars.
 
     Args:
-        rates: :func:`eval.analysis.rates_table` output.
+        rates: :func:`routerlab.eval.analysis.rates_table` output.
     """
     fig = Figure(figsize=(9, 4.5), layout="constrained")
     ax = fig.add_subplot()
@@ -83,7 +83,7 @@ def plot_success_per_intent(per_intent: pd.DataFrame) -> Figure:
     """End-to-end success per gold intent, grouped by intent, one bar per router, with CIs.
 
     Args:
-        per_intent: :func:`eval.analysis.success_per_intent` output.
+        per_intent: :func:`routerlab.eval.analysis.success_per_intent` output.
     """
     fig = Figure(figsize=(9, 4.5), layout="constrained")
     ax = fig.add_subplot()
@@ -115,7 +115,7 @@ def plot_latency(latency: pd.DataFrame) -> Figure:
     """Latency distributions: end to end per router, and per graph node, as box plots (seconds).
 
     Args:
-        latency: :func:`eval.analysis.latency_frame` output.
+        latency: :func:`routerlab.eval.analysis.latency_frame` output.
     """
     fig = Figure(figsize=(12, 4.5), layout="constrained")
     ax_e2e, ax_node = fig.subplots(1, 2, width_ratios=[1, 2])
@@ -158,8 +158,8 @@ def plot_cost_quality(costs: pd.DataFrame, cost: str = "router_tokens_per_ex", q
     """The router's own cost against its accuracy, with the Pareto front (cheaper and better wins).
 
     Args:
-        costs: :func:`eval.analysis.router_cost` output (one row per router).
-        cost: The cost column (a key of :data:`eval.analysis.COST_COLUMNS`).
+        costs: :func:`routerlab.eval.analysis.router_cost` output (one row per router).
+        cost: The cost column (a key of :data:`routerlab.eval.analysis.COST_COLUMNS`).
         quality: The rate column.
     """
     fig = Figure(figsize=(7, 5), layout="constrained")
@@ -192,7 +192,7 @@ def plot_confusion(matrices: Mapping[str, pd.DataFrame]) -> Figure:
     """Routing confusion heatmaps, one per router: gold intent x predicted intent counts.
 
     Args:
-        matrices: :func:`eval.analysis.confusion_matrices` output.
+        matrices: :func:`routerlab.eval.analysis.confusion_matrices` output.
     """
     n = max(len(matrices), 1)
     fig = Figure(figsize=(4.2 * n + 1, 4.2), layout="constrained")
@@ -223,7 +223,7 @@ def plot_attribution(counts: pd.DataFrame) -> Figure:
     """Failures per router as stacked bars by class (router, sql, chain, other).
 
     Args:
-        counts: :func:`eval.analysis.attribution_counts` output.
+        counts: :func:`routerlab.eval.analysis.attribution_counts` output.
     """
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from agents.registry import Registry
-from agents.trace import Trace, Usage
-from benchmarks.example import Example
+from routerlab.agents.registry import Registry
+from routerlab.agents.trace import Trace, Usage
+from routerlab.benchmarks.example import Example
 
 __all__ = ["OUTCOMES", "ExampleResult", "Score", "Scorer", "scorer"]
 
@@ -45,7 +45,7 @@ class Scorer(Protocol):
         ...
 
 
-scorer: Registry[Scorer] = Registry("scorer")
+scorer: Registry[Scorer] = Registry("scorer", returns=Scorer)
 """Decorator/registry: ``@scorer("ex") class ExecutionAccuracy: ...``."""
 
 

@@ -6,7 +6,7 @@ Two tables:
   start/finish times, status, linked MLflow run id).
 * ``examples``: one row per ``(run_id, example_id, attempt)`` with the flat fields notebooks
   filter on (intent, outcome, latency, router/sub-agent usage, one ``score_<name>`` column per
-  scorer) plus the full :class:`~eval.result.ExampleResult` as JSON, so results rebuild exactly.
+  scorer) plus the full :class:`~routerlab.eval.result.ExampleResult` as JSON, so results rebuild exactly.
 
 Concurrency: DuckDB lets one process write a file at a time. Every method opens the file, does
 its work in one transaction and closes it again, under a per-file lock shared by all stores of
@@ -34,9 +34,10 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from agents.errors import ConfigError, RunError
-from benchmarks.dataset import Dataset
-from eval.result import ExampleResult
+from routerlab.agents.errors import ConfigError, RunError
+from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.result import ExampleResult
+from routerlab.eval.scorers import DEFAULT_SCORERS
 
 __all__ = ["DEFAULT_STORE_PATH", "RUN_STATUSES", "SCORE_COLUMNS", "ResultsStore", "RunWriter", "StoreBusyError"]
 
@@ -46,7 +47,8 @@ DEFAULT_STORE_PATH = ".routerlab/results.duckdb"
 RUN_STATUSES: tuple[str, ...] = ("RUNNING", "FINISHED", "FAILED", "KILLED")
 
 #: scorers with a typed column from the start; others get one the first time they appear
-SCORE_COLUMNS: tuple[str, ...] = ("ex", "chain_valid", "trajectory", "chain_f1", "route", "success")
+#: score columns every store has from the start (other scorers add theirs when first written)
+SCORE_COLUMNS: tuple[str, ...] = DEFAULT_SCORERS
 
 #: how long to wait for another process to release the file before giving up
 _BUSY_TIMEOUT_S = 10.0

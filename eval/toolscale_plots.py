@@ -1,6 +1,6 @@
 """Figures of ``routerlab toolscale``: routing accuracy, prompt size and latency as the toolset grows.
 
-Like :mod:`eval.plots`, every function returns a :class:`matplotlib.figure.Figure` built without
+Like :mod:`routerlab.eval.plots`, every function returns a :class:`matplotlib.figure.Figure` built without
 pyplot; axes carry labels with units and the figure has a title.
 """
 
@@ -57,7 +57,7 @@ def plot_toolscale(table: pd.DataFrame, *, context_window: int | None = DEFAULT_
     sizes the engine refused, and the context window. Right: median seconds per decision.
 
     Args:
-        table: :func:`benchmarks.toolscale.toolscale_table` output or :func:`load_toolscale`.
+        table: :func:`routerlab.toolscale.toolscale_table` output or :func:`load_toolscale`.
         context_window: Drawn as a horizontal line on the prompt panel (None: not drawn).
     """
     fig = Figure(figsize=(14, 4.5), layout="constrained")

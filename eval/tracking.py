@@ -10,7 +10,7 @@ Layout:
   ``router.args.threshold``...), ``lm.spec``, ``dataset.{name,version,digest,split}``,
   ``git.commit``, ``routerlab.version`` and ``config.*``;
 * the replayed examples as a **dataset input** (``mlflow.data.from_pandas``, context = split);
-* **metrics** from :func:`eval.metrics.summarize` (rates, CI bounds, latency percentiles...);
+* **metrics** from :func:`routerlab.eval.metrics.summarize` (rates, CI bounds, latency percentiles...);
 * the per-example **table** ``examples.json`` (``mlflow.log_table``);
 * one **trace** per example: a root span for the example, a CHAIN span per graph node, an AGENT
   span per router decision and a TOOL span per tool call, linked to its run.
@@ -60,12 +60,12 @@ from mlflow.entities import (
 from mlflow.exceptions import MlflowException
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_PARENT_RUN_ID
 
-from agents.errors import ConfigError
-from agents.registry import component_spec
-from agents.trace import Trace
-from benchmarks.dataset import Dataset
-from eval.metrics import summarize
-from eval.result import ExampleResult
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.registry import component_spec
+from routerlab.agents.trace import Trace
+from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.metrics import metric_name, summarize
+from routerlab.eval.result import ExampleResult
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
@@ -98,7 +98,6 @@ TAG_DATASET = "routerlab.dataset"
 # key and param value lengths.
 _PARAMS_PER_BATCH = 100
 _METRICS_PER_BATCH = 1000
-_MAX_KEY = 250
 _MAX_PARAM_VALUE = 6000
 #: span payloads larger than this (JSON characters) are cut: tool outputs can hold many rows
 _MAX_PAYLOAD_CHARS = 8000
@@ -148,18 +147,6 @@ def _routerlab_version() -> str:
         return importlib.metadata.version("routerlab")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-def metric_name(name: str) -> str:
-    """``name`` reduced to MLflow's key charset (alphanumerics, ``_ - . / space``), 250 chars max.
-
-    Colons are allowed by MLflow except on Windows; they are replaced too so a store stays
-    readable everywhere.
-    """
-    key = re.sub(r"[^\w.\- /]", "_", name)
-    key = re.sub(r"/{2,}", "/", key).strip("/")  # MLflow rejects keys that are not normalised paths
-    key = re.sub(r"(^|/)\.\.?(?=/|$)", r"\1_", key)
-    return key[:_MAX_KEY] or "_"
 
 
 def _param_value(value: Any) -> str:
@@ -278,7 +265,7 @@ def _question(result: ExampleResult, question: str | None) -> str | None:
 class _TraceWriter:
     """Writes one example's trace with explicit span ids and reconstructed timing.
 
-    A finished :class:`~agents.trace.Trace` keeps per-node *total* latencies, not per-visit
+    A finished :class:`~routerlab.agents.trace.Trace` keeps per-node *total* latencies, not per-visit
     stamps, so node spans are laid end to end with their totals; tool spans keep their real
     durations. The root span says so (``routerlab.timing = reconstructed``).
     """

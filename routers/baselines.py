@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import random as _random
 
-from agents.state import INTENTS, PipelineState
-from agents.trace import Usage
-from routers.base import router
-from routers.intent import Classification, IntentRouter
+from routerlab.agents.state import INTENTS, PipelineState
+from routerlab.agents.trace import Usage
+from routerlab.routers.base import router
+from routerlab.routers.intent import Classification, IntentRouter
 
 __all__ = ["OracleRouter", "RandomRouter"]
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from agents.errors import ConfigError, ContractError
-from agents.lm.adapter import lm_context
-from agents.state import PipelineState
-from agents.trace import Usage
-from routers.base import RouterEnv, router
-from routers.intent import Classification, IntentRouter
+from routerlab.agents.errors import ConfigError, ContractError
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.routing import RouterEnv
+from routerlab.agents.state import Intent, PipelineState
+from routerlab.agents.trace import Usage
+from routerlab.routers.base import router
+from routerlab.routers.intent import Classification, IntentRouter
 
 __all__ = ["PROGRAM_DIR", "DSPyRouter", "RouteProgram", "RouteRequest", "program_path", "schema_summary"]
 
@@ -40,7 +40,7 @@ class RouteRequest(dspy.Signature):
     tables: str = dspy.InputField(desc="tables of the database")
     conversation: str = dspy.InputField(desc="earlier turns, may be empty")
     request: str = dspy.InputField()
-    intent: Literal["sql", "explain", "fix", "chat", "clarify", "refuse"] = dspy.OutputField()
+    intent: Intent = dspy.OutputField()
 
 
 class RouteProgram(dspy.Module):
@@ -120,7 +120,7 @@ class DSPyRouter(IntentRouter):
     def classify(self, state: PipelineState) -> Classification:
         """One program call; an unparsable prediction falls back to ``sql`` (reported in method)."""
         assert self.env is not None
-        from agents.lm.usage import usage_scope
+        from routerlab.agents.lm.usage import usage_scope
 
         with usage_scope() as log, lm_context(self.env.lm):
             try:

@@ -1,6 +1,6 @@
-"""The ``handoff`` router (seed 003): a triage agent passes control to specialist agents.
+"""The ``handoff`` router: a triage agent passes control to specialist agents.
 
-Each decision runs the swarm (``agents.swarm``) from the active agent. The triage agent either
+Each decision runs the swarm (``routerlab.agents.swarm``) from the active agent. The triage agent either
 hands the request to a specialist (``transfer_to_sql``, ``transfer_to_fix``,
 ``transfer_to_explain``, ``transfer_to_chat``, function tools run inside the router) or calls
 ``refuse`` / ``ask_human`` itself. Specialists hold the pipeline's sub-agent tools: their calls
@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.errors import ConfigError, ContractError
-from agents.state import PipelineState
-from agents.swarm import (
+from routerlab.agents.errors import ConfigError, ContractError
+from routerlab.agents.plan import TOOL_INTENT
+from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.state import PipelineState
+from routerlab.agents.swarm import (
     PROGRESS_NODE,
     Agent,
     Context,
@@ -31,9 +33,8 @@ from agents.swarm import (
     Terminator,
     Timeout,
 )
-from routers.base import RouteDecision, RouterEnv, router
-from routers.intent import TOOL_INTENT
-from routers.llm import to_openai_messages
+from routerlab.routers.base import router
+from routerlab.routers.llm import to_openai_messages
 
 __all__ = ["AGENTS", "INSTRUCTIONS", "SPECIALIST_TOOLS", "TRIAGE", "HandoffDecision", "HandoffRouter"]
 

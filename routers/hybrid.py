@@ -1,14 +1,16 @@
-"""The ``hybrid`` router (seed 002's routing modes): rules first, the LM when they are unsure."""
+"""The ``hybrid`` router (rule, LLM or hybrid routing): rules first, the LM when they are unsure."""
 
 from __future__ import annotations
 
-from agents.lm.chat import chat
-from agents.state import PipelineState
-from agents.trace import Usage
-from routers.base import RouterEnv, router
-from routers.intent import TOOL_INTENT, Classification, IntentRouter
-from routers.llm import SYSTEM_PROMPT, to_openai_messages
-from routers.rules import RulesRouter
+from routerlab.agents.lm.chat import chat
+from routerlab.agents.plan import TOOL_INTENT
+from routerlab.agents.routing import RouterEnv
+from routerlab.agents.state import PipelineState
+from routerlab.agents.trace import Usage
+from routerlab.routers.base import router
+from routerlab.routers.intent import Classification, IntentRouter
+from routerlab.routers.llm import SYSTEM_PROMPT, to_openai_messages
+from routerlab.routers.rules import RulesRouter
 
 __all__ = ["HybridRouter"]
 

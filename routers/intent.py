@@ -2,32 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from agents.errors import ContractError
-from agents.state import PipelineState
-from agents.trace import Usage
-from routers.base import RouteDecision, RouterEnv
-from routers.plan import next_call
+from routerlab.agents.errors import ContractError
+from routerlab.agents.plan import TOOL_INTENT, next_call
+from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.state import Intent, PipelineState
+from routerlab.agents.trace import Usage
 
 __all__ = ["DONE_ANSWER", "TOOL_INTENT", "Classification", "IntentRouter"]
 
-#: intent implied by the first tool a router calls
-TOOL_INTENT: dict[str, str] = {
-    "data_discovery": "sql",
-    "generate_sql": "sql",
-    "execute_sql_and_analyze_result": "sql",
-    "fix_sql": "fix",
-    "explain_sql": "explain",
-    "chat": "chat",
-    "ask_human": "clarify",
-    "refuse": "refuse",
-}
 
 DONE_ANSWER = "I have nothing further to do for this request."
 
-Classification = tuple[str, float, str, Usage]
-"""``(intent, confidence, method, usage)``"""
+
+class Classification(NamedTuple):
+    """What an intent router decided about a request, before the plan picks the calls.
+
+    Attributes:
+        intent: One of the intents in ``routerlab.agents.state.INTENTS``.
+        confidence: In [0, 1].
+        method: How it was decided (``rule:unsafe_verb``, ``llm``, ``hybrid:rules``...).
+        usage: The router's own LM cost for this decision (none for rules).
+    """
+
+    intent: Intent
+    confidence: float
+    method: str
+    usage: Usage
 
 
 class IntentRouter:

@@ -1,4 +1,4 @@
-"""The ``llm`` router: native tool calling (seed 000), one LM call per step."""
+"""The ``llm`` router: native tool calling , one LM call per step."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from agents.errors import ContractError
-from agents.lm.chat import chat
-from agents.state import PipelineState
-from routers.base import RouteDecision, RouterEnv, router
-from routers.intent import TOOL_INTENT
+from routerlab.agents.errors import ContractError
+from routerlab.agents.lm.chat import chat
+from routerlab.agents.plan import TOOL_INTENT
+from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.state import PipelineState
+from routerlab.routers.base import router
 
 __all__ = ["SYSTEM_PROMPT", "LLMRouter", "to_openai_messages"]
 

@@ -1,8 +1,8 @@
-"""The ``retrieval`` router (seed 001): find the right tools first, then call one.
+"""The ``retrieval`` router: find the right tools first, then call one.
 
 With hundreds of tools their schemas no longer fit a small model's prompt. This router binds the
 LM to a single tool at first, ``retrieve_tools(query)``; the query is searched in an index over
-every tool's ``"name: description"`` (:mod:`agents.tools.index`), and the names found join the
+every tool's ``"name: description"`` (:mod:`routerlab.agents.tools.index`), and the names found join the
 turn's ``selected_tool_ids`` (no duplicates, first-seen order: :func:`add_new`). The LM is then
 bound to ``retrieve_tools`` plus the selected tools and makes the call (or searches again).
 
@@ -13,7 +13,7 @@ the pipeline stores per decision (``router_usage``), so the next decision of the
 from them without a field of its own in the pipeline state.
 
 The toolset searched is the pipeline's tools padded with deterministic distractors up to
-``tool_scale`` (:func:`agents.tools.distractors.tool_registry`); a call to a distractor is not a
+``tool_scale`` (:func:`routerlab.agents.tools.distractors.tool_registry`); a call to a distractor is not a
 pipeline tool, so the pipeline ends the turn with ``unknown_tool``.
 """
 
@@ -23,18 +23,19 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
-from agents.errors import ConfigError, ContractError
-from agents.lm.chat import chat
-from agents.state import PipelineState
-from agents.tools.base import Tool
-from agents.tools.distractors import tool_registry
-from agents.tools.index import INDEX_KINDS, ToolIndex, build_index
-from agents.tools.schema import INJECTED, function_schema
-from agents.trace import Usage
-from routers.base import RouteDecision, RouterEnv, router
-from routers.intent import TOOL_INTENT
-from routers.llm import SYSTEM_PROMPT as LLM_POLICY
-from routers.llm import to_openai_messages
+from routerlab.agents.errors import ConfigError, ContractError
+from routerlab.agents.lm.chat import chat
+from routerlab.agents.plan import TOOL_INTENT
+from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.state import PipelineState
+from routerlab.agents.tools.base import Tool
+from routerlab.agents.tools.distractors import tool_registry
+from routerlab.agents.tools.index import INDEX_KINDS, ToolIndex, build_index
+from routerlab.agents.tools.schema import INJECTED, function_schema
+from routerlab.agents.trace import Usage
+from routerlab.routers.base import router
+from routerlab.routers.llm import SYSTEM_PROMPT as LLM_POLICY
+from routerlab.routers.llm import to_openai_messages
 
 __all__ = ["RETRIEVE_TOOL", "SYSTEM_PROMPT", "RetrievalDecision", "RetrievalRouter", "add_new", "retrieve_tools"]
 
@@ -75,7 +76,7 @@ RETRIEVE_TOOL: Tool = _retrieval_tool()
 
 
 def add_new(left: Sequence[H], right: Sequence[H]) -> list[H]:
-    """``left`` followed by the items of ``right`` not seen yet (seed 001's merge of tool ids).
+    """``left`` followed by the items of ``right`` not seen yet (selected tool ids merged without duplicates).
 
     Order is first-seen and no item appears twice, even if ``right`` repeats one.
     """
@@ -118,7 +119,7 @@ class RetrievalDecision(RouteDecision):
 
 @router("retrieval")
 class RetrievalRouter:
-    """Retrieve tools by a search query, then call one of them (seed 001).
+    """Retrieve tools by a search query, then call one of them .
 
     Args:
         k: Tools returned by one search.

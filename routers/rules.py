@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from agents.state import PipelineState
-from agents.tools.text import extract_error, extract_sql
-from agents.trace import Usage
-from routers.base import router
-from routers.intent import Classification, IntentRouter
+from routerlab.agents.state import PipelineState
+from routerlab.agents.tools.text import extract_error, extract_sql
+from routerlab.agents.trace import Usage
+from routerlab.routers.base import router
+from routerlab.routers.intent import Classification, IntentRouter
 
 __all__ = ["DEFAULT_RULES", "Rule", "RulesRouter"]
 

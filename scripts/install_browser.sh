@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the headless browser the page tests drive (tests/benchmarks/serve/test_page.py):
+# Install the headless browser the page tests drive (tests/routerlab/serve/test_page.py):
 # Debian's chromium and chromium-driver, at /usr/bin/chromium and /usr/bin/chromedriver.
 # Idempotent: when both are present it only reports their versions. Installing needs root (apt).
 set -euo pipefail

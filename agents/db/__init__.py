@@ -2,7 +2,7 @@
 
 import logging
 
-from agents.db.database import (
+from routerlab.agents.db.database import (
     ColumnInfo,
     Database,
     QueryResult,
@@ -12,7 +12,7 @@ from agents.db.database import (
     file_digest,
     open_database,
 )
-from agents.db.guard import FORBIDDEN_FUNCTIONS, check_sql
+from routerlab.agents.db.guard import FORBIDDEN_FUNCTIONS, check_sql
 
 # sqlglot logs a warning for every statement it can only parse as a generic Command; the guard
 # refuses those anyway, so the warning is noise

@@ -24,8 +24,8 @@ from typing import Any
 
 import duckdb
 
-from agents.db.guard import check_sql
-from agents.errors import DatabaseError, QueryTimeout, SQLExecutionError
+from routerlab.agents.db.guard import check_sql
+from routerlab.agents.errors import DatabaseError, QueryTimeout, SQLExecutionError
 
 __all__ = [
     "ColumnInfo",

@@ -1,11 +1,11 @@
 """LM backends: the embedded model (llama-cpp-python), any LiteLLM provider, a scripted test LM."""
 
-from agents.lm.assets import MODELS, ModelAsset, assemble, model_path
-from agents.lm.chat import ChatResult, chat
-from agents.lm.local import LlamaEngine, tool_call_schema
-from agents.lm.resolve import SPEC_FORMS, resolve_lm
-from agents.lm.scripted import ScriptedEngine, adapter_reply, scripted_lm
-from agents.lm.usage import UsageCallback, UsageLog, record_usage, usage_scope
+from routerlab.agents.lm.assets import MODELS, ModelAsset, assemble, model_path
+from routerlab.agents.lm.chat import ChatResult, chat
+from routerlab.agents.lm.local import LlamaEngine, tool_call_schema
+from routerlab.agents.lm.resolve import SPEC_FORMS, resolve_lm
+from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply, scripted_lm
+from routerlab.agents.lm.usage import UsageCallback, UsageLog, record_usage, usage_scope
 
 __all__ = [
     "MODELS",

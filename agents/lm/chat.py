@@ -11,9 +11,9 @@ import dspy
 import jsonschema
 from dspy import lm15 as L
 
-from agents.lm.messages import INVALID_MARKER, text_of, to_request
-from agents.lm.usage import usage_scope
-from agents.trace import Usage
+from routerlab.agents.lm.messages import INVALID_MARKER, text_of, to_request
+from routerlab.agents.lm.usage import usage_scope
+from routerlab.agents.trace import Usage
 
 __all__ = ["ChatResult", "chat"]
 
@@ -26,7 +26,7 @@ class ChatResult:
         text: Text content (empty when the reply is a tool call).
         tool_calls: ``{"id", "name", "args": dict}`` per valid call.
         invalid_tool_calls: ``{"id", "name", "args": raw str, "error"}`` per call that could not be
-            parsed or failed its tool's schema (seed 004's ``invalid_tool_calls``).
+            parsed or failed its tool's schema (LangGraph's ``invalid_tool_calls``).
         usage: Tokens, latency and cache hit of this call.
     """
 
@@ -59,7 +59,7 @@ def chat(
     ``lm(Request)``, DSPy's non-deprecated path, so it is cached and counted like module calls.
 
     Args:
-        lm: A DSPy LM (see :func:`agents.lm.resolve_lm`).
+        lm: A DSPy LM (see :func:`routerlab.agents.lm.resolve_lm`).
         messages: Chat messages; tool results carry ``tool_call_id``.
         tools: OpenAI-style function schemas.
         tool_choice: ``auto``, ``required``, ``none`` or a tool name.

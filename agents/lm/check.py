@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.lm.chat import chat
-from agents.lm.resolve import resolve_lm
+from routerlab.agents.lm.chat import chat
+from routerlab.agents.lm.resolve import resolve_lm
 
 __all__ = ["LMCheckReport", "format_report", "lm_check"]
 

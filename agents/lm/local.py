@@ -23,8 +23,8 @@ from typing import Any
 
 from dspy import lm15 as L
 
-from agents.errors import LMError
-from agents.lm.messages import INVALID_MARKER, request_to_chat
+from routerlab.agents.errors import LMError
+from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
 
 __all__ = ["ANSWER_TOOL", "LlamaEngine", "clear_models", "loaded_models", "tool_call_schema"]
 

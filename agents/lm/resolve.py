@@ -7,10 +7,10 @@ from pathlib import Path
 
 import dspy
 
-from agents.errors import ConfigError, ModelAssetError
-from agents.lm.assets import MODELS, cache_dir, model_path
-from agents.lm.local import LlamaEngine
-from agents.lm.usage import UsageCallback
+from routerlab.agents.errors import ConfigError, ModelAssetError
+from routerlab.agents.lm.assets import MODELS, cache_dir, model_path
+from routerlab.agents.lm.local import LlamaEngine
+from routerlab.agents.lm.usage import UsageCallback
 
 __all__ = ["SPEC_FORMS", "configure_cache", "resolve_lm"]
 
@@ -20,7 +20,7 @@ SPEC_FORMS = (
     "local:0.5b",
     "local:/path/to/model.gguf",
     "provider/model, e.g. openai/gpt-4o-mini, ollama_chat/qwen2.5-coder:7b, hosted_vllm/NAME with --lm-api-base",
-    "scripted:NAME (a deterministic test double for tests and CI, not a model; see agents.lm.scripts)",
+    "scripted:NAME (a deterministic test double for tests and CI, not a model; see routerlab.agents.lm.scripts)",
 )
 
 _cache_configured = False
@@ -84,8 +84,8 @@ def resolve_lm(
         ModelAssetError: A missing or corrupt local model.
     """
     if spec.startswith("scripted:"):
-        from agents.lm.scripted import scripted_lm
-        from agents.lm.scripts import scripted_script
+        from routerlab.agents.lm.scripted import scripted_lm
+        from routerlab.agents.lm.scripts import scripted_script
 
         # a test double: replies come from a registered script, never from a model or the cache
         name = spec.partition(":")[2]

@@ -10,7 +10,7 @@ from typing import Any
 import dspy
 from dspy import lm15 as L
 
-from agents.lm.usage import UsageCallback
+from routerlab.agents.lm.usage import UsageCallback
 
 __all__ = ["Reply", "ScriptedEngine", "adapter_reply", "scripted_lm"]
 

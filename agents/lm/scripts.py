@@ -5,7 +5,7 @@ can be driven end to end in tests and CI (crash and resume, fault injection, hos
 without loading a model. Results obtained with them say nothing about routing quality.
 
 A script is registered in :data:`scripted_script` as a factory returning the reply function that
-:class:`~agents.lm.scripted.ScriptedEngine` calls with each request.
+:class:`~routerlab.agents.lm.scripted.ScriptedEngine` calls with each request.
 
 * ``basic``: answers every DSPy sub-agent field plainly (SQL: ``SELECT count(*)`` over the first
   table of the schema in the prompt; intent: ``sql``); a tool-calling request gets a ``chat``
@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 from dspy import lm15 as L
 
-from agents.lm.messages import text_of
-from agents.lm.scripted import Reply
-from agents.registry import Registry
+from routerlab.agents.lm.messages import text_of
+from routerlab.agents.lm.scripted import Reply
+from routerlab.agents.registry import Registry
 
 __all__ = ["WRITE_STATEMENTS", "ReplyFn", "scripted_script"]
 

@@ -1,7 +1,7 @@
 """Per-call LM usage, collected into scopes (the router's cost apart from the sub-agents').
 
-Every LM built by :func:`agents.lm.resolve_lm` carries :class:`UsageCallback`, which records one
-:class:`~agents.trace.Usage` per call (DSPy module calls and :func:`agents.lm.chat` alike) into
+Every LM built by :func:`routerlab.agents.lm.resolve_lm` carries :class:`UsageCallback`, which records one
+:class:`~routerlab.agents.trace.Usage` per call (DSPy module calls and :func:`routerlab.agents.lm.chat` alike) into
 every scope active in the calling context. A call answered from DSPy's response cache is recorded
 with ``cache_hits=1`` and its (near-zero) latency.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from dspy.utils.callback import BaseCallback
 
-from agents.trace import Usage
+from routerlab.agents.trace import Usage
 
 __all__ = ["UsageCallback", "UsageLog", "record_usage", "usage_scope"]
 

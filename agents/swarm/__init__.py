@@ -1,20 +1,20 @@
-"""Swarm-style agents that pass control to each other (seed 003).
+"""Swarm-style agents that pass control to each other .
 
 An :class:`Agent` has an instruction and tools. Tools are plain typed functions whose schemas
-come from the pipeline's own :func:`agents.tools.schema.function_schema`; a tool returning an
+come from the pipeline's own :func:`routerlab.agents.tools.schema.function_schema`; a tool returning an
 ``Agent`` hands control to it, returning :class:`ContextVariables` updates the shared context,
 and a :class:`Result` combines both (optionally without carrying the message history).
 :class:`Swarm` runs agents under composable :class:`Terminator` conditions and reports
 :class:`SwarmEvent` trace events, which :func:`to_progress_event` maps onto the pipeline's
-progress events. The ``handoff`` router (``routers.handoff``) builds its team from these parts.
+progress events. The ``handoff`` router (``routerlab.routers.handoff``) builds its team from these parts.
 """
 
-from agents.swarm.agent import Agent, Instruction
-from agents.swarm.context import Context, ContextVariables, is_context_hint
-from agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
-from agents.swarm.result import Result, as_result
-from agents.swarm.runner import DEFAULT_TERMINATOR, Swarm, SwarmResponse
-from agents.swarm.terminators import (
+from routerlab.agents.swarm.agent import Agent, Instruction
+from routerlab.agents.swarm.context import Context, ContextVariables, is_context_hint
+from routerlab.agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
+from routerlab.agents.swarm.result import Result, as_result
+from routerlab.agents.swarm.runner import DEFAULT_TERMINATOR, Swarm, SwarmResponse
+from routerlab.agents.swarm.terminators import (
     AllOf,
     AnyOf,
     MaxActivations,
@@ -24,7 +24,7 @@ from agents.swarm.terminators import (
     TextMatch,
     Timeout,
 )
-from agents.swarm.tools import FunctionTool, function_tool
+from routerlab.agents.swarm.tools import FunctionTool, function_tool
 
 __all__ = [
     "DEFAULT_TERMINATOR",

@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.errors import ContractError
-from agents.swarm.context import ContextVariables, is_context_hint
-from agents.swarm.tools import FunctionTool, function_tool
-from agents.tools.base import Tool
+from routerlab.agents.errors import ContractError
+from routerlab.agents.swarm.context import ContextVariables, is_context_hint
+from routerlab.agents.swarm.tools import FunctionTool, function_tool
+from routerlab.agents.tools.base import Tool
 
 __all__ = ["Agent", "Instruction"]
 
@@ -43,7 +43,7 @@ def _context_params(fn: Callable[..., str], agent: str) -> tuple[str, ...]:
                 f"the instruction function of agent {agent!r} needs a value for {name!r}",
                 expected="parameters annotated Context (or ContextVariables), or with defaults",
                 found=f"{name}: {p.annotation!r}",
-                fix=f"annotate {name} as agents.swarm.Context or give it a default",
+                fix=f"annotate {name} as routerlab.agents.swarm.Context or give it a default",
             )
     return tuple(context)
 
@@ -57,8 +57,8 @@ class Agent:
             file read once here, or a function returning the text; the function receives the
             context variables in every parameter annotated ``Context``.
         tools: Plain typed functions (run by the swarm; their schemas come from
-            :func:`agents.tools.schema.function_schema`) and pipeline
-            :class:`~agents.tools.base.Tool` objects (host tools: a call to one is handed to the
+            :func:`routerlab.agents.tools.schema.function_schema`) and pipeline
+            :class:`~routerlab.agents.tools.base.Tool` objects (host tools: a call to one is handed to the
             host, for example the dispatch graph, instead of being run by the swarm). A function
             returning an ``Agent`` hands control to it.
 

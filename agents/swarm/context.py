@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, get_args, get_origin
 
-from agents.tools.schema import INJECTED
+from routerlab.agents.tools.schema import INJECTED
 
 __all__ = ["Context", "ContextVariables", "is_context_hint"]
 
@@ -26,7 +26,7 @@ Context = Annotated[ContextVariables, INJECTED]
 """Annotate a tool or instruction parameter with this to receive the run's context variables.
 
 The ``INJECTED`` marker is what keeps the parameter out of the tool's JSON schema: the schema
-comes from :func:`agents.tools.schema.function_schema`, the same code the pipeline's tools use.
+comes from :func:`routerlab.agents.tools.schema.function_schema`, the same code the pipeline's tools use.
 """
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agents.events import make_event
+from routerlab.agents.events import make_event
 
 __all__ = ["PROGRESS_NODE", "SwarmEvent", "SwarmEventType", "to_progress_event"]
 
@@ -25,7 +25,7 @@ class SwarmEventType(StrEnum):
     CONTEXT_UPDATE = "context_update"
 
 
-#: the pipeline node whose display name describes each swarm event best (see agents.events)
+#: the pipeline node whose display name describes each swarm event best (see routerlab.agents.events)
 PROGRESS_NODE: dict[SwarmEventType, str] = {
     SwarmEventType.USER_MESSAGE: "intent_route",
     SwarmEventType.AGENT_MESSAGE: "route",
@@ -82,7 +82,7 @@ def _clip(text: str, limit: int = 120) -> str:
 
 
 def to_progress_event(event: SwarmEvent, conversation_id: str) -> dict[str, Any]:
-    """The pipeline progress event (``agents.events.make_event``) for a swarm event.
+    """The pipeline progress event (``routerlab.agents.events.make_event``) for a swarm event.
 
     The swarm event itself rides along under ``swarm`` so nothing is lost in the mapping.
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.errors import ContractError
-from agents.swarm.agent import Agent
-from agents.swarm.context import ContextVariables
+from routerlab.agents.errors import ContractError
+from routerlab.agents.swarm.agent import Agent
+from routerlab.agents.swarm.context import ContextVariables
 
 __all__ = ["Result", "as_result"]
 
@@ -41,7 +41,7 @@ class Result:
         if self.agent is not None and not isinstance(self.agent, Agent):
             raise ContractError(
                 "a Result hands off to something that is not an Agent",
-                expected="agents.swarm.Agent or None",
+                expected="routerlab.agents.swarm.Agent or None",
                 found=type(self.agent).__name__,
                 fix="return the Agent object to hand off to",
             )
@@ -58,7 +58,7 @@ def as_result(returned: Any) -> Result:
     """Read whatever a tool returned as a :class:`Result`.
 
     A string is the tool's result; an :class:`Agent` is a handoff (keeping the history);
-    :class:`~agents.swarm.context.ContextVariables` are context updates; a ``Result`` is kept;
+    :class:`~routerlab.agents.swarm.context.ContextVariables` are context updates; a ``Result`` is kept;
     None is an empty result; anything else is shown to the model as JSON.
     """
     if isinstance(returned, Result):

@@ -7,15 +7,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.errors import ContractError, ToolError
-from agents.lm.chat import chat
-from agents.swarm.agent import Agent
-from agents.swarm.context import ContextVariables
-from agents.swarm.events import SwarmEvent, SwarmEventType
-from agents.swarm.result import Result, as_result
-from agents.swarm.terminators import MaxTurns, RunStatus, Terminator
-from agents.swarm.tools import FunctionTool
-from agents.trace import Usage
+from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.lm.chat import chat
+from routerlab.agents.swarm.agent import Agent
+from routerlab.agents.swarm.context import ContextVariables
+from routerlab.agents.swarm.events import SwarmEvent, SwarmEventType
+from routerlab.agents.swarm.result import Result, as_result
+from routerlab.agents.swarm.terminators import MaxTurns, RunStatus, Terminator
+from routerlab.agents.swarm.tools import FunctionTool
+from routerlab.agents.trace import Usage
 
 __all__ = ["DEFAULT_TERMINATOR", "Swarm", "SwarmResponse"]
 
@@ -125,7 +125,7 @@ class Swarm:
     :class:`Agent` (or a ``Result`` with one) passes control to that agent.
 
     Args:
-        lm: The DSPy LM every agent's model calls go to (see :func:`agents.lm.resolve_lm`).
+        lm: The DSPy LM every agent's model calls go to (see :func:`routerlab.agents.lm.resolve_lm`).
         terminator: When to stop (checked before every model call); default
             :data:`DEFAULT_TERMINATOR`.
         tool_choice: ``auto``, ``required`` or ``none``, for every model call.
@@ -152,7 +152,7 @@ class Swarm:
                 "a swarm needs a language model",
                 expected="a DSPy LM",
                 found="None",
-                fix="pass agents.lm.resolve_lm(...) or a scripted LM",
+                fix="pass routerlab.agents.lm.resolve_lm(...) or a scripted LM",
             )
         if tool_choice not in _TOOL_CHOICES:
             raise ContractError(
@@ -166,7 +166,7 @@ class Swarm:
                 "the swarm's terminator is not a Terminator",
                 expected="MaxTurns, MaxActivations, Timeout, TextMatch or a & / | combination",
                 found=type(terminator).__name__,
-                fix="build it from agents.swarm terminators",
+                fix="build it from routerlab.agents.swarm terminators",
             )
         self.lm = lm
         self.terminator = terminator or DEFAULT_TERMINATOR

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from agents.errors import ConfigError
+from routerlab.agents.errors import ConfigError
 
 __all__ = [
     "AllOf",

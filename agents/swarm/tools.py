@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, get_origin, get_type_hints
 
-from agents.errors import ContractError
-from agents.swarm.context import ContextVariables, is_context_hint
-from agents.tools.base import Tool
-from agents.tools.schema import function_schema
+from routerlab.agents.errors import ContractError
+from routerlab.agents.swarm.context import ContextVariables, is_context_hint
+from routerlab.agents.tools.base import Tool
+from routerlab.agents.tools.schema import function_schema
 
 __all__ = ["FunctionTool", "function_tool"]
 
@@ -20,7 +20,7 @@ class FunctionTool:
     """A function the swarm runs itself (a handoff, a lookup...), with its schema.
 
     Attributes:
-        tool: The pipeline :class:`~agents.tools.base.Tool` built from the function: its JSON
+        tool: The pipeline :class:`~routerlab.agents.tools.base.Tool` built from the function: its JSON
             schema, argument validation and docs.
         context_params: Parameters that receive the context variables (hidden from the schema).
     """
@@ -49,7 +49,7 @@ class FunctionTool:
 def function_tool(fn: Callable[..., Any], *, name: str | None = None) -> FunctionTool:
     """Turn a typed, documented function into a :class:`FunctionTool`.
 
-    Parameters annotated :data:`~agents.swarm.context.Context` receive the context variables and
+    Parameters annotated :data:`~routerlab.agents.swarm.context.Context` receive the context variables and
     stay out of the schema. Everything is checked here, when the agent is built.
 
     Args:
@@ -78,7 +78,7 @@ def function_tool(fn: Callable[..., Any], *, name: str | None = None) -> Functio
                 f"parameter {param!r} of tool {label!r} is annotated ContextVariables",
                 expected="Context (Annotated[ContextVariables, INJECTED]) for injected context variables",
                 found=repr(hint),
-                fix=f"annotate {param} as agents.swarm.Context",
+                fix=f"annotate {param} as routerlab.agents.swarm.Context",
             )
     description, parameters, injected = function_schema(fn)
     foreign = [p for p in injected if not is_context_hint(hints[p])]

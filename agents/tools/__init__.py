@@ -1,10 +1,10 @@
-"""Sub-agents as tools, built from plain typed functions (seed 003)."""
+"""Sub-agents as tools, built from plain typed functions ."""
 
-from agents.tools.base import Tool, tool, tools
-from agents.tools.context import ToolContext, ToolSettings
-from agents.tools.programs import SQLPrograms, clean_sql
-from agents.tools.schema import INJECTED, function_schema, parse_docstring
-from agents.tools.subagents import (
+from routerlab.agents.tools.base import Tool, tool, tools
+from routerlab.agents.tools.context import ToolContext, ToolSettings
+from routerlab.agents.tools.programs import SQLPrograms, clean_sql
+from routerlab.agents.tools.schema import INJECTED, function_schema, parse_docstring
+from routerlab.agents.tools.subagents import (
     SQL_PRODUCERS,
     ask_human,
     chat,
@@ -15,7 +15,7 @@ from agents.tools.subagents import (
     generate_sql,
     refuse,
 )
-from agents.tools.text import extract_error, extract_sql
+from routerlab.agents.tools.text import extract_error, extract_sql
 
 DEFAULT_TOOLS: tuple[Tool, ...] = (
     data_discovery,

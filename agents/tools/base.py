@@ -8,9 +8,9 @@ from typing import Any
 
 import jsonschema
 
-from agents.errors import ContractError, ToolError
-from agents.registry import Registry
-from agents.tools.schema import function_schema
+from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.registry import Registry
+from routerlab.agents.tools.schema import function_schema
 
 __all__ = ["Tool", "tool", "tools"]
 

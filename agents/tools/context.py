@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import dspy
 
-    from agents.db import Database
-    from agents.tools.programs import SQLPrograms
+    from routerlab.agents.db import Database
+    from routerlab.agents.tools.programs import SQLPrograms
 
 __all__ = ["ToolContext", "ToolSettings"]
 

@@ -1,9 +1,9 @@
 """Distractor tools: many plausible data-platform operations that a router must not pick.
 
-A retrieval router (seed 001) is only interesting when the toolset is large. This module builds
+A retrieval router is only interesting when the toolset is large. This module builds
 deterministic distractors (``create_dashboard``, ``export_saved_query``, ``list_users``,
 ``grant_dataset_access``, ``profile_column``...) by combining a verb catalogue with an object
-catalogue, and turns each into a real :class:`~agents.tools.base.Tool` through the same
+catalogue, and turns each into a real :class:`~routerlab.agents.tools.base.Tool` through the same
 function-to-schema code as the sub-agents (typed parameters, Google-style docstring).
 
 Distractors are never run: they are not sub-agents of this assistant. A router that calls one is
@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agents.errors import ConfigError, ContractError, ToolError
-from agents.tools.base import Tool
-from agents.tools.schema import function_schema
+from routerlab.agents.errors import ConfigError, ContractError, ToolError
+from routerlab.agents.tools.base import Tool
+from routerlab.agents.tools.schema import function_schema
 
 __all__ = ["distractor_capacity", "distractor_tools", "is_distractor", "tool_registry"]
 
@@ -476,14 +476,14 @@ def tool_registry(size: int, *, seed: int = 0, tools: Sequence[Tool] | None = No
     Args:
         size: Number of tools in the registry (8 with the default tools: the real sub-agents only).
         seed: Picks and orders the distractors.
-        tools: The real tools (default: :data:`agents.tools.DEFAULT_TOOLS`).
+        tools: The real tools (default: :data:`routerlab.agents.tools.DEFAULT_TOOLS`).
 
     Raises:
         ContractError: When ``size`` is smaller than the real toolset or tool names repeat.
         ConfigError: When ``size`` needs more distractors than the catalogues can make.
     """
     if tools is None:
-        from agents.tools import DEFAULT_TOOLS
+        from routerlab.agents.tools import DEFAULT_TOOLS
 
         tools = DEFAULT_TOOLS
     real = list(tools)

@@ -1,4 +1,4 @@
-"""Search indexes over tools (seed 001): which tools fit a query such as "find tables for a question"?
+"""Search indexes over tools : which tools fit a query such as "find tables for a question"?
 
 Every tool is indexed as the text ``"name: description"``. Two indexes:
 
@@ -26,9 +26,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from agents.errors import ConfigError, ModelAssetError
-from agents.tools.base import Tool
-from agents.tools.text import stems, tokens
+from routerlab.agents.errors import ConfigError, ModelAssetError
+from routerlab.agents.tools.base import Tool
+from routerlab.agents.tools.text import stems, tokens
 
 __all__ = [
     "INDEX_KINDS",

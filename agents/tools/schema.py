@@ -1,9 +1,9 @@
-"""Tools from plain functions (seed 003): one function gives schema, validation and docs.
+"""Tools from plain functions : one function gives schema, validation and docs.
 
 A tool is a typed Python function with a docstring. :func:`function_schema` reads the signature
 and the docstring (Google, NumPy and reST styles) and returns the JSON schema an LLM router sees.
 Parameters annotated ``Annotated[T, INJECTED]`` are supplied by the pipeline (state, database,
-LM) and never appear in the schema (seed 004's InjectedState).
+LM) and never appear in the schema (LangGraph's InjectedState).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from agents.errors import ContractError
+from routerlab.agents.errors import ContractError
 
 __all__ = ["INJECTED", "function_schema", "json_type", "parse_docstring"]
 

@@ -1,4 +1,4 @@
-"""The sub-agents the routers dispatch to. Each is a plain typed function; see ``agents.tools.base``.
+"""The sub-agents the routers dispatch to. Each is a plain typed function; see ``routerlab.agents.tools.base``.
 
 Outputs are JSON-able dicts; the dispatch graph stores them in the call's record and shows a
 compact JSON of them to the router as the ``ToolMessage`` content.
@@ -6,14 +6,14 @@ compact JSON of them to the router as the ``ToolMessage`` content.
 
 from __future__ import annotations
 
-from agents.db import check_sql
-from agents.errors import ToolError
-from agents.lm.adapter import lm_context
-from agents.tools.base import tool
-from agents.tools.context import ToolContext
-from agents.tools.programs import clean_sql
-from agents.tools.schema import INJECTED
-from agents.tools.text import stems
+from routerlab.agents.db import check_sql
+from routerlab.agents.errors import ToolError
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.tools.base import tool
+from routerlab.agents.tools.context import ToolContext
+from routerlab.agents.tools.programs import clean_sql
+from routerlab.agents.tools.schema import INJECTED
+from routerlab.agents.tools.text import stems
 
 try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
     from typing import Annotated

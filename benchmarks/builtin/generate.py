@@ -7,8 +7,8 @@ Splits are not stored: the loader assigns them from a seed.
 
 Regenerate after editing a source (the tests fail while the file is stale)::
 
-    python -m benchmarks.builtin.generate          # rewrite examples.jsonl
-    python -m benchmarks.builtin.generate --check  # exit 1 if it is out of date
+    python -m routerlab.benchmarks.builtin.generate          # rewrite examples.jsonl
+    python -m routerlab.benchmarks.builtin.generate --check  # exit 1 if it is out of date
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 import duckdb
 import yaml
 
-from benchmarks.builtin.database import builtin_database_path
-from benchmarks.builtin.loader import EXAMPLES_PATH
-from benchmarks.builtin.validate import connect_readonly, query_error
-from benchmarks.chains import CHAINS
-from benchmarks.difficulty import sql_hardness
+from routerlab.benchmarks.builtin.database import builtin_database_path
+from routerlab.benchmarks.builtin.loader import EXAMPLES_PATH
+from routerlab.benchmarks.builtin.validate import connect_readonly, query_error
+from routerlab.benchmarks.chains import CHAINS
+from routerlab.benchmarks.difficulty import sql_hardness
 
 __all__ = [
     "CHAINS",
@@ -167,7 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     current = EXAMPLES_PATH.read_text(encoding="utf-8") if EXAMPLES_PATH.exists() else ""
     if args.check:
         if text != current:
-            print(f"{EXAMPLES_PATH} is out of date: run python -m benchmarks.builtin.generate", file=sys.stderr)
+            print(
+                f"{EXAMPLES_PATH} is out of date: run python -m routerlab.benchmarks.builtin.generate", file=sys.stderr
+            )
             return 1
         return 0
     EXAMPLES_PATH.write_text(text, encoding="utf-8")

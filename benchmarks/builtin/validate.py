@@ -19,7 +19,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from benchmarks.builtin.database import TABLE_KEYS
+from routerlab.benchmarks.builtin.database import TABLE_KEYS
 
 __all__ = [
     "connect_readonly",
@@ -36,7 +36,7 @@ _PROBE = "__order_key_"
 
 def connect_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the DuckDB file ``path`` (the caller closes it)."""
-    from agents.db import connect_duckdb_readonly
+    from routerlab.agents.db import connect_duckdb_readonly
 
     # the same settings as every other read-only open in the process (DuckDB refuses a mix)
     return connect_duckdb_readonly(path)

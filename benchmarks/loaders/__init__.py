@@ -1,14 +1,15 @@
 """On-disk dataset loaders; importing this package registers them (and the intent mixer).
 
 Registered names: ``spider``, ``bird``, ``text2sql_data``, ``jsonl``, ``csv`` and ``mixed``
-(any of those, or ``builtin``, with intents mixed in by :mod:`benchmarks.mixer`).
+(any of those, or ``builtin``, with intents mixed in by :mod:`routerlab.benchmarks.loaders.mixed`).
 """
 
-from benchmarks.loaders.bird import load_bird
-from benchmarks.loaders.spider import load_spider
-from benchmarks.loaders.table import load_csv, load_jsonl
-from benchmarks.loaders.text2sql_data import load_text2sql_data
-from benchmarks.mixer import DEFAULT_RATIOS, load_mixed, mix_intents
+from routerlab.agents.registry import import_submodules
+from routerlab.benchmarks.loaders.bird import load_bird
+from routerlab.benchmarks.loaders.mixed import DEFAULT_RATIOS, load_mixed, mix_intents
+from routerlab.benchmarks.loaders.spider import load_spider
+from routerlab.benchmarks.loaders.table import load_csv, load_jsonl
+from routerlab.benchmarks.loaders.text2sql_data import load_text2sql_data
 
 __all__ = [
     "DEFAULT_RATIOS",
@@ -20,3 +21,6 @@ __all__ = [
     "load_text2sql_data",
     "mix_intents",
 ]
+
+# modules added later register themselves: a new router/scorer/loader is one new file
+import_submodules(__name__, __path__)

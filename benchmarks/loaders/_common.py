@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from agents.errors import ConfigError, DatasetError
-from benchmarks.chains import CHAINS
-from benchmarks.difficulty import sql_hardness
-from benchmarks.example import DIFFICULTIES, Example
+from routerlab.agents.errors import ConfigError, DatasetError
+from routerlab.benchmarks.chains import CHAINS
+from routerlab.benchmarks.difficulty import sql_hardness
+from routerlab.benchmarks.example import DIFFICULTIES, Example
 
 __all__ = [
     "build_example",

@@ -22,11 +22,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agents.db import open_database
-from agents.errors import DatabaseError
-from benchmarks.dataset import Dataset, dataset
-from benchmarks.example import Example
-from benchmarks.loaders._common import (
+from routerlab.agents.db import open_database
+from routerlab.agents.errors import DatabaseError
+from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.example import Example
+from routerlab.benchmarks.loaders._common import (
     build_example,
     check_limit,
     data_version,

@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.dataset import Dataset, dataset
-from benchmarks.example import Example
-from benchmarks.loaders._common import (
+from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.example import Example
+from routerlab.benchmarks.loaders._common import (
     build_example,
     check_choice,
     check_limit,

@@ -1,11 +1,14 @@
 """Scorers, registered with ``@scorer``; importing this package registers the built-in ones."""
 
-from eval.scorers.chain import ChainF1, ChainValidity, Trajectory, trajectory_modes, validate_chain
-from eval.scorers.execution import ExecutionAccuracy, gold_is_ordered, results_match
-from eval.scorers.gold_cache import CachedGold, GoldCache, default_gold_cache_path
-from eval.scorers.routing import RouteAccuracy, Success
+from routerlab.agents.registry import import_submodules
+from routerlab.eval.result import scorer
+from routerlab.eval.scorers.chain import ChainF1, ChainValidity, Trajectory, trajectory_modes, validate_chain
+from routerlab.eval.scorers.execution import ExecutionAccuracy, gold_is_ordered, results_match
+from routerlab.eval.scorers.gold_cache import CachedGold, GoldCache, default_gold_cache_path
+from routerlab.eval.scorers.routing import RouteAccuracy, Success
 
 __all__ = [
+    "DEFAULT_SCORERS",
     "CachedGold",
     "ChainF1",
     "ChainValidity",
@@ -20,3 +23,11 @@ __all__ = [
     "trajectory_modes",
     "validate_chain",
 ]
+
+#: the scorers every run applies unless told otherwise, in table order (the built-in registrations)
+DEFAULT_SCORERS: tuple[str, ...] = ("ex", "chain_valid", "trajectory", "chain_f1", "route", "success")
+
+# modules added later register themselves: a new router/scorer/loader is one new file
+import_submodules(__name__, __path__)
+
+assert set(DEFAULT_SCORERS) <= set(scorer.names()), "a default scorer is not registered"

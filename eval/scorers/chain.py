@@ -16,15 +16,15 @@ from typing import Any
 
 import jsonschema
 
-from agents.trace import Trace
-from benchmarks.example import Example
-from eval.result import Score, scorer
+from routerlab.agents.trace import Trace
+from routerlab.benchmarks.example import Example
+from routerlab.eval.result import Score, scorer
 
 __all__ = ["ChainF1", "ChainValidity", "Trajectory", "f1", "trajectory_modes", "validate_chain"]
 
 
 def _default_catalog() -> Mapping[str, Any]:
-    from agents.tools import DEFAULT_TOOLS
+    from routerlab.agents.tools import DEFAULT_TOOLS
 
     return {t.name: t for t in DEFAULT_TOOLS}
 

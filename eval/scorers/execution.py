@@ -20,11 +20,11 @@ from typing import Any
 
 import sqlglot
 
-from agents.errors import ToolError
-from agents.trace import Trace
-from benchmarks.example import Example
-from eval.result import Score, scorer
-from eval.scorers.gold_cache import CachedGold, GoldCache
+from routerlab.agents.errors import ToolError
+from routerlab.agents.trace import Trace
+from routerlab.benchmarks.example import Example
+from routerlab.eval.result import Score, scorer
+from routerlab.eval.scorers.gold_cache import CachedGold, GoldCache
 
 __all__ = ["EX_INTENTS", "MODES", "ExecutionAccuracy", "gold_is_ordered", "results_match"]
 
@@ -161,7 +161,7 @@ class ExecutionAccuracy:
         max_rows: Row cap. A predicted result that hits it scores 0; a gold result that hits it
             makes the example invalid (``None``, excluded from the denominator).
         rel_tol / abs_tol: Closeness in ``tolerance`` mode.
-        gold_cache: Keep gold results on disk across runs (:class:`~eval.scorers.gold_cache.GoldCache`):
+        gold_cache: Keep gold results on disk across runs (:class:`~routerlab.eval.scorers.gold_cache.GoldCache`):
             True for the default path, a path for that file, False for none. Within one scorer
             they are always kept in memory.
     """
@@ -178,7 +178,7 @@ class ExecutionAccuracy:
         gold_cache: bool | str = True,
     ) -> None:
         if mode not in MODES:
-            from agents.errors import ConfigError
+            from routerlab.agents.errors import ConfigError
 
             raise ConfigError(
                 f"unknown EX mode {mode!r}",
@@ -194,7 +194,7 @@ class ExecutionAccuracy:
         self._lock = threading.Lock()
 
     def _run(self, db_path: str, sql: str) -> Any:
-        from agents.db import open_database
+        from routerlab.agents.db import open_database
 
         return open_database(db_path).execute(sql, timeout_s=self.timeout_s, max_rows=self.max_rows)
 
@@ -218,7 +218,7 @@ class ExecutionAccuracy:
         return cached
 
     def _compute_gold(self, example: Example) -> CachedGold | ToolError:
-        from agents.db import open_database
+        from routerlab.agents.db import open_database
 
         try:
             result = self._run(example.db_path, example.gold_sql or "")

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.db import QueryResult
-from agents.paths import cache_root
-from agents.sqlite_file import SharedSqliteFile
+from routerlab.agents.db import QueryResult
+from routerlab.agents.paths import cache_root
+from routerlab.agents.sqlite_file import SharedSqliteFile
 
 __all__ = ["CachedGold", "GoldCache", "default_gold_cache_path"]
 
@@ -49,7 +49,7 @@ class CachedGold:
 
 
 def default_gold_cache_path() -> Path:
-    """``<cache root>/gold/results.sqlite`` (see :func:`agents.paths.cache_root`)."""
+    """``<cache root>/gold/results.sqlite`` (see :func:`routerlab.agents.paths.cache_root`)."""
     return cache_root() / "gold" / "results.sqlite"
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agents.trace import Trace
-from benchmarks.example import Example
-from eval.result import Score, scorer
-from eval.scorers.execution import ExecutionAccuracy
+from routerlab.agents.trace import Trace
+from routerlab.benchmarks.example import Example
+from routerlab.eval.result import Score, scorer
+from routerlab.eval.scorers.execution import ExecutionAccuracy
 
 __all__ = ["RouteAccuracy", "Success", "asked", "ran_sql"]
 

@@ -9,9 +9,9 @@ import dspy
 import pytest
 from dspy import lm15 as L
 
-from agents.db import open_database
-from agents.errors import ConfigError, QueryTimeout, SQLExecutionError
-from agents.faults import (
+from routerlab.agents.db import open_database
+from routerlab.agents.errors import ConfigError, QueryTimeout, SQLExecutionError
+from routerlab.agents.faults import (
     DB_SITE,
     LM_SITE,
     FaultInjector,
@@ -28,10 +28,10 @@ from agents.faults import (
     lm_fault,
     parse_fault_spec,
 )
-from agents.graph import is_transient
-from agents.lm import chat, resolve_lm
-from agents.lm.adapter import lm_context
-from agents.tools.programs import SQLPrograms
+from routerlab.agents.graph import is_transient
+from routerlab.agents.lm import chat, resolve_lm
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.tools.programs import SQLPrograms
 
 ALL_KINDS = ("empty", "invalid_tool_call", "lm_error", "rate_limit", "timeout", "db_error", "slow_sql")
 CHAT_TOOL = {

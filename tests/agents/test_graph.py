@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-import routers
-from agents.db import file_digest
-from agents.graph import Pipeline, PipelineConfig
-from agents.lm import scripted_lm
-from agents.tools import ToolSettings
-from routers.base import RouteDecision
+from routerlab import routers
+from routerlab.agents.db import file_digest
+from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.lm import scripted_lm
+from routerlab.agents.routing import RouteDecision
+from routerlab.agents.tools import ToolSettings
 
 
 def _output_field(request) -> str:
@@ -214,7 +214,7 @@ def test_graph_topology_matches_golden(lm, golden):
 
 
 def test_non_router_is_rejected_when_the_graph_is_built(lm):
-    from agents.errors import ContractError
+    from routerlab.agents.errors import ContractError
 
     with pytest.raises(ContractError):
         Pipeline(object(), lm)  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 import pytest
 
-from agents.errors import ConfigError, UnknownComponentError
-from agents.registry import Registry, component_spec
+from routerlab.agents.errors import ConfigError, UnknownComponentError
+from routerlab.agents.registry import Registry, component_spec
 
 
 class Widget:

@@ -8,11 +8,11 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-import routers
-from agents.graph import Pipeline, PipelineConfig
-from agents.lm import scripted_lm
-from agents.replay import OutcomeCache, lm_identity, outcome_key
-from benchmarks.cli import app
+from routerlab import routers
+from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.lm import scripted_lm
+from routerlab.agents.replay import OutcomeCache, lm_identity, outcome_key
+from routerlab.cli import app
 
 QUESTION = "How many areas have EV charging?"
 
@@ -123,7 +123,7 @@ def test_replay_and_faults_are_refused_together():
 
 @pytest.mark.parametrize("flag", [True, False])
 def test_replay_is_recorded_in_the_run_config(flag):
-    from benchmarks.config import load_run_config
+    from routerlab.config import load_run_config
 
     config = load_run_config(None, replay=flag or None)
     assert config.to_dict()["pipeline"]["replay"] is flag

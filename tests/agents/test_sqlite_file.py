@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.sqlite_file import SharedSqliteFile
+from routerlab.agents.sqlite_file import SharedSqliteFile
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)"
 

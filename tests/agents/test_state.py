@@ -3,7 +3,7 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.state import append_list, initial_state, merge_records, sum_dict
+from routerlab.agents.state import append_list, initial_state, merge_records, sum_dict
 
 ids = st.sampled_from(["a", "b", "c", "d"])
 fields = st.fixed_dictionaries(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.difficulty import HardnessCounts, hardness_counts, sql_hardness
+from routerlab.benchmarks.difficulty import HardnessCounts, hardness_counts, sql_hardness
 
 CASES = [
     # (comp1, comp2, others) = (0, 0, 0): nothing but one aggregate -> easy

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from agents.trace import Trace, Usage
-from benchmarks.dataset import Dataset
-from benchmarks.example import Example
-from eval.result import ExampleResult, Score
+from routerlab.agents.trace import Trace, Usage
+from routerlab.benchmarks.dataset import Dataset
+from routerlab.benchmarks.example import Example
+from routerlab.eval.result import ExampleResult, Score
 
 #: a plausible successful text-to-SQL chain: discover the schema, write SQL, run it
 DEFAULT_TOOL_CALLS: tuple[tuple[str, dict[str, Any], Any, str], ...] = (
@@ -21,7 +21,7 @@ DEFAULT_TOOL_CALLS: tuple[tuple[str, dict[str, Any], Any, str], ...] = (
 
 
 def _tool_records(calls: Sequence[Any], t0: float) -> list[dict[str, Any]]:
-    """Tool-call records (``agents.state.ToolCallRecord`` shape) from names or tuples or dicts."""
+    """Tool-call records (``routerlab.agents.state.ToolCallRecord`` shape) from names or tuples or dicts."""
     records = []
     for step, call in enumerate(calls):
         if isinstance(call, dict):

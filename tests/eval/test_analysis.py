@@ -1,4 +1,4 @@
-"""eval.analysis and eval.plots on hand-built results and on a small scripted demo session."""
+"""routerlab.eval.analysis and routerlab.eval.plots on hand-built results and on a small scripted demo session."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from agents.errors import ConfigError
-from eval import analysis, plots
-from eval.metrics import rate
-from eval.result import ExampleResult
+from routerlab.agents.errors import ConfigError
+from routerlab.demo import make_demo_session
+from routerlab.eval import analysis, plots
+from routerlab.eval.metrics import rate
+from routerlab.eval.result import ExampleResult
 
 # -- a hand-built comparison of two routers over seven examples --------------------------------
 #
@@ -298,13 +299,13 @@ def demo(tmp_path_factory):
     # one demo per pytest run: the notebook tests reuse the same directory (make_demo_session
     # finds it), because a session takes minutes on a loaded machine
     directory = tmp_path_factory.getbasetemp() / "routerlab-demo"
-    store, uri, session = analysis.make_demo_session(directory)
+    store, uri, session = make_demo_session(directory)
     return directory, store, uri, session
 
 
 def test_demo_session_loads_from_the_store_and_from_mlflow(demo):
     directory, store, uri, session = demo
-    assert analysis.make_demo_session(directory) == (store, uri, session)  # reused, not rerun
+    assert make_demo_session(directory) == (store, uri, session)  # reused, not rerun
     data = analysis.load_store(store, session=session)
     assert list(data) == ["rules", "oracle (baseline)", "random (baseline)"]
     assert list(data.runs["status"]) == ["FINISHED"] * 3 and list(data.runs["n_results"]) == [6] * 3

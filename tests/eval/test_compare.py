@@ -9,9 +9,9 @@ import math
 
 import pytest
 
-from agents.errors import ConfigError
-from eval.compare import compare_runs, render
-from eval.store import ResultsStore
+from routerlab.agents.errors import ConfigError
+from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.store import ResultsStore
 
 
 def _ex(correct: set[int], n: int = 10) -> dict[int, float]:

@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from agents.db import QueryResult
-from agents.trace import Trace
-from benchmarks.example import Example
-from eval.scorers import CachedGold, ExecutionAccuracy, GoldCache
+from routerlab.agents.db import QueryResult
+from routerlab.agents.trace import Trace
+from routerlab.benchmarks.example import Example
+from routerlab.eval.scorers import CachedGold, ExecutionAccuracy, GoldCache
 
 
 @pytest.fixture

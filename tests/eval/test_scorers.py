@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.trace import Trace
-from benchmarks.example import Example
-from eval.scorers import ChainF1, ChainValidity, ExecutionAccuracy, RouteAccuracy, Success, Trajectory
-from eval.scorers.execution import MODES, gold_is_ordered, results_match
+from routerlab.agents.trace import Trace
+from routerlab.benchmarks.example import Example
+from routerlab.eval.scorers import ChainF1, ChainValidity, ExecutionAccuracy, RouteAccuracy, Success, Trajectory
+from routerlab.eval.scorers.execution import MODES, gold_is_ordered, results_match
 
 # -- EX comparator -------------------------------------------------------------------------
 
@@ -78,7 +78,7 @@ mixed_rows = st.lists(st.lists(cells, min_size=2, max_size=2), max_size=4)
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mixed_rows, mixed_rows, st.sampled_from(MODES), st.booleans())
 def test_shortcut_for_identical_results_agrees_with_the_full_comparison(a, b, mode, ordered):
-    from eval.scorers.execution import _compare
+    from routerlab.eval.scorers.execution import _compare
 
     # b often equals a: make identical inputs common so the shortcut is exercised
     for pred, gold in ((a, b), (a, [list(r) for r in a])):
@@ -305,8 +305,8 @@ def test_tolerance_finds_a_pairing_a_greedy_match_misses():
 
 
 def test_router_usage_summary_keeps_cache_hits_and_cost():
-    from agents.trace import Usage
-    from routers.base import RouteDecision
+    from routerlab.agents.trace import Usage
+    from routerlab.agents.routing import RouteDecision
 
     s = RouteDecision(usage=Usage(lm_calls=2, cache_hits=1, cost_usd=0.5)).summary("llm")
     assert (s["lm_calls"], s["cache_hits"], s["cost_usd"]) == (2, 1, 0.5)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from eval.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap_diff, pass_at_k, pass_hat_k
+from routerlab.eval.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap_diff, pass_at_k, pass_hat_k
 
 
 def test_mcnemar_known_values():

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from agents.errors import ConfigError
-from eval.store import ResultsStore
+from routerlab.agents.errors import ConfigError
+from routerlab.eval.store import ResultsStore
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ def test_a_rolled_back_column_is_not_remembered(store, make_result, monkeypatch)
     def broken_row(*args, **kwargs):
         raise RuntimeError("row building failed after the ALTER")
 
-    monkeypatch.setattr("eval.store._example_row", broken_row)
+    monkeypatch.setattr("routerlab.eval.store._example_row", broken_row)
     with pytest.raises(RuntimeError):
         store.add_result("s1.rules", make_result("e0", scores={"ex": 1.0, "ghost": 1.0}))
     monkeypatch.undo()

@@ -10,9 +10,9 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import SpanStatusCode, SpanType
 
-from agents.errors import ConfigError
-from agents.registry import Registry
-from eval.tracking import (
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.registry import Registry
+from routerlab.eval.tracking import (
     MlflowSink,
     examples_frame,
     flatten_params,

@@ -12,7 +12,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from eval import analysis
+from routerlab.demo import make_demo_session
+from routerlab.eval import analysis
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "router_comparison.ipynb"
 
@@ -53,7 +54,7 @@ def test_committed_notebook_has_no_outputs_and_a_parameters_cell():
 def executed(tmp_path_factory):
     # the same directory as tests/eval/test_analysis.py: a run of both builds the demo once
     demo_dir = tmp_path_factory.getbasetemp() / "routerlab-demo"
-    _, _, session = analysis.make_demo_session(demo_dir)
+    _, _, session = make_demo_session(demo_dir)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     run = copy.deepcopy(nb)
     # papermill's convention: an injected cell right after the parameters cell overrides them

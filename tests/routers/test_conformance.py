@@ -6,11 +6,12 @@ import re
 
 import pytest
 
-import routers
-from agents.registry import component_spec
-from agents.state import INTENTS, initial_state
-from agents.tools import DEFAULT_TOOLS
-from routers.base import RouteDecision, RouterEnv
+from routerlab import routers
+from routerlab.agents.db import open_database
+from routerlab.agents.registry import component_spec
+from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.state import INTENTS, initial_state
+from routerlab.agents.tools import DEFAULT_TOOLS
 
 INPUTS = [
     "How many service areas have EV charging?",
@@ -29,7 +30,7 @@ TOOL_NAMES = {t.name for t in DEFAULT_TOOLS}
 
 def scripted_router_lm():
     """Answers routing requests with a plausible tool call, and the dspy router's program."""
-    from agents.lm import scripted_lm
+    from routerlab.agents.lm import scripted_lm
 
     def reply(request):
         text = " ".join(str(p) for m in request.messages for p in m.parts)
@@ -52,7 +53,7 @@ def scripted_router_lm():
 
 def build(name, lm, db):
     r = routers.router.build(name)
-    r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=lambda p: __import__("agents.db").db.open_database(p)))
+    r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
     return r
 
 
@@ -107,7 +108,7 @@ def test_recorded_arguments_rebuild_an_equal_router(name):
 
 
 def test_unknown_router_suggests_the_closest():
-    from agents.errors import UnknownComponentError
+    from routerlab.agents.errors import UnknownComponentError
 
     with pytest.raises(UnknownComponentError) as info:
         routers.router.build("rulez")
@@ -121,7 +122,7 @@ def test_baselines_are_labelled():
 @pytest.mark.model
 @pytest.mark.parametrize("name", ["llm", "hybrid", "dspy"])
 def test_lm_routers_on_the_embedded_model(name, sales_db):
-    from agents.lm import resolve_lm
+    from routerlab.agents.lm import resolve_lm
 
     # the 0.5B model: this checks the contract on real model output, not routing quality (the
     # benchmark measures that), and it is about twice as fast on a CPU

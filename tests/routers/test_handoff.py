@@ -7,18 +7,18 @@ import re
 
 import pytest
 
-import routers
-from agents.errors import ConfigError, ContractError
-from agents.graph import Pipeline
-from agents.lm import scripted_lm
-from agents.lm.messages import text_of
-from agents.registry import component_spec
-from agents.state import INTENTS, initial_state
-from agents.swarm import SwarmEvent, SwarmEventType, to_progress_event
-from agents.tools import DEFAULT_TOOLS
-from agents.tools.text import extract_error, extract_sql
-from routers.base import RouteDecision, RouterEnv
-from routers.handoff import HandoffDecision, HandoffRouter
+from routerlab import routers
+from routerlab.agents.errors import ConfigError, ContractError
+from routerlab.agents.graph import Pipeline
+from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.messages import text_of
+from routerlab.agents.registry import component_spec
+from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.state import INTENTS, initial_state
+from routerlab.agents.swarm import SwarmEvent, SwarmEventType, to_progress_event
+from routerlab.agents.tools import DEFAULT_TOOLS
+from routerlab.agents.tools.text import extract_error, extract_sql
+from routerlab.routers.handoff import HandoffDecision, HandoffRouter
 
 _RESULT = re.compile(r"^\[(\w+) tool_call_id=(\S+) status=(\w+)\] (.*)$", re.S)
 GOOD_SQL = "SELECT count(*) AS n FROM areas WHERE has_ev"
@@ -294,7 +294,7 @@ def test_the_team():
 
 @pytest.mark.model
 def test_handoff_router_on_the_embedded_model(sales_db):
-    from agents.lm import resolve_lm
+    from routerlab.agents.lm import resolve_lm
 
     # the 0.5B model: the contract on real model output (well-formed decisions), not routing quality
     lm = resolve_lm("local:0.5b", max_tokens=96)

@@ -1,4 +1,4 @@
-"""The retrieval router (seed 001): search, bind the found tools, call one; indexes; the merge."""
+"""The retrieval router: search, bind the found tools, call one; indexes; the merge."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import routers
-from agents.errors import ConfigError, ContractError, ModelAssetError
-from agents.graph import Pipeline
-from agents.lm import scripted_lm
-from agents.tools import DEFAULT_TOOLS
-from agents.tools.distractors import is_distractor, tool_registry
-from agents.tools.index import BM25Index, EmbeddingIndex, build_index, load_embedder, scoped_embedder
-from routers.base import RouterEnv
-from routers.retrieval import RETRIEVE_TOOL, add_new
+from routerlab import routers
+from routerlab.agents.errors import ConfigError, ContractError, ModelAssetError
+from routerlab.agents.graph import Pipeline
+from routerlab.agents.lm import scripted_lm
+from routerlab.agents.routing import RouterEnv
+from routerlab.agents.tools import DEFAULT_TOOLS
+from routerlab.agents.tools.distractors import is_distractor, tool_registry
+from routerlab.agents.tools.index import BM25Index, EmbeddingIndex, build_index, load_embedder, scoped_embedder
+from routerlab.routers.retrieval import RETRIEVE_TOOL, add_new
 
 #: a query of the kind the router's prompt asks for, per tool
 TOOL_QUERIES = {
@@ -127,7 +127,7 @@ def test_the_last_allowed_search_leaves_only_the_found_tools(sales_db):
     )
     router = routers.router.build("retrieval", index="bm25", max_retrievals=2)
     router.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm))
-    from agents.state import initial_state
+    from routerlab.agents.state import initial_state
 
     d = router.decide(initial_state("hello", str(sales_db)))
     assert d.usage.lm_calls == 3 and len(d.queries) == 2

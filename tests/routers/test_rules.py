@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.state import INTENTS
-from routers.rules import DEFAULT_RULES, RulesRouter
+from routerlab.agents.state import INTENTS
+from routerlab.routers.rules import DEFAULT_RULES, RulesRouter
 
 REQUESTS = [
     "How many service areas have EV charging?",

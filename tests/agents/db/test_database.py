@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.db import file_digest, open_database
-from agents.errors import DatabaseError, GuardViolation, QueryTimeout, SQLExecutionError
+from routerlab.agents.db import file_digest, open_database
+from routerlab.agents.errors import DatabaseError, GuardViolation, QueryTimeout, SQLExecutionError
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.db import check_sql
-from agents.errors import GuardViolation
+from routerlab.agents.db import check_sql
+from routerlab.agents.errors import GuardViolation
 
 FUZZ = int(os.environ.get("ROUTERLAB_FUZZ_EXAMPLES", "300"))
 

@@ -6,8 +6,8 @@ import dspy
 import pytest
 from dspy.utils.exceptions import AdapterParseError
 
-from agents.lm.adapter import LenientChatAdapter
-from agents.tools.programs import ExplainSQL, GenerateSQL
+from routerlab.agents.lm.adapter import LenientChatAdapter
+from routerlab.agents.tools.programs import ExplainSQL, GenerateSQL
 
 
 class _TwoOutputs(dspy.Signature):
@@ -52,14 +52,14 @@ def test_no_json_adapter_retry():
     ],
 )
 def test_a_literal_output_takes_the_one_choice_the_reply_names(completion, expected):
-    from routers.dspy_router import RouteRequest
+    from routerlab.routers.dspy_router import RouteRequest
 
     assert LenientChatAdapter().parse(RouteRequest, completion) == {"intent": expected}
 
 
 @pytest.mark.parametrize("completion", ["sql or chat", "nothing useful", "sql-ish", "chatty", ""])
 def test_a_literal_output_naming_no_choice_or_several_fails_to_parse(completion):
-    from routers.dspy_router import RouteRequest
+    from routerlab.routers.dspy_router import RouteRequest
 
     with pytest.raises(AdapterParseError):
         LenientChatAdapter().parse(RouteRequest, completion)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from agents.lm import chat, resolve_lm, usage_scope
+from routerlab.agents.lm import chat, resolve_lm, usage_scope
 
 pytestmark = pytest.mark.model
 

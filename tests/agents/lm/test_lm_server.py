@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.lm import chat, resolve_lm
-from agents.lm.assets import model_path
+from routerlab.agents.lm import chat, resolve_lm
+from routerlab.agents.lm.assets import model_path
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 

@@ -8,12 +8,12 @@ import dspy
 import pytest
 from dspy import lm15 as L
 
-from agents.errors import ConfigError, ModelAssetError
-from agents.lm import ModelAsset, assemble, chat, resolve_lm, scripted_lm, usage_scope
-from agents.lm.assets import part_files
-from agents.lm.local import tool_call_schema
-from agents.lm.messages import INVALID_MARKER
-from agents.tools.programs import GenerateSQL
+from routerlab.agents.errors import ConfigError, ModelAssetError
+from routerlab.agents.lm import ModelAsset, assemble, chat, resolve_lm, scripted_lm, usage_scope
+from routerlab.agents.lm.assets import part_files
+from routerlab.agents.lm.local import tool_call_schema
+from routerlab.agents.lm.messages import INVALID_MARKER
+from routerlab.agents.tools.programs import GenerateSQL
 
 TOOLS = [
     {

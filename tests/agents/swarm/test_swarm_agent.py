@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.errors import ContractError
-from agents.swarm import Agent, Context, ContextVariables, FunctionTool
-from agents.tools import chat as chat_tool
+from routerlab.agents.errors import ContractError
+from routerlab.agents.swarm import Agent, Context, ContextVariables, FunctionTool
+from routerlab.agents.tools import chat as chat_tool
 
 
 def greet(name: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.errors import ContractError
-from agents.swarm import Agent, ContextVariables, Result, as_result
+from routerlab.agents.errors import ContractError
+from routerlab.agents.swarm import Agent, ContextVariables, Result, as_result
 
 
 def test_strings_agents_context_and_results():

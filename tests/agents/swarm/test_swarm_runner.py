@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from agents.errors import ContractError, ToolError
-from agents.lm import scripted_lm
-from agents.lm.messages import text_of
-from agents.swarm import (
+from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.messages import text_of
+from routerlab.agents.swarm import (
     PROGRESS_NODE,
     Agent,
     Context,
@@ -23,7 +23,7 @@ from agents.swarm import (
     Timeout,
     to_progress_event,
 )
-from agents.tools import chat as chat_tool
+from routerlab.agents.tools import chat as chat_tool
 
 E = SwarmEventType
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agents.errors import ConfigError
-from agents.swarm import (
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.swarm import (
     AllOf,
     AnyOf,
     MaxActivations,

@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 
 import pytest
 
-from agents.errors import ContractError, ToolError
-from agents.swarm import Context, ContextVariables, FunctionTool, function_tool, is_context_hint
-from agents.tools.schema import INJECTED, function_schema
+from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.swarm import Context, ContextVariables, FunctionTool, function_tool, is_context_hint
+from routerlab.agents.tools.schema import INJECTED, function_schema
 
 
 def lookup_price(item: str, ctx: Context, currency: Literal["EUR", "USD"] = "EUR") -> str:

@@ -2,9 +2,9 @@ from typing import Annotated, Literal
 
 import pytest
 
-from agents.errors import ContractError, ToolError
-from agents.tools.base import Tool
-from agents.tools.schema import INJECTED, function_schema, parse_docstring
+from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.tools.base import Tool
+from routerlab.agents.tools.schema import INJECTED, function_schema, parse_docstring
 
 
 def google(question: str, limit: int, ctx: Annotated[object, INJECTED], mode: Literal["a", "b"] = "a") -> dict:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.builtin.database import build_database
-from benchmarks.builtin.validate import connect_readonly, reversed_copy
+from routerlab.benchmarks.builtin.database import build_database
+from routerlab.benchmarks.builtin.validate import connect_readonly, reversed_copy
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.builtin import database
-from benchmarks.builtin.database import (
+from routerlab.benchmarks.builtin import database
+from routerlab.benchmarks.builtin.database import (
     BUSINESS_TYPES,
     GENERATOR_VERSION,
     TABLE_KEYS,

@@ -7,13 +7,13 @@ from collections import Counter
 
 import pytest
 
-from agents.db.guard import check_sql
-from agents.state import INTENTS
-from benchmarks.builtin.generate import CHAINS, build_records, load_sources, render_examples
-from benchmarks.builtin.loader import EXAMPLES_PATH, assign_splits, read_examples
-from benchmarks.builtin.validate import execute, is_ordered, normalize_rows, ordering_problems, query_error
-from benchmarks.difficulty import sql_hardness
-from benchmarks.example import DIFFICULTIES, SPLITS
+from routerlab.agents.db.guard import check_sql
+from routerlab.agents.state import INTENTS
+from routerlab.benchmarks.builtin.generate import CHAINS, build_records, load_sources, render_examples
+from routerlab.benchmarks.builtin.loader import EXAMPLES_PATH, assign_splits, read_examples
+from routerlab.benchmarks.builtin.validate import execute, is_ordered, normalize_rows, ordering_problems, query_error
+from routerlab.benchmarks.difficulty import sql_hardness
+from routerlab.benchmarks.example import DIFFICULTIES, SPLITS
 
 RECORDS = read_examples()
 MINIMUM = {"sql": 130, "explain": 22, "fix": 22, "chat": 22, "clarify": 16, "refuse": 12}
@@ -39,7 +39,7 @@ def _ids(records):
 def test_examples_file_is_up_to_date(fresh_db):
     fresh = render_examples(build_records(fresh_db, load_sources()))
     assert fresh == EXAMPLES_PATH.read_text(encoding="utf-8"), (
-        "examples.jsonl is stale: run python -m benchmarks.builtin.generate"
+        "examples.jsonl is stale: run python -m routerlab.benchmarks.builtin.generate"
     )
 
 

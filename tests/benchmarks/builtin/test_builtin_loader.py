@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-import benchmarks.builtin  # noqa: F401  (registers "builtin")
-from agents.errors import DatasetError
-from benchmarks.builtin import loader
-from benchmarks.builtin.database import GENERATOR_VERSION
-from benchmarks.dataset import Dataset, dataset
-from benchmarks.example import Example
+import routerlab.benchmarks.builtin  # noqa: F401  (registers "builtin")
+from routerlab.agents.errors import DatasetError
+from routerlab.benchmarks.builtin import loader
+from routerlab.benchmarks.builtin.database import GENERATOR_VERSION
+from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.example import Example
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.builtin.database import TABLE_KEYS
-from benchmarks.builtin.validate import is_ordered, normalize_rows, ordering_problems, query_error
+from routerlab.benchmarks.builtin.database import TABLE_KEYS
+from routerlab.benchmarks.builtin.validate import is_ordered, normalize_rows, ordering_problems, query_error
 
 
 @pytest.mark.parametrize(

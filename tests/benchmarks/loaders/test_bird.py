@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-import benchmarks.loaders  # noqa: F401  (registers the loaders)
-from agents.db import open_database
-from agents.errors import DatasetError
-from benchmarks.dataset import dataset
-from benchmarks.difficulty import sql_hardness
-from benchmarks.loaders import load_bird
+import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
+from routerlab.agents.db import open_database
+from routerlab.agents.errors import DatasetError
+from routerlab.benchmarks.dataset import dataset
+from routerlab.benchmarks.difficulty import sql_hardness
+from routerlab.benchmarks.loaders import load_bird
 
 from .conftest import BIRD_DEV, BIRD_TRAIN, write_json
 

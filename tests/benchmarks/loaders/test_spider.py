@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import benchmarks.loaders  # noqa: F401  (registers the loaders)
-from agents.db import open_database
-from agents.errors import ConfigError, DatasetError
-from benchmarks.chains import CHAINS
-from benchmarks.dataset import dataset
-from benchmarks.loaders import load_spider
+import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
+from routerlab.agents.db import open_database
+from routerlab.agents.errors import ConfigError, DatasetError
+from routerlab.benchmarks.chains import CHAINS
+from routerlab.benchmarks.dataset import dataset
+from routerlab.benchmarks.loaders import load_spider
 
 from .conftest import SPIDER_DEV, SPIDER_TRAIN, write_json
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import benchmarks.loaders  # noqa: F401  (registers the loaders)
-from agents.db import open_database
-from agents.errors import ConfigError, DatasetError
-from benchmarks.dataset import dataset
-from benchmarks.loaders import load_text2sql_data
-from benchmarks.loaders.text2sql_data import _substitute_sql, map_split
+import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
+from routerlab.agents.db import open_database
+from routerlab.agents.errors import ConfigError, DatasetError
+from routerlab.benchmarks.dataset import dataset
+from routerlab.benchmarks.loaders import load_text2sql_data
+from routerlab.benchmarks.loaders.text2sql_data import _substitute_sql, map_split
 
 from .conftest import GEO_ENTRIES, write_json
 

@@ -1,0 +1,119 @@
+"""The canonical plan: given an intent and the calls so far, the next tool call.
+
+Intent routers (rules, hybrid, dspy, oracle, random) classify a request once and then follow this
+plan; the ``llm`` router decides every step itself. Both produce the same kinds of calls, so the
+scorers compare like with like.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from routerlab.agents.state import Intent, PipelineState
+from routerlab.agents.tools.text import extract_error, extract_sql
+
+__all__ = ["CHAINS", "CLARIFY_QUESTION", "REFUSAL_REASON", "TOOL_INTENT", "call_id", "next_call"]
+
+#: intent implied by the first tool a router calls
+TOOL_INTENT: dict[str, Intent] = {
+    "data_discovery": "sql",
+    "generate_sql": "sql",
+    "execute_sql_and_analyze_result": "sql",
+    "fix_sql": "fix",
+    "explain_sql": "explain",
+    "chat": "chat",
+    "ask_human": "clarify",
+    "refuse": "refuse",
+}
+
+#: tool names in the order the dispatch pipeline calls them for a request of each intent
+CHAINS: dict[Intent, tuple[str, ...]] = {
+    "sql": ("data_discovery", "generate_sql", "execute_sql_and_analyze_result"),
+    "explain": ("explain_sql",),
+    "fix": ("fix_sql", "execute_sql_and_analyze_result"),
+    "chat": ("chat",),
+    "clarify": ("ask_human", "data_discovery", "generate_sql", "execute_sql_and_analyze_result"),
+    "refuse": ("refuse",),
+}
+
+
+CLARIFY_QUESTION = "Could you be more specific: which service area, time period or measure do you mean?"
+REFUSAL_REASON = "this assistant only reads data; it does not change, delete or expose it."
+
+
+def call_id(state: PipelineState, name: str) -> str:
+    """A deterministic, unique-per-turn tool_call_id."""
+    n = len(state.get("tool_calls", {}))
+    digest = hashlib.sha1(f"{state.get('question', '')}|{n}|{name}".encode()).hexdigest()[:10]
+    return f"call_{n:02d}_{digest}"
+
+
+def _records(state: PipelineState) -> list[dict[str, Any]]:
+    return sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+
+
+def _last(state: PipelineState, *names: str) -> dict[str, Any] | None:
+    for r in reversed(_records(state)):
+        if r.get("name") in names:
+            return r
+    return None
+
+
+def _call(state: PipelineState, name: str, **args: Any) -> dict[str, Any]:
+    return {"id": call_id(state, name), "name": name, "args": args}
+
+
+def _sql_plan(state: PipelineState, question: str, fix_budget: int) -> dict[str, Any] | None:
+    last = _records(state)[-1] if state.get("tool_calls") else None
+    if last is None or last["name"] in ("ask_human",):
+        return _call(state, "data_discovery", question=question)
+    if last["name"] == "data_discovery" and last.get("status") == "success":
+        return _call(state, "generate_sql", question=question, discovery_call_id=last["id"])
+    if last["name"] in ("generate_sql", "fix_sql") and last.get("status") == "success":
+        return _call(state, "execute_sql_and_analyze_result", sql_call_id=last["id"])
+    if last["name"] == "execute_sql_and_analyze_result" and last.get("status") == "error":
+        fixes = sum(1 for r in _records(state) if r["name"] == "fix_sql")
+        producer = _last(state, "generate_sql", "fix_sql")
+        if fixes < fix_budget and producer and isinstance(producer.get("output"), dict):
+            return _call(
+                state,
+                "fix_sql",
+                sql=producer["output"].get("sql", ""),
+                error=str(last.get("output", "")),
+                failed_call_id=last["id"],
+            )
+    return None
+
+
+def next_call(state: PipelineState, intent: str, *, fix_budget: int = 1) -> dict[str, Any] | None:
+    """The next call of the canonical plan for ``intent``, or None when the plan is done.
+
+    Args:
+        state: Current pipeline state.
+        intent: The classified intent.
+        fix_budget: How many fix_sql calls a failed execution may trigger.
+    """
+    question = state.get("question", "")
+    if state.get("user_reply"):
+        question = f"{question} ({state['user_reply']})"
+    calls = state.get("tool_calls", {})
+    if intent == "clarify" and not state.get("user_reply"):
+        return _call(state, "ask_human", question=CLARIFY_QUESTION) if not calls else None
+    if intent in ("sql", "clarify"):
+        return _sql_plan(state, question, fix_budget)
+    if intent == "fix":
+        if not calls:
+            sql = extract_sql(question) or question
+            error = extract_error(question) or "the query fails"
+            return _call(state, "fix_sql", sql=sql, error=error)
+        return _sql_plan(state, question, fix_budget)
+    if calls:
+        return None
+    if intent == "explain":
+        return _call(state, "explain_sql", sql=extract_sql(question) or question)
+    if intent == "chat":
+        return _call(state, "chat", message=question)
+    if intent == "refuse":
+        return _call(state, "refuse", reason=REFUSAL_REASON)
+    return None

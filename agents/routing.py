@@ -1,0 +1,107 @@
+"""The Router protocol and what a router returns: the contract between routers and the pipeline.
+
+Lives in the agent layer because the dispatch graph calls routers; router strategies themselves
+(and their registry) live in ``routerlab.routers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
+
+from routerlab.agents.state import Intent, PipelineState
+from routerlab.agents.trace import Usage
+
+if TYPE_CHECKING:
+    import dspy
+
+    from routerlab.agents.db import Database
+    from routerlab.agents.tools import Tool
+
+__all__ = ["PlannedCall", "RouteDecision", "Router", "RouterEnv"]
+
+
+class PlannedCall(TypedDict):
+    """One tool call a router chose: the tool, its arguments, and an id unique within the turn."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass
+class RouteDecision:
+    """What a router chose for the next step.
+
+    Attributes:
+        tool_calls: Calls to make, each ``{"id", "name", "args"}`` (ids unique per turn).
+        answer: A final answer instead of tool calls (ends the turn).
+        intent: The intent the decision implies (``sql``, ``explain``, ...).
+        confidence: In [0, 1].
+        method: How it was decided (``rule:unsafe_verb``, ``llm``, ``hybrid:rules``...).
+        usage: The router's own LM cost for this decision (never the sub-agents').
+        invalid_tool_calls: Calls the LM produced that could not be parsed or validated,
+            with the raw text (LangGraph's ``invalid_tool_calls``).
+        steps: What the router did inside this one decision (a swarm's handoffs, say), as
+            ``(node, details, data)``; the pipeline emits each as a progress event before the
+            decision's own ``route`` event.
+    """
+
+    tool_calls: list[PlannedCall] = field(default_factory=list)
+    answer: str | None = None
+    intent: Intent | None = None
+    confidence: float = 1.0
+    method: str = ""
+    usage: Usage = field(default_factory=Usage)
+    invalid_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+
+    def summary(self, strategy: str) -> dict[str, Any]:
+        """A JSON-able summary stored in state and traces."""
+        return {
+            "strategy": strategy,
+            "intent": self.intent,
+            "confidence": self.confidence,
+            "method": self.method,
+            "tools": [c["name"] for c in self.tool_calls],
+            "answer": self.answer is not None,
+            "invalid_tool_calls": len(self.invalid_tool_calls),
+            "lm_calls": self.usage.lm_calls,
+            "cache_hits": self.usage.cache_hits,
+            "cost_usd": self.usage.cost_usd,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "latency_s": self.usage.latency_s,
+        }
+
+
+@dataclass
+class RouterEnv:
+    """What a router may use besides the state; bound once when the pipeline is compiled.
+
+    Attributes:
+        tools: The tools the router may call.
+        lm: The language model (routers that need none ignore it).
+        open_db: Opens (cached, read-only) the database of a turn, for schema summaries.
+    """
+
+    tools: Sequence[Tool]
+    lm: dspy.LM | None = None
+    open_db: Callable[[str], Database] | None = None
+
+
+@runtime_checkable
+class Router(Protocol):
+    """Decides the next step of a turn. Built through the ``router`` registry."""
+
+    #: registry name
+    name: str
+
+    def bind(self, env: RouterEnv) -> None:
+        """Receive tools/LM; raise ``ContractError`` if something the router needs is missing."""
+        ...
+
+    def decide(self, state: PipelineState) -> RouteDecision:
+        """Return the next step for ``state``. Must not raise for odd input."""
+        ...

@@ -1,0 +1,645 @@
+"""The ``routerlab`` command line."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from routerlab.agents.errors import RouterlabError
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    name="routerlab",
+    help="Which router should dispatch a text-to-SQL assistant's requests, and at what cost?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+lm_app = typer.Typer(help="Language-model backends.", no_args_is_help=True)
+app.add_typer(lm_app, name="lm")
+server_app = typer.Typer(help="Services shared by a team (an MLflow tracking server).", no_args_is_help=True)
+app.add_typer(server_app, name="server")
+
+_err = Console(stderr=True)
+# piped output (CI logs, `| tee`) would otherwise wrap the comparison tables at 80 columns
+_out = Console(width=None if sys.stdout.isatty() else 200)
+F = TypeVar("F", bound=Callable[..., Any])
+
+LMOpt = Annotated[
+    str,
+    typer.Option(
+        "--lm",
+        help="LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM model string such as openai/gpt-4o-mini.",
+    ),
+]
+ApiBaseOpt = Annotated[str | None, typer.Option("--lm-api-base", help="API base URL for OpenAI-compatible servers.")]
+
+
+def _clean_errors(fn: F) -> F:
+    """Turn routerlab errors into a clear message and exit code 2 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RouterlabError as exc:
+            _err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@lm_app.command("check")
+@_clean_errors
+def lm_check_cmd(lm: LMOpt = "local", lm_api_base: ApiBaseOpt = None) -> None:
+    """Load the LM, make one completion and one tool call, and print timings."""
+    from routerlab.agents.lm.check import format_report, lm_check
+
+    _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False)
+
+
+@app.command("ask")
+@_clean_errors
+def ask_cmd(
+    question: Annotated[str, typer.Argument(help="The request, e.g. 'How many areas have EV charging?'")],
+    db: Annotated[
+        Path | None, typer.Option("--db", help="DuckDB or SQLite file (default: the built-in database).")
+    ] = None,
+    router_name: Annotated[str, typer.Option("--router", help="Router name (see `routerlab routers`).")] = "rules",
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Call this agent directly (e.g. fix_sql).")] = None,
+    reply: Annotated[str | None, typer.Option("--reply", help="Answer to a clarifying question, if asked.")] = None,
+) -> None:
+    """Answer one request, printing the pipeline's progress events live."""
+    from routerlab.ask import ask
+
+    raise typer.Exit(ask(question, db, router_name, lm, lm_api_base, agent, reply, _out))
+
+
+DEFAULT_ROUTERS = "rules,llm,dspy,oracle"
+DEFAULT_LIMIT = 6
+
+
+@app.command("run")
+@_clean_errors
+def run_cmd(
+    router_names: Annotated[
+        str | None, typer.Option("--router", help=f"Comma-separated routers to compare. [default: {DEFAULT_ROUTERS}]")
+    ] = None,
+    dataset_name: Annotated[
+        str | None, typer.Option("--dataset", help="Dataset name (builtin, spider, bird, ...). [default: builtin]")
+    ] = None,
+    dataset_path: Annotated[
+        str | None, typer.Option("--dataset-path", help="Dataset directory or file (on-disk formats).")
+    ] = None,
+    split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. [default: dev]")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", help=f"At most N examples (stratified by intent); 0 = all. [default: {DEFAULT_LIMIT}]"),
+    ] = None,
+    lm: Annotated[
+        str | None,
+        typer.Option(
+            "--lm",
+            help="LM spec: local, local:0.5b, local:/path.gguf, a LiteLLM model string such as "
+            "openai/gpt-4o-mini, or scripted:NAME (a deterministic test double for tests/CI). [default: local]",
+        ),
+    ] = None,
+    lm_api_base: ApiBaseOpt = None,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", min=1, help="Worker threads (remote LMs). [default: 1]")
+    ] = None,
+    router_arg: Annotated[
+        list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")
+    ] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="YAML/JSON file with run settings (options given here win).")
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume", help="Finish an interrupted session by its id (with its recorded routers and settings)."
+        ),
+    ] = None,
+    tracking_uri: Annotated[
+        str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")
+    ] = "sqlite:///mlflow.db",
+    store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
+    attempts: Annotated[
+        int | None, typer.Option("--attempts", min=1, help="Runs per example (pass^k). [default: 1]")
+    ] = None,
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            "--faults",
+            help="Inject faults: rate=0.2,seed=7[,kinds=lm_error+timeout+rate_limit+invalid_tool_call+empty"
+            "+slow_sql+db_error] (reliability testing; recorded in the run's params).",
+        ),
+    ] = None,
+    deadline_s: Annotated[
+        float | None,
+        typer.Option(
+            "--deadline-s",
+            help="Wall-clock budget of the whole run; examples not started in time are recorded as "
+            "timeouts (error class run_deadline) and rerun by --resume.",
+        ),
+    ] = None,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay",
+            help="Reuse sub-agent outcomes stored by earlier --replay runs (same request, arguments, database "
+            "and LM) and store new ones: a second router pays only for its own decisions and new calls.",
+        ),
+    ] = False,
+) -> None:
+    """Replay a dataset through the pipeline with each router and print the comparison.
+
+    Exit codes: 0 done; 2 bad input (a message names the file, record and field or the option);
+    124 the --deadline-s budget ran out before every example started; 130 interrupted (Ctrl-C).
+    Each of the last two prints the command that finishes the session.
+    """
+    from routerlab.config import load_run_config
+    from routerlab.eval.compare import compare_runs, render
+    from routerlab.eval.store import ResultsStore
+    from routerlab.session import SessionSpec, parse_routers, recorded_session, run_session
+
+    # a resumed session starts from what it recorded; options given now still win
+    recorded_routers, defaults = recorded_session(store, resume) if resume else ([], {"limit": DEFAULT_LIMIT})
+    # a deadline budgets one invocation, not the session: the printed resume command must finish it
+    defaults.pop("deadline_s", None)
+    config = load_run_config(
+        config_file,
+        defaults=defaults,
+        dataset=dataset_name,
+        dataset_path=dataset_path,
+        split=split,
+        limit=limit,
+        lm=lm,
+        lm_api_base=lm_api_base,
+        concurrency=concurrency,
+        attempts=attempts,
+        faults=faults,
+        deadline_s=deadline_s,
+        replay=replay or None,
+    )
+    names = router_names or ",".join(n for n, _ in recorded_routers) or DEFAULT_ROUTERS
+    spec = SessionSpec(
+        routers=parse_routers(names, router_arg or (), dict(recorded_routers)),
+        config=config,
+        tracking_uri=None if no_mlflow else tracking_uri,
+        store_path=store,
+    )
+    result = run_session(spec, console=_out, resume=resume)
+    comparison = compare_runs(ResultsStore(store), result.run_ids)
+    _out.print(render(comparison, "table"))
+    _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
+    where = "" if store == ".routerlab/results.duckdb" else f" --store {store}"
+    where += " --no-mlflow" if no_mlflow else ""
+    where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
+    again = f"routerlab run --resume {result.session_id}{where}"
+    if result.interrupted:
+        _err.print(f"interrupted: resume with  {again}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130)
+    if result.skipped:
+        _err.print(
+            f"deadline reached: {result.skipped} example(s) not started (recorded as run_deadline timeouts); "
+            f"run them with  {again}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(124)
+
+
+@app.command("compare")
+@_clean_errors
+def compare_cmd(
+    run_ids: Annotated[list[str], typer.Argument(help="Run ids (SESSION.ROUTER) or session ids.")],
+    fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv or json.")] = "table",
+    store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+) -> None:
+    """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance."""
+    from routerlab.eval.compare import compare_runs, render
+    from routerlab.eval.store import ResultsStore
+
+    rs = ResultsStore(store)
+    known = rs.runs()["run_id"].tolist()
+    expanded: list[str] = []
+    for rid in run_ids:
+        expanded += [rid] if rid in known else [k for k in known if k.startswith(f"{rid}.")] or [rid]
+    print(render(compare_runs(rs, expanded), fmt))
+
+
+@app.command("route")
+@_clean_errors
+def route_cmd(
+    router_names: Annotated[
+        str, typer.Option("--router", help="Comma-separated routers.")
+    ] = "rules,hybrid,llm,dspy,handoff,random",
+    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name.")] = "builtin",
+    dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
+    split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
+    limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = 0,
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write every first decision here as CSV.")] = None,
+) -> None:
+    """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers."""
+    import pandas as pd
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from routerlab import routers
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.config import load_run_config
+    from routerlab.route_eval import first_decisions, intent_confusion, summary_table
+    from routerlab.session import load_dataset, parse_routers, select
+
+    config = load_run_config(
+        None, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
+    )
+    examples = select(load_dataset(config), config)
+    model = resolve_lm(lm, api_base=lm_api_base)
+    by_router = {}
+    columns = (TextColumn("[bold]{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_out, disable=not _out.is_terminal) as progress:
+        for name, args in parse_routers(router_names, router_arg or ()):
+            label = routers.label(name)
+            task = progress.add_task(label, total=len(examples))
+
+            def done(d: Any, task: Any = task, label: str = label) -> None:
+                progress.advance(task)
+                if not _out.is_terminal:  # a log gets one line per decision instead of a bar
+                    n = int(progress.tasks[task].completed)
+                    mark = "ok" if d.correct else f"wrong ({d.error or d.predicted})"
+                    print(f"{label} {n}/{len(examples)} {d.example_id} {d.seconds:.1f}s {mark}", flush=True)
+
+            by_router[label] = first_decisions(name, args, examples, model, on_done=done)
+    table = summary_table(by_router)
+    # plain print: rich would wrap these wide tables at 80 columns when stdout is not a terminal
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    for label, decisions in by_router.items():
+        print(f"\n{label}: gold intent (rows) x first-decision intent (columns)")
+        print(intent_confusion(decisions).to_string())
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=label) for label, ds in by_router.items()]
+        pd.concat(frames).to_csv(out, index=False)
+        _out.print(f"first decisions written to {out}")
+
+
+@app.command("toolscale")
+@_clean_errors
+def toolscale_cmd(
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="Toolset sizes: real sub-agents plus distractors.")
+    ] = "8,64,512",
+    router_names: Annotated[str, typer.Option("--router", help="Comma-separated routers.")] = "llm,retrieval",
+    k: Annotated[int, typer.Option("--k", min=1, help="Tools one retrieval returns.")] = 5,
+    index: Annotated[str, typer.Option("--index", help="Retrieval index: embedding or bm25.")] = "embedding",
+    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name.")] = "builtin",
+    dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
+    split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
+    limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = 6,
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Picks and orders the distractor tools.")] = 0,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, help="Completion budget of a router call.")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Where the results go as JSON.")] = Path(
+        ".routerlab/toolscale.json"
+    ),
+    plot: Annotated[Path | None, typer.Option("--plot", help="Also save the figure here (PNG).")] = None,
+    tracking_uri: Annotated[
+        str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")
+    ] = "sqlite:///mlflow.db",
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
+) -> None:
+    """First-decision routing as the toolset grows: llm (all tools bound) vs retrieval (search, then bind)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.config import load_run_config
+    from routerlab.session import load_dataset, select
+    from routerlab.toolscale import parse_sizes, run_toolscale
+
+    size_list = parse_sizes(sizes)
+    names = [n.strip() for n in router_names.split(",") if n.strip()]
+    config = load_run_config(
+        None, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
+    )
+    examples = select(load_dataset(config), config)
+    model = resolve_lm(lm, api_base=lm_api_base)
+    columns = (TextColumn("[bold]toolscale"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_out) as progress:
+        task = progress.add_task("toolscale", total=len(examples) * len(size_list) * len(names))
+        result = run_toolscale(
+            examples,
+            model,
+            sizes=size_list,
+            routers=names,
+            k=k,
+            index=index,
+            seed=seed,
+            max_tokens=max_tokens,
+            lm_spec=lm,
+            tracking_uri=None if no_mlflow else tracking_uri,
+            out=out,
+            on_done=lambda _: progress.advance(task),
+        )
+    # plain print: rich would wrap the wide table at 80 columns when stdout is not a terminal
+    print(result.table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    _out.print(f"results written to {out}  (MLflow {'off' if no_mlflow else tracking_uri})")
+    if plot is not None:
+        from routerlab.eval.toolscale_plots import plot_toolscale
+
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        plot_toolscale(result.table).savefig(plot, dpi=120)
+        _out.print(f"figure written to {plot}")
+
+
+@app.command("optimize")
+@_clean_errors
+def optimize_cmd(
+    router_name: Annotated[str, typer.Option("--router", help="Only 'dspy' has a program to compile.")] = "dspy",
+    optimizer: Annotated[str, typer.Option("--optimizer", help="bootstrap, mipro or gepa.")] = "bootstrap",
+    dataset_name: Annotated[str, typer.Option("--dataset")] = "builtin",
+    dataset_path: Annotated[str | None, typer.Option("--dataset-path")] = None,
+    split: Annotated[str, typer.Option("--split", help="Split compiled on (dev is used to evaluate).")] = "train",
+    budget: Annotated[int, typer.Option("--budget", min=1, help="Max demonstrations.")] = 4,
+    seed: Annotated[int, typer.Option("--seed", help="Order in which the optimizer walks the train split.")] = 0,
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI")] = "sqlite:///mlflow.db",
+) -> None:
+    """Compile the dspy router's program on the train split, evaluate on dev, save it."""
+    from routerlab.agents.errors import ConfigError
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.config import load_run_config
+    from routerlab.optimize import optimize_router, report_json
+    from routerlab.session import load_dataset
+
+    if router_name != "dspy" or split != "train":
+        raise ConfigError(
+            "only the dspy router is compiled, on the train split",
+            expected="--router dspy --split train",
+            found=f"--router {router_name} --split {split}",
+            fix="drop the options or pass those values",
+        )
+    config = load_run_config(None, dataset=dataset_name, dataset_path=dataset_path, lm=lm, lm_api_base=lm_api_base)
+    ds = load_dataset(config)
+    model = resolve_lm(lm, api_base=lm_api_base)
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_experiment(f"routerlab/{ds.name}/optimize")
+    mlflow.dspy.autolog(log_compiles=True, log_evals=True, log_traces=False)
+    with mlflow.start_run(run_name=f"optimize-dspy-{optimizer}"):
+        mlflow.log_params({"optimizer": optimizer, "budget": budget, "seed": seed, "lm": lm, "dataset": ds.name})
+        report = optimize_router(ds, model, lm_spec=lm, optimizer=optimizer, budget=budget, seed=seed)
+        mlflow.log_metrics(
+            {
+                "dev_accuracy_before": report.dev_accuracy_before,
+                "dev_accuracy_after": report.dev_accuracy_after,
+                "train_accuracy_after": report.train_accuracy_after,
+            }
+        )
+    print(report_json(report))
+
+
+@app.command("ui")
+def ui_cmd(
+    tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI")] = "sqlite:///mlflow.db",
+    host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 5000,
+) -> None:
+    """Start the MLflow UI on the same store."""
+    import subprocess
+
+    from routerlab.sweep.mlflow_server import mlflow_command
+
+    cmd = mlflow_command("ui", backend_store_uri=tracking_uri, host=host, port=port)
+    raise typer.Exit(subprocess.call(cmd))
+
+
+@server_app.command("mlflow")
+@_clean_errors
+def server_mlflow_cmd(
+    host: Annotated[
+        str, typer.Option("--host", help="Bind address: loopback by default, 0.0.0.0 for the team's machines.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 5000,
+    backend_store_uri: Annotated[
+        str,
+        typer.Option(
+            "--backend-store-uri", help="Database of runs: sqlite:///FILE or a SQLAlchemy URI (postgresql://...)."
+        ),
+    ] = "sqlite:///mlflow.db",
+    artifacts_destination: Annotated[
+        str | None,
+        typer.Option(
+            "--artifacts-destination",
+            help="Artifact root the server stores uploads in (default: mlartifacts/ beside the database).",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Server worker processes.")] = 2,
+    allowed_hosts: Annotated[
+        str | None,
+        typer.Option("--allowed-hosts", help="Host headers to accept besides localhost and private IPs (DNS names)."),
+    ] = None,
+) -> None:
+    """Start an MLflow tracking server (database + served artifacts) for a team and print its URI."""
+    from routerlab.sweep.mlflow_server import serve_mlflow
+
+    def ready(url: str) -> None:
+        _out.print(f"MLflow tracking server ready: {url}", highlight=False, soft_wrap=True)
+        _out.print(
+            f"  log to it with --tracking-uri {url}  (e.g. routerlab sweep --config sweep.yaml --executor ray "
+            f"--tracking-uri {url})",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    raise typer.Exit(
+        serve_mlflow(
+            backend_store_uri=backend_store_uri,
+            host=host,
+            port=port,
+            artifacts_destination=artifacts_destination,
+            workers=workers,
+            allowed_hosts=allowed_hosts,
+            on_ready=ready,
+        )
+    )
+
+
+@app.command("sweep")
+@_clean_errors
+def sweep_cmd(
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="Sweep file (YAML/JSON): datasets, routers, lms, seeds, run...")
+    ] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local (cells in this process) or ray.")] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Ray cluster to join: auto, HOST:6379, ray://HOST:10001 (default: a local one)."
+        ),
+    ] = None,
+    tracking_uri: Annotated[
+        str,
+        typer.Option(
+            "--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store; a server (http://...) for ray."
+        ),
+    ] = "sqlite:///mlflow.db",
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
+    store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Finish an interrupted sweep by its id (its recorded grid).")
+    ] = None,
+) -> None:
+    """Run a grid of datasets x routers x LMs x seeds (one run per cell), in this process or on Ray.
+
+    Exit codes: 0 every cell finished; 1 a cell failed (the others ran; its error is printed);
+    2 bad input (nothing ran); 130 interrupted. After 1 or 130 the command that finishes the sweep
+    is printed.
+    """
+    from routerlab.agents.errors import ConfigError
+    from routerlab.sweep import load_sweep, make_executor, recorded_sweep, run_sweep
+
+    runner = make_executor(executor, address=address)
+    if config_file is None and resume is None:
+        raise ConfigError(
+            "no sweep given",
+            expected="--config sweep.yaml (a new sweep) or --resume SWEEP_ID",
+            found="neither",
+            fix="see the README's Sweeps section for the file format",
+            details={"option": "--config"},
+        )
+    spec = load_sweep(config_file) if config_file is not None else recorded_sweep(store, resume or "")
+    result = run_sweep(
+        spec,
+        executor=runner,
+        store_path=store,
+        tracking_uri=None if no_mlflow else tracking_uri,
+        console=_out,
+        resume=resume,
+    )
+    summary = result.summary.assign(error=result.summary["error"].str.slice(0, 80))
+    # plain print: rich would wrap the wide table at 80 columns when stdout is not a terminal
+    print(summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"), flush=True)
+    for provider, st in result.slot_stats.items():
+        _out.print(
+            f"provider {provider}: cap {st['cap']}, at most {st['max_in_flight']} LM call(s) in flight, "
+            f"{st['granted']} calls",
+            highlight=False,
+        )
+    _out.print(
+        f"sweep id: [bold]{result.sweep_id}[/] {result.status} in {result.wall_s:.1f} s  "
+        f"(store {store}; MLflow {'off' if no_mlflow else tracking_uri}; compare: routerlab compare {result.sweep_id})"
+    )
+    where = f" --executor {executor}" + (f" --address {address}" if address else "")
+    where += "" if store == ".routerlab/results.duckdb" else f" --store {store}"
+    where += " --no-mlflow" if no_mlflow else ""
+    where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
+    again = f"routerlab sweep --resume {result.sweep_id}{where}"
+    if result.interrupted:
+        _err.print(f"interrupted: resume with  {again}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130)
+    if result.status != "FINISHED":
+        _err.print(
+            f"sweep {result.status}: cells that did not finish rerun with  {again}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+
+
+@app.command("perf")
+@_clean_errors
+def perf_cmd(
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller sizes (CI runs this form).")] = False,
+    model: Annotated[bool, typer.Option("--model/--no-model", help="Also time the embedded model.")] = False,
+    lm: Annotated[str, typer.Option("--lm", help="LM spec for --model.")] = "local",
+    out: Annotated[Path, typer.Option("--out", help="Where the figures go as JSON.")] = Path(".routerlab/perf.json"),
+    tracking_uri: Annotated[
+        str | None, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store (none: skip).")
+    ] = None,
+) -> None:
+    """Measure the harness, EX scoring, concurrency and (with --model) the embedded model."""
+    from rich.table import Table
+
+    from routerlab.perf import figures_json, run_perf
+
+    figures = run_perf(quick=quick, model=model, lm=lm)
+    table = Table("section", "figure", "value", "unit", "goal", "met", title="routerlab perf")
+    for f in figures:
+        met = "" if f.met is None else ("yes" if f.met else "NO")
+        table.add_row(f.section, f.name, f"{f.value:g}", f.unit, f.goal, met)
+    _out.print(table)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(figures_json(figures))
+    _out.print(f"figures written to {out}")
+    if tracking_uri:
+        import mlflow
+
+        from routerlab.eval.tracking import metric_name
+
+        mlflow.set_tracking_uri(tracking_uri)
+        mlflow.set_experiment("routerlab/perf")
+        with mlflow.start_run(run_name="perf" + (" --quick" if quick else "")):
+            mlflow.log_params({"quick": quick, "model": model, "lm": lm})
+            for f in figures:
+                mlflow.log_metric(metric_name(f"{f.section}.{f.name}"), float(f.value))
+            mlflow.log_artifact(str(out))
+
+
+@app.command("serve")
+@_clean_errors
+def serve_cmd(
+    host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8084,
+    router_name: Annotated[
+        str, typer.Option("--router", help="Router of requests that name none (see `routerlab routers`).")
+    ] = "rules",
+    lm: LMOpt = "local",
+    lm_api_base: ApiBaseOpt = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="DuckDB or SQLite file (default: the built-in database).")
+    ] = None,
+) -> None:
+    """Serve the streaming API (/api/v0/ask_agent[_stream]) and the live progress page at /."""
+    from routerlab.serve import ServeSettings, serve
+
+    settings = ServeSettings(host=host, port=port, router=router_name, lm_spec=lm, lm_api_base=lm_api_base, database=db)
+    serve(settings, on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False))
+
+
+@app.command("routers")
+def routers_cmd() -> None:
+    """List the registered routers."""
+    from routerlab import routers
+
+    for name in routers.router.names():
+        _out.print(routers.label(name))
+
+
+def main() -> None:  # pragma: no cover - console entry for `python -m routerlab.cli`
+    """Entry point."""
+    app(prog_name="routerlab")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,706 @@
+"""``routerlab perf``: speed of the harness, the EX scorer, concurrency and the embedded model.
+
+Every figure is measured here, in a benchmark command, never asserted in a test. The machines
+this runs on are shared and noisy, so each section also reports a ratio against a baseline
+measured in the same run, which is what to compare across machines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from routerlab.stub_lm import LatencyServer
+
+_log = logging.getLogger(__name__)
+
+__all__ = [
+    "PerfFigure",
+    "concurrency_scaling",
+    "ex_throughput",
+    "harness_overhead",
+    "model_speed",
+    "router_replay",
+    "run_perf",
+    "schema_scaling",
+]
+
+
+@dataclass
+class PerfFigure:
+    """One measured figure.
+
+    Attributes:
+        section: Which measurement it belongs to.
+        name: What was measured.
+        value: The number.
+        unit: Its unit.
+        goal: The target, in words ("" when there is none).
+        met: Whether the goal is met (None when there is no goal).
+    """
+
+    section: str
+    name: str
+    value: float
+    unit: str
+    goal: str = ""
+    met: bool | None = None
+
+
+class _Clock:
+    """Thread-safe accumulators of seconds per category, for wrapped functions."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def add(self, key: str, seconds: float) -> None:
+        with self._lock:
+            self.seconds[key] = self.seconds.get(key, 0.0) + seconds
+
+    def wrap(self, key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            # a guard call inside Database.execute is counted as guard, not as SQL: track nesting
+            outer = getattr(self._local, "active", None)
+            self._local.active = key
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                dt = time.perf_counter() - t0
+                self._local.active = outer
+                self.add(key, dt)
+                if outer is not None:
+                    self.add(outer, -dt)
+
+        return timed
+
+
+def _zero_latency_lm() -> Any:
+    from routerlab.agents.lm import scripted_lm
+
+    def reply(request: Any) -> Any:
+        if request.tools:
+            return {"name": "chat", "args": {"message": "hi"}}
+        # header-less single-field replies are accepted by the lenient adapter for every program
+        return "SELECT count(*) FROM service_areas"
+
+    return scripted_lm(reply)
+
+
+def harness_overhead(n_examples: int = 60) -> list[PerfFigure]:
+    """The pipeline, scoring and tracking with a zero-latency scripted LM, split by component.
+
+    Args:
+        n_examples: Built-in examples replayed with the ``rules`` router.
+
+    Returns:
+        Milliseconds per example for graph, guard, SQL execution, scoring and tracking.
+    """
+    import routerlab.agents.db.database as database_mod
+    import routerlab.agents.tools.subagents as subagents_mod
+    import routerlab.runner as runner_mod
+    from routerlab.benchmarks.builtin import load_builtin
+    from routerlab.eval.store import ResultsStore
+    from routerlab.eval.tracking import MlflowSink
+    from routerlab.runner import RouterRun, RunConfig, build_scorers
+    from routerlab.selection import stratified_subset
+
+    examples = stratified_subset(load_builtin().split("all"), n_examples)
+    config = RunConfig()
+    clock = _Clock()
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.object(database_mod, "check_sql", clock.wrap("guard", database_mod.check_sql)))
+        stack.enter_context(mock.patch.object(subagents_mod, "check_sql", clock.wrap("guard", subagents_mod.check_sql)))
+        stack.enter_context(
+            mock.patch.object(database_mod.Database, "execute", clock.wrap("sql", database_mod.Database.execute))
+        )
+        stack.enter_context(mock.patch.object(runner_mod, "score_trace", clock.wrap("scoring", runner_mod.score_trace)))
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        rr = RouterRun("rules", {}, _zero_latency_lm(), config, build_scorers(config))
+        store = ResultsStore(str(tmp / "results.duckdb"))
+        sink = MlflowSink(f"sqlite:///{tmp}/mlflow.db")
+        from routerlab.benchmarks.dataset import Dataset
+
+        ds = Dataset("builtin", "perf", list(examples), source="builtin")
+        store.create_run("perf.rules", router="rules", lm="scripted", dataset=ds, split="all", config={}, params={})
+        mlflow_id = sink.start_run(rr.router, "scripted", ds, {"perf": True}, run_key="perf.rules", split="all")
+        rr.run_example(examples[0])  # warm-up: imports, first connections
+        writer = stack.enter_context(store.writer("perf.rules"))  # as the session stores results
+        clock.seconds.clear()
+        t0 = time.perf_counter()
+        for e in examples:
+            t = time.perf_counter()
+            result = rr.run_example(e)
+            clock.add("run_example", time.perf_counter() - t)
+            t = time.perf_counter()
+            writer.add(result)
+            t_store = time.perf_counter()
+            sink.log_example(mlflow_id, result, question=e.question)
+            clock.add("tracking: results store", t_store - t)
+            clock.add("tracking: mlflow", time.perf_counter() - t_store)
+        wall = time.perf_counter() - t0
+        sink.finish_run(mlflow_id, store.results("perf.rules"), status="FINISHED")
+    s, n = clock.seconds, len(examples)
+    graph = s.get("run_example", 0.0) - s.get("scoring", 0.0) - s.get("guard", 0.0) - s.get("sql", 0.0)
+    per = {k: 1000 * v / n for k, v in {"graph": graph, **s}.items() if k != "run_example"}
+    harness = sum(v for k, v in per.items() if k != "sql")
+    figures = [PerfFigure("harness", f"{k} per example", round(v, 2), "ms") for k, v in sorted(per.items())]
+    figures.append(PerfFigure("harness", "wall per example", round(1000 * wall / n, 2), "ms"))
+    figures.append(
+        PerfFigure(
+            "harness", "harness excl. SQL execution", round(harness, 2), "ms", "<= 10 ms per example", harness <= 10
+        )
+    )
+    return figures
+
+
+def _make_sqlite(path: Path, seed: int, rows: int) -> None:
+    import random
+
+    rnd = random.Random(seed)
+    con = sqlite3.connect(path)
+    con.executescript(
+        "CREATE TABLE shop (id INTEGER PRIMARY KEY, city TEXT, kind TEXT);"
+        "CREATE TABLE sale (id INTEGER PRIMARY KEY, shop_id INTEGER, day TEXT, amount REAL, qty INTEGER);"
+    )
+    cities, kinds = ["Xian", "Chengdu", "Baoji", "Hanzhong"], ["Fuel", "Food", "Store"]
+    con.executemany(
+        "INSERT INTO shop VALUES (?, ?, ?)", [(i, rnd.choice(cities), rnd.choice(kinds)) for i in range(50)]
+    )
+    con.executemany(
+        "INSERT INTO sale VALUES (?, ?, ?, ?, ?)",
+        [
+            (
+                i,
+                rnd.randrange(50),
+                f"2024-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d}",
+                rnd.random() * 500,
+                rnd.randint(1, 9),
+            )
+            for i in range(rows)
+        ],
+    )
+    con.commit()
+    con.close()
+
+
+_GOLDS = [
+    "SELECT count(*) FROM sale WHERE qty > {k}",
+    "SELECT city, sum(amount) FROM sale JOIN shop ON shop.id = sale.shop_id WHERE qty >= {k} GROUP BY city",
+    "SELECT kind, count(*) FROM shop JOIN sale ON shop.id = sale.shop_id WHERE sale.qty = {k} GROUP BY kind",
+    "SELECT shop_id, max(amount) FROM sale WHERE qty < {k} GROUP BY shop_id ORDER BY shop_id",
+    "SELECT day, count(*) FROM sale WHERE qty = {k} GROUP BY day ORDER BY day",
+]
+_PREDS = [
+    "{gold}",
+    "SELECT * FROM ({gold}) AS t",
+    "SELECT count(*) FROM sale WHERE qty > {k} + 1",
+    "SELECT city FROM shop WHERE kind = 'Fuel'",
+    "SELECT nosuchcolumn FROM sale",
+]
+
+
+def _ex_pairs(directory: Path, n_pairs: int, n_dbs: int, rows: int) -> list[tuple[str, str, str]]:
+    dbs = []
+    for i in range(n_dbs):
+        path = directory / f"db{i}.sqlite"
+        _make_sqlite(path, i, rows)
+        dbs.append(str(path))
+    pairs = []
+    i = 0
+    while len(pairs) < n_pairs:
+        db = dbs[i % n_dbs]
+        gold = _GOLDS[(i // n_dbs) % len(_GOLDS)].format(k=(i // (n_dbs * len(_GOLDS))) % 5 + 1)
+        pred = _PREDS[i % len(_PREDS)].format(gold=gold, k=(i // n_dbs) % 5 + 1)
+        # every prediction's text is unique, as a model's would be: no cache may answer it
+        pairs.append((db, gold, f"{pred} /* pair {i} */"))
+        i += 1
+    return pairs
+
+
+def _plain_loop(pairs: Sequence[tuple[str, str, str]]) -> int:
+    """The baseline: open, run both, compare, for every pair; no cache, one thread, no timeout."""
+    from routerlab.eval.scorers.execution import results_match
+
+    hits = 0
+    for db, gold, pred in pairs:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            g = con.execute(gold).fetchall()
+            try:
+                p = con.execute(pred).fetchall()
+            except sqlite3.Error:
+                continue
+            hits += results_match(p, g)[0]
+        finally:
+            con.close()
+    return hits
+
+
+def ex_throughput(n_pairs: int = 1000, workers: int = 2, rows: int = 20_000) -> list[PerfFigure]:
+    """EX scoring throughput on (prediction, gold) pairs over SQLite files.
+
+    Compares the plain sequential loop (open, run both, compare; no guard, no timeout) with the
+    ``ex`` scorer (guard, read-only connections, real timeouts): on the first run of the dataset
+    (gold results computed and stored) and on a later run (gold results read from the on-disk
+    cache), on one thread and on ``workers``.
+
+    Returns:
+        Pairs per second for each way, and the speed-up over the plain loop.
+    """
+    from routerlab.agents.db.guard import clear_guard_cache
+    from routerlab.agents.trace import Trace
+    from routerlab.benchmarks.example import Example
+    from routerlab.eval.scorers.execution import ExecutionAccuracy
+
+    with tempfile.TemporaryDirectory() as d:
+        pairs = _ex_pairs(Path(d), n_pairs, n_dbs=4, rows=rows)
+        cache = str(Path(d) / "gold.sqlite")
+        t0 = time.perf_counter()
+        base_hits = _plain_loop(pairs)
+        base = time.perf_counter() - t0
+        items = [
+            (Example(f"p{i}", "q", "db", db, "sql", gold_sql=gold), Trace(f"p{i}", sql=pred))
+            for i, (db, gold, pred) in enumerate(pairs)
+        ]
+
+        def scored(n_workers: int) -> tuple[float, int]:
+            # a new scorer and guard cache is a new run: nothing in memory, only what the disk holds
+            clear_guard_cache()
+            scorer = ExecutionAccuracy(timeout_s=10.0, gold_cache=cache)
+            t = time.perf_counter()
+            if n_workers == 1:
+                values = [scorer.score(e, tr).value for e, tr in items]
+            else:
+                with ThreadPoolExecutor(n_workers) as pool:
+                    values = list(pool.map(lambda it: scorer.score(*it).value, items))
+            return time.perf_counter() - t, int(sum(v or 0 for v in values))
+
+        first, first_hits = scored(1)
+        seq, seq_hits = scored(1)
+        par, par_hits = scored(workers)
+    if not base_hits == first_hits == seq_hits == par_hits:
+        raise RuntimeError(
+            f"EX disagreement: plain {base_hits}, first run {first_hits}, cached {seq_hits}, parallel {par_hits}"
+        )
+    rate = lambda s: round(len(pairs) / s, 1)  # noqa: E731
+    return [
+        PerfFigure("ex", "plain sequential loop", rate(base), "pairs/s"),
+        PerfFigure("ex", "ex scorer, first run (gold computed), 1 thread", rate(first), "pairs/s"),
+        PerfFigure("ex", "ex scorer, later run (gold from disk), 1 thread", rate(seq), "pairs/s"),
+        PerfFigure("ex", f"ex scorer, later run (gold from disk), {workers} threads", rate(par), "pairs/s"),
+        PerfFigure("ex", "speed-up over the plain loop", round(base / par, 2), "x", ">= 2x", base / par >= 2),
+        PerfFigure("ex", "pairs scored (all four agree)", len(pairs), "pairs"),
+    ]
+
+
+def _serve_stub(delay_s: float, urls: Any) -> None:
+    with LatencyServer(delay_s) as server:
+        urls.put(server.url)
+        threading.Event().wait()
+
+
+@contextmanager
+def _stub_server(delay_s: float) -> Iterator[str]:
+    """An OpenAI-compatible stub on loopback, in its own process as a remote provider would be.
+
+    In-process, its request handling competed with the runner's threads for the interpreter
+    lock and capped the concurrency figure.
+    """
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    urls = ctx.Queue()
+    proc = ctx.Process(target=_serve_stub, args=(delay_s, urls), daemon=True)
+    proc.start()
+    try:
+        yield urls.get(timeout=60)
+    finally:
+        proc.terminate()
+        proc.join(10)
+
+
+def concurrency_scaling(workers: Sequence[int] = (1, 2, 4, 8, 16), n_examples: int = 32) -> list[PerfFigure]:
+    """Runner throughput against an OpenAI-compatible stub on loopback that sleeps 200 ms a call.
+
+    The ``rules`` router on built-in chat and explain requests: one LM call each, through LiteLLM
+    exactly as a remote provider, with the response cache off.
+    """
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.benchmarks.builtin import load_builtin
+    from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
+
+    pool = [e for e in load_builtin().split("all") if e.intent in ("chat", "explain")]
+    examples = (pool * (n_examples // len(pool) + 1))[:n_examples]
+    figures = []
+    with _stub_server(0.2) as base:
+        lm = resolve_lm("openai/stub", api_base=base, api_key="stub", cache=False)
+        config = RunConfig(lm="openai/stub")
+        rates = {}
+        for k in workers:
+            rr = RouterRun("rules", {}, lm, config, build_scorers(config))
+            t = time.perf_counter()
+            n = run_router(rr, examples, on_result=lambda _r: None, concurrency=k)
+            rates[k] = n / (time.perf_counter() - t)
+            figures.append(PerfFigure("concurrency", f"{k} workers", round(rates[k], 2), "examples/s"))
+    top = max(workers)
+    speedup = rates[top] / rates[min(workers)]
+    figures.append(
+        PerfFigure("concurrency", f"speed-up at {top} workers", round(speedup, 2), "x", ">= 10x at 16", speedup >= 10)
+    )
+    return figures
+
+
+def router_replay(n_examples: int = 24, delay_s: float = 0.2) -> list[PerfFigure]:
+    """What a second router costs when the first one's sub-agent outcomes are stored.
+
+    Against the loopback stub LM (``delay_s`` per call, as a remote provider): ``rules`` runs
+    fresh and stores its outcomes; then ``oracle`` runs fresh (nothing stored) and replaying
+    what ``rules`` stored, on every example and on those where the two routed alike (the goal's
+    condition). A replayed call makes no LM call and no query; routing always runs.
+    """
+    from dataclasses import replace as _replace
+
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.benchmarks.builtin import load_builtin
+    from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
+    from routerlab.selection import stratified_subset
+
+    examples = stratified_subset(load_builtin().split("all"), n_examples)
+    figures: list[PerfFigure] = []
+    with tempfile.TemporaryDirectory() as d, _stub_server(delay_s) as base:
+        lm = resolve_lm("openai/stub", api_base=base, api_key="stub", cache=False)
+        stored = str(Path(d) / "outcomes.sqlite")
+
+        def timed(router: str, cache: str, chosen: Sequence[Any]) -> tuple[float, list[Any]]:
+            config = RunConfig(lm="openai/stub")
+            config = _replace(config, pipeline=_replace(config.pipeline, replay=cache))
+            rr = RouterRun(router, {}, lm, config, build_scorers(config))
+            results: list[Any] = []
+            t = time.perf_counter()
+            run_router(rr, chosen, on_result=results.append)
+            return time.perf_counter() - t, results
+
+        first_s, first = timed("rules", stored, examples)
+        figures.append(PerfFigure("replay", "first router (rules), fresh, storing outcomes", round(first_s, 2), "s"))
+        chains = {r.example_id: [c["name"] for c in r.trace.tool_calls] for r in first if r.trace is not None}
+        for label, chosen in (
+            ("all examples", examples),
+            ("examples routed alike", [e for e in examples if e.intent == _first_intent(first, e.id)]),
+        ):
+            fresh_s, _ = timed("oracle", str(Path(d) / f"fresh-{len(figures)}.sqlite"), chosen)
+            replay_s, replayed = timed("oracle", stored, chosen)
+            calls = [c for r in replayed if r.trace is not None for c in r.trace.tool_calls]
+            alike = sum(
+                1 for r in replayed if r.trace and [c["name"] for c in r.trace.tool_calls] == chains.get(r.example_id)
+            )
+            share = replay_s / fresh_s
+            goal = label == "examples routed alike"
+            figures += [
+                PerfFigure("replay", f"second router (oracle), fresh, {label} ({len(chosen)})", round(fresh_s, 2), "s"),
+                PerfFigure("replay", f"second router (oracle), replaying, {label}", round(replay_s, 2), "s"),
+                PerfFigure(
+                    "replay",
+                    f"tool calls replayed, {label}",
+                    round(sum(1 for c in calls if c.get("replayed")) / max(len(calls), 1), 3),
+                    "fraction",
+                ),
+                PerfFigure("replay", f"examples with the same tool chain, {label}", alike, "examples"),
+                PerfFigure(
+                    "replay",
+                    f"replayed cost / fresh cost, {label}",
+                    round(share, 3),
+                    "fraction",
+                    "<= 0.10" if goal else "",
+                    share <= 0.10 if goal else None,
+                ),
+            ]
+    return figures
+
+
+def _first_intent(results: Sequence[Any], example_id: str) -> str | None:
+    """The intent of an example's first routing decision in ``results`` (None if absent)."""
+    for r in results:
+        if r.example_id == example_id:
+            return r.predicted_intent
+    return None
+
+
+def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
+    """SQL-generation latency of the embedded model on the built-in schema, and prefix reuse.
+
+    Runs ``generate_sql``'s program on built-in questions twice: after a reset of the model's
+    KV cache (cold) and right after another question on the same schema (warm, the shared
+    prefix is reused); also counts prompt tokens with the full schema and after linking.
+    """
+    import dspy
+
+    from routerlab.agents.db import open_database
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.lm.adapter import lm_context
+    from routerlab.agents.tools.context import ToolContext
+    from routerlab.agents.tools.programs import SQLPrograms
+    from routerlab.agents.tools.subagents import _relevant_tables
+    from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
+
+    lm = resolve_lm(spec, cache=False)
+    engine = getattr(lm, "_engine_spec", None)
+    llama = engine.llama() if hasattr(engine, "llama") else None
+    forget = getattr(engine, "forget_prefixes", None)
+    db = open_database(builtin_database_path())
+    programs = SQLPrograms()
+    ctx = ToolContext(db=db, lm=lm, programs=programs)
+    qs = [e.question for e in load_builtin().split("dev") if e.intent == "sql"][:questions]
+    cold, warm, linked_tokens, full_tokens = [], [], [], []
+    full_schema = db.schema_text()
+    for q in qs:
+        schema = db.schema_text(_relevant_tables(ctx, q))
+        for label in ("cold", "warm"):
+            if label == "cold" and forget is not None:
+                forget()
+            t = time.perf_counter()
+            with lm_context(lm):
+                programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=q)
+            (cold if label == "cold" else warm).append(time.perf_counter() - t)
+        usage = lm.history[-1].get("usage") or {}
+        linked_tokens.append(usage.get("prompt_tokens", 0))
+        if llama is not None:
+            full_tokens.append(
+                len(llama.tokenize(full_schema.encode())) + linked_tokens[-1] - len(llama.tokenize(schema.encode()))
+            )
+    del dspy
+    figures = [
+        PerfFigure(
+            "model",
+            "generate_sql median, cold KV cache",
+            round(statistics.median(cold), 2),
+            "s",
+            "<= 2 s",
+            statistics.median(cold) <= 2,
+        ),
+        PerfFigure("model", "generate_sql median, shared prefix reused", round(statistics.median(warm), 2), "s"),
+        PerfFigure(
+            "model", "prefix-reuse saving", round(1 - statistics.median(warm) / statistics.median(cold), 3), "fraction"
+        ),
+        PerfFigure("model", "prompt tokens after linking (median)", statistics.median(linked_tokens), "tokens"),
+    ]
+    if full_tokens:
+        figures.append(
+            PerfFigure("model", "prompt tokens with the full schema (median)", statistics.median(full_tokens), "tokens")
+        )
+    return figures
+
+
+_THEMES = (
+    "stations",
+    "vehicles",
+    "drivers",
+    "routes",
+    "tolls",
+    "tickets",
+    "parcels",
+    "depots",
+    "shifts",
+    "invoices",
+    "suppliers",
+    "contracts",
+    "inspections",
+    "repairs",
+    "tyres",
+    "fuel_cards",
+    "lanes",
+    "cameras",
+    "incidents",
+    "permits",
+    "weather_logs",
+    "sensors",
+    "bridges",
+    "tunnels",
+    "signs",
+    "rest_stops",
+    "chargers",
+    "parking_bays",
+    "kiosks",
+    "menus",
+    "orders",
+    "refunds",
+    "complaints",
+    "staff_rosters",
+    "trainings",
+    "audits",
+    "budgets",
+    "leases",
+    "utilities",
+    "lamps",
+)
+_CATEGORIES = ("north", "south", "east", "west")
+
+
+def _schema_db(path: Path, n_tables: int) -> list[tuple[str, str]]:
+    """A DuckDB file of ``n_tables`` themed tables; returns (question, gold SQL) pairs on two of them."""
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    try:
+        for i, name in enumerate(_THEMES[:n_tables]):
+            con.execute(
+                f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, label VARCHAR, category VARCHAR, amount DOUBLE, "
+                "recorded DATE)"
+            )
+            con.execute(
+                f"INSERT INTO {name} SELECT r, '{name[:-1]} ' || r, "
+                f"['north', 'south', 'east', 'west'][1 + (r + {i}) % 4], r * 1.5, "
+                "DATE '2024-01-01' + CAST(r AS INTEGER) FROM range(1, 31) t(r)"
+            )
+    finally:
+        con.close()
+    picks = [_THEMES[n_tables // 2], _THEMES[n_tables - 1]]
+    return [
+        (
+            f"How many {t.replace('_', ' ')} are in the {c} category?",
+            f"SELECT count(*) FROM {t} WHERE category = '{c}'",
+        )
+        for t, c in zip(picks, _CATEGORIES, strict=False)
+    ]
+
+
+def schema_scaling(spec: str = "local", sizes: Sequence[int] = (5, 15, 40)) -> list[PerfFigure]:
+    """SQL generation on schemas of several sizes: the full schema against data_discovery's linking.
+
+    Each size gets a DuckDB file of themed tables and two counting questions on different tables.
+    Every generation starts from a cold KV cache (saved prefixes forgotten), so the prompt's
+    length is what is timed. Accuracy is EX against the gold SQL on the same file.
+    """
+    from routerlab.agents.db import open_database
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.lm.adapter import lm_context
+    from routerlab.agents.tools.context import ToolContext
+    from routerlab.agents.tools.programs import SQLPrograms, clean_sql
+    from routerlab.agents.tools.subagents import _relevant_tables
+    from routerlab.eval.scorers.execution import results_match
+
+    lm = resolve_lm(spec, cache=False)
+    forget = getattr(getattr(lm, "_engine_spec", None), "forget_prefixes", None)
+    programs = SQLPrograms()
+    figures: list[PerfFigure] = []
+    with tempfile.TemporaryDirectory() as d:
+        for n in sizes:
+            path = Path(d) / f"schema{n}.duckdb"
+            pairs = _schema_db(path, n)
+            db = open_database(path)
+            ctx = ToolContext(db=db, lm=lm, programs=programs)
+            for way in ("full schema", "linked"):
+                seconds, tokens, hits, failed = [], [], 0, []
+                for question, gold in pairs:
+                    tables = None if way == "full schema" else _relevant_tables(ctx, question)
+                    schema = db.schema_text(tables)
+                    if forget is not None:
+                        forget()
+                    t = time.perf_counter()
+                    try:
+                        with lm_context(lm):
+                            pred = programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=question)
+                    except Exception as exc:  # e.g. a prompt beyond the model's context window
+                        failed.append(f"{type(exc).__name__}: {str(exc)[:160]}")
+                        continue
+                    seconds.append(time.perf_counter() - t)
+                    tokens.append((lm.history[-1].get("usage") or {}).get("prompt_tokens", 0))
+                    try:
+                        got = db.execute(clean_sql(pred.sql or ""), max_rows=100)
+                        hits += results_match(got.rows, db.execute(gold).rows)[0]
+                    except Exception:  # a failing prediction is a miss, not a crash
+                        pass
+                if failed:
+                    _log.warning("%d tables, %s: %d call(s) failed: %s", n, way, len(failed), failed[0])
+                    figures.append(PerfFigure("schemas", f"{n} tables, {way}: calls that failed", len(failed), "calls"))
+                if not seconds:
+                    continue
+                med = statistics.median(seconds)
+                figures += [
+                    PerfFigure(
+                        "schemas", f"{n} tables, {way}: generate_sql median", round(med, 2), "s", "<= 2 s", med <= 2
+                    ),
+                    PerfFigure("schemas", f"{n} tables, {way}: generate_sql max", round(max(seconds), 2), "s"),
+                    PerfFigure(
+                        "schemas", f"{n} tables, {way}: prompt tokens (median)", statistics.median(tokens), "tokens"
+                    ),
+                    PerfFigure("schemas", f"{n} tables, {way}: EX", hits / len(pairs), "fraction"),
+                ]
+    return figures
+
+
+def alternating_prefixes(spec: str = "local", questions: int = 2) -> list[PerfFigure]:
+    """A router tool call and a ``generate_sql`` call, interleaved, with saved prefix states on and off.
+
+    This is the ``llm`` router's pattern: the prompt switches between the router's (tool schemas +
+    conversation) and a sub-agent's (schema + question) at every step, so the live KV cache alone
+    never shares a prefix with the next prompt. The engine's saved prefix states
+    (``LlamaEngine.prefix_states``) restore the longest matching earlier prompt instead.
+    """
+    from routerlab.agents.db import open_database
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.lm.adapter import lm_context
+    from routerlab.agents.lm.chat import chat
+    from routerlab.agents.tools import DEFAULT_TOOLS
+    from routerlab.agents.tools.programs import SQLPrograms
+    from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
+
+    db = open_database(builtin_database_path())
+    schema = db.schema_text()
+    tools = [t.openai_schema() for t in DEFAULT_TOOLS]
+    qs = [e.question for e in load_builtin().split("dev") if e.intent == "sql"][:questions]
+    medians: dict[int, float] = {}
+    for states in (0, 6):
+        lm = resolve_lm(spec, cache=False, max_tokens=48, prefix_states=states)
+        engine = lm._engine_spec  # type: ignore[attr-defined]
+        engine.forget_prefixes()
+        programs = SQLPrograms()
+        seconds: list[float] = []
+        for q in qs:
+            for step in ("route", "generate"):
+                t = time.perf_counter()
+                if step == "route":
+                    chat(lm, [{"role": "user", "content": q}], tools, tool_choice="required")
+                else:
+                    with lm_context(lm):
+                        programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=q)
+                seconds.append(time.perf_counter() - t)
+        # the first router and generate calls are cold either way; the rest show the reuse
+        medians[states] = statistics.median(seconds[2:])
+    return [
+        PerfFigure("model", "alternating router/generate call, no saved prefixes (median)", round(medians[0], 2), "s"),
+        PerfFigure("model", "alternating router/generate call, 6 saved prefixes (median)", round(medians[6], 2), "s"),
+        PerfFigure("model", "saving from saved prefixes", round(1 - medians[6] / medians[0], 3), "fraction"),
+    ]
+
+
+def run_perf(*, quick: bool = False, model: bool = False, lm: str = "local") -> list[PerfFigure]:
+    """Run every section (``quick``: smaller sizes; ``model``: also time the embedded model)."""
+    figures = harness_overhead(24 if quick else 120)
+    figures += ex_throughput(1000, rows=5_000 if quick else 20_000)
+    figures += concurrency_scaling((1, 4, 16) if quick else (1, 2, 4, 8, 16), 32 if quick else 64)
+    figures += router_replay(12 if quick else 36)
+    if model:
+        figures += model_speed(lm, 2 if quick else 5)
+        figures += alternating_prefixes(lm, 2 if quick else 3)
+        figures += schema_scaling(lm, (5, 15) if quick else (5, 15, 40))
+    return figures
+
+
+def figures_json(figures: Sequence[PerfFigure]) -> str:
+    """The figures as a JSON document."""
+    return json.dumps([asdict(f) for f in figures], indent=2)

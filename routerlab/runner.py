@@ -1,0 +1,312 @@
+"""The benchmark runner: replay examples through the full dispatch pipeline and score them.
+
+One run = one (router, LM, dataset, config). Several routers given together form a comparison
+(an MLflow parent run with one child per router). Results are persisted per example as they
+complete, so an interrupted run resumes without duplicates (``--resume``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.faults import FaultInjector, FaultSpec, FaultyPipeline, fault_scope
+from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.registry import component_spec
+from routerlab.agents.trace import Trace
+from routerlab.benchmarks.example import Example
+from routerlab.eval.result import ExampleResult, Score, Scorer, scorer
+from routerlab.eval.scorers import DEFAULT_SCORERS
+from routerlab.routers import router as router_registry
+
+__all__ = [
+    "DEADLINE_ERROR_CLASS",
+    "DEFAULT_SCORERS",
+    "RouterRun",
+    "RunConfig",
+    "build_scorers",
+    "run_router",
+    "score_trace",
+]
+
+
+#: error class of an example the run's deadline stopped before it started (outcome ``timeout``)
+DEADLINE_ERROR_CLASS = "run_deadline"
+
+
+def _setting_error(name: str, value: Any, expected: str, option: str) -> ConfigError:
+    return ConfigError(
+        f"invalid run setting {name!r}",
+        expected=expected,
+        found=repr(value),
+        fix=f"pass {option}, or {name}: in the --config file",
+        details={"option": option, "field": name},
+    )
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run besides the router (recorded as MLflow params).
+
+    Attributes:
+        dataset: Dataset registry name.
+        dataset_args: Loader arguments (path, ...).
+        split: Split replayed (``all`` for every split).
+        limit: At most this many examples (a stratified subset), None for all.
+        lm: LM spec (``local``, ``local:0.5b``, ``openai/...``).
+        lm_api_base: API base for OpenAI-compatible servers.
+        concurrency: Worker threads (useful for remote LMs; the local model serialises calls).
+        scorers: Scorer names.
+        scorer_args: Per-scorer constructor arguments.
+        pipeline: Pipeline bounds and tool settings.
+        attempts: Times each example runs (pass^k when > 1).
+        faults: Faults injected into the LM and the databases (None: none), see ``routerlab.agents.faults``.
+        deadline_s: Wall-clock budget of the whole run in seconds (None: none); examples not
+            started in time are recorded as ``timeout`` failures of class ``run_deadline``.
+
+    Raises:
+        ConfigError: A negative limit, fewer than one worker or attempt, or a deadline that is not
+            a positive number (checked here, so a bad value never starts a run). A limit of 0
+            means every example, as on the command line.
+    """
+
+    dataset: str = "builtin"
+    dataset_args: dict[str, Any] = field(default_factory=dict)
+    split: str = "dev"
+    limit: int | None = None
+    lm: str = "local"
+    lm_api_base: str | None = None
+    concurrency: int = 1
+    scorers: tuple[str, ...] = DEFAULT_SCORERS
+    scorer_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    attempts: int = 1
+    faults: FaultSpec | None = None
+    deadline_s: float | None = None
+
+    def __post_init__(self) -> None:
+        def bad_int(v: Any, low: int) -> bool:
+            return isinstance(v, bool) or not isinstance(v, int) or v < low
+
+        if self.limit is not None and bad_int(self.limit, 0):
+            raise _setting_error("limit", self.limit, "a non-negative integer (0: every example)", "--limit N")
+        if self.limit == 0:
+            object.__setattr__(self, "limit", None)
+        if bad_int(self.concurrency, 1):
+            raise _setting_error("concurrency", self.concurrency, "an integer >= 1", "--concurrency N")
+        if bad_int(self.attempts, 1):
+            raise _setting_error("attempts", self.attempts, "an integer >= 1", "--attempts N")
+        d = self.deadline_s
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < float("inf")):
+            raise _setting_error("deadline_s", d, "a positive number of seconds", "--deadline-s SECONDS")
+        if self.faults is not None and not isinstance(self.faults, FaultSpec):
+            raise _setting_error(
+                "faults", self.faults, "a FaultSpec (see routerlab.agents.faults)", "--faults rate=R,seed=S"
+            )
+        if self.faults is not None and self.pipeline.replay:
+            raise ConfigError(
+                "faults and replay cannot be combined",
+                expected="either --faults or --replay",
+                found="both",
+                fix="drop --replay: a replayed sub-agent call would skip the fault it should suffer",
+                details={"field": "faults"},
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict."""
+        return asdict(self)
+
+
+def build_scorers(config: RunConfig) -> list[Scorer]:
+    """Build the configured scorers through the registry (unknown names fail here, not mid-run)."""
+    return [scorer.build(n, **config.scorer_args.get(n, {})) for n in config.scorers]
+
+
+def score_trace(example: Example, trace: Trace, scorers: Sequence[Scorer]) -> dict[str, Score]:
+    """Run every scorer; a scorer that raises yields a 0 with the exception as its reason."""
+    scores: dict[str, Score] = {}
+    for s in scorers:
+        try:
+            scores[s.name] = s.score(example, trace)
+        except Exception as exc:  # a scorer bug must not lose the example
+            scores[s.name] = Score(s.name, 0.0, f"scorer crashed: {type(exc).__name__}: {exc}")
+    return scores
+
+
+def _outcome(trace: Trace) -> str:
+    if trace.error_class == "timeout":
+        return "timeout"
+    return "error" if trace.error else "ok"
+
+
+@dataclass
+class RouterRun:
+    """One router's run over a list of examples.
+
+    Args:
+        router_name: Registry name.
+        router_args: Constructor arguments.
+        lm: The resolved LM.
+        config: The run config.
+        scorers: Built scorers.
+    """
+
+    router_name: str
+    router_args: dict[str, Any]
+    lm: Any
+    config: RunConfig
+    scorers: Sequence[Scorer]
+
+    def __post_init__(self) -> None:
+        self.router = router_registry.build(self.router_name, **self.router_args)
+        faults = self.config.faults
+        #: the run's fault injector (None without ``faults``); tests read its decisions
+        self.injector = FaultInjector(faults) if faults is not None else None
+        if self.injector is not None:
+            self.pipeline: Pipeline = FaultyPipeline(
+                self.router, self.lm, injector=self.injector, config=self.config.pipeline
+            )
+        else:
+            self.pipeline = Pipeline(self.router, self.lm, config=self.config.pipeline)
+
+    def params(self) -> dict[str, Any]:
+        """Recorded arguments of the router and pipeline."""
+        return {"router": component_spec(self.router), **{"config": self.config.to_dict()}}
+
+    def _base(self, example: Example, attempt: int) -> dict[str, Any]:
+        return dict(
+            example_id=example.id,
+            dataset=example.dataset,
+            split=example.split,
+            intent=example.intent,
+            difficulty=example.difficulty,
+            router=self.router_name,
+            lm=self.config.lm,
+            attempt=attempt,
+        )
+
+    def skipped(self, example: Example, attempt: int, reason: str) -> ExampleResult:
+        """The result of an example that never started (the run's deadline): a scored timeout."""
+        trace = Trace(example_id=example.id, error=reason, error_class=DEADLINE_ERROR_CLASS)
+        return ExampleResult(
+            **self._base(example, attempt),
+            outcome="timeout",
+            error_class=DEADLINE_ERROR_CLASS,
+            error=reason,
+            scores=score_trace(example, trace, self.scorers),
+            trace=trace,
+        )
+
+    def run_example(self, example: Example, attempt: int = 0) -> ExampleResult:
+        """Run and score one example; never raises (a crash is a scored failure)."""
+        # faults are drawn per example and attempt, independent of what ran before
+        with fault_scope(f"{example.id}#{attempt}"):
+            return self._run_example(example, attempt)
+
+    def _run_example(self, example: Example, attempt: int) -> ExampleResult:
+        base = self._base(example, attempt)
+        t0 = time.perf_counter()
+        try:
+            with lm_context(self.pipeline.lm):
+                trace = self.pipeline.run(
+                    example.question,
+                    example.db_path,
+                    example_id=example.id,
+                    reply=lambda _q: example.user_reply,
+                    hint=example.hint,
+                    oracle_intent=example.intent,
+                )
+        except Exception as exc:
+            trace = Trace(
+                example_id=example.id,
+                error=f"{type(exc).__name__}: {exc}",
+                error_class=f"crash:{type(exc).__name__}",
+                total_latency_s=time.perf_counter() - t0,
+            )
+            trace.events.append({"type": "error", "traceback": traceback.format_exc(limit=8)})
+            scores = score_trace(example, trace, self.scorers)
+            return ExampleResult(
+                **base,
+                outcome="crash",
+                error_class=trace.error_class,
+                error=trace.error,
+                scores=scores,
+                latency_s=trace.total_latency_s,
+                trace=trace,
+            )
+        scores = score_trace(example, trace, self.scorers)
+        return ExampleResult(
+            **base,
+            outcome=_outcome(trace),
+            error_class=trace.error_class,
+            error=trace.error,
+            predicted_intent=trace.intent,
+            scores=scores,
+            latency_s=trace.total_latency_s,
+            node_latency_s=trace.node_latency_s,
+            router_usage=trace.router_usage,
+            subagent_usage=trace.subagent_usage,
+            trace=trace,
+        )
+
+
+def run_router(
+    run: RouterRun,
+    examples: Iterable[Example],
+    *,
+    on_result: Callable[[ExampleResult], None],
+    concurrency: int = 1,
+    attempts: int = 1,
+    stop: threading.Event | None = None,
+    deadline: float | None = None,
+) -> int:
+    """Run ``examples`` (each ``attempts`` times), handing each result to ``on_result`` as it completes.
+
+    Returns how many results were produced.
+
+    ``on_result`` is called from one thread at a time (a lock serialises it), so sinks need no
+    locking of their own. ``stop`` ends the run early between examples (Ctrl-C); what it leaves
+    out has no result and is run by ``--resume``. ``deadline`` (a ``time.monotonic()`` value)
+    is checked as each example starts: one that would start later gets a ``run_deadline``
+    result instead, so nothing is dropped silently. An example already running finishes within
+    the pipeline's own per-turn ``timeout_s``.
+    """
+    jobs = [(e, a) for e in examples for a in range(attempts)]
+    lock = threading.Lock()
+    done = 0
+
+    def start(e: Example, a: int) -> ExampleResult:
+        if deadline is not None and time.monotonic() >= deadline:
+            return run.skipped(e, a, "not started: the run's deadline had passed")
+        return run.run_example(e, a)
+
+    def deliver(result: ExampleResult) -> None:
+        nonlocal done
+        with lock:
+            on_result(result)
+            done += 1
+
+    if concurrency <= 1:
+        for e, a in jobs:
+            if stop is not None and stop.is_set():
+                break
+            deliver(start(e, a))
+        return done
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="routerlab") as pool:
+        futures = {pool.submit(start, e, a): (e, a) for e, a in jobs}
+        try:
+            for fut in as_completed(futures):
+                deliver(fut.result())
+                if stop is not None and stop.is_set():
+                    break
+        finally:
+            for f in futures:
+                f.cancel()
+    return done

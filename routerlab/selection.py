@@ -1,0 +1,41 @@
+"""Which examples a run replays, and in what order."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from routerlab.benchmarks.example import Example
+
+__all__ = ["schedule", "stratified_subset"]
+
+
+def stratified_subset(examples: list[Example], limit: int | None) -> list[Example]:
+    """The first ``limit`` examples taken round-robin over intents (ids sorted), deterministic.
+
+    A small default subset therefore still covers every intent of the split.
+    """
+    if limit is None or limit >= len(examples):
+        return list(examples)
+    by_intent: dict[str, list[Example]] = defaultdict(list)
+    for e in sorted(examples, key=lambda e: e.id):
+        by_intent[e.intent].append(e)
+    queues = [by_intent[k] for k in sorted(by_intent)]
+    out: list[Example] = []
+    i = 0
+    while len(out) < limit:
+        q = queues[i % len(queues)]
+        if q:
+            out.append(q.pop(0))
+        i += 1
+        if not any(queues):
+            break
+    return out
+
+
+def schedule(examples: list[Example]) -> list[Example]:
+    """Group by database, then by id, so consecutive prompts share a schema prefix.
+
+    The local model reuses a shared prompt prefix from its KV cache (`routerlab lm check`
+    measures the saving).
+    """
+    return sorted(examples, key=lambda e: (e.db_path, e.id))

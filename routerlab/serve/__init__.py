@@ -1,0 +1,27 @@
+"""The streaming API (FastAPI + SSE) and the live progress page of ``routerlab serve``."""
+
+from routerlab.serve.app import API_PREFIX, ServeSettings, create_app, serve
+from routerlab.serve.background import serve_in_background
+from routerlab.serve.envelope import ErrorCode, ProgressSummary, dump_json, envelope, error_envelope, event_envelope
+from routerlab.serve.models import AskRequest, describe_validation_errors
+from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
+
+__all__ = [
+    "API_PREFIX",
+    "AskRequest",
+    "ConversationBusyError",
+    "ErrorCode",
+    "ProgressSummary",
+    "Run",
+    "RunRegistry",
+    "ServeSettings",
+    "create_app",
+    "describe_validation_errors",
+    "dump_json",
+    "envelope",
+    "error_envelope",
+    "event_envelope",
+    "serve",
+    "serve_in_background",
+    "stream_run",
+]

@@ -1,0 +1,306 @@
+"""``routerlab serve``: the pipeline behind a small HTTP API with live progress (SSE) and a page."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, Response
+from sse_starlette import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from routerlab.agents.errors import DatabaseError, RunError, UnknownComponentError
+from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
+from routerlab.serve.models import AskRequest, describe_validation_errors
+from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
+
+__all__ = ["API_PREFIX", "ServeSettings", "create_app", "serve"]
+
+API_PREFIX = "/api/v0"
+
+#: compiled pipelines kept per app (one per router and argument set)
+_MAX_PIPELINES = 32
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Everything a server instance needs; one :func:`create_app` call per settings object.
+
+    Attributes:
+        host: Interface to bind.
+        port: TCP port.
+        router: Router of requests that name none.
+        lm_spec: ``--lm`` spec resolved when the app is created (ignored when ``lm`` is given).
+        lm_api_base: API base of an OpenAI-compatible server.
+        lm: A ready LM object (tests pass a scripted LM here).
+        database: The database every request runs against (default: the built-in one).
+        config: Pipeline bounds and settings.
+        poll_s: How often a run waiting on a busy node checks whether its client is still there.
+        ping_s: Keep-alive comment interval of event streams.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8084
+    router: str = "rules"
+    lm_spec: str = "local"
+    lm_api_base: str | None = None
+    lm: Any = None
+    database: Path | None = None
+    config: PipelineConfig | None = None
+    poll_s: float = 0.25
+    ping_s: float = 15.0
+
+
+@dataclass
+class _Runtime:
+    """Per-app state: the LM, the database, cached pipelines and the run registry."""
+
+    settings: ServeSettings
+    lm: Any
+    database: Path
+    runs: RunRegistry = field(default_factory=RunRegistry)
+    _pipelines: dict[str, Pipeline] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def pipeline(self, router: str, router_args: dict[str, Any]) -> Pipeline:
+        """The pipeline for a router and its arguments, compiled once and shared by runs.
+
+        Raises:
+            UnknownComponentError: An unknown router name.
+            ConfigError: Arguments the router does not take, or a router that needs an LM.
+        """
+        from routerlab import routers
+
+        key = json.dumps([router, router_args], sort_keys=True, default=str)
+        with self._lock:
+            if key not in self._pipelines:
+                # router_args come from clients: bound the cache (runs keep their own reference)
+                while len(self._pipelines) >= _MAX_PIPELINES:
+                    self._pipelines.pop(next(iter(self._pipelines)))
+                self._pipelines[key] = Pipeline(
+                    routers.router.build(router, **router_args), self.lm, config=self.settings.config
+                )
+            return self._pipelines[key]
+
+
+def _json(payload: dict[str, Any], status: int = 200) -> Response:
+    # one serialiser for every response, so the synchronous result and the streamed completed
+    # event are byte-for-byte the same JSON
+    return Response(dump_json(payload), status_code=status, media_type="application/json")
+
+
+def _refusal(exc: RunError, field: str) -> Response:
+    """A 400/409 for a request the server cannot run, with the error's what/expected/found/fix."""
+    if isinstance(exc, ConversationBusyError):
+        code, status = ErrorCode.CONVERSATION_BUSY, 409
+    elif isinstance(exc, UnknownComponentError):
+        code, status = ErrorCode.UNKNOWN_COMPONENT, 400
+    else:
+        code, status = ErrorCode.BAD_COMPONENT, 400
+    body = error_envelope(
+        code,
+        exc.what,
+        field=field,
+        expected=exc.expected,
+        found=exc.found,
+        fix=exc.fix,
+        error_type=exc.error_class,
+        details=exc.details,
+    )
+    return _json(body, status)
+
+
+def _page() -> str:
+    return resources.files("routerlab.serve").joinpath("page.html").read_text(encoding="utf-8")
+
+
+def create_app(settings: ServeSettings | None = None) -> FastAPI:
+    """Build the FastAPI app (no module-level state: every call gets its own runtime).
+
+    Args:
+        settings: Server settings (default: :class:`ServeSettings` defaults).
+
+    Returns:
+        The app; its runtime is ``app.state.runtime`` (runs are in ``app.state.runtime.runs``).
+
+    Raises:
+        DatabaseError: The database file does not exist.
+        UnknownComponentError: The default router is unknown.
+        ConfigError / ModelAssetError: The LM spec cannot be resolved.
+    """
+    from routerlab import routers
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.tools import DEFAULT_TOOLS
+    from routerlab.agents.tools import tools as tool_registry
+    from routerlab.benchmarks.builtin import builtin_database_path
+
+    settings = settings or ServeSettings()
+    database = Path(settings.database) if settings.database is not None else builtin_database_path()
+    if not database.is_file():
+        raise DatabaseError(
+            f"database file not found: {database}",
+            expected="a DuckDB or SQLite file",
+            found="no such file" if not database.exists() else "not a file",
+            fix="pass --db PATH to an existing database file",
+        )
+    routers.router.get(settings.router)  # fail at start, not on the first request
+    lm = settings.lm if settings.lm is not None else resolve_lm(settings.lm_spec, api_base=settings.lm_api_base)
+    runtime = _Runtime(settings=settings, lm=lm, database=database)
+
+    app = FastAPI(title="routerlab", version="0", docs_url="/docs", redoc_url=None)
+    app.state.runtime = runtime
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        problems = describe_validation_errors(exc.errors())
+        first = problems[0] if problems else {"field": "", "expected": "", "found": ""}
+        where = first["field"] or "request body"
+        message = f"invalid request: {where}: expected {first['expected']}, found {first['found']}"
+        fix = "see GET /docs for the request schema"
+        return _json(error_envelope(ErrorCode.INVALID_REQUEST, message, fix=fix, errors=problems, **first), 400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.INVALID_REQUEST
+        found = f"{request.method} {request.url.path}"
+        return _json(error_envelope(code, str(exc.detail), found=found), exc.status_code)
+
+    async def prepare(body: AskRequest) -> tuple[Pipeline, dict[str, Any]] | Response:
+        """Build (or reuse) the pipeline and check the agent, before any run starts."""
+        router = body.router or settings.router
+        try:
+            pipeline = await run_in_threadpool(runtime.pipeline, router, dict(body.router_args))
+        except RunError as exc:
+            field_name = "router" if isinstance(exc, UnknownComponentError) else "router_args"
+            return _refusal(exc, field_name)
+        if body.agent is not None:
+            try:
+                tool_registry.get(body.agent)
+                if body.agent not in pipeline.tools:
+                    raise UnknownComponentError(
+                        f"agent {body.agent!r} is not one of the pipeline's tools",
+                        expected=f"one of: {', '.join(pipeline.tools)}",
+                        found=repr(body.agent),
+                        fix="pick an agent the pipeline offers",
+                    )
+            except UnknownComponentError as exc:
+                return _refusal(exc, "agent")
+        replies = [body.reply] if body.reply is not None else []
+
+        def reply(_question: str) -> str | None:
+            # answer the first clarifying question only; a second one ends the turn with it
+            return replies.pop() if replies else None
+
+        kwargs = {
+            "question": body.question,
+            "database": str(runtime.database),
+            "reply": reply,
+            "agent": body.agent,
+            "hint": body.hint,
+        }
+        return pipeline, kwargs
+
+    def register(body: AskRequest) -> Run:
+        conversation_id = body.conversation_id or uuid.uuid4().hex[:12]
+        return runtime.runs.start(conversation_id, body.router or settings.router)
+
+    @app.get("/health")
+    async def health() -> Response:
+        """Liveness, the server's defaults and the runs in progress."""
+        data = {
+            "status": "ok",
+            "router": settings.router,
+            "lm": getattr(runtime.lm, "routerlab_spec", settings.lm_spec),
+            "database": runtime.database.name,
+            "active_runs": len(runtime.runs.active()),
+        }
+        return _json(envelope(ErrorCode.OK, "ok", data))
+
+    @app.get(f"{API_PREFIX}/routers")
+    async def list_routers() -> Response:
+        """Known routers (baselines marked), the default one, and the agents of direct mode."""
+        items = [
+            {"name": n, "label": routers.label(n), "baseline": n in routers.BASELINES} for n in routers.router.names()
+        ]
+        agents = [t.name for t in DEFAULT_TOOLS]
+        data = {"routers": items, "default": settings.router, "agents": agents, "modes": ["auto", "direct"]}
+        return _json(envelope(ErrorCode.OK, f"{len(items)} routers", data))
+
+    async def start(body: AskRequest) -> Response | tuple[Any, dict[str, Any], Any]:
+        """Build the pipeline and claim the conversation, or the refusal to send instead."""
+        prepared = await prepare(body)
+        if isinstance(prepared, Response):
+            return prepared
+        pipeline, kwargs = prepared
+        try:
+            return pipeline, kwargs, register(body)
+        except ConversationBusyError as exc:
+            return _refusal(exc, "conversation_id")
+
+    @app.post(f"{API_PREFIX}/ask_agent")
+    async def ask_agent(body: AskRequest, request: Request) -> Response:
+        """Run one request to the end and return its last event (completed or error)."""
+        started = await start(body)
+        if isinstance(started, Response):
+            return started
+        pipeline, kwargs, run = started
+        last: dict[str, Any] | None = None
+        async for item in stream_run(
+            pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **kwargs
+        ):
+            last = item
+        if last is None:  # the client left before the end; nobody reads this
+            return _json(error_envelope(ErrorCode.RUN_ERROR, "the run was cancelled"), 499)
+        status = 500 if last["code"] == ErrorCode.INTERNAL_ERROR else 200
+        return _json(last, status)
+
+    @app.post(f"{API_PREFIX}/ask_agent_stream")
+    async def ask_agent_stream(body: AskRequest, request: Request) -> Response:
+        """Run one request and stream one SSE event per progress event, then the result."""
+        started = await start(body)
+        if isinstance(started, Response):
+            return started
+        pipeline, kwargs, run = started
+
+        async def events() -> Any:
+            n = 0
+            async for item in stream_run(
+                pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **kwargs
+            ):
+                n += 1
+                yield {"event": item["data"]["type"], "id": str(n), "data": dump_json(item)}
+
+        return EventSourceResponse(events(), ping=settings.ping_s)
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page() -> HTMLResponse:
+        """The live progress page."""
+        return HTMLResponse(_page())
+
+    return app
+
+
+def serve(settings: ServeSettings, *, log_level: str = "info", on_ready: Callable[[str], None] | None = None) -> None:
+    """Create the app and run it with uvicorn until interrupted.
+
+    Args:
+        settings: Server settings (host and port included).
+        log_level: uvicorn's log level.
+        on_ready: Called with the page's URL before the server starts listening.
+    """
+    import uvicorn
+
+    app = create_app(settings)
+    if on_ready is not None:
+        on_ready(f"http://{settings.host}:{settings.port}/")
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)

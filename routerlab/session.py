@@ -1,0 +1,473 @@
+"""``routerlab run``: a comparison of routers on one dataset, persisted as it goes.
+
+A session has an id. Each router's run within it has the run id ``<session>.<router>``, one
+MLflow child run under the session's parent run, and rows in the DuckDB results store written as
+each example completes. ``--resume SESSION`` reruns only the examples that have no stored result.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.faults import FaultCall, summarize_calls
+from routerlab.agents.registry import component_spec
+from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.example import Example
+from routerlab.eval.result import ExampleResult
+from routerlab.runner import DEADLINE_ERROR_CLASS, RouterRun, RunConfig, build_scorers, run_router
+from routerlab.selection import schedule, stratified_subset
+
+__all__ = [
+    "SessionResult",
+    "SessionSpec",
+    "load_dataset",
+    "new_session_id",
+    "parse_routers",
+    "recorded_session",
+    "run_session",
+    "select",
+    "write_summary",
+]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class SessionSpec:
+    """A comparison to run.
+
+    Attributes:
+        routers: ``(name, constructor args)`` per router, in display order.
+        config: The run config shared by all routers.
+        tracking_uri: MLflow tracking URI (None: no MLflow logging).
+        store_path: DuckDB results store file.
+        traces: Log one MLflow trace per example.
+    """
+
+    routers: list[tuple[str, dict[str, Any]]]
+    config: RunConfig
+    tracking_uri: str | None = "sqlite:///mlflow.db"
+    store_path: str = ".routerlab/results.duckdb"
+    traces: bool = True
+
+
+@dataclass
+class SessionResult:
+    """What a session produced."""
+
+    session_id: str
+    run_ids: list[str]
+    results: dict[str, list[ExampleResult]] = field(default_factory=dict)
+    interrupted: bool = False
+    #: examples the run's deadline kept from starting (recorded as ``run_deadline`` timeouts)
+    skipped: int = 0
+    #: every fault-injection decision of this invocation, by run id (empty without ``faults``)
+    fault_calls: dict[str, list[FaultCall]] = field(default_factory=dict)
+
+
+def new_session_id() -> str:
+    """Sortable, unique: ``YYYYmmdd-HHMMSS-<4 hex>``."""
+    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def load_dataset(config: RunConfig) -> Dataset:
+    """Build the configured dataset through the registry (importing the built-in loaders)."""
+    import routerlab.benchmarks.builtin
+    import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
+
+    return dataset.build(config.dataset, **config.dataset_args)
+
+
+def select(ds: Dataset, config: RunConfig) -> list[Example]:
+    """The examples the run replays, scheduled by database."""
+    return schedule(stratified_subset(ds.split(config.split), config.limit))
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:>6} ex/min"),
+        TextColumn("EX {task.fields[ex]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def _session_runs(store: Any, session_id: str) -> list[str]:
+    return [r for r in store.runs()["run_id"].tolist() if r.startswith(f"{session_id}.")]
+
+
+def _unknown_session(store: Any, session_id: str) -> ConfigError:
+    sessions = sorted({r.rsplit(".", 1)[0] for r in store.runs()["run_id"]})
+    return ConfigError(
+        f"no session {session_id!r} in {store.path}",
+        expected="a session id printed by an earlier `routerlab run`",
+        found=f"latest sessions: {sessions[-5:]}",
+        fix="check the id, or the --store path",
+        details={"option": "--resume"},
+    )
+
+
+def recorded_session(store_path: str, session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
+    """The routers (with their recorded arguments) and run settings of a stored session.
+
+    ``routerlab run --resume SESSION`` starts from these, so the printed resume command finishes
+    the same examples with the same routers without repeating the original options.
+
+    Raises:
+        ConfigError: No such session in the store.
+    """
+    from routerlab.eval.store import ResultsStore
+
+    store = ResultsStore(store_path)
+    run_ids = _session_runs(store, session_id)
+    if not run_ids:
+        raise _unknown_session(store, session_id)
+    rows = [store.run(r) for r in run_ids]
+    rows.sort(key=lambda row: (row["started_at"], row["run_id"]))
+    routers = [(row["router"], dict(row["params"].get("router", {}).get("args", {}))) for row in rows]
+    return routers, rows[0]["config"]
+
+
+def _close(
+    store: Any, sink: Any, run_id: str, mlflow_id: str | None, status: str, *, error: str | None = None
+) -> list[ExampleResult]:
+    """Close a run in the store and in MLflow with ``status``; returns its stored results."""
+    results = store.results(run_id)
+    store.finish_run(run_id, status)
+    if sink is not None and mlflow_id is not None:
+        sink.finish_run(mlflow_id, results, status=status, error=error)
+    return results
+
+
+def _close_quietly(store: Any, sink: Any, run_id: str, mlflow_id: str | None, status: str, error: str) -> None:
+    """:func:`_close` on the way out of a failure: a second failure must not hide the first."""
+    try:
+        _close(store, sink, run_id, mlflow_id, status, error=error)
+    except Exception as exc:  # the original error is re-raised by the caller
+        _log.warning("could not mark run %s %s: %s", run_id, status, exc)
+
+
+def _close_unstarted(
+    store: Any,
+    runs: Sequence[RouterRun],
+    session_id: str,
+    closed: Mapping[str, Any],
+    current: tuple[str, str | None] | None,
+    status: str,
+) -> None:
+    """Give the runs a stopped session never reached its final status too (resume reopens them)."""
+    for rr in runs:
+        run_id = f"{session_id}.{rr.router_name}"
+        if run_id not in closed and (current is None or run_id != current[0]):
+            try:
+                store.finish_run(run_id, status)
+            except Exception as exc:  # the session's own error or interrupt matters more
+                _log.warning("could not mark run %s %s: %s", run_id, status, exc)
+
+
+def run_session(
+    spec: SessionSpec,
+    *,
+    console: Console,
+    resume: str | None = None,
+    lm: Any = None,
+) -> SessionResult:
+    """Run every router of ``spec`` over the selected examples and persist results as they come.
+
+    Everything that can be checked (dataset, split, scorers, LM, routers, a resumed session's
+    dataset digest) is checked before any run is created, so bad input leaves no run behind. Each
+    run ends in the store and in MLflow as ``FINISHED`` (every example has a result),
+    ``KILLED`` (Ctrl-C, or the deadline left examples unstarted) or ``FAILED`` (an error stopped
+    the session; the error is re-raised). A killed process leaves its runs ``RUNNING``;
+    ``resume`` reopens and finishes them.
+
+    Args:
+        spec: What to run.
+        console: Where progress goes (the session id is printed first).
+        resume: An earlier session id: finish its missing examples only (and those its deadline
+            skipped).
+        lm: A resolved LM (default: resolve ``spec.config.lm``).
+
+    Returns:
+        The session's run ids and results. On Ctrl-C, ``interrupted`` is True and what finished
+        is kept; ``skipped`` counts examples the deadline kept from starting.
+    """
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.eval.store import ResultsStore
+    from routerlab.eval.tracking import MlflowSink
+
+    config = spec.config
+    session_id = resume or new_session_id()
+    store = ResultsStore(spec.store_path)
+    existing = set(_session_runs(store, session_id)) if resume is not None else set()
+    if resume is not None and not existing:
+        raise _unknown_session(store, session_id)
+    ds = load_dataset(config)
+    examples = select(ds, config)
+    by_id = {e.id: e for e in examples}
+    scorers = build_scorers(config)
+    lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base)
+    # build every router (and check its contract) before anything runs
+    runs = [RouterRun(name, args, lm, config, scorers) for name, args in spec.routers]
+    digest = ds.digest()
+    for rr in runs:
+        run_id = f"{session_id}.{rr.router_name}"
+        if run_id in existing and (recorded := store.run(run_id)["dataset_digest"]) != digest:
+            raise ConfigError(
+                f"run {run_id!r} was recorded on another version of dataset {ds.name!r}",
+                expected=f"dataset digest {recorded[:12]}...",
+                found=f"{digest[:12]}...",
+                fix="start a new session instead of resuming this one",
+                details={"option": "--resume"},
+            )
+    faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
+    console.print(
+        f"session {session_id}: {config.dataset}/{config.split}, {len(examples)} examples, "
+        f"routers {','.join(n for n, _ in spec.routers)}, lm {config.lm}{faults}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    # every run exists (RUNNING) before any MLflow run does: a kill from here on is resumable
+    for rr in runs:
+        run_id = f"{session_id}.{rr.router_name}"
+        params = {"router": component_spec(rr.router), "config": config.to_dict(), "session": session_id}
+        store.create_run(
+            run_id,
+            router=rr.router_name,
+            lm=config.lm,
+            dataset=ds,
+            split=config.split,
+            config=config.to_dict(),
+            params=params,
+        )
+    sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
+    out = SessionResult(session_id=session_id, run_ids=[])
+    parent = None
+    current: tuple[str, str | None] | None = None
+    deadline = time.monotonic() + config.deadline_s if config.deadline_s is not None else None
+    stop = threading.Event()
+    try:
+        if sink is not None:
+            parent = sink.start_parent(
+                f"compare {session_id}",
+                {"session": session_id, "routers": ",".join(n for n, _ in spec.routers), "lm": config.lm},
+                dataset=ds,
+                run_key=session_id,
+            )
+        with _progress(console) as progress:
+            for rr in runs:
+                run_id = f"{session_id}.{rr.router_name}"
+                out.run_ids.append(run_id)
+                done_ids: set[str] = set()
+                if run_id in existing:
+                    # an example counts as done once all its attempts have a result; one the
+                    # deadline skipped has a result but never ran, so it runs now
+                    skipped = store.query(
+                        "SELECT DISTINCT example_id FROM examples WHERE run_id = ? AND error_class = ?",
+                        [run_id, DEADLINE_ERROR_CLASS],
+                    )["example_id"]
+                    done_ids = store.completed_ids(run_id, min_attempts=config.attempts) - set(skipped)
+                mlflow_id = None
+                current = (run_id, None)
+                if sink is not None:
+                    mlflow_id = sink.start_run(
+                        rr.router,
+                        config.lm,
+                        ds,
+                        {**config.to_dict(), "session": session_id, "run_id": run_id},
+                        parent_run_id=parent,
+                        run_key=run_id,
+                        split=config.split,
+                        components=rr.scorers,
+                    )
+                    current = (run_id, mlflow_id)
+                    store.set_mlflow_run(run_id, mlflow_id)
+                todo = [e for e in examples if e.id not in done_ids]
+                n_todo = len(todo)
+                task = progress.add_task(
+                    rr.router_name, total=len(examples), completed=len(examples) - len(todo), rate="-", ex="-"
+                )
+                results: list[ExampleResult] = []
+                started = _dt.datetime.now()
+
+                def on_result(
+                    result: ExampleResult,
+                    *,
+                    _run_id: str = run_id,
+                    _mlflow_id: str | None = mlflow_id,
+                    _task: Any = task,
+                    _results: list[ExampleResult] = results,
+                    _started: _dt.datetime = started,
+                    _total: int = n_todo,
+                ) -> None:
+                    writer.add(result)
+                    if sink is not None and _mlflow_id is not None:
+                        sink.log_example(_mlflow_id, result, question=by_id[result.example_id].question)
+                    _results.append(result)
+                    minutes = max((_dt.datetime.now() - _started).total_seconds() / 60, 1e-9)
+                    ex = [r.value("ex") for r in _results if r.value("ex") is not None]
+                    progress.update(
+                        _task,
+                        advance=1,
+                        rate=f"{len(_results) / minutes:.1f}",
+                        ex=f"{sum(ex) / len(ex):.2f}" if ex else "-",
+                    )
+                    if not console.is_terminal:
+                        # a log file or CI gets no live bar: one line per example instead
+                        console.print(
+                            _log_line(_run_id, len(_results), _total, result),
+                            highlight=False,
+                            markup=False,
+                            soft_wrap=True,
+                        )
+
+                try:
+                    with store.writer(run_id) as writer:
+                        run_router(
+                            rr,
+                            todo,
+                            on_result=on_result,
+                            concurrency=config.concurrency,
+                            attempts=config.attempts,
+                            stop=stop,
+                            deadline=deadline,
+                        )
+                except KeyboardInterrupt:
+                    stop.set()
+                    out.interrupted = True
+                if rr.injector is not None:
+                    out.fault_calls[run_id] = list(rr.injector.calls)
+                    counts = summarize_calls(rr.injector.calls)
+                    console.print(
+                        f"{run_id}: {len(rr.injector.calls)} calls, {sum(counts.values())} faults injected "
+                        f"({', '.join(f'{k} {n}' for k, n in sorted(counts.items())) or 'none'})",
+                        highlight=False,
+                        markup=False,
+                        soft_wrap=True,
+                    )
+                skipped_now = store.query(
+                    "SELECT count(DISTINCT example_id) AS n FROM examples WHERE run_id = ? AND error_class = ?",
+                    [run_id, DEADLINE_ERROR_CLASS],
+                )["n"][0]
+                out.skipped += int(skipped_now)
+                status = "KILLED" if out.interrupted or skipped_now else "FINISHED"
+                out.results[run_id] = _close(store, sink, run_id, mlflow_id, status)
+                current = None
+                if out.interrupted:
+                    _close_unstarted(store, runs, session_id, out.results, None, "KILLED")
+                    break
+    except KeyboardInterrupt:
+        # Ctrl-C outside an example (opening a run, closing one): the same clean stop
+        out.interrupted = True
+        if current is not None:
+            _close_quietly(store, sink, current[0], current[1], "KILLED", "interrupted")
+        _close_unstarted(store, runs, session_id, out.results, current, "KILLED")
+    except BaseException as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        if current is not None:
+            _close_quietly(store, sink, current[0], current[1], "FAILED", error)
+        _close_unstarted(store, runs, session_id, out.results, current, "FAILED")
+        if sink is not None and parent is not None:
+            try:
+                sink.finish_parent(parent, status="FAILED")
+            except Exception as close_exc:
+                _log.warning("could not mark the comparison run FAILED: %s", close_exc)
+        console.print(
+            f"session {session_id} stopped by an error; what finished is stored: "
+            f"resume with  routerlab run --resume {session_id}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise
+    if sink is not None and parent is not None:
+        sink.finish_parent(parent, status="KILLED" if out.interrupted or out.skipped else "FINISHED")
+    return out
+
+
+def _log_line(run_id: str, n: int, total: int, result: ExampleResult) -> str:
+    scores = " ".join(f"{k}={v:g}" for k in ("route", "ex", "success") if (v := result.value(k)) is not None)
+    failure = f" [{result.error_class}]" if result.error_class else ""
+    chain = ">".join(result.trace.tool_names) if result.trace is not None else ""
+    return f"{run_id} {n}/{total} {result.example_id} {result.latency_s:.1f}s {scores} {chain}{failure}"
+
+
+def write_summary(path: Path, result: SessionResult) -> None:
+    """A small JSON of the session (ids), for scripts."""
+    path.write_text(json.dumps({"session": result.session_id, "runs": result.run_ids}, indent=2))
+
+
+def parse_routers(
+    text: str, router_args: Sequence[str] = (), base_args: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """Parse ``--router rules,llm`` and ``--router-arg hybrid.threshold=0.7`` options.
+
+    Args:
+        text: Comma-separated router names.
+        router_args: ``ROUTER.PARAM=VALUE`` items (values parsed as JSON when they are).
+        base_args: Arguments each router starts from (a resumed session's), under the given ones.
+
+    Raises:
+        ConfigError: No router, a router named twice, or a malformed ``--router-arg``.
+    """
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ConfigError(
+            "no router given",
+            expected="comma-separated router names, e.g. --router rules,llm",
+            found=repr(text),
+            fix="see `routerlab routers` for the names",
+            details={"option": "--router"},
+        )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(
+            f"router(s) {repeated} given twice in --router",
+            expected="each router once (one run per router)",
+            found=text,
+            fix="remove the repetition; use --attempts N to run each example several times",
+            details={"option": "--router"},
+        )
+    args: dict[str, dict[str, Any]] = {n: dict((base_args or {}).get(n, {})) for n in names}
+    for item in router_args:
+        key, sep, value = item.partition("=")
+        name, dot, param = key.partition(".")
+        if not sep or not dot or name not in args:
+            raise ConfigError(
+                f"bad --router-arg {item!r}",
+                expected="ROUTER.PARAM=VALUE for a router given in --router",
+                found=item,
+                fix="e.g. --router-arg hybrid.threshold=0.7",
+                details={"option": "--router-arg"},
+            )
+        try:
+            args[name][param] = json.loads(value)
+        except json.JSONDecodeError:
+            args[name][param] = value
+    return [(n, args[n]) for n in names]

@@ -1,0 +1,239 @@
+"""Sweeps on a local Ray cluster: a lost worker is retried and resumed, results merge exactly once,
+every worker logs to one MLflow tracking server, and a provider's cap holds across workers."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from routerlab.eval.store import ResultsStore
+from routerlab.runner import RunConfig
+from routerlab.session import load_dataset, select
+from routerlab.stub_lm import LatencyServer
+from routerlab.sweep import LocalExecutor, RayExecutor, load_sweep, sweep_results
+
+from .conftest import KILL_SCRIPT, quiet_sweep
+
+#: what must agree between two sweeps of one grid (timings and ids differ)
+COMPARED = [
+    "cell",
+    "router",
+    "lm",
+    "dataset",
+    "example_id",
+    "attempt",
+    "intent",
+    "predicted_intent",
+    "outcome",
+    "error_class",
+    "score_ex",
+    "score_chain_valid",
+    "score_trajectory",
+    "score_chain_f1",
+    "score_route",
+    "score_success",
+]
+LIMIT = 6
+
+
+def _arm_kill(trigger: Path, needle: str) -> None:
+    """The next worker whose LM prompt holds ``needle`` dies (once)."""
+    (trigger / "fired").unlink(missing_ok=True)
+    (trigger / "armed").write_text(needle)
+
+
+def _disarm(trigger: Path) -> int | None:
+    """Disarm; the pid of the worker that killed itself, if one did."""
+    (trigger / "armed").unlink(missing_ok=True)
+    fired = trigger / "fired"
+    return int(fired.read_text()) if fired.exists() else None
+
+
+def _target() -> tuple[str, int]:
+    """The question to die on (the last SQL request of a cell) and how many examples precede it."""
+    config = RunConfig(limit=LIMIT, split="dev")
+    examples = select(load_dataset(config), config)
+    index = max(i for i, e in enumerate(examples) if e.intent == "sql")
+    assert index >= 1
+    return examples[index].question, index
+
+
+def _grid(sweep_file, **extra):
+    return load_sweep(
+        sweep_file(limit=LIMIT, routers=["rules", "oracle"], lms=[f"scripted:{KILL_SCRIPT}"], seeds=[0, 1], **extra)
+    )
+
+
+def test_a_killed_worker_is_retried_resumes_and_the_merge_equals_a_local_sweep(ray_cluster, sweep_file, tmp_path):
+    spec = _grid(sweep_file, ray={"num_cpus": 1, "max_retries": 2})
+    local = quiet_sweep(spec, LocalExecutor(), tmp_path / "local.duckdb")
+    assert local.status == "FINISHED"
+
+    question, preceding = _target()
+    _arm_kill(ray_cluster, question)
+    store = tmp_path / "ray.duckdb"
+    try:
+        remote = quiet_sweep(spec, RayExecutor(), store)
+    finally:
+        killed = _disarm(ray_cluster)
+    assert killed is not None, "no worker died: the test proved nothing"
+    assert remote.status == "FINISHED"
+    # the cell whose worker died was rerun by Ray and picked up after the examples it had stored
+    resumed = {k: o.resumed for k, o in remote.outcomes.items() if o.resumed}
+    assert list(resumed.values()) == [preceding], resumed
+    assert all(o.worker and not o.worker.endswith(f":{killed}") for o in remote.outcomes.values())
+    assert len({o.worker for o in remote.outcomes.values()}) >= 2  # two workers shared the grid
+
+    merged = sweep_results(ResultsStore(store), remote.sweep_id)
+    expected = sweep_results(ResultsStore(tmp_path / "local.duckdb"), local.sweep_id)
+    assert len(merged) == len(spec.cells()) * LIMIT
+    assert not merged.duplicated(["run_id", "example_id", "attempt"]).any()
+    assert merged[COMPARED].equals(expected[COMPARED])
+    runs = ResultsStore(store).runs()
+    assert len(runs) == len(spec.cells()) and set(runs["status"]) == {"FINISHED"}
+    # merged workers' files are gone once the sweep finished; the recorded grid stays
+    assert not (store.parent / "sweeps" / remote.sweep_id / "shards").exists()
+
+
+def test_a_cell_out_of_retries_keeps_its_results_and_resume_finishes_it(ray_cluster, sweep_file, tmp_path):
+    spec = load_sweep(
+        sweep_file(
+            limit=LIMIT, routers=["rules"], lms=[f"scripted:{KILL_SCRIPT}"], seeds=[0, 1], ray={"max_retries": 0}
+        )
+    )
+    question, preceding = _target()
+    store = tmp_path / "r.duckdb"
+    _arm_kill(ray_cluster, question)
+    try:
+        first = quiet_sweep(spec, RayExecutor(), store)
+    finally:
+        killed = _disarm(ray_cluster)
+    assert killed is not None and first.status == "FAILED"
+    (lost,) = [o for o in first.outcomes.values() if o.status == "FAILED"]
+    assert "WorkerCrashedError" in lost.error or "died" in lost.error, lost.error
+    # what the dead worker had stored is merged, and its run says FAILED
+    rs = ResultsStore(store)
+    assert len(rs.results(lost.run_id)) == preceding and rs.run(lost.run_id)["status"] == "FAILED"
+
+    again = quiet_sweep(spec, RayExecutor(), store, resume=first.sweep_id)
+    assert again.status == "FINISHED" and list(again.outcomes) == [lost.key]
+    assert again.outcomes[lost.key].resumed == preceding  # from the worker's kept store file
+    frame = sweep_results(rs, first.sweep_id)
+    assert len(frame) == 2 * LIMIT and not frame.duplicated(["run_id", "example_id", "attempt"]).any()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """``routerlab server mlflow`` on loopback, SQLite in tmp_path; yields its printed URI."""
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "routerlab.cli",
+        "server",
+        "mlflow",
+        "--port",
+        str(port),
+        "--backend-store-uri",
+        f"sqlite:///{tmp_path}/server.db",
+        "--artifacts-destination",
+        str(tmp_path / "artifacts"),
+        "--workers",
+        "1",
+    ]
+    log = tmp_path / "server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240  # start-up imports take tens of seconds on a loaded machine
+        while not (m := re.search(r"MLflow tracking server ready: (\S+)", log.read_text())):
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the server did not print its URI"
+            time.sleep(0.5)
+        yield m.group(1)
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=60)
+
+
+@pytest.mark.server
+def test_workers_log_to_one_tracking_server_one_parent_every_child_finished(
+    ray_cluster, mlflow_server, sweep_file, tmp_path
+):
+    from mlflow import MlflowClient
+
+    assert mlflow_server == f"http://127.0.0.1:{mlflow_server.rsplit(':', 1)[1]}"
+    spec = _grid(sweep_file, experiment="routerlab/sweep-test")
+    question, _ = _target()
+    _arm_kill(ray_cluster, question)  # a retried cell must reopen its child run, not add one
+    try:
+        result = quiet_sweep(spec, RayExecutor(), tmp_path / "r.duckdb", tracking_uri=mlflow_server)
+    finally:
+        killed = _disarm(ray_cluster)
+    assert killed is not None and result.status == "FINISHED"
+
+    client = MlflowClient(mlflow_server)
+    exp = client.get_experiment_by_name("routerlab/sweep-test")
+    runs = client.search_runs([exp.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("routerlab.kind") == "sweep"]
+    assert len(parents) == 1
+    parent = parents[0]
+    assert parent.info.status == "FINISHED" and parent.data.tags["routerlab.run_key"] == result.sweep_id
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(children) == len(runs) - 1 == len(spec.cells())
+    assert {c.info.status for c in children} == {"FINISHED"}
+    assert sorted(c.data.tags["routerlab.cell"] for c in children) == [c.key for c in spec.cells()]
+    # two worker processes logged (neither of them the one that died)
+    workers = {c.data.tags["routerlab.worker"] for c in children}
+    assert len(workers) >= 2 and not any(w.endswith(f":{killed}") for w in workers)
+    # each child is rebuildable from its params and carries its metrics and per-example table
+    for child in children:
+        assert child.data.params["router.name"] in ("rules", "oracle")
+        assert child.data.params["sweep.id"] == result.sweep_id
+        assert child.data.params["lm.spec"] == f"scripted:{KILL_SCRIPT}"
+        assert "success" in " ".join(child.data.metrics)
+        assert [a.path for a in client.list_artifacts(child.info.run_id)] == ["examples.json"]
+    # the stored runs link to the children the workers logged
+    linked = set(ResultsStore(tmp_path / "r.duckdb").runs()["mlflow_run_id"])
+    assert linked == {c.info.run_id for c in children}
+
+
+@pytest.mark.server
+def test_a_provider_cap_holds_across_workers(ray_cluster, sweep_file, tmp_path):
+    caps = {"openai": 1, "hosted_vllm": 2}
+    with LatencyServer(0.05) as server:
+        spec = load_sweep(
+            sweep_file(
+                limit=LIMIT,
+                routers=["rules", "oracle"],
+                lms=[
+                    {"spec": "openai/stub-a", "api_base": server.url, "cache": False},
+                    {"spec": "hosted_vllm/stub-b", "api_base": server.url, "cache": False},
+                ],
+                run={"concurrency": 3},
+                providers=caps,
+            )
+        )
+        result = quiet_sweep(spec, RayExecutor(), tmp_path / "r.duckdb")
+    assert result.status == "FINISHED"
+    # seen from the provider's side: never more calls in flight than the cap, over every worker
+    assert server.requests["stub-a"] >= 4 and server.requests["stub-b"] >= 4
+    assert server.max_in_flight["stub-a"] <= caps["openai"]
+    assert server.max_in_flight["stub-b"] <= caps["hosted_vllm"]
+    for provider, cap in caps.items():
+        assert result.slot_stats[provider]["cap"] == cap
+        assert 1 <= result.slot_stats[provider]["max_in_flight"] <= cap
+    assert result.slot_stats["openai"]["granted"] >= server.requests["stub-a"]

@@ -1,0 +1,40 @@
+"""``routerlab perf`` sections at toy sizes: they run, agree with their baselines, and report
+every figure with a unit. Speed itself is never asserted here."""
+
+from __future__ import annotations
+
+import json
+
+from routerlab.perf import concurrency_scaling, ex_throughput, figures_json, harness_overhead, router_replay
+
+
+def test_harness_overhead_splits_the_time():
+    figures = {f.name: f for f in harness_overhead(4)}
+    for part in ("graph", "guard", "sql", "scoring", "tracking: results store", "tracking: mlflow"):
+        assert figures[f"{part} per example"].unit == "ms"
+    assert figures["graph per example"].value > 0 and figures["sql per example"].value > 0
+    assert figures["harness excl. SQL execution"].met in (True, False)
+
+
+def test_ex_throughput_agrees_with_the_plain_loop():
+    # ex_throughput raises when the scorer and the plain loop disagree on any pair
+    figures = {f.name: f for f in ex_throughput(n_pairs=40, workers=2, rows=300)}
+    assert figures["pairs scored (all four agree)"].value == 40
+    assert all(f.value > 0 for f in figures.values())
+
+
+def test_concurrency_against_a_loopback_stub():
+    figures = concurrency_scaling((1, 2), n_examples=4)
+    assert [f.name for f in figures] == ["1 workers", "2 workers", "speed-up at 2 workers"]
+    assert json.loads(figures_json(figures))[0]["unit"] == "examples/s"
+
+
+def test_router_replay_replays_every_call_where_routers_agree():
+    figures = {f.name: f for f in router_replay(n_examples=6, delay_s=0.0)}
+    # the second router decides like the first on these, so every one of its calls is replayed
+    assert figures["tool calls replayed, examples routed alike"].value == 1.0
+    alike = next(f for name, f in figures.items() if name.startswith("second router (oracle), fresh, examples routed"))
+    assert figures["examples with the same tool chain, examples routed alike"].value == int(
+        alike.name.rsplit("(", 1)[1].rstrip(")")
+    )
+    assert figures["replayed cost / fresh cost, examples routed alike"].met in (True, False)

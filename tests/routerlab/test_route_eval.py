@@ -1,0 +1,59 @@
+"""First-decision routing evaluation: accuracy, per-intent recall, confusion, crashes scored."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from routerlab import routers
+from routerlab.benchmarks.builtin import load_builtin
+from routerlab.route_eval import first_decisions, intent_confusion, summary_table
+from routerlab.routers.baselines import OracleRouter
+from routerlab.selection import schedule
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return schedule(load_builtin().split("dev"))
+
+
+def test_oracle_is_always_right_and_costs_nothing(dev):
+    ds = first_decisions("oracle", {}, dev, None)
+    assert len(ds) == len(dev) and all(d.correct for d in ds)
+    row = summary_table({"oracle": ds}).iloc[0]
+    assert row["accuracy"] == 1.0 and row["ci_low"] == row["ci_high"] == 1.0
+    assert row["lm_calls"] == 0 and row["errors"] == 0
+
+
+def test_rules_accuracy_is_the_share_of_accepted_intents(dev):
+    ds = first_decisions("rules", {}, dev, None)
+    by_id = {e.id: e for e in dev}
+    expected = sum(d.predicted in by_id[d.example_id].accepted_intents for d in ds) / len(ds)
+    row = summary_table({"rules": ds}).iloc[0]
+    assert row["accuracy"] == pytest.approx(expected)
+    assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
+    sql = [d for d in ds if d.gold == "sql"]
+    assert row["recall_sql"] == pytest.approx(sum(d.correct for d in sql) / len(sql))
+    confusion = intent_confusion(ds)
+    assert int(confusion.to_numpy().sum()) == len(ds)
+    assert confusion.loc["sql"].sum() == len(sql)
+
+
+def test_a_router_that_raises_is_a_scored_failure_not_a_crash(dev):
+    class _Broken(OracleRouter):
+        name = "broken"
+
+        def decide(self, state):
+            if "?" in state.get("question", ""):
+                raise RuntimeError("boom")
+            return super().decide(state)
+
+    with routers.router.scoped("broken", _Broken):
+        ds = first_decisions("broken", {}, dev[:20], None)
+    failed = [d for d in ds if d.error]
+    assert failed and all(d.error == "RuntimeError" and not d.correct and d.predicted is None for d in failed)
+    assert len(ds) == 20
+    row = summary_table({"broken": ds}).iloc[0]
+    assert row["errors"] == len(failed)
+    assert math.isclose(row["accuracy"], (20 - len(failed)) / 20)

@@ -1,0 +1,85 @@
+"""The package layers import one way: agents <- routers <- benchmarks <- eval <- application.
+
+Reads every module's imports (including those inside functions) with ``ast``, so a lazy import
+that runs back up the stack fails here as surely as a top-level one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: layer order, lowest first; a module may import its own layer and the layers before it
+LAYERS: tuple[tuple[str, str], ...] = (
+    ("routerlab.agents", "agents"),
+    ("routerlab.routers", "routers"),
+    ("routerlab.benchmarks", "benchmarks"),
+    ("routerlab.eval", "eval"),
+    ("routerlab", "routerlab"),
+)
+#: the only names of the old flat layout; nothing may import them any more
+OLD_TOP_LEVEL = {"agents", "routers", "benchmarks", "eval"}
+
+
+def _layer(module: str) -> int | None:
+    for i, (prefix, _) in enumerate(LAYERS):
+        if module == prefix or module.startswith(prefix + "."):
+            return i
+    return None
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+            # ``from routerlab import routers`` imports the routers layer
+            if node.module == "routerlab":
+                found += [(node.lineno, f"routerlab.{alias.name}") for alias in node.names]
+    return found
+
+
+def _modules() -> list[tuple[int, Path]]:
+    out = []
+    for layer, (_, folder) in enumerate(LAYERS):
+        out += [(layer, p) for p in sorted((ROOT / folder).rglob("*.py"))]
+    return out
+
+
+@pytest.mark.parametrize(
+    "layer,path", _modules(), ids=lambda v: str(v.relative_to(ROOT)) if isinstance(v, Path) else ""
+)
+def test_imports_run_one_way(layer: int, path: Path) -> None:
+    for line, module in _imports(path):
+        top = module.split(".")[0]
+        assert top not in OLD_TOP_LEVEL, f"{path.relative_to(ROOT)}:{line} imports {module}: use routerlab.{module}"
+        target = _layer(module)
+        if target is None:
+            continue
+        assert target <= layer, (
+            f"{path.relative_to(ROOT)}:{line} imports {module}: layer {LAYERS[layer][0]} may import only "
+            f"{', '.join(p for p, _ in LAYERS[: layer + 1])}"
+        )
+
+
+def test_every_layer_is_an_installed_package() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapping = config["package-dir"]
+    for prefix, folder in LAYERS:
+        assert mapping[prefix] == folder
+    packages = set(config["packages"])
+    for _, folder in LAYERS:
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            prefix = next(p for p, f in LAYERS if f == folder)
+            name = ".".join([prefix, *rel.parts])
+            assert name in packages, f"{init.parent} is a package but pyproject.toml does not install {name}"
