@@ -18,36 +18,30 @@ from pathlib import Path
 from typing import Any
 
 from routerlab.benchmarks.dataset import Dataset, dataset
-from routerlab.benchmarks.example import Example
-from routerlab.benchmarks.loaders._common import (
-    build_example,
-    check_choice,
-    check_limit,
-    data_version,
-    field_error,
-    get_str,
-    hardness,
-    read_json,
-    require_dir,
-    require_file,
-    require_list,
-    require_object,
-    require_records,
-    require_str,
-    sqlite_path,
-    take,
-)
+from routerlab.benchmarks.loaders._common import field_error, get_str
+from routerlab.benchmarks.loaders._release import Release, load_release
 
 __all__ = ["LAYOUT", "load_bird"]
 
 LAYOUT = "dev.json and dev_databases/<db_id>/<db_id>.sqlite (train: train.json, train_databases/)"
 
-#: split -> (questions file, databases directory); BIRD keeps its test set private
-_FILES: dict[str, tuple[str, str]] = {
-    "dev": ("dev.json", "dev_databases"),
-    "train": ("train.json", "train_databases"),
-    "test": ("test.json", "test_databases"),
-}
+_RELEASE = Release(
+    name="bird",
+    title="BIRD",
+    layout=LAYOUT,
+    # BIRD keeps its test set private
+    files={
+        "dev": ("dev.json", "dev_databases"),
+        "train": ("train.json", "train_databases"),
+        "test": ("test.json", "test_databases"),
+    },
+    sql_field="SQL",
+    missing_fix=lambda split: (
+        "BIRD's test set is not public: use split='dev' or 'train'"
+        if split == "test"
+        else f"unpack BIRD's {split} archive and pass its directory (layout: {LAYOUT})"
+    ),
+)
 
 
 def _example_id(split: str, index: int, rec: dict[str, Any], file: Path, label: str) -> str:
@@ -67,6 +61,33 @@ def _example_id(split: str, index: int, rec: dict[str, Any], file: Path, label: 
     return f"bird-{split}-{qid:04d}" if isinstance(qid, int) else f"bird-{split}-{qid}"
 
 
+class _BirdRecords:
+    """Reads BIRD's own fields (question id, evidence, difficulty), rejecting duplicate ids."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+
+    def __call__(self, rec: dict[str, Any], index: int, file: Path, label: str, split: str) -> dict[str, Any]:
+        example_id = _example_id(split, index, rec, file, label)
+        if example_id in self.seen:
+            raise field_error(
+                file,
+                label,
+                "question_id",
+                f"duplicate id {example_id!r}",
+                expected="a question_id unique within the file",
+                found=f"the same id as {self.seen[example_id]}",
+                fix="remove the duplicate record",
+            )
+        self.seen[example_id] = label
+        meta: dict[str, Any] = {}
+        bird_difficulty = get_str(rec, "difficulty", file, label, required=False)
+        if bird_difficulty is not None:
+            meta["bird_difficulty"] = bird_difficulty
+        hint = get_str(rec, "evidence", file, label, required=False, allow_empty=True) or ""
+        return {"id": example_id, "hint": hint, "meta": meta}
+
+
 @dataset("bird")
 def load_bird(path: str, split: str = "dev", limit: int = 0) -> Dataset:
     """Load one split of BIRD.
@@ -83,66 +104,4 @@ def load_bird(path: str, split: str = "dev", limit: int = 0) -> Dataset:
         DatasetError: Missing directory, file or database, a malformed record or a duplicate id.
         ConfigError: An unknown split or a negative limit.
     """
-    check_choice("split", split, tuple(_FILES))
-    limit = check_limit(limit)
-    root = require_dir(Path(path), what="BIRD", layout=LAYOUT)
-    questions_name, db_dir = _FILES[split]
-    file = require_file(
-        root / questions_name,
-        what=f"BIRD {split} file",
-        fix=(
-            "BIRD's test set is not public: use split='dev' or 'train'"
-            if split == "test"
-            else f"unpack BIRD's {split} archive and pass its directory (layout: {LAYOUT})"
-        ),
-    )
-    db_root = root / db_dir
-    records = require_records(require_list(read_json(file), file, what="BIRD records"), file)
-    found: dict[str, bool] = {}
-    seen: dict[str, str] = {}
-    examples: list[Example] = []
-    for i, raw in enumerate(take(records, limit)):
-        label = f"record {i}"
-        rec = require_object(raw, file, label)
-        example_id = _example_id(split, i, rec, file, label)
-        if example_id in seen:
-            raise field_error(
-                file,
-                label,
-                "question_id",
-                f"duplicate id {example_id!r}",
-                expected="a question_id unique within the file",
-                found=f"the same id as {seen[example_id]}",
-                fix="remove the duplicate record",
-            )
-        seen[example_id] = label
-        db_id = require_str(rec, "db_id", file, label)
-        sql = require_str(rec, "SQL", file, label)
-        bird_difficulty = get_str(rec, "difficulty", file, label, required=False)
-        meta: dict[str, Any] = {"record": i}
-        if bird_difficulty is not None:
-            meta["bird_difficulty"] = bird_difficulty
-        examples.append(
-            build_example(
-                file,
-                label,
-                id=example_id,
-                question=require_str(rec, "question", file, label),
-                db_id=db_id,
-                db_path=str(sqlite_path(db_root, db_id, file, label, found)),
-                intent="sql",
-                gold_sql=sql,
-                difficulty=hardness(sql, "sqlite"),
-                split=split,
-                hint=get_str(rec, "evidence", file, label, required=False, allow_empty=True) or "",
-                dataset="bird",
-                meta=meta,
-            )
-        )
-    return Dataset(
-        name="bird",
-        version=data_version(file),
-        examples=examples,
-        source=str(root.resolve()),
-        meta={"split": split, "file": str(file.resolve()), "records": str(len(records))},
-    )
+    return load_release(_RELEASE, path, split, limit, _BirdRecords())

@@ -14,36 +14,38 @@ The release's ``train_others.json`` (questions on other databases) is not loaded
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from routerlab.benchmarks.dataset import Dataset, dataset
-from routerlab.benchmarks.example import Example
-from routerlab.benchmarks.loaders._common import (
-    build_example,
-    check_choice,
-    check_limit,
-    data_version,
-    hardness,
-    read_json,
-    require_dir,
-    require_file,
-    require_list,
-    require_object,
-    require_records,
-    require_str,
-    sqlite_path,
-    take,
-)
+from routerlab.benchmarks.loaders._release import Release, load_release
 
 __all__ = ["LAYOUT", "load_spider"]
 
 LAYOUT = "dev.json, train_spider.json, tables.json and database/<db_id>/<db_id>.sqlite"
 
-#: split -> (questions file, tables file, databases directory)
-_FILES: dict[str, tuple[str, str, str]] = {
-    "dev": ("dev.json", "tables.json", "database"),
-    "train": ("train_spider.json", "tables.json", "database"),
-    "test": ("test.json", "test_tables.json", "test_database"),
-}
+_RELEASE = Release(
+    name="spider",
+    title="Spider",
+    layout=LAYOUT,
+    files={
+        "dev": ("dev.json", "database"),
+        "train": ("train_spider.json", "database"),
+        "test": ("test.json", "test_database"),
+    },
+    sql_field="query",
+    missing_fix=lambda split: (
+        "Spider's public release has no test questions: use split='dev' or 'train'"
+        if split == "test"
+        else f"download Spider and pass its directory (layout: {LAYOUT})"
+    ),
+    extra_version_files={"dev": ("tables.json",), "train": ("tables.json",), "test": ("test_tables.json",)},
+    # some copies keep the test databases with the others
+    fallback_db_dir="database",
+)
+
+
+def _no_extra_fields(rec: dict[str, Any], index: int, file: Path, label: str, split: str) -> dict[str, Any]:
+    return {}
 
 
 @dataset("spider")
@@ -63,53 +65,4 @@ def load_spider(path: str, split: str = "dev", limit: int = 0) -> Dataset:
         DatasetError: Missing directory, file or database, or a malformed record.
         ConfigError: An unknown split or a negative limit.
     """
-    check_choice("split", split, tuple(_FILES))
-    limit = check_limit(limit)
-    root = require_dir(Path(path), what="Spider", layout=LAYOUT)
-    questions_name, tables_name, db_dir = _FILES[split]
-    file = require_file(
-        root / questions_name,
-        what=f"Spider {split} file",
-        fix=(
-            "Spider's public release has no test questions: use split='dev' or 'train'"
-            if split == "test"
-            else f"download Spider and pass its directory (layout: {LAYOUT})"
-        ),
-    )
-    db_root = root / db_dir
-    if split == "test" and not db_root.is_dir():
-        db_root = root / "database"  # some copies keep the test databases with the others
-    records = require_records(require_list(read_json(file), file, what="Spider records"), file)
-    found: dict[str, bool] = {}
-    examples: list[Example] = []
-    for i, raw in enumerate(take(records, limit)):
-        label = f"record {i}"
-        rec = require_object(raw, file, label)
-        db_id = require_str(rec, "db_id", file, label)
-        question = require_str(rec, "question", file, label)
-        sql = require_str(rec, "query", file, label)
-        examples.append(
-            build_example(
-                file,
-                label,
-                id=f"spider-{split}-{i:04d}",
-                question=question,
-                db_id=db_id,
-                db_path=str(sqlite_path(db_root, db_id, file, label, found)),
-                intent="sql",
-                gold_sql=sql,
-                difficulty=hardness(sql, "sqlite"),
-                split=split,
-                dataset="spider",
-                meta={"record": i},
-            )
-        )
-    tables = root / tables_name
-    sources = [file, tables] if tables.is_file() else [file]
-    return Dataset(
-        name="spider",
-        version=data_version(*sources),
-        examples=examples,
-        source=str(root.resolve()),
-        meta={"split": split, "file": str(file.resolve()), "records": str(len(records))},
-    )
+    return load_release(_RELEASE, path, split, limit, _no_extra_fields)
