@@ -7,6 +7,7 @@ can be rebuilt from what a run logged (``Registry.rebuild(spec)``).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import inspect
@@ -29,12 +30,22 @@ ComponentSpec = dict[str, Any]
 """``{"kind": ..., "name": ..., "args": {...}}``: enough to rebuild a component."""
 
 
-def _jsonable(value: Any) -> Any:
-    """Return ``value`` if it survives a JSON round trip, else its ``repr``."""
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
+def _recordable(value: Any) -> Any:
+    """``value`` as plain JSON data that the component's constructor accepts back.
+
+    Dataclass values (a rule table, say) are recorded as dicts; a constructor that takes them
+    must accept the dict form too, so :meth:`Registry.rebuild` gives the same component.
+
+    Raises:
+        TypeError: For a value that has no JSON form (an open connection, a function...).
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, list | tuple):
+        return [_recordable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _recordable(v) for k, v in value.items()}
+    json.dumps(value)  # raises TypeError for anything else without a JSON form
     return value
 
 
@@ -163,7 +174,15 @@ class Registry(Generic[T]):
                 found=type(obj).__name__,
                 fix=f"make the factory registered as {name!r} return a {self.returns.__name__}",
             )
-        args = {k: _jsonable(v) for k, v in bound.arguments.items() if k != "self"}
+        try:
+            args = {k: _recordable(v) for k, v in bound.arguments.items() if k != "self"}
+        except (TypeError, ValueError) as exc:
+            raise ContractError(
+                f"{self.kind} {name!r}: a constructor argument cannot be recorded ({exc})",
+                expected="plain values (numbers, strings, lists, dicts, dataclasses) so the run can be rebuilt",
+                found=", ".join(f"{k}={type(v).__name__}" for k, v in bound.arguments.items()),
+                fix=f"pass the {self.kind}'s settings as plain values, or register a variant that builds the object",
+            ) from None
         try:
             object.__setattr__(obj, _SPEC_ATTR, {"kind": self.kind, "name": name, "args": args})
         except (AttributeError, TypeError):

@@ -7,8 +7,9 @@ over the request or a detector over the SQL found in it. The highest-confidence 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -136,15 +137,16 @@ class RulesRouter(IntentRouter):
     """Classify by the first matching rule of highest confidence; no LM call.
 
     Args:
-        rules: The rule table (default :data:`DEFAULT_RULES`).
+        rules: The rule table (default :data:`DEFAULT_RULES`), as rules or as their dicts.
         fix_budget: fix_sql calls a failed execution may trigger.
     """
 
     name = "rules"
 
-    def __init__(self, rules: tuple[Rule, ...] | None = None, fix_budget: int = 1) -> None:
+    def __init__(self, rules: Sequence[Rule | dict[str, Any]] | None = None, fix_budget: int = 1) -> None:
         super().__init__(fix_budget=fix_budget)
-        self.rules = tuple(rules or DEFAULT_RULES)
+        # recorded runs store the table as dicts; accept them back so a run rebuilds exactly
+        self.rules = tuple(r if isinstance(r, Rule) else Rule(**r) for r in (rules or DEFAULT_RULES))
         self._compiled = [(r, re.compile(r.pattern, re.I | re.S) if r.pattern else None) for r in self.rules]
 
     def match(self, text: str) -> tuple[Rule, list[str]]:

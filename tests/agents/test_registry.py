@@ -1,6 +1,9 @@
+import json
+import threading
+
 import pytest
 
-from routerlab.agents.errors import ConfigError, UnknownComponentError
+from routerlab.agents.errors import ConfigError, ContractError, UnknownComponentError
 from routerlab.agents.registry import Registry, component_spec
 
 
@@ -62,3 +65,30 @@ def test_scoped_override_restores(reg):
 def test_rebuild_rejects_wrong_kind(reg):
     with pytest.raises(ConfigError):
         reg.rebuild({"kind": "router", "name": "widget", "args": {}})
+
+
+def test_recorded_arguments_rebuild_the_component():
+    """Dataclass arguments are recorded as dicts, and the rebuilt component is the same one."""
+    from routerlab.routers import router
+    from routerlab.routers.rules import Rule
+
+    table = (Rule("hello", "chat", 0.9, pattern=r"\bhello\b"), Rule("rows", "sql", 0.5, pattern=r"\brows?\b"))
+    built = router.build("rules", rules=table)
+    spec = component_spec(built)
+    assert spec["args"]["rules"][0] == {
+        "name": "hello",
+        "intent": "chat",
+        "confidence": 0.9,
+        "pattern": r"\bhello\b",
+        "detector": None,
+    }
+    rebuilt = router.rebuild(json.loads(json.dumps(spec)))
+    assert rebuilt.rules == built.rules
+
+
+def test_arguments_without_a_plain_form_are_refused_at_build_time():
+    reg: Registry[object] = Registry("thing")
+    reg("holder")(lambda value=None: object())
+    with pytest.raises(ContractError, match="cannot be recorded") as err:
+        reg.build("holder", value=threading.Lock())
+    assert "value=lock" in err.value.found
