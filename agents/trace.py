@@ -52,7 +52,12 @@ class Trace:
         ask_human: The clarifying question asked, if any.
         intent: Intent of the first route decision (what the router thought the request was).
         route_decisions: Every route decision (strategy, intent, confidence, method, tools).
-        tool_calls: Tool-call records in request order (see ``routerlab.agents.state.ToolCallRecord``).
+        tool_calls: Tool-call records in request order (see ``routerlab.agents.state.ToolCallRecord``),
+            then the calls the pipeline refused to run (a tool it does not have), with status
+            ``rejected``.
+        invalid_tool_calls: Calls the LM emitted that could not be parsed or validated
+            (LangGraph's ``invalid_tool_calls``): ``id``, ``name``, raw ``args``, ``error``, and
+            ``step``, the number of recorded calls before it.
         messages: The conversation as dicts (role, content, tool_calls, tool_call_id, status).
         events: Progress events (type progress/completed/error).
         path: Node names in execution order.
@@ -75,6 +80,7 @@ class Trace:
     intent: str | None = None
     route_decisions: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    invalid_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     path: list[str] = field(default_factory=list)
