@@ -305,8 +305,8 @@ def test_tolerance_finds_a_pairing_a_greedy_match_misses():
 
 
 def test_router_usage_summary_keeps_cache_hits_and_cost():
-    from routerlab.agents.trace import Usage
     from routerlab.agents.routing import RouteDecision
+    from routerlab.agents.trace import Usage
 
     s = RouteDecision(usage=Usage(lm_calls=2, cache_hits=1, cost_usd=0.5)).summary("llm")
     assert (s["lm_calls"], s["cache_hits"], s["cost_usd"]) == (2, 1, 0.5)
