@@ -35,16 +35,7 @@ def message_dict(m: BaseMessage) -> dict[str, Any]:
 def _usage(rows: list[dict[str, Any]]) -> Usage:
     total = Usage()
     for r in rows:
-        total = total.add(
-            Usage(
-                lm_calls=int(r.get("lm_calls", 0)),
-                cache_hits=int(r.get("cache_hits", 0)),
-                prompt_tokens=int(r.get("prompt_tokens", 0)),
-                completion_tokens=int(r.get("completion_tokens", 0)),
-                latency_s=float(r.get("latency_s", 0.0)),
-                cost_usd=float(r.get("cost_usd", 0.0)),
-            )
-        )
+        total = total.add(Usage.from_row(r))
     return total
 
 

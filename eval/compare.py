@@ -31,16 +31,18 @@ from typing import Any, Protocol
 import numpy as np
 
 from routerlab.agents.errors import ConfigError
-from routerlab.eval.metrics import Rate, rate
+from routerlab.eval.metrics import Rate, cold_latency, rate
 from routerlab.eval.result import ExampleResult
 from routerlab.eval.stats import mcnemar_exact, paired_bootstrap_diff
 
 __all__ = [
+    "COSTS",
     "DEFAULT_COMPARE_SCORERS",
     "FORMATS",
     "Comparison",
     "PairTest",
     "RunRow",
+    "cold_cost_figures",
     "compare_runs",
     "render",
 ]
@@ -48,6 +50,8 @@ __all__ = [
 DEFAULT_COMPARE_SCORERS: tuple[str, ...] = ("ex", "route", "chain_valid", "success")
 FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
 PAIRINGS: tuple[str, ...] = ("first", "all")
+#: cost bases of the latency and token columns
+COSTS: tuple[str, ...] = ("cold", "observed")
 
 #: a value at least this close to 1 counts as correct for McNemar's test
 _CORRECT = 1.0 - 1e-9
@@ -74,6 +78,10 @@ class RunRow:
         latency_p50_s / latency_p95_s: End-to-end latency percentiles.
         router_tokens_per_ex / subagent_tokens_per_ex: Prompt + completion tokens per example.
         lm_calls_per_ex: LM calls (router and sub-agents) per example.
+        cold_*: The same latency and token figures at cold cost (:func:`cold_cost_figures`):
+            every LM call counted as it cost when first computed, whichever run cached it.
+        cold_unknown_calls: Cache hits whose cold cost was never recorded (then the cold
+            figures are a lower bound).
     """
 
     run_id: str
@@ -88,6 +96,11 @@ class RunRow:
     router_tokens_per_ex: float
     subagent_tokens_per_ex: float
     lm_calls_per_ex: float
+    cold_latency_p50_s: float = math.nan
+    cold_latency_p95_s: float = math.nan
+    cold_router_tokens_per_ex: float = math.nan
+    cold_subagent_tokens_per_ex: float = math.nan
+    cold_unknown_calls: int = 0
 
 
 @dataclass(frozen=True)
@@ -133,6 +146,7 @@ class Comparison:
     pairs: list[PairTest] = field(default_factory=list)
     scorers: tuple[str, ...] = DEFAULT_COMPARE_SCORERS
     pairing: str = "first"
+    cost: str = "cold"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (NaN becomes None)."""
@@ -145,6 +159,7 @@ class Comparison:
             {
                 "scorers": list(self.scorers),
                 "pairing": self.pairing,
+                "cost": self.cost,
                 "runs": runs,
                 "pairs": [asdict(p) for p in self.pairs],
             }
@@ -190,6 +205,7 @@ def _run_row(
 ) -> RunRow:
     latencies = [r.latency_s for r in results]
     return RunRow(
+        **cold_cost_figures(results),
         run_id=run_id,
         router=router,
         label=label[0],
@@ -205,6 +221,26 @@ def _run_row(
         ),
         lm_calls_per_ex=_mean([r.router_usage.lm_calls + r.subagent_usage.lm_calls for r in results]),
     )
+
+
+def cold_cost_figures(results: Sequence[ExampleResult]) -> dict[str, Any]:
+    """Cold latency percentiles and tokens per example of one run (``cold_*`` fields of :class:`RunRow`).
+
+    An example's cold latency is its end-to-end latency with the time its LM calls took replaced
+    by their cold latency (``latency_s - LM latency + cold LM latency``, :func:`cold_latency`).
+    """
+    cold = [cold_latency(r) for r in results]
+    return {
+        "cold_latency_p50_s": _percentile(cold, 50),
+        "cold_latency_p95_s": _percentile(cold, 95),
+        "cold_router_tokens_per_ex": _mean(
+            [r.router_usage.cold_prompt_tokens + r.router_usage.cold_completion_tokens for r in results]
+        ),
+        "cold_subagent_tokens_per_ex": _mean(
+            [r.subagent_usage.cold_prompt_tokens + r.subagent_usage.cold_completion_tokens for r in results]
+        ),
+        "cold_unknown_calls": sum(r.router_usage.cold_unknown + r.subagent_usage.cold_unknown for r in results),
+    }
 
 
 def _pair_tests(
@@ -262,6 +298,7 @@ def compare_runs(
     pairing: str = "first",
     n_resamples: int = 2000,
     seed: int = 0,
+    cost: str = "cold",
 ) -> Comparison:
     """Compare stored runs: rates with CIs, latency and cost per run, paired tests between runs.
 
@@ -272,10 +309,20 @@ def compare_runs(
         pairing: ``first`` (each run against the first) or ``all`` (every pair).
         n_resamples: Paired-bootstrap resamples.
         seed: Bootstrap seed (the same input always gives the same CIs).
+        cost: Which latency and tokens the table shows: ``cold`` (default; each LM call as it
+            cost when first computed, so a router's figures do not depend on which router ran
+            first) or ``observed`` (what this run paid, cache hits free). Both are in the rows.
 
     Raises:
-        ConfigError: For no run ids, an unknown run or an unknown pairing.
+        ConfigError: For no run ids, an unknown run, an unknown pairing or cost basis.
     """
+    if cost not in COSTS:
+        raise ConfigError(
+            f"unknown cost basis {cost!r}",
+            expected=" or ".join(COSTS),
+            found=repr(cost),
+            fix="cost='cold' (as first computed) or 'observed' (what this run paid)",
+        )
     if pairing not in PAIRINGS:
         raise ConfigError(
             f"unknown pairing {pairing!r}",
@@ -314,7 +361,7 @@ def compare_runs(
     tests = [
         t for a, b in pairs for t in _pair_tests(a, b, results[a.run_id], results[b.run_id], scorers, n_resamples, seed)
     ]
-    return Comparison(runs=rows, pairs=tests, scorers=tuple(scorers), pairing=pairing)
+    return Comparison(runs=rows, pairs=tests, scorers=tuple(scorers), pairing=pairing, cost=cost)
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -351,16 +398,17 @@ def _run_names(c: Comparison) -> list[str]:
 def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     # short headers keep the table inside a terminal; the note below the table spells them out
     header = ["router", "lm", "n", *c.scorers, "p50 s", "p95 s", "router tok", "agent tok", "LM calls"]
+    cold = c.cost == "cold"
     body = [
         [
             name,
             r.lm,
             str(r.n),
             *[_fmt_rate(r.rates[s]) for s in c.scorers],
-            _fmt_num(r.latency_p50_s),
-            _fmt_num(r.latency_p95_s),
-            _fmt_num(r.router_tokens_per_ex, 0),
-            _fmt_num(r.subagent_tokens_per_ex, 0),
+            _fmt_num(r.cold_latency_p50_s if cold else r.latency_p50_s),
+            _fmt_num(r.cold_latency_p95_s if cold else r.latency_p95_s),
+            _fmt_num(r.cold_router_tokens_per_ex if cold else r.router_tokens_per_ex, 0),
+            _fmt_num(r.cold_subagent_tokens_per_ex if cold else r.subagent_tokens_per_ex, 0),
             _fmt_num(r.lm_calls_per_ex, 1),
         ]
         for name, r in zip(_run_names(c), c.runs, strict=True)
@@ -414,6 +462,25 @@ _RUNS_NOTE = (
     "(sub-agents) and LM calls are per example."
 )
 
+#: what the latency and token columns mean, per cost basis
+_COST_NOTE = {
+    "cold": "Latency and tokens at cold cost: every LM call as it cost when first computed, so they do "
+    "not depend on which router ran first or what was cached (--cost observed: what this run paid).",
+    "observed": "Latency and tokens as observed: cached LM calls were free, so a router that ran after "
+    "another may look cheaper (--cost cold: as first computed).",
+}
+
+
+def _runs_note(c: Comparison) -> str:
+    unknown = sum(r.cold_unknown_calls for r in c.runs)
+    extra = (
+        f" {unknown} cached call(s) have no recorded cold cost (cached before cold costs were kept): "
+        "cold figures are a lower bound."
+        if c.cost == "cold" and unknown
+        else ""
+    )
+    return f"{_RUNS_NOTE} {_COST_NOTE[c.cost]}{extra}"
+
 
 def _markdown_table(header: list[str], body: list[list[str]]) -> str:
     def line(cells: list[str]) -> str:
@@ -425,7 +492,7 @@ def _markdown_table(header: list[str], body: list[list[str]]) -> str:
 
 def _render_markdown(c: Comparison) -> str:
     header, body = _display_rows(c)
-    parts = [_RUNS_NOTE, "", _markdown_table(header, body)]
+    parts = [_runs_note(c), "", _markdown_table(header, body)]
     if c.pairs:
         p_header, p_body = _display_pairs(c)
         parts += ["", _pairs_note(c), "", _markdown_table(p_header, p_body)]
@@ -444,7 +511,7 @@ def _render_table(c: Comparison, width: int | None) -> str:
         color_system=None,
     )
     header, body = _display_rows(c)
-    table = Table(title="Router comparison", caption=_RUNS_NOTE)
+    table = Table(title="Router comparison", caption=_runs_note(c))
     # the router label and a rate with its CI read as one value: never cut or split them
     keep_whole = {"router", *c.scorers}
     for i, col in enumerate(header):
@@ -486,6 +553,11 @@ def _render_csv(c: Comparison) -> str:
             "router_tokens_per_ex",
             "subagent_tokens_per_ex",
             "lm_calls_per_ex",
+            "cold_latency_p50_s",
+            "cold_latency_p95_s",
+            "cold_router_tokens_per_ex",
+            "cold_subagent_tokens_per_ex",
+            "cold_unknown_calls",
         ]
     )
     for r in c.runs:
@@ -505,6 +577,11 @@ def _render_csv(c: Comparison) -> str:
                     r.router_tokens_per_ex,
                     r.subagent_tokens_per_ex,
                     r.lm_calls_per_ex,
+                    r.cold_latency_p50_s,
+                    r.cold_latency_p95_s,
+                    r.cold_router_tokens_per_ex,
+                    r.cold_subagent_tokens_per_ex,
+                    r.cold_unknown_calls,
                 ]
             )
         )

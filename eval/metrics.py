@@ -18,6 +18,8 @@ from routerlab.eval.stats import bootstrap_ci
 __all__ = [
     "SCORE_NAMES",
     "Rate",
+    "cold_cost_summary",
+    "cold_latency",
     "confusion_matrix",
     "latency_summary",
     "metric_name",
@@ -143,6 +145,42 @@ def usage_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
     }
 
 
+def cold_latency(r: ExampleResult) -> float:
+    """End-to-end latency of one example at cold cost.
+
+    The time its LM calls took this run is replaced by their cold latency (the time each took
+    when first computed): ``latency_s - LM latency + cold LM latency``. Everything else (graph,
+    tools, SQL) stays as measured.
+    """
+    u = r.router_usage.add(r.subagent_usage)
+    return r.latency_s - u.latency_s + u.cold_latency_s
+
+
+def cold_cost_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
+    """Cold-cost metrics (``cold.*``): latency percentiles, tokens per example, price, unknown calls.
+
+    Cold cost counts every LM call as it cost when first computed, so these figures are the same
+    whichever router ran first or whatever was already cached (docs/metrics.md §3.8).
+    """
+    n = max(len(results), 1)
+    out = {f"cold.latency.end_to_end.{k}_s": v for k, v in _pct([cold_latency(r) for r in results]).items()}
+    out |= {
+        "cold.router_tokens_per_ex": sum(
+            r.router_usage.cold_prompt_tokens + r.router_usage.cold_completion_tokens for r in results
+        )
+        / n,
+        "cold.subagent_tokens_per_ex": sum(
+            r.subagent_usage.cold_prompt_tokens + r.subagent_usage.cold_completion_tokens for r in results
+        )
+        / n,
+        "cold.router_lm_latency_per_ex_s": sum(r.router_usage.cold_latency_s for r in results) / n,
+        "cold.subagent_lm_latency_per_ex_s": sum(r.subagent_usage.cold_latency_s for r in results) / n,
+        "cold.cost_usd": sum(r.router_usage.cold_cost_usd + r.subagent_usage.cold_cost_usd for r in results),
+        "cold.unknown_calls": float(sum(r.router_usage.cold_unknown + r.subagent_usage.cold_unknown for r in results)),
+    }
+    return out
+
+
 #: MLflow's longest metric/param key
 _MAX_KEY = 250
 
@@ -179,4 +217,5 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
             if not math.isnan(v):
                 out[f"latency.{key}.{k}_s"] = v
     out |= {k: v for k, v in usage_summary(results).items() if not math.isnan(v)}
+    out |= {k: v for k, v in cold_cost_summary(results).items() if not math.isnan(v)}
     return {metric_name(k): float(v) for k, v in out.items()}
