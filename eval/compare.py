@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from routerlab.agents.errors import ConfigError
-from routerlab.eval.metrics import Rate, cold_latency, rate
+from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.result import ExampleResult
 from routerlab.eval.stats import mcnemar_exact, paired_bootstrap_diff
 
@@ -82,6 +82,9 @@ class RunRow:
             every LM call counted as it cost when first computed, whichever run cached it.
         cold_unknown_calls: Cache hits whose cold cost was never recorded (then the cold
             figures are a lower bound).
+        attempts_k / pass_hat_k / pass_at_k: With repeated attempts (``--attempts k``), pass^k and
+            pass@k of ``success`` (:func:`routerlab.eval.metrics.pass_k_summary`); k = 1 and NaN
+            otherwise.
     """
 
     run_id: str
@@ -101,6 +104,9 @@ class RunRow:
     cold_router_tokens_per_ex: float = math.nan
     cold_subagent_tokens_per_ex: float = math.nan
     cold_unknown_calls: int = 0
+    attempts_k: int = 1
+    pass_hat_k: float = math.nan
+    pass_at_k: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -204,8 +210,10 @@ def _run_row(
     scorers: Sequence[str],
 ) -> RunRow:
     latencies = [r.latency_s for r in results]
+    pk = pass_k_summary(results, "success")
     return RunRow(
         **cold_cost_figures(results),
+        **({} if pk is None else {"attempts_k": pk.k, "pass_hat_k": pk.pass_hat_k, "pass_at_k": pk.pass_at_k}),
         run_id=run_id,
         router=router,
         label=label[0],
@@ -398,6 +406,9 @@ def _run_names(c: Comparison) -> list[str]:
 def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     # short headers keep the table inside a terminal; the note below the table spells them out
     header = ["router", "lm", "n", *c.scorers, "p50 s", "p95 s", "router tok", "agent tok", "LM calls"]
+    k = max((r.attempts_k for r in c.runs), default=1)
+    if k > 1:
+        header += [f"pass^{k}", f"pass@{k}"]
     cold = c.cost == "cold"
     body = [
         [
@@ -410,6 +421,7 @@ def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
             _fmt_num(r.cold_router_tokens_per_ex if cold else r.router_tokens_per_ex, 0),
             _fmt_num(r.cold_subagent_tokens_per_ex if cold else r.subagent_tokens_per_ex, 0),
             _fmt_num(r.lm_calls_per_ex, 1),
+            *([_fmt_num(r.pass_hat_k), _fmt_num(r.pass_at_k)] if k > 1 else []),
         ]
         for name, r in zip(_run_names(c), c.runs, strict=True)
     ]
@@ -472,6 +484,12 @@ _COST_NOTE = {
 
 
 def _runs_note(c: Comparison) -> str:
+    k = max((r.attempts_k for r in c.runs), default=1)
+    passes = (
+        f" pass^{k}: share of examples whose {k} attempts all succeeded (success = 1); pass@{k}: at least one did."
+        if k > 1
+        else ""
+    )
     unknown = sum(r.cold_unknown_calls for r in c.runs)
     extra = (
         f" {unknown} cached call(s) have no recorded cold cost (cached before cold costs were kept): "
@@ -479,7 +497,7 @@ def _runs_note(c: Comparison) -> str:
         if c.cost == "cold" and unknown
         else ""
     )
-    return f"{_RUNS_NOTE} {_COST_NOTE[c.cost]}{extra}"
+    return f"{_RUNS_NOTE} {_COST_NOTE[c.cost]}{extra}{passes}"
 
 
 def _markdown_table(header: list[str], body: list[list[str]]) -> str:
@@ -558,6 +576,9 @@ def _render_csv(c: Comparison) -> str:
             "cold_router_tokens_per_ex",
             "cold_subagent_tokens_per_ex",
             "cold_unknown_calls",
+            "attempts_k",
+            "pass_hat_k",
+            "pass_at_k",
         ]
     )
     for r in c.runs:
@@ -582,6 +603,9 @@ def _render_csv(c: Comparison) -> str:
                     r.cold_router_tokens_per_ex,
                     r.cold_subagent_tokens_per_ex,
                     r.cold_unknown_calls,
+                    r.attempts_k,
+                    r.pass_hat_k,
+                    r.pass_at_k,
                 ]
             )
         )

@@ -13,7 +13,7 @@ import pandas as pd
 from routerlab.agents.state import INTENTS
 from routerlab.eval.result import ExampleResult
 from routerlab.eval.scorers import DEFAULT_SCORERS
-from routerlab.eval.stats import bootstrap_ci
+from routerlab.eval.stats import bootstrap_ci, pass_at_k, pass_hat_k
 
 __all__ = [
     "SCORE_NAMES",
@@ -23,6 +23,7 @@ __all__ = [
     "confusion_matrix",
     "latency_summary",
     "metric_name",
+    "pass_k_summary",
     "per_intent",
     "rate",
     "routing_prf",
@@ -181,6 +182,56 @@ def cold_cost_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
     return out
 
 
+#: a graded score counts as a success at 1 (within float error), as in the paired tests
+_SUCCESS = 1 - 1e-9
+
+
+@dataclass(frozen=True)
+class PassK:
+    """pass^k and pass@k of one run over its repeated attempts.
+
+    Attributes:
+        k: Attempts per example (the most any example has).
+        pass_hat_k: Mean over examples of C(c, k) / C(k, k): every one of the k tries succeeded.
+        pass_at_k: Mean over examples of 1 - C(k - c, k) / C(k, k): at least one try succeeded.
+        n: Examples counted (all k tries scored, none ``None``).
+        n_incomplete: Examples left out because they have fewer than k tries (an interrupted run).
+        n_not_applicable: Examples left out because a try's score was ``None`` (invalid gold...).
+    """
+
+    k: int
+    pass_hat_k: float
+    pass_at_k: float
+    n: int
+    n_incomplete: int = 0
+    n_not_applicable: int = 0
+
+
+def pass_k_summary(results: Sequence[ExampleResult], scorer_name: str = "success") -> PassK | None:
+    """pass^k and pass@k of ``scorer_name`` (a try succeeds at score 1), or None with one attempt.
+
+    The tries of an example are its results over ``attempt``; ``k`` is the most tries any example
+    has, so an example with fewer (an interrupted run) is left out and counted, never scored as if
+    it had k tries.
+    """
+    tries: dict[str, list[float | None]] = {}
+    for r in sorted(results, key=lambda r: (r.example_id, r.attempt)):
+        tries.setdefault(r.example_id, []).append(r.value(scorer_name))
+    k = max((len(v) for v in tries.values()), default=0)
+    if k < 2:
+        return None
+    complete = [v for v in tries.values() if len(v) == k]
+    scored = [[x >= _SUCCESS for x in v] for v in complete if all(x is not None for x in v)]  # type: ignore[operator]
+    return PassK(
+        k=k,
+        pass_hat_k=pass_hat_k(scored, k),
+        pass_at_k=pass_at_k(scored, k),
+        n=len(scored),
+        n_incomplete=len(tries) - len(complete),
+        n_not_applicable=len(complete) - len(scored),
+    )
+
+
 #: MLflow's longest metric/param key
 _MAX_KEY = 250
 
@@ -195,6 +246,30 @@ def metric_name(name: str) -> str:
     key = re.sub(r"/{2,}", "/", key).strip("/")  # MLflow rejects keys that are not normalised paths
     key = re.sub(r"(^|/)\.\.?(?=/|$)", r"\1_", key)
     return key[:_MAX_KEY] or "_"
+
+
+def _pass_k_metrics(results: Sequence[ExampleResult]) -> dict[str, float]:
+    """``pass_hat_k.<scorer>``, ``pass_at_k.<scorer>`` and ``pass_k.*`` counts, with 2+ attempts."""
+    out: dict[str, float] = {}
+    for s in ("success", "ex"):
+        pk = pass_k_summary(results, s)
+        if pk is None or pk.n == 0:
+            continue
+        out |= {f"pass_hat_k.{s}": pk.pass_hat_k, f"pass_at_k.{s}": pk.pass_at_k, f"pass_k.{s}_n": float(pk.n)}
+        out |= {"pass_k.k": float(pk.k), "pass_k.incomplete": float(pk.n_incomplete)}
+    return out
+
+
+def _routing_prf_metrics(results: Sequence[ExampleResult]) -> dict[str, float]:
+    """``routing.<intent>.{precision,recall,f1}`` for the intents that occur (NaN ones left out)."""
+    prf = routing_prf(results)
+    return {
+        f"routing.{intent}.{col}": float(v)
+        for intent, row in prf.iterrows()
+        if row["support"] or row["precision"] == row["precision"]
+        for col, v in row.items()
+        if col != "support" and not math.isnan(v)
+    }
 
 
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
@@ -218,4 +293,6 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
                 out[f"latency.{key}.{k}_s"] = v
     out |= {k: v for k, v in usage_summary(results).items() if not math.isnan(v)}
     out |= {k: v for k, v in cold_cost_summary(results).items() if not math.isnan(v)}
+    out |= _pass_k_metrics(results)
+    out |= _routing_prf_metrics(results)
     return {metric_name(k): float(v) for k, v in out.items()}
