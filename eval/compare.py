@@ -33,18 +33,21 @@ import numpy as np
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.result import ExampleResult
-from routerlab.eval.stats import mcnemar_exact, paired_bootstrap_diff
+from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_bootstrap_diff
 
 __all__ = [
+    "ALPHA",
     "COSTS",
     "DEFAULT_COMPARE_SCORERS",
     "FORMATS",
+    "TARGET_DIFF",
     "Comparison",
     "PairTest",
     "RunRow",
     "cold_cost_figures",
     "compare_runs",
     "render",
+    "verdicts",
 ]
 
 DEFAULT_COMPARE_SCORERS: tuple[str, ...] = ("ex", "route", "chain_valid", "success")
@@ -52,6 +55,10 @@ FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
 PAIRINGS: tuple[str, ...] = ("first", "all")
 #: cost bases of the latency and token columns
 COSTS: tuple[str, ...] = ("cold", "observed")
+#: the difference whose required sample size each paired test reports (10 points of a rate)
+TARGET_DIFF = 0.10
+#: the level at which the summary line calls a difference significant
+ALPHA = 0.05
 
 #: a value at least this close to 1 counts as correct for McNemar's test
 _CORRECT = 1.0 - 1e-9
@@ -124,6 +131,9 @@ class PairTest:
         bootstrap_p: Two-sided paired-bootstrap p-value.
         mcnemar_p: McNemar's exact two-sided p-value on correct (score 1) vs not.
         b01 / b10: Discordant pairs: a wrong and b right / a right and b wrong.
+        mdd: Minimum difference this ``n`` detects with 80 % power at the 5 % level, paired
+            (:func:`routerlab.eval.stats.min_detectable_diff`); above 1: none is detectable.
+        n_for_target: Pairs needed to detect a difference of :data:`TARGET_DIFF` with that power.
     """
 
     run_a: str
@@ -142,6 +152,8 @@ class PairTest:
     mcnemar_p: float
     b01: int
     b10: int
+    mdd: float = math.nan
+    n_for_target: int = 0
 
 
 @dataclass
@@ -168,6 +180,7 @@ class Comparison:
                 "cost": self.cost,
                 "runs": runs,
                 "pairs": [asdict(p) for p in self.pairs],
+                "verdicts": verdicts(self),
             }
         )
 
@@ -268,6 +281,7 @@ def _pair_tests(
         keys = [k for k in common if by_a[k].value(s) is not None and by_b[k].value(s) is not None]
         va = [float(by_a[k].value(s)) for k in keys]  # type: ignore[arg-type]
         vb = [float(by_b[k].value(s)) for k in keys]  # type: ignore[arg-type]
+        power = _power_figures(va, vb)
         if keys:
             mc = mcnemar_exact([v >= _CORRECT for v in va], [v >= _CORRECT for v in vb])
             diff, low, high, p_boot = paired_bootstrap_diff(va, vb, n_resamples=n_resamples, seed=seed)
@@ -293,9 +307,56 @@ def _pair_tests(
                 mcnemar_p=float(mc_p),
                 b01=b01,
                 b10=b10,
+                **power,
             )
         )
     return tests
+
+
+def _power_figures(va: Sequence[float], vb: Sequence[float]) -> dict[str, Any]:
+    """``mdd`` and ``n_for_target`` of one paired sample (empty: NaN and 0)."""
+    if not va:
+        return {}
+    det = min_detectable_diff(va, vb)
+    return {"mdd": det.mdd, "n_for_target": n_needed(TARGET_DIFF, det.sd)}
+
+
+def _significant(t: PairTest) -> bool:
+    """McNemar's exact test for 0/1 rates, the paired bootstrap for graded ones (chain_f1)."""
+    p = t.bootstrap_p if t.scorer == "chain_f1" else t.mcnemar_p
+    return t.n > 0 and math.isfinite(p) and p < ALPHA
+
+
+def verdicts(c: Comparison) -> list[str]:
+    """One plain-words line per rate: which pairs differ significantly, which cannot be told apart.
+
+    A pair is significant when its test's p < :data:`ALPHA`; otherwise the line gives the smallest
+    difference this sample could have detected (80 % power) and the pairs a difference of
+    :data:`TARGET_DIFF` would need, so "no significant difference" is not read as "equal".
+    """
+    names = dict(zip([r.run_id for r in c.runs], _run_names(c), strict=True))
+    lines = []
+    for s in c.scorers:
+        tests = [t for t in c.pairs if t.scorer == s and t.n > 0]
+        if not tests:
+            continue
+        sig = [t for t in tests if _significant(t)]
+        same = [t for t in tests if not _significant(t)]
+        parts = [
+            f"{names[t.run_b]} {'better' if t.diff > 0 else 'worse'} than {names[t.run_a]} "
+            f"({t.diff:+.2f}, p={_fmt_p(t.bootstrap_p if s == 'chain_f1' else t.mcnemar_p)})"
+            for t in sig
+        ]
+        if same:
+            worst = max(t.mdd for t in same)
+            pairs = ", ".join(f"{names[t.run_b]} vs {names[t.run_a]} ({t.diff:+.2f})" for t in same)
+            detect = "no difference at all" if worst > 1 else f"only differences of {worst:.2f} or more"
+            parts.append(
+                f"cannot tell apart {pairs}: with n={max(t.n for t in same)} this detects {detect} "
+                f"(80% power, paired); {TARGET_DIFF:.2f} would need n={max(t.n_for_target for t in same)}"
+            )
+        lines.append(f"{s}: " + "; ".join(parts) + ".")
+    return lines
 
 
 def compare_runs(
@@ -441,6 +502,8 @@ def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
         "McNemar p",
         "b01/b10",
         "bootstrap p",
+        "MDD",
+        f"n for {TARGET_DIFF:.2f}",
     ]
     body = [
         [
@@ -454,6 +517,8 @@ def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
             _fmt_p(t.mcnemar_p),
             f"{t.b01}/{t.b10}",
             _fmt_p(t.bootstrap_p),
+            _fmt_mdd(t.mdd),
+            str(t.n_for_target) if t.n else "-",
         ]
         for t in c.pairs
     ]
@@ -465,8 +530,15 @@ def _pairs_note(c: Comparison) -> str:
     return (
         f"Paired on the examples both runs have ({ref}; 'common' counts them, 'n' those the rate applies "
         "to). diff = second - first with a 95% paired-bootstrap CI; McNemar exact test on score = 1; "
-        "b01 = first wrong & second right, b10 = the reverse."
+        "b01 = first wrong & second right, b10 = the reverse. MDD: the smallest difference this n detects "
+        f"with 80% power (paired, 5% level); n for {TARGET_DIFF:.2f}: pairs needed to detect {TARGET_DIFF:.2f}."
     )
+
+
+def _fmt_mdd(mdd: float) -> str:
+    if not math.isfinite(mdd):
+        return "-"
+    return ">1" if mdd > 1 else f"{mdd:.2f}"
 
 
 _RUNS_NOTE = (
@@ -514,6 +586,7 @@ def _render_markdown(c: Comparison) -> str:
     if c.pairs:
         p_header, p_body = _display_pairs(c)
         parts += ["", _pairs_note(c), "", _markdown_table(p_header, p_body)]
+        parts += ["", *(f"- {line}" for line in verdicts(c))]
     return "\n".join(parts) + "\n"
 
 
@@ -550,6 +623,8 @@ def _render_table(c: Comparison, width: int | None) -> str:
         for row in p_body:
             pairs.add_row(*row)
         console.print(pairs)
+        for line in verdicts(c):
+            console.print(line, highlight=False, markup=False)
     return buf.getvalue()
 
 
