@@ -390,7 +390,7 @@ def compare_runs(
             f"unknown cost basis {cost!r}",
             expected=" or ".join(COSTS),
             found=repr(cost),
-            fix="cost='cold' (as first computed) or 'observed' (what this run paid)",
+            fix="pass --cost cold (as first computed) or --cost observed (what this run paid)",
         )
     if pairing not in PAIRINGS:
         raise ConfigError(

@@ -290,11 +290,12 @@ class ExecutionAccuracy:
         The verdict is remembered for this trace (see :func:`shared_verdict`): a second scorer
         with the same settings, or ``success``, reuses it instead of executing the SQL again.
         """
-        known = _VERDICTS.get(trace, self.settings)
+        key = (_example_key(example), self.settings)
+        known = _VERDICTS.get(trace, key)
         if known is not None:
             return known
         verdict = self._score(example, trace)
-        _VERDICTS.put(trace, self.settings, verdict)
+        _VERDICTS.put(trace, key, verdict)
         return verdict
 
     def _score(self, example: Example, trace: Trace) -> Score:
@@ -321,12 +322,18 @@ class ExecutionAccuracy:
         return Score(self.name, 1.0 if ok else 0.0, reason, {"ordered": ordered, "mode": self.mode})
 
 
+def _example_key(example: Example) -> tuple[str, str, str]:
+    """What an EX verdict depends on in the example."""
+    return (example.id, example.db_path, example.gold_sql or "")
+
+
 class _VerdictMemo:
     """EX verdicts of the traces being scored, keyed by the trace object and the scorer settings.
 
     A trace is scored by every scorer of a run in turn; remembering the verdict on the trace's
-    identity (with a weak reference, so a finished trace drops out) lets ``success`` and a second
-    ``ex`` reuse it: one execution per trace, and ``success`` can never disagree with ``ex``.
+    identity (with a weak reference, so a finished trace drops out), per example and scorer
+    settings, lets ``success`` and a second ``ex`` reuse it: one execution per trace, and
+    ``success`` can never disagree with ``ex``.
     """
 
     def __init__(self) -> None:
@@ -337,24 +344,28 @@ class _VerdictMemo:
         found = self._by_trace.get(id(trace))
         return found[1] if found is not None and found[0]() is trace else None
 
-    def get(self, trace: Trace, settings: tuple[Any, ...] | None) -> Score | None:
-        """The verdict for ``settings`` (None: the first verdict of any settings), if known."""
+    def get(self, trace: Trace, key: tuple[Any, ...]) -> Score | None:
+        """The verdict for ``key`` = (example key, settings), if known."""
         with self._lock:
             entry = self._entry(trace)
-            if not entry:
-                return None
-            return next(iter(entry.values())) if settings is None else entry.get(settings)
+            return entry.get(key) if entry else None
 
-    def put(self, trace: Trace, settings: tuple[Any, ...], verdict: Score) -> None:
-        """Remember ``verdict`` until ``trace`` is garbage."""
-        key = id(trace)
+    def first_for(self, trace: Trace, example_key: tuple[str, str, str]) -> Score | None:
+        """The first verdict given ``trace`` for this example, whatever the scorer settings."""
+        with self._lock:
+            entry = self._entry(trace) or {}
+            return next((v for (ek, _settings), v in entry.items() if ek == example_key), None)
+
+    def put(self, trace: Trace, key: tuple[Any, ...], verdict: Score) -> None:
+        """Remember ``verdict`` for ``key`` = (example key, settings) until ``trace`` is garbage."""
+        tid = id(trace)
         with self._lock:
             entry = self._entry(trace)
             if entry is None:
                 entry = {}
-                ref = weakref.ref(trace, lambda _r, k=key: self._forget(k, _r))
-                self._by_trace[key] = (ref, entry)
-            entry.setdefault(settings, verdict)
+                ref = weakref.ref(trace, lambda _r, k=tid: self._forget(k, _r))
+                self._by_trace[tid] = (ref, entry)
+            entry.setdefault(key, verdict)
 
     def _forget(self, key: int, ref: weakref.ref) -> None:
         with self._lock:
@@ -366,6 +377,6 @@ class _VerdictMemo:
 _VERDICTS = _VerdictMemo()
 
 
-def shared_verdict(trace: Trace) -> Score | None:
-    """The EX verdict an ``ex`` scorer already gave ``trace`` (the first one, if several), or None."""
-    return _VERDICTS.get(trace, None)
+def shared_verdict(example: Example, trace: Trace) -> Score | None:
+    """The EX verdict an ``ex`` scorer already gave ``trace`` for ``example`` (the first one), or None."""
+    return _VERDICTS.first_for(trace, _example_key(example))

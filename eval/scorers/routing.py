@@ -72,7 +72,7 @@ class Success:
 
     def _ex_verdict(self, example: Example, trace: Trace) -> Score:
         if self.ex_mode is None:
-            shared = shared_verdict(trace)
+            shared = shared_verdict(example, trace)
             if shared is not None:
                 return shared
         return self._ex.score(example, trace)
