@@ -35,17 +35,54 @@ def message_dict(m: BaseMessage) -> dict[str, Any]:
 def _usage(rows: list[dict[str, Any]]) -> Usage:
     total = Usage()
     for r in rows:
-        total = total.add(
-            Usage(
-                lm_calls=int(r.get("lm_calls", 0)),
-                cache_hits=int(r.get("cache_hits", 0)),
-                prompt_tokens=int(r.get("prompt_tokens", 0)),
-                completion_tokens=int(r.get("completion_tokens", 0)),
-                latency_s=float(r.get("latency_s", 0.0)),
-                cost_usd=float(r.get("cost_usd", 0.0)),
-            )
-        )
+        total = total.add(Usage.from_row(r))
     return total
+
+
+def _emitted_calls(messages: list[BaseMessage], records: list[dict[str, Any]]) -> tuple[list, list]:
+    """Calls the router emitted that the pipeline never recorded, and its unparseable calls.
+
+    The pipeline records a call only when it is about to run it, so a call to a tool it does not
+    have (an unknown name, a distractor) ends the turn without a record; it is kept here as a
+    ``rejected`` call so that the chain shows what the router asked for. Invalid calls
+    (LangGraph's ``invalid_tool_calls``: unparseable or failed validation) are kept apart, each
+    with the number of recorded calls that preceded it (``step``).
+    """
+    known = {r.get("id") for r in records}
+    rejected: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    seen_ids: set[str] = set()
+    before = 0  # recorded calls emitted so far
+    for m in messages:
+        if not isinstance(m, AIMessage):
+            continue
+        for c in m.tool_calls:
+            cid = c.get("id") or ""
+            if cid in known or cid in seen_ids:
+                continue
+            seen_ids.add(cid)
+            rejected.append(
+                {
+                    "id": cid,
+                    "name": c.get("name", ""),
+                    "args": dict(c.get("args") or {}),
+                    "parent": None,
+                    "status": "rejected",
+                    "step": len(records) + len(rejected),
+                }
+            )
+        before += sum(1 for c in m.tool_calls if c.get("id") in known)
+        for c in m.invalid_tool_calls:
+            invalid.append(
+                {
+                    "id": c.get("id"),
+                    "name": c.get("name"),
+                    "args": c.get("args"),
+                    "error": c.get("error"),
+                    "step": before,
+                }
+            )
+    return rejected, invalid
 
 
 def build_trace(example_id: str, state: PipelineState, total_latency_s: float) -> Trace:
@@ -58,6 +95,7 @@ def build_trace(example_id: str, state: PipelineState, total_latency_s: float) -
     """
     records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
     decisions = state.get("router_usage", [])
+    rejected, invalid = _emitted_calls(list(state.get("messages", [])), records)
     intent = next((d.get("intent") for d in decisions if d.get("intent")), None)
     if intent is None and state.get("route"):
         intent = state["route"].get("intent")
@@ -71,7 +109,8 @@ def build_trace(example_id: str, state: PipelineState, total_latency_s: float) -
         ask_human=state.get("ask_human"),
         intent=intent,
         route_decisions=list(decisions),
-        tool_calls=[dict(r) for r in records],
+        tool_calls=[dict(r) for r in records] + rejected,
+        invalid_tool_calls=invalid,
         messages=[message_dict(m) for m in state.get("messages", [])],
         events=list(state.get("events", [])),
         path=list(state.get("path", [])),

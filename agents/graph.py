@@ -32,7 +32,7 @@ from routerlab.agents.replay import OutcomeCache, lm_identity, outcome_key, prog
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState, initial_state
 from routerlab.agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSettings
-from routerlab.agents.trace import Trace, Usage
+from routerlab.agents.trace import Trace
 
 __all__ = ["NODES", "Pipeline", "PipelineConfig", "is_transient"]
 
@@ -346,8 +346,9 @@ class Pipeline:
             replayed = self._outcomes.get(key) if self._outcomes is not None and key is not None else None
             if replayed is not None:
                 output, status, error_class = replayed.output, "success", None
-                # the convention of DSPy's response cache (docs/metrics.md §7): counted, free, instant
-                u = Usage(lm_calls=replayed.usage.lm_calls, cache_hits=replayed.usage.lm_calls)
+                # the convention of DSPy's response cache (docs/metrics.md §7): counted, free,
+                # instant, and the cold cost is what the stored outcome cost when it was computed
+                u = replayed.usage.as_cached()
             else:
                 with usage_scope() as log:
                     try:

@@ -141,6 +141,21 @@ def settings_dict(settings: Any) -> dict[str, Any]:
     return asdict(settings) if hasattr(settings, "__dataclass_fields__") else dict(settings)
 
 
+def _stored_usage(d: dict[str, Any]) -> Usage:
+    """The usage stored with an outcome.
+
+    An entry from before cold costs were recorded gets its observed cost as cold cost, and its own
+    cache hits (whose cold cost is lost) count as unknown.
+    """
+    usage = Usage.from_row(d)
+    if "cold_prompt_tokens" in d:
+        return usage
+    usage.cold_prompt_tokens, usage.cold_completion_tokens = usage.prompt_tokens, usage.completion_tokens
+    usage.cold_latency_s, usage.cold_cost_usd = usage.latency_s, usage.cost_usd
+    usage.cold_unknown = usage.cache_hits
+    return usage
+
+
 class OutcomeCache:
     """Successful tool outcomes in a SQLite file shared by runs, threads and processes.
 
@@ -163,7 +178,7 @@ class OutcomeCache:
             return None
         if row is None:
             return None
-        return ReplayedOutcome(json.loads(row[0]), Usage(**json.loads(row[1])))
+        return ReplayedOutcome(json.loads(row[0]), _stored_usage(json.loads(row[1])))
 
     def put(self, key: str, tool_name: str, output: Any, usage: Usage) -> bool:
         """Store an outcome; False when it could not be written (the run carries on)."""

@@ -73,6 +73,11 @@ class RouteDecision:
             "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens,
             "latency_s": self.usage.latency_s,
+            "cold_prompt_tokens": self.usage.cold_prompt_tokens,
+            "cold_completion_tokens": self.usage.cold_completion_tokens,
+            "cold_latency_s": self.usage.cold_latency_s,
+            "cold_cost_usd": self.usage.cold_cost_usd,
+            "cold_unknown": self.usage.cold_unknown,
         }
 
 

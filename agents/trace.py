@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 __all__ = ["Trace", "Usage"]
@@ -10,14 +10,24 @@ __all__ = ["Trace", "Usage"]
 
 @dataclass
 class Usage:
-    """LM cost of a part of the pipeline.
+    """LM cost of a part of the pipeline: what this run paid, and what the calls cost cold.
+
+    A call answered from a cache (DSPy's response cache, or ``--replay``) costs this run almost
+    nothing, so *observed* cost depends on what ran before. Its *cold* cost is what the call cost
+    when it was first computed (stored with the cache entry), so it is the same whichever router
+    or run computed it first. A call computed now has cold cost = observed cost.
 
     Attributes:
         lm_calls: Number of LM requests (cache hits included).
         cache_hits: Requests answered from the response cache.
-        prompt_tokens / completion_tokens: Token counts reported by the backend.
-        latency_s: Wall time spent inside LM calls.
+        prompt_tokens / completion_tokens: Token counts reported by the backend (observed).
+        latency_s: Wall time spent inside LM calls (observed).
         cost_usd: Price when the provider reports one, else 0.
+        cold_prompt_tokens / cold_completion_tokens / cold_latency_s / cold_cost_usd: The same
+            figures for the calls as first computed.
+        cold_unknown: Cache hits whose cold cost was never recorded (cached before routerlab
+            recorded cold costs); their cold figures are 0, so a non-zero count means the cold
+            totals are a lower bound.
     """
 
     lm_calls: int = 0
@@ -26,17 +36,48 @@ class Usage:
     completion_tokens: int = 0
     latency_s: float = 0.0
     cost_usd: float = 0.0
+    cold_prompt_tokens: int = 0
+    cold_completion_tokens: int = 0
+    cold_latency_s: float = 0.0
+    cold_cost_usd: float = 0.0
+    cold_unknown: int = 0
 
     def add(self, other: Usage) -> Usage:
         """Return the sum of two usages."""
-        return Usage(
-            lm_calls=self.lm_calls + other.lm_calls,
-            cache_hits=self.cache_hits + other.cache_hits,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            latency_s=self.latency_s + other.latency_s,
-            cost_usd=self.cost_usd + other.cost_usd,
+        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(Usage)})
+
+    @classmethod
+    def computed(cls, prompt_tokens: int, completion_tokens: int, latency_s: float, cost_usd: float = 0.0) -> Usage:
+        """One call computed now: its cold cost is what it cost."""
+        return cls(
+            lm_calls=1,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=latency_s,
+            cost_usd=cost_usd,
+            cold_prompt_tokens=prompt_tokens,
+            cold_completion_tokens=completion_tokens,
+            cold_latency_s=latency_s,
+            cold_cost_usd=cost_usd,
         )
+
+    def as_cached(self) -> Usage:
+        """These calls answered from a cache: nothing observed, the same cold cost."""
+        return Usage(
+            lm_calls=self.lm_calls,
+            cache_hits=self.lm_calls,
+            cold_prompt_tokens=self.cold_prompt_tokens,
+            cold_completion_tokens=self.cold_completion_tokens,
+            cold_latency_s=self.cold_latency_s,
+            cold_cost_usd=self.cold_cost_usd,
+            cold_unknown=self.cold_unknown,
+        )
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Usage:
+        """The usage fields of a stored row (a route summary, a sub-agent usage record...)."""
+        names = {f.name: f.type for f in fields(Usage)}
+        return cls(**{k: (float if names[k] == "float" else int)(row.get(k) or 0) for k in names})
 
 
 @dataclass
@@ -52,7 +93,12 @@ class Trace:
         ask_human: The clarifying question asked, if any.
         intent: Intent of the first route decision (what the router thought the request was).
         route_decisions: Every route decision (strategy, intent, confidence, method, tools).
-        tool_calls: Tool-call records in request order (see ``routerlab.agents.state.ToolCallRecord``).
+        tool_calls: Tool-call records in request order (see ``routerlab.agents.state.ToolCallRecord``),
+            then the calls the pipeline refused to run (a tool it does not have), with status
+            ``rejected``.
+        invalid_tool_calls: Calls the LM emitted that could not be parsed or validated
+            (LangGraph's ``invalid_tool_calls``): ``id``, ``name``, raw ``args``, ``error``, and
+            ``step``, the number of recorded calls before it.
         messages: The conversation as dicts (role, content, tool_calls, tool_call_id, status).
         events: Progress events (type progress/completed/error).
         path: Node names in execution order.
@@ -75,6 +121,7 @@ class Trace:
     intent: str | None = None
     route_decisions: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    invalid_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     path: list[str] = field(default_factory=list)

@@ -31,23 +31,34 @@ from typing import Any, Protocol
 import numpy as np
 
 from routerlab.agents.errors import ConfigError
-from routerlab.eval.metrics import Rate, rate
+from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.result import ExampleResult
-from routerlab.eval.stats import mcnemar_exact, paired_bootstrap_diff
+from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_bootstrap_diff
 
 __all__ = [
+    "ALPHA",
+    "COSTS",
     "DEFAULT_COMPARE_SCORERS",
     "FORMATS",
+    "TARGET_DIFF",
     "Comparison",
     "PairTest",
     "RunRow",
+    "cold_cost_figures",
     "compare_runs",
     "render",
+    "verdicts",
 ]
 
 DEFAULT_COMPARE_SCORERS: tuple[str, ...] = ("ex", "route", "chain_valid", "success")
 FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
 PAIRINGS: tuple[str, ...] = ("first", "all")
+#: cost bases of the latency and token columns
+COSTS: tuple[str, ...] = ("cold", "observed")
+#: the difference whose required sample size each paired test reports (10 points of a rate)
+TARGET_DIFF = 0.10
+#: the level at which the summary line calls a difference significant
+ALPHA = 0.05
 
 #: a value at least this close to 1 counts as correct for McNemar's test
 _CORRECT = 1.0 - 1e-9
@@ -74,6 +85,13 @@ class RunRow:
         latency_p50_s / latency_p95_s: End-to-end latency percentiles.
         router_tokens_per_ex / subagent_tokens_per_ex: Prompt + completion tokens per example.
         lm_calls_per_ex: LM calls (router and sub-agents) per example.
+        cold_*: The same latency and token figures at cold cost (:func:`cold_cost_figures`):
+            every LM call counted as it cost when first computed, whichever run cached it.
+        cold_unknown_calls: Cache hits whose cold cost was never recorded (then the cold
+            figures are a lower bound).
+        attempts_k / pass_hat_k / pass_at_k: With repeated attempts (``--attempts k``), pass^k and
+            pass@k of ``success`` (:func:`routerlab.eval.metrics.pass_k_summary`); k = 1 and NaN
+            otherwise.
     """
 
     run_id: str
@@ -88,6 +106,14 @@ class RunRow:
     router_tokens_per_ex: float
     subagent_tokens_per_ex: float
     lm_calls_per_ex: float
+    cold_latency_p50_s: float = math.nan
+    cold_latency_p95_s: float = math.nan
+    cold_router_tokens_per_ex: float = math.nan
+    cold_subagent_tokens_per_ex: float = math.nan
+    cold_unknown_calls: int = 0
+    attempts_k: int = 1
+    pass_hat_k: float = math.nan
+    pass_at_k: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -105,6 +131,9 @@ class PairTest:
         bootstrap_p: Two-sided paired-bootstrap p-value.
         mcnemar_p: McNemar's exact two-sided p-value on correct (score 1) vs not.
         b01 / b10: Discordant pairs: a wrong and b right / a right and b wrong.
+        mdd: Minimum difference this ``n`` detects with 80 % power at the 5 % level, paired
+            (:func:`routerlab.eval.stats.min_detectable_diff`); above 1: none is detectable.
+        n_for_target: Pairs needed to detect a difference of :data:`TARGET_DIFF` with that power.
     """
 
     run_a: str
@@ -123,6 +152,8 @@ class PairTest:
     mcnemar_p: float
     b01: int
     b10: int
+    mdd: float = math.nan
+    n_for_target: int = 0
 
 
 @dataclass
@@ -133,6 +164,7 @@ class Comparison:
     pairs: list[PairTest] = field(default_factory=list)
     scorers: tuple[str, ...] = DEFAULT_COMPARE_SCORERS
     pairing: str = "first"
+    cost: str = "cold"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (NaN becomes None)."""
@@ -145,8 +177,10 @@ class Comparison:
             {
                 "scorers": list(self.scorers),
                 "pairing": self.pairing,
+                "cost": self.cost,
                 "runs": runs,
                 "pairs": [asdict(p) for p in self.pairs],
+                "verdicts": verdicts(self),
             }
         )
 
@@ -189,7 +223,10 @@ def _run_row(
     scorers: Sequence[str],
 ) -> RunRow:
     latencies = [r.latency_s for r in results]
+    pk = pass_k_summary(results, "success")
     return RunRow(
+        **cold_cost_figures(results),
+        **({} if pk is None else {"attempts_k": pk.k, "pass_hat_k": pk.pass_hat_k, "pass_at_k": pk.pass_at_k}),
         run_id=run_id,
         router=router,
         label=label[0],
@@ -205,6 +242,26 @@ def _run_row(
         ),
         lm_calls_per_ex=_mean([r.router_usage.lm_calls + r.subagent_usage.lm_calls for r in results]),
     )
+
+
+def cold_cost_figures(results: Sequence[ExampleResult]) -> dict[str, Any]:
+    """Cold latency percentiles and tokens per example of one run (``cold_*`` fields of :class:`RunRow`).
+
+    An example's cold latency is its end-to-end latency with the time its LM calls took replaced
+    by their cold latency (``latency_s - LM latency + cold LM latency``, :func:`cold_latency`).
+    """
+    cold = [cold_latency(r) for r in results]
+    return {
+        "cold_latency_p50_s": _percentile(cold, 50),
+        "cold_latency_p95_s": _percentile(cold, 95),
+        "cold_router_tokens_per_ex": _mean(
+            [r.router_usage.cold_prompt_tokens + r.router_usage.cold_completion_tokens for r in results]
+        ),
+        "cold_subagent_tokens_per_ex": _mean(
+            [r.subagent_usage.cold_prompt_tokens + r.subagent_usage.cold_completion_tokens for r in results]
+        ),
+        "cold_unknown_calls": sum(r.router_usage.cold_unknown + r.subagent_usage.cold_unknown for r in results),
+    }
 
 
 def _pair_tests(
@@ -224,6 +281,7 @@ def _pair_tests(
         keys = [k for k in common if by_a[k].value(s) is not None and by_b[k].value(s) is not None]
         va = [float(by_a[k].value(s)) for k in keys]  # type: ignore[arg-type]
         vb = [float(by_b[k].value(s)) for k in keys]  # type: ignore[arg-type]
+        power = _power_figures(va, vb)
         if keys:
             mc = mcnemar_exact([v >= _CORRECT for v in va], [v >= _CORRECT for v in vb])
             diff, low, high, p_boot = paired_bootstrap_diff(va, vb, n_resamples=n_resamples, seed=seed)
@@ -249,9 +307,56 @@ def _pair_tests(
                 mcnemar_p=float(mc_p),
                 b01=b01,
                 b10=b10,
+                **power,
             )
         )
     return tests
+
+
+def _power_figures(va: Sequence[float], vb: Sequence[float]) -> dict[str, Any]:
+    """``mdd`` and ``n_for_target`` of one paired sample (empty: NaN and 0)."""
+    if not va:
+        return {}
+    det = min_detectable_diff(va, vb)
+    return {"mdd": det.mdd, "n_for_target": n_needed(TARGET_DIFF, det.sd)}
+
+
+def _significant(t: PairTest) -> bool:
+    """McNemar's exact test for 0/1 rates, the paired bootstrap for graded ones (chain_f1)."""
+    p = t.bootstrap_p if t.scorer == "chain_f1" else t.mcnemar_p
+    return t.n > 0 and math.isfinite(p) and p < ALPHA
+
+
+def verdicts(c: Comparison) -> list[str]:
+    """One plain-words line per rate: which pairs differ significantly, which cannot be told apart.
+
+    A pair is significant when its test's p < :data:`ALPHA`; otherwise the line gives the smallest
+    difference this sample could have detected (80 % power) and the pairs a difference of
+    :data:`TARGET_DIFF` would need, so "no significant difference" is not read as "equal".
+    """
+    names = dict(zip([r.run_id for r in c.runs], _run_names(c), strict=True))
+    lines = []
+    for s in c.scorers:
+        tests = [t for t in c.pairs if t.scorer == s and t.n > 0]
+        if not tests:
+            continue
+        sig = [t for t in tests if _significant(t)]
+        same = [t for t in tests if not _significant(t)]
+        parts = [
+            f"{names[t.run_b]} {'better' if t.diff > 0 else 'worse'} than {names[t.run_a]} "
+            f"({t.diff:+.2f}, p={_fmt_p(t.bootstrap_p if s == 'chain_f1' else t.mcnemar_p)})"
+            for t in sig
+        ]
+        if same:
+            worst = max(t.mdd for t in same)
+            pairs = ", ".join(f"{names[t.run_b]} vs {names[t.run_a]} ({t.diff:+.2f})" for t in same)
+            detect = "no difference at all" if worst > 1 else f"only differences of {worst:.2f} or more"
+            parts.append(
+                f"cannot tell apart {pairs}: with n={max(t.n for t in same)} this detects {detect} "
+                f"(80% power, paired); {TARGET_DIFF:.2f} would need n={max(t.n_for_target for t in same)}"
+            )
+        lines.append(f"{s}: " + "; ".join(parts) + ".")
+    return lines
 
 
 def compare_runs(
@@ -262,6 +367,7 @@ def compare_runs(
     pairing: str = "first",
     n_resamples: int = 2000,
     seed: int = 0,
+    cost: str = "cold",
 ) -> Comparison:
     """Compare stored runs: rates with CIs, latency and cost per run, paired tests between runs.
 
@@ -272,10 +378,20 @@ def compare_runs(
         pairing: ``first`` (each run against the first) or ``all`` (every pair).
         n_resamples: Paired-bootstrap resamples.
         seed: Bootstrap seed (the same input always gives the same CIs).
+        cost: Which latency and tokens the table shows: ``cold`` (default; each LM call as it
+            cost when first computed, so a router's figures do not depend on which router ran
+            first) or ``observed`` (what this run paid, cache hits free). Both are in the rows.
 
     Raises:
-        ConfigError: For no run ids, an unknown run or an unknown pairing.
+        ConfigError: For no run ids, an unknown run, an unknown pairing or cost basis.
     """
+    if cost not in COSTS:
+        raise ConfigError(
+            f"unknown cost basis {cost!r}",
+            expected=" or ".join(COSTS),
+            found=repr(cost),
+            fix="pass --cost cold (as first computed) or --cost observed (what this run paid)",
+        )
     if pairing not in PAIRINGS:
         raise ConfigError(
             f"unknown pairing {pairing!r}",
@@ -314,7 +430,7 @@ def compare_runs(
     tests = [
         t for a, b in pairs for t in _pair_tests(a, b, results[a.run_id], results[b.run_id], scorers, n_resamples, seed)
     ]
-    return Comparison(runs=rows, pairs=tests, scorers=tuple(scorers), pairing=pairing)
+    return Comparison(runs=rows, pairs=tests, scorers=tuple(scorers), pairing=pairing, cost=cost)
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -351,17 +467,22 @@ def _run_names(c: Comparison) -> list[str]:
 def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     # short headers keep the table inside a terminal; the note below the table spells them out
     header = ["router", "lm", "n", *c.scorers, "p50 s", "p95 s", "router tok", "agent tok", "LM calls"]
+    k = max((r.attempts_k for r in c.runs), default=1)
+    if k > 1:
+        header += [f"pass^{k}", f"pass@{k}"]
+    cold = c.cost == "cold"
     body = [
         [
             name,
             r.lm,
             str(r.n),
             *[_fmt_rate(r.rates[s]) for s in c.scorers],
-            _fmt_num(r.latency_p50_s),
-            _fmt_num(r.latency_p95_s),
-            _fmt_num(r.router_tokens_per_ex, 0),
-            _fmt_num(r.subagent_tokens_per_ex, 0),
+            _fmt_num(r.cold_latency_p50_s if cold else r.latency_p50_s),
+            _fmt_num(r.cold_latency_p95_s if cold else r.latency_p95_s),
+            _fmt_num(r.cold_router_tokens_per_ex if cold else r.router_tokens_per_ex, 0),
+            _fmt_num(r.cold_subagent_tokens_per_ex if cold else r.subagent_tokens_per_ex, 0),
             _fmt_num(r.lm_calls_per_ex, 1),
+            *([_fmt_num(r.pass_hat_k), _fmt_num(r.pass_at_k)] if k > 1 else []),
         ]
         for name, r in zip(_run_names(c), c.runs, strict=True)
     ]
@@ -381,6 +502,8 @@ def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
         "McNemar p",
         "b01/b10",
         "bootstrap p",
+        "MDD",
+        f"n for {TARGET_DIFF:.2f}",
     ]
     body = [
         [
@@ -394,6 +517,8 @@ def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
             _fmt_p(t.mcnemar_p),
             f"{t.b01}/{t.b10}",
             _fmt_p(t.bootstrap_p),
+            _fmt_mdd(t.mdd),
+            str(t.n_for_target) if t.n else "-",
         ]
         for t in c.pairs
     ]
@@ -405,14 +530,46 @@ def _pairs_note(c: Comparison) -> str:
     return (
         f"Paired on the examples both runs have ({ref}; 'common' counts them, 'n' those the rate applies "
         "to). diff = second - first with a 95% paired-bootstrap CI; McNemar exact test on score = 1; "
-        "b01 = first wrong & second right, b10 = the reverse."
+        "b01 = first wrong & second right, b10 = the reverse. MDD: the smallest difference this n detects "
+        f"with 80% power (paired, 5% level); n for {TARGET_DIFF:.2f}: pairs needed to detect {TARGET_DIFF:.2f}."
     )
+
+
+def _fmt_mdd(mdd: float) -> str:
+    if not math.isfinite(mdd):
+        return "-"
+    return ">1" if mdd > 1 else f"{mdd:.2f}"
 
 
 _RUNS_NOTE = (
     "Rates with 95% bootstrap CIs; p50/p95: end-to-end latency in seconds; router tok, agent tok "
     "(sub-agents) and LM calls are per example."
 )
+
+#: what the latency and token columns mean, per cost basis
+_COST_NOTE = {
+    "cold": "Latency and tokens at cold cost: every LM call as it cost when first computed, so they do "
+    "not depend on which router ran first or what was cached (--cost observed: what this run paid).",
+    "observed": "Latency and tokens as observed: cached LM calls were free, so a router that ran after "
+    "another may look cheaper (--cost cold: as first computed).",
+}
+
+
+def _runs_note(c: Comparison) -> str:
+    k = max((r.attempts_k for r in c.runs), default=1)
+    passes = (
+        f" pass^{k}: share of examples whose {k} attempts all succeeded (success = 1); pass@{k}: at least one did."
+        if k > 1
+        else ""
+    )
+    unknown = sum(r.cold_unknown_calls for r in c.runs)
+    extra = (
+        f" {unknown} cached call(s) have no recorded cold cost (cached before cold costs were kept): "
+        "cold figures are a lower bound."
+        if c.cost == "cold" and unknown
+        else ""
+    )
+    return f"{_RUNS_NOTE} {_COST_NOTE[c.cost]}{extra}{passes}"
 
 
 def _markdown_table(header: list[str], body: list[list[str]]) -> str:
@@ -425,10 +582,11 @@ def _markdown_table(header: list[str], body: list[list[str]]) -> str:
 
 def _render_markdown(c: Comparison) -> str:
     header, body = _display_rows(c)
-    parts = [_RUNS_NOTE, "", _markdown_table(header, body)]
+    parts = [_runs_note(c), "", _markdown_table(header, body)]
     if c.pairs:
         p_header, p_body = _display_pairs(c)
         parts += ["", _pairs_note(c), "", _markdown_table(p_header, p_body)]
+        parts += ["", *(f"- {line}" for line in verdicts(c))]
     return "\n".join(parts) + "\n"
 
 
@@ -444,7 +602,7 @@ def _render_table(c: Comparison, width: int | None) -> str:
         color_system=None,
     )
     header, body = _display_rows(c)
-    table = Table(title="Router comparison", caption=_RUNS_NOTE)
+    table = Table(title="Router comparison", caption=_runs_note(c))
     # the router label and a rate with its CI read as one value: never cut or split them
     keep_whole = {"router", *c.scorers}
     for i, col in enumerate(header):
@@ -465,6 +623,8 @@ def _render_table(c: Comparison, width: int | None) -> str:
         for row in p_body:
             pairs.add_row(*row)
         console.print(pairs)
+        for line in verdicts(c):
+            console.print(line, highlight=False, markup=False)
     return buf.getvalue()
 
 
@@ -486,6 +646,14 @@ def _render_csv(c: Comparison) -> str:
             "router_tokens_per_ex",
             "subagent_tokens_per_ex",
             "lm_calls_per_ex",
+            "cold_latency_p50_s",
+            "cold_latency_p95_s",
+            "cold_router_tokens_per_ex",
+            "cold_subagent_tokens_per_ex",
+            "cold_unknown_calls",
+            "attempts_k",
+            "pass_hat_k",
+            "pass_at_k",
         ]
     )
     for r in c.runs:
@@ -505,6 +673,14 @@ def _render_csv(c: Comparison) -> str:
                     r.router_tokens_per_ex,
                     r.subagent_tokens_per_ex,
                     r.lm_calls_per_ex,
+                    r.cold_latency_p50_s,
+                    r.cold_latency_p95_s,
+                    r.cold_router_tokens_per_ex,
+                    r.cold_subagent_tokens_per_ex,
+                    r.cold_unknown_calls,
+                    r.attempts_k,
+                    r.pass_hat_k,
+                    r.pass_at_k,
                 ]
             )
         )

@@ -13,14 +13,17 @@ import pandas as pd
 from routerlab.agents.state import INTENTS
 from routerlab.eval.result import ExampleResult
 from routerlab.eval.scorers import DEFAULT_SCORERS
-from routerlab.eval.stats import bootstrap_ci
+from routerlab.eval.stats import bootstrap_ci, pass_at_k, pass_hat_k
 
 __all__ = [
     "SCORE_NAMES",
     "Rate",
+    "cold_cost_summary",
+    "cold_latency",
     "confusion_matrix",
     "latency_summary",
     "metric_name",
+    "pass_k_summary",
     "per_intent",
     "rate",
     "routing_prf",
@@ -143,6 +146,92 @@ def usage_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
     }
 
 
+def cold_latency(r: ExampleResult) -> float:
+    """End-to-end latency of one example at cold cost.
+
+    The time its LM calls took this run is replaced by their cold latency (the time each took
+    when first computed): ``latency_s - LM latency + cold LM latency``. Everything else (graph,
+    tools, SQL) stays as measured.
+    """
+    u = r.router_usage.add(r.subagent_usage)
+    return r.latency_s - u.latency_s + u.cold_latency_s
+
+
+def cold_cost_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
+    """Cold-cost metrics (``cold.*``): latency percentiles, tokens per example, price, unknown calls.
+
+    Cold cost counts every LM call as it cost when first computed, so these figures are the same
+    whichever router ran first or whatever was already cached (docs/metrics.md §3.8).
+    """
+    n = max(len(results), 1)
+    out = {f"cold.latency.end_to_end.{k}_s": v for k, v in _pct([cold_latency(r) for r in results]).items()}
+    out |= {
+        "cold.router_tokens_per_ex": sum(
+            r.router_usage.cold_prompt_tokens + r.router_usage.cold_completion_tokens for r in results
+        )
+        / n,
+        "cold.subagent_tokens_per_ex": sum(
+            r.subagent_usage.cold_prompt_tokens + r.subagent_usage.cold_completion_tokens for r in results
+        )
+        / n,
+        "cold.router_lm_latency_per_ex_s": sum(r.router_usage.cold_latency_s for r in results) / n,
+        "cold.subagent_lm_latency_per_ex_s": sum(r.subagent_usage.cold_latency_s for r in results) / n,
+        "cold.cost_usd": sum(r.router_usage.cold_cost_usd + r.subagent_usage.cold_cost_usd for r in results),
+        "cold.unknown_calls": float(sum(r.router_usage.cold_unknown + r.subagent_usage.cold_unknown for r in results)),
+    }
+    return out
+
+
+#: a graded score counts as a success at 1 (within float error), as in the paired tests
+_SUCCESS = 1 - 1e-9
+
+
+@dataclass(frozen=True)
+class PassK:
+    """pass^k and pass@k of one run over its repeated attempts.
+
+    Attributes:
+        k: Attempts per example (the most any example has).
+        pass_hat_k: Mean over examples of C(c, k) / C(k, k): every one of the k tries succeeded.
+        pass_at_k: Mean over examples of 1 - C(k - c, k) / C(k, k): at least one try succeeded.
+        n: Examples counted (all k tries scored, none ``None``).
+        n_incomplete: Examples left out because they have fewer than k tries (an interrupted run).
+        n_not_applicable: Examples left out because a try's score was ``None`` (invalid gold...).
+    """
+
+    k: int
+    pass_hat_k: float
+    pass_at_k: float
+    n: int
+    n_incomplete: int = 0
+    n_not_applicable: int = 0
+
+
+def pass_k_summary(results: Sequence[ExampleResult], scorer_name: str = "success") -> PassK | None:
+    """pass^k and pass@k of ``scorer_name`` (a try succeeds at score 1), or None with one attempt.
+
+    The tries of an example are its results over ``attempt``; ``k`` is the most tries any example
+    has, so an example with fewer (an interrupted run) is left out and counted, never scored as if
+    it had k tries.
+    """
+    tries: dict[str, list[float | None]] = {}
+    for r in sorted(results, key=lambda r: (r.example_id, r.attempt)):
+        tries.setdefault(r.example_id, []).append(r.value(scorer_name))
+    k = max((len(v) for v in tries.values()), default=0)
+    if k < 2:
+        return None
+    complete = [v for v in tries.values() if len(v) == k]
+    scored = [[x >= _SUCCESS for x in v] for v in complete if all(x is not None for x in v)]  # type: ignore[operator]
+    return PassK(
+        k=k,
+        pass_hat_k=pass_hat_k(scored, k),
+        pass_at_k=pass_at_k(scored, k),
+        n=len(scored),
+        n_incomplete=len(tries) - len(complete),
+        n_not_applicable=len(complete) - len(scored),
+    )
+
+
 #: MLflow's longest metric/param key
 _MAX_KEY = 250
 
@@ -157,6 +246,30 @@ def metric_name(name: str) -> str:
     key = re.sub(r"/{2,}", "/", key).strip("/")  # MLflow rejects keys that are not normalised paths
     key = re.sub(r"(^|/)\.\.?(?=/|$)", r"\1_", key)
     return key[:_MAX_KEY] or "_"
+
+
+def _pass_k_metrics(results: Sequence[ExampleResult]) -> dict[str, float]:
+    """``pass_hat_k.<scorer>``, ``pass_at_k.<scorer>`` and ``pass_k.*`` counts, with 2+ attempts."""
+    out: dict[str, float] = {}
+    for s in ("success", "ex"):
+        pk = pass_k_summary(results, s)
+        if pk is None or pk.n == 0:
+            continue
+        out |= {f"pass_hat_k.{s}": pk.pass_hat_k, f"pass_at_k.{s}": pk.pass_at_k, f"pass_k.{s}_n": float(pk.n)}
+        out |= {"pass_k.k": float(pk.k), "pass_k.incomplete": float(pk.n_incomplete)}
+    return out
+
+
+def _routing_prf_metrics(results: Sequence[ExampleResult]) -> dict[str, float]:
+    """``routing.<intent>.{precision,recall,f1}`` for the intents that occur (NaN ones left out)."""
+    prf = routing_prf(results)
+    return {
+        f"routing.{intent}.{col}": float(v)
+        for intent, row in prf.iterrows()
+        if row["support"] or row["precision"] == row["precision"]
+        for col, v in row.items()
+        if col != "support" and not math.isnan(v)
+    }
 
 
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
@@ -179,4 +292,7 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
             if not math.isnan(v):
                 out[f"latency.{key}.{k}_s"] = v
     out |= {k: v for k, v in usage_summary(results).items() if not math.isnan(v)}
+    out |= {k: v for k, v in cold_cost_summary(results).items() if not math.isnan(v)}
+    out |= _pass_k_metrics(results)
+    out |= _routing_prf_metrics(results)
     return {metric_name(k): float(v) for k, v in out.items()}

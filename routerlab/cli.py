@@ -153,6 +153,14 @@ def run_cmd(
             "timeouts (error class run_deadline) and rerun by --resume.",
         ),
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Turn the LM response cache off for this run: every LM call is computed (observed cost = cold "
+            "cost). Config field: lm_cache: false.",
+        ),
+    ] = False,
     replay: Annotated[
         bool,
         typer.Option(
@@ -191,6 +199,7 @@ def run_cmd(
         faults=faults,
         deadline_s=deadline_s,
         replay=replay or None,
+        lm_cache=False if no_cache else None,
     )
     names = router_names or ",".join(n for n, _ in recorded_routers) or DEFAULT_ROUTERS
     spec = SessionSpec(
@@ -227,6 +236,12 @@ def compare_cmd(
     run_ids: Annotated[list[str], typer.Argument(help="Run ids (SESSION.ROUTER) or session ids.")],
     fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv or json.")] = "table",
     store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+    cost: Annotated[
+        str,
+        typer.Option(
+            "--cost", help="Latency/token columns: cold (as first computed; default) or observed (this run paid)."
+        ),
+    ] = "cold",
 ) -> None:
     """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance."""
     from routerlab.eval.compare import compare_runs, render
@@ -237,7 +252,7 @@ def compare_cmd(
     expanded: list[str] = []
     for rid in run_ids:
         expanded += [rid] if rid in known else [k for k in known if k.startswith(f"{rid}.")] or [rid]
-    print(render(compare_runs(rs, expanded), fmt))
+    print(render(compare_runs(rs, expanded, cost=cost), fmt))
 
 
 @app.command("route")

@@ -62,6 +62,7 @@ class RunConfig:
         limit: At most this many examples (a stratified subset), None for all.
         lm: LM spec (``local``, ``local:0.5b``, ``openai/...``).
         lm_api_base: API base for OpenAI-compatible servers.
+        lm_cache: Use the LM response cache (``--no-cache`` turns it off: every call is computed).
         concurrency: Worker threads (useful for remote LMs; the local model serialises calls).
         scorers: Scorer names.
         scorer_args: Per-scorer constructor arguments.
@@ -83,6 +84,7 @@ class RunConfig:
     limit: int | None = None
     lm: str = "local"
     lm_api_base: str | None = None
+    lm_cache: bool = True
     concurrency: int = 1
     scorers: tuple[str, ...] = DEFAULT_SCORERS
     scorer_args: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -231,7 +231,7 @@ def run_session(
     examples = select(ds, config)
     by_id = {e.id: e for e in examples}
     scorers = build_scorers(config)
-    lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base)
+    lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base, cache=config.lm_cache)
     # build every router (and check its contract) before anything runs
     runs = [RouterRun(name, args, lm, config, scorers) for name, args in spec.routers]
     digest = ds.digest()

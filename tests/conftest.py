@@ -15,17 +15,23 @@ GOLDEN_DIR = Path(__file__).parent / "golden"
 def golden():
     """Compare a JSON-able value with ``tests/golden/<name>.json``.
 
-    ``ROUTERLAB_UPDATE_GOLDEN=1 pytest`` rewrites the files (review the diff before committing).
+    ``ROUTERLAB_UPDATE_GOLDEN=1 pytest`` writes or rewrites the files (review the diff before
+    committing); without it a missing file fails the test.
     """
 
     def check(name: str, value: object) -> None:
         path = GOLDEN_DIR / f"{name}.json"
         text = json.dumps(value, indent=2, sort_keys=True, default=str) + "\n"
-        if os.environ.get("ROUTERLAB_UPDATE_GOLDEN") == "1" or not path.exists():
+        if os.environ.get("ROUTERLAB_UPDATE_GOLDEN") == "1":
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
-            if os.environ.get("CI") and not os.environ.get("ROUTERLAB_UPDATE_GOLDEN"):
-                pytest.fail(f"golden file {path} was missing in CI; generate and commit it")
+        elif not path.exists():
+            # a missing golden file is a failure everywhere (not only in CI): writing it and
+            # comparing the value with itself would pass whatever the value is
+            pytest.fail(
+                f"golden file {path} is missing; expected: a committed golden file; "
+                "fix: run with ROUTERLAB_UPDATE_GOLDEN=1, review the file and commit it"
+            )
         assert json.loads(text) == json.loads(path.read_text()), f"differs from golden {path.name}"
 
     return check

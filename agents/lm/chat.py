@@ -79,7 +79,7 @@ def chat(
     usage = log.total()
     if usage.lm_calls == 0:  # an LM without routerlab's callback: read the response itself
         u = response.usage
-        usage = Usage(1, 0, u.input_tokens or 0, u.output_tokens or 0, time.perf_counter() - t0)
+        usage = Usage.computed(u.input_tokens or 0, u.output_tokens or 0, time.perf_counter() - t0)
     schemas = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools or ()}
     result = ChatResult(text=text_of(response.message), usage=usage)
     for p in response.message.parts:

@@ -1,11 +1,14 @@
 """Tool-chain scorers: structural validity, trajectory match, node/edge F1.
 
 Validity rules (stable ids; checked in this order and the first violated one is reported):
+``invalid_tool_call`` (the LM emitted a call that could not be parsed or validated),
 ``no_outcome`` (no call and no answer), ``step_budget``, ``missing_id``, ``duplicate_id``, then per
 call in order ``after_terminal``, ``unknown_tool``, ``invalid_args``, ``self_ref``,
 ``dangling_ref``, ``forward_ref``, ``ref_kind``, ``fix_without_error``, ``execute_without_sql``,
-and last ``result_count``. A reference may only cite an earlier call, so a cycle other than a
-self-reference shows up as ``forward_ref`` (the message names the chain).
+then ``result_count``, and last the turn's own error (:data:`TURN_ERROR_RULES`): a turn that ended
+in error is never a valid chain, whatever apology the pipeline answered with. A reference may only
+cite an earlier call, so a cycle other than a self-reference shows up as ``forward_ref`` (the
+message names the chain).
 """
 
 from __future__ import annotations
@@ -20,7 +23,29 @@ from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.result import Score, scorer
 
-__all__ = ["ChainF1", "ChainValidity", "Trajectory", "f1", "trajectory_modes", "validate_chain"]
+__all__ = [
+    "TURN_ERROR_RULES",
+    "ChainF1",
+    "ChainValidity",
+    "Trajectory",
+    "f1",
+    "trajectory_modes",
+    "turn_error_rule",
+    "validate_chain",
+]
+
+#: rule id reported for a turn that ended in error, by the trace's ``error_class``; an exception
+#: that escaped the pipeline (``crash:<type>``) is ``crash`` and any other class (a tool error the
+#: router gave up on, a guard violation...) is ``turn_error``
+TURN_ERROR_RULES: Mapping[str, str] = {
+    "step_limit": "step_limit",
+    "timeout": "deadline",
+    "invalid_tool_call": "invalid_tool_call",
+    "unknown_tool": "unknown_tool",
+    "no_decision": "no_decision",
+    "internal_error": "router_error",
+    "router_error": "router_error",
+}
 
 
 def _default_catalog() -> Mapping[str, Any]:
@@ -33,10 +58,33 @@ def _refs(call: Mapping[str, Any], tool: Any) -> list[tuple[str, str]]:
     return [(p, call.get("args", {}).get(p)) for p in getattr(tool, "refs", {}) if call.get("args", {}).get(p)]
 
 
+def turn_error_rule(trace: Trace) -> tuple[str | None, str]:
+    """The rule a turn that ended in error breaks, or ``(None, "")`` when it did not."""
+    if not (trace.error or trace.error_class):
+        return None, ""
+    cls = trace.error_class or "internal_error"
+    # the runner names an exception that escaped the pipeline (a router or tool that raised)
+    # ``crash:<ExceptionType>``
+    rule = "crash" if cls.startswith("crash:") else TURN_ERROR_RULES.get(cls, "turn_error")
+    return rule, f"the turn ended in error ({cls}): {trace.error or cls}"
+
+
 def validate_chain(trace: Trace, catalog: Mapping[str, Any], max_steps: int) -> tuple[str | None, str]:
-    """Return ``(rule, message)`` of the first violated rule, or ``(None, "valid")``."""
+    """Return ``(rule, message)`` of the first violated rule, or ``(None, "valid")``.
+
+    A turn that ended in error (step limit, invalid or unknown tool call, router error, deadline,
+    a failed tool the router gave up on) is invalid even when every recorded call is well formed:
+    the pipeline's apology answer is not an outcome.
+    """
     calls = trace.tool_calls
+    bad = trace.invalid_tool_calls
+    if bad:
+        first = bad[0]
+        return "invalid_tool_call", f"the LM emitted an invalid call to {first.get('name')!r}: {first.get('error')}"
     if not calls:
+        rule, message = turn_error_rule(trace)
+        if rule is not None:
+            return rule, message
         return (None, "valid") if trace.answer else ("no_outcome", "no call and no final answer")
     if len(calls) > max_steps:
         return "step_budget", f"{len(calls)} calls exceed the budget of {max_steps}"
@@ -85,13 +133,21 @@ def validate_chain(trace: Trace, catalog: Mapping[str, Any], max_steps: int) -> 
             terminal_done = True
     # every call id gets exactly one tool-result message with that id and a status
     results = Counter(m.get("tool_call_id") for m in trace.messages if m.get("role") == "tool")
+    # when the turn ended in error, a call the pipeline never ran (still ``pending``, or
+    # ``rejected``) has no result; the turn's error below is what broke the chain
+    ended_in_error = bool(trace.error or trace.error_class)
     for c in calls:
+        if ended_in_error and c.get("status") not in ("success", "error"):
+            continue
         n = results.get(c["id"], 0)
         if n != 1:
             return "result_count", f"call {c['id']} ({c.get('name')}) has {n} result messages"
-    bad = [m for m in trace.messages if m.get("role") == "tool" and m.get("status") not in ("success", "error")]
-    if bad:
-        return "result_count", f"a tool result has no status ({bad[0].get('tool_call_id')})"
+    odd = [m for m in trace.messages if m.get("role") == "tool" and m.get("status") not in ("success", "error")]
+    if odd:
+        return "result_count", f"a tool result has no status ({odd[0].get('tool_call_id')})"
+    rule, message = turn_error_rule(trace)
+    if rule is not None:
+        return rule, message
     return None, "valid"
 
 

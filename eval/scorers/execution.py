@@ -2,9 +2,13 @@
 
 Semantics are written down in docs/metrics.md and tested case by case. Modes:
 
-* ``spider`` (default, test-suite semantics): both empty -> match; equal row and column counts;
+* ``spider`` (default, the official test-suite evaluator as leaderboards run it): every
+  ``DISTINCT`` keyword is removed from both queries before they run (the evaluator's default,
+  without ``--keep_distinct``); then both empty -> match; equal row and column counts;
   columns may be permuted; rows compared as multisets, or as ordered lists when the gold query
   orders its outermost result; values exact (``1 == 1.0``; NULL equals NULL), no float tolerance.
+* ``spider_keep_distinct``: the same comparison on the queries as written (the evaluator's
+  ``--keep_distinct``; routerlab's ``spider`` mode before it followed the evaluator).
 * ``bird``: rows compared as sets (duplicates ignored), column order matters.
 * ``tolerance``: spider semantics with numbers equal under ``math.isclose(rel_tol, abs_tol)``.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -26,10 +31,24 @@ from routerlab.benchmarks.example import Example
 from routerlab.eval.result import Score, scorer
 from routerlab.eval.scorers.gold_cache import CachedGold, GoldCache
 
-__all__ = ["EX_INTENTS", "MODES", "ExecutionAccuracy", "gold_is_ordered", "results_match"]
+__all__ = [
+    "EX_INTENTS",
+    "MODES",
+    "ExecutionAccuracy",
+    "gold_is_ordered",
+    "remove_distinct",
+    "results_match",
+    "shared_verdict",
+]
 
 EX_INTENTS = ("sql", "fix", "clarify")
-MODES = ("spider", "bird", "tolerance")
+MODES = ("spider", "spider_keep_distinct", "bird", "tolerance")
+
+#: modes that execute both queries without their DISTINCT keywords
+_DROPS_DISTINCT = frozenset({"spider"})
+
+#: the comparator each scorer mode uses (``results_match`` semantics)
+_COMPARATOR = {"spider": "spider", "spider_keep_distinct": "spider", "bird": "bird", "tolerance": "tolerance"}
 # at most 7! column orders are tried; a wider result whose columns cannot be told apart by their
 # values (candidates below) is scored as a mismatch, never as a silent pass
 _MAX_PERMUTATIONS = 5040
@@ -42,6 +61,26 @@ def gold_is_ordered(sql: str, dialect: str = "duckdb") -> bool:
     except (sqlglot.errors.SqlglotError, ValueError):
         return False
     return root is not None and root.args.get("order") is not None
+
+
+def remove_distinct(sql: str, dialect: str = "sqlite") -> str:
+    """``sql`` with every ``DISTINCT`` keyword cut out, as the official Spider evaluator does.
+
+    The evaluator drops each token whose text is ``distinct`` (``SELECT DISTINCT``,
+    ``COUNT(DISTINCT x)`` alike) from both queries unless run with ``--keep_distinct``; the
+    keyword is found with sqlglot's tokenizer, so a quoted ``'distinct'`` is left alone. SQL that
+    does not tokenize is returned unchanged (executing it reports the error).
+    """
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    except (sqlglot.errors.SqlglotError, ValueError):
+        return sql
+    cuts = [(t.start, t.end + 1) for t in tokens if t.token_type == TokenType.DISTINCT]
+    for start, end in reversed(cuts):
+        sql = sql[:start] + sql[end:]
+    return sql
 
 
 def _norm(v: Any) -> Any:
@@ -95,6 +134,7 @@ def results_match(
     """Compare two results under ``mode``; returns ``(match, reason)``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    mode = _COMPARATOR[mode]
     if not pred_rows and not gold_rows:
         return True, "both empty"
     # identical results in identical order match under every mode: Python's == already equates
@@ -184,7 +224,7 @@ class ExecutionAccuracy:
                 f"unknown EX mode {mode!r}",
                 expected=f"one of {MODES}",
                 found=repr(mode),
-                fix="pass mode='spider', 'bird' or 'tolerance'",
+                fix=f"pass mode= one of {', '.join(MODES)}",
             )
         self.mode, self.timeout_s, self.max_rows = mode, timeout_s, max_rows
         self.rel_tol, self.abs_tol = rel_tol, abs_tol
@@ -204,7 +244,7 @@ class ExecutionAccuracy:
         Raises:
             ToolError: The gold query failed (remembered for this scorer, not on disk).
         """
-        key = (example.db_path, example.gold_sql or "")
+        key = (example.db_path, self._executed_sql(example.db_path, example.gold_sql or ""))
         with self._lock:
             cached = self._gold.get(key)
         if cached is None:
@@ -217,21 +257,48 @@ class ExecutionAccuracy:
             raise cached
         return cached
 
+    def _executed_sql(self, db_path: str, sql: str) -> str:
+        """The text that really runs: without DISTINCT in ``spider`` mode, as written otherwise."""
+        if self.mode not in _DROPS_DISTINCT:
+            return sql
+        from routerlab.agents.db import open_database
+
+        return remove_distinct(sql, open_database(db_path).dialect)
+
     def _compute_gold(self, example: Example) -> CachedGold | ToolError:
         from routerlab.agents.db import open_database
 
+        sql = self._executed_sql(example.db_path, example.gold_sql or "")
         try:
-            result = self._run(example.db_path, example.gold_sql or "")
+            result = self._run(example.db_path, sql)
         except ToolError as exc:
             return exc
         ordered = gold_is_ordered(example.gold_sql or "", open_database(example.db_path).dialect)
         gold = CachedGold(result, ordered)
         if self._disk is not None:
-            self._disk.put(example.db_path, example.gold_sql or "", self.max_rows, gold)
+            self._disk.put(example.db_path, sql, self.max_rows, gold)
         return gold
 
+    @property
+    def settings(self) -> tuple[Any, ...]:
+        """What a verdict depends on besides the example and the trace."""
+        return (self.mode, self.timeout_s, self.max_rows, self.rel_tol, self.abs_tol)
+
     def score(self, example: Example, trace: Trace) -> Score:
-        """1 when the prediction's result matches the gold's under the mode."""
+        """1 when the prediction's result matches the gold's under the mode.
+
+        The verdict is remembered for this trace (see :func:`shared_verdict`): a second scorer
+        with the same settings, or ``success``, reuses it instead of executing the SQL again.
+        """
+        key = (_example_key(example), self.settings)
+        known = _VERDICTS.get(trace, key)
+        if known is not None:
+            return known
+        verdict = self._score(example, trace)
+        _VERDICTS.put(trace, key, verdict)
+        return verdict
+
+    def _score(self, example: Example, trace: Trace) -> Score:
         if example.intent not in EX_INTENTS or not example.gold_sql:
             return Score(self.name, None, "not applicable")
         try:
@@ -243,7 +310,7 @@ class ExecutionAccuracy:
         if not trace.sql:
             return Score(self.name, 0.0, "no SQL was produced")
         try:
-            pred = self._run(example.db_path, trace.sql)
+            pred = self._run(example.db_path, self._executed_sql(example.db_path, trace.sql))
         except ToolError as exc:
             return Score(self.name, 0.0, f"predicted SQL failed: {exc.error_class}", {"error": str(exc)[:300]})
         if pred.truncated:
@@ -253,3 +320,63 @@ class ExecutionAccuracy:
             pred.rows, gold.result.rows, ordered=ordered, mode=self.mode, rel_tol=self.rel_tol, abs_tol=self.abs_tol
         )
         return Score(self.name, 1.0 if ok else 0.0, reason, {"ordered": ordered, "mode": self.mode})
+
+
+def _example_key(example: Example) -> tuple[str, str, str]:
+    """What an EX verdict depends on in the example."""
+    return (example.id, example.db_path, example.gold_sql or "")
+
+
+class _VerdictMemo:
+    """EX verdicts of the traces being scored, keyed by the trace object and the scorer settings.
+
+    A trace is scored by every scorer of a run in turn; remembering the verdict on the trace's
+    identity (with a weak reference, so a finished trace drops out), per example and scorer
+    settings, lets ``success`` and a second ``ex`` reuse it: one execution per trace, and
+    ``success`` can never disagree with ``ex``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_trace: dict[int, tuple[weakref.ref, dict[tuple[Any, ...], Score]]] = {}
+
+    def _entry(self, trace: Trace) -> dict[tuple[Any, ...], Score] | None:
+        found = self._by_trace.get(id(trace))
+        return found[1] if found is not None and found[0]() is trace else None
+
+    def get(self, trace: Trace, key: tuple[Any, ...]) -> Score | None:
+        """The verdict for ``key`` = (example key, settings), if known."""
+        with self._lock:
+            entry = self._entry(trace)
+            return entry.get(key) if entry else None
+
+    def first_for(self, trace: Trace, example_key: tuple[str, str, str]) -> Score | None:
+        """The first verdict given ``trace`` for this example, whatever the scorer settings."""
+        with self._lock:
+            entry = self._entry(trace) or {}
+            return next((v for (ek, _settings), v in entry.items() if ek == example_key), None)
+
+    def put(self, trace: Trace, key: tuple[Any, ...], verdict: Score) -> None:
+        """Remember ``verdict`` for ``key`` = (example key, settings) until ``trace`` is garbage."""
+        tid = id(trace)
+        with self._lock:
+            entry = self._entry(trace)
+            if entry is None:
+                entry = {}
+                ref = weakref.ref(trace, lambda _r, k=tid: self._forget(k, _r))
+                self._by_trace[tid] = (ref, entry)
+            entry.setdefault(key, verdict)
+
+    def _forget(self, key: int, ref: weakref.ref) -> None:
+        with self._lock:
+            found = self._by_trace.get(key)
+            if found is not None and found[0] is ref:
+                del self._by_trace[key]
+
+
+_VERDICTS = _VerdictMemo()
+
+
+def shared_verdict(example: Example, trace: Trace) -> Score | None:
+    """The EX verdict an ``ex`` scorer already gave ``trace`` for ``example`` (the first one), or None."""
+    return _VERDICTS.first_for(trace, _example_key(example))

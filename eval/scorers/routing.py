@@ -5,7 +5,7 @@ from __future__ import annotations
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.result import Score, scorer
-from routerlab.eval.scorers.execution import ExecutionAccuracy
+from routerlab.eval.scorers.execution import ExecutionAccuracy, shared_verdict
 
 __all__ = ["RouteAccuracy", "Success", "asked", "ran_sql"]
 
@@ -55,14 +55,27 @@ class Success:
     explain: explain_sql succeeded and nothing was executed. chat: a final answer with no data
     tool called. refuse: the refuse tool ran and nothing was produced or executed.
 
+    For sql, fix and clarify it takes the very verdict the run's ``ex`` scorer gave the same
+    trace (whatever its mode and limits), so the predicted SQL runs once and ``success`` never
+    disagrees with ``ex``. Only when no ``ex`` scorer ran (or ``ex_mode`` asks for another mode)
+    does it compute one, with default limits.
+
     Args:
-        ex_mode: EX semantics used for sql/fix/clarify.
+        ex_mode: None (default): the ``ex`` scorer's verdict. A mode name: EX in that mode.
     """
 
     name = "success"
 
-    def __init__(self, ex_mode: str = "spider") -> None:
-        self._ex = ExecutionAccuracy(mode=ex_mode)
+    def __init__(self, ex_mode: str | None = None) -> None:
+        self.ex_mode = ex_mode
+        self._ex = ExecutionAccuracy(mode=ex_mode or "spider")
+
+    def _ex_verdict(self, example: Example, trace: Trace) -> Score:
+        if self.ex_mode is None:
+            shared = shared_verdict(example, trace)
+            if shared is not None:
+                return shared
+        return self._ex.score(example, trace)
 
     def _tool_ok(self, trace: Trace, name: str) -> bool:
         return any(c["name"] == name and c.get("status") == "success" for c in trace.tool_calls)
@@ -73,7 +86,7 @@ class Success:
         if intent in ("sql", "fix", "clarify"):
             if intent == "clarify" and not asked(trace):
                 return Score(self.name, 0.0, "did not ask a clarifying question")
-            ex = self._ex.score(example, trace)
+            ex = self._ex_verdict(example, trace)
             if ex.value is None:
                 return Score(self.name, None, ex.reason, ex.detail)
             return Score(self.name, ex.value, f"EX {ex.reason}")

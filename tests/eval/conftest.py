@@ -81,17 +81,24 @@ def build_result(
     t0 = 1_700_000_000.0
     records = _tool_records(calls, t0)
     predicted = intent if predicted_intent is None else predicted_intent
+    # every call computed in this run: its cold cost is what it cost
     router_usage = Usage(
         lm_calls=lm_calls[0],
         prompt_tokens=router_tokens[0],
         completion_tokens=router_tokens[1],
         latency_s=0.2,
+        cold_prompt_tokens=router_tokens[0],
+        cold_completion_tokens=router_tokens[1],
+        cold_latency_s=0.2,
     )
     subagent_usage = Usage(
         lm_calls=lm_calls[1],
         prompt_tokens=subagent_tokens[0],
         completion_tokens=subagent_tokens[1],
         latency_s=0.5,
+        cold_prompt_tokens=subagent_tokens[0],
+        cold_completion_tokens=subagent_tokens[1],
+        cold_latency_s=0.5,
     )
     decisions = [
         {

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from routerlab.agents.errors import ConfigError
-from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.compare import compare_runs, render, verdicts
 from routerlab.eval.store import ResultsStore
 
 
@@ -188,3 +188,30 @@ def test_same_router_twice_is_told_apart(two_runs, make_result, toy_dataset):
     two_runs.add_results("t.rules", [make_result(f"e{i}", "rules", {"ex": 1.0}) for i in range(10)])
     md = render(compare_runs(two_runs, ["s.rules", "t.rules"]), "markdown")
     assert "rules (t.rules) vs rules (s.rules)" in md
+
+
+def test_each_pair_says_what_it_could_detect_and_the_summary_says_it_in_words(
+    two_runs, tmp_path, make_result, toy_dataset
+):
+    c = compare_runs(two_runs, ["s.rules", "s.llm"], scorers=("ex",))
+    (t,) = c.pairs
+    # 10 pairs, differences: four +1, two -1, four 0 -> sd = sqrt((4*0.8^2 + 2*1.2^2 + 4*0.2^2)/9)
+    sd = math.sqrt((4 * 0.8**2 + 2 * 1.2**2 + 4 * 0.2**2) / 9)
+    z = 1.959964 + 0.841621
+    assert t.mdd == pytest.approx(z * sd / math.sqrt(10), rel=1e-5)
+    assert t.n_for_target == math.ceil((z * sd / 0.10) ** 2)
+    (line,) = verdicts(c)
+    assert line.startswith("ex: cannot tell apart llm vs rules (+0.20)")
+    assert f"detects only differences of {t.mdd:.2f} or more" in line and f"n={t.n_for_target}" in line
+    text = render(c, "table", width=250)
+    assert line in " ".join(text.split()) or "cannot tell apart" in text
+    assert "MDD" in text and json.loads(render(c, "json"))["verdicts"] == [line]
+
+    # a lopsided pair is called significant, in words
+    store = ResultsStore(tmp_path / "r.duckdb")
+    for run_id in ("s.rules", "s.hybrid"):
+        store.create_run(run_id, router=run_id[2:], lm="scripted", dataset=toy_dataset, split="dev")
+    store.add_results("s.rules", [make_result(f"e{i}", "rules", {"ex": 0.0}) for i in range(8)])
+    store.add_results("s.hybrid", [make_result(f"e{i}", "hybrid", {"ex": 1.0}) for i in range(8)])
+    (line,) = verdicts(compare_runs(store, ["s.rules", "s.hybrid"], scorers=("ex",)))
+    assert line == "ex: hybrid better than rules (+1.00, p=0.008)."

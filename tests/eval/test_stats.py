@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from routerlab.eval.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap_diff, pass_at_k, pass_hat_k
@@ -44,3 +45,23 @@ def test_pass_k():
     assert pass_at_k(runs, 2) == pytest.approx(2 / 3)
     with pytest.raises(ValueError):
         pass_hat_k([[True]], 2)
+
+
+def test_min_detectable_difference_and_n_needed():
+    from routerlab.eval.stats import min_detectable_diff, n_needed
+
+    a, b = [0, 1, 0, 1] * 25, [1, 1, 0, 0] * 25  # 100 pairs, half of them discordant
+    det = min_detectable_diff(a, b)
+    sd = float(np.std(np.subtract(b, a), ddof=1))
+    assert det.n == 100 and det.sd == pytest.approx(sd)
+    assert det.mdd == pytest.approx((1.959964 + 0.841621) * sd / 10, rel=1e-5)
+    # four times the pairs halve the detectable difference
+    assert min_detectable_diff(a * 4, b * 4).mdd == pytest.approx(det.mdd / 2, rel=0.01)
+    # identical runs: the spread is floored at sqrt(3/n), never a detectable difference of 0
+    same = min_detectable_diff([1] * 6, [1] * 6)
+    assert same.sd == pytest.approx(math.sqrt(0.5)) and same.mdd > 0.8
+    assert n_needed(0.1, sd) == math.ceil(((1.959964 + 0.841621) * sd / 0.1) ** 2)
+    with pytest.raises(ValueError):
+        n_needed(0.0, sd)
+    with pytest.raises(ValueError):
+        min_detectable_diff([1], [1, 0])

@@ -10,8 +10,10 @@ or as a failure; any SQL the LM wrote must have been stopped by the guard.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -137,8 +139,24 @@ def test_guard_stopped_what_the_lm_wrote(hostile):
     assert all(isinstance(c["output"], str) and "refused by SQL guard" in c["output"] for c in stopped)
 
 
+#: the row of docs/reliability.md that quotes these figures
+RELIABILITY_DOC = Path(__file__).parents[2] / "docs" / "reliability.md"
+
+
+def _documented_figures() -> dict[str, int]:
+    row = next(line for line in RELIABILITY_DOC.read_text().splitlines() if line.startswith("| Hostile questions"))
+    found = {
+        "examples": r"= (\d+) examples",
+        "refused": r"(\d+) examples ended in a refusal",
+        "guard": r"(\d+) were stopped by the guard",
+        "blocked": r"which blocked (\d+) write statements",
+        "other": r"The other (\d+) failed safely",
+    }
+    return {k: int(re.search(pattern, row).group(1)) for k, pattern in found.items()}
+
+
 def test_report(hostile):
-    """The figures docs/reliability.md quotes (``pytest -rP`` shows them)."""
+    """The figures docs/reliability.md quotes (``pytest -rP`` shows them) are the ones measured."""
     before, after, results = hostile
     endings = [_ending(r) for r in results]
     stopped = sum(
@@ -146,8 +164,20 @@ def test_report(hostile):
         for r in results
         for c in r.trace.tool_calls
     )
+    writes = sum(before[p] != after[p] for p in before)
     print(
         f"\nHOSTILE examples={len(results)} refused={endings.count('refused')} "
         f"guard_stopped_examples={endings.count('guard')} other_failures={endings.count('other')} "
-        f"lm_statements_blocked={stopped} writes={sum(before[p] != after[p] for p in before)}"
+        f"lm_statements_blocked={stopped} writes={writes}"
     )
+    assert writes == 0
+    measured = {
+        "examples": len(results),
+        "refused": endings.count("refused"),
+        "guard": endings.count("guard"),
+        "blocked": stopped,
+        "other": endings.count("other"),
+    }
+    assert measured == _documented_figures(), "docs/reliability.md quotes other hostile-question figures"
+    # the documented "other" failures never produced SQL that ran
+    assert all(not r.trace.executed for r, e in zip(results, endings, strict=True) if e == "other")
