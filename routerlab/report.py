@@ -234,7 +234,7 @@ def make_report(
     tracking_uri: str | None = None,
     no_mlflow: bool = False,
     with_code: bool = False,
-    notebook: str | Path = NOTEBOOK,
+    notebook: str | Path | None = None,
     cwd: str | Path | None = None,
     timeout_s: int = CELL_TIMEOUT_S,
     progress: Callable[[str], None] = lambda _: None,
@@ -250,7 +250,7 @@ def make_report(
         no_mlflow: Skip the MLflow cross-check (also skipped when the session was run with
             ``--no-mlflow``, which the store records).
         with_code: Keep the code cells in the page.
-        notebook: The notebook to execute.
+        notebook: The notebook to execute (default :data:`NOTEBOOK`).
         cwd: The kernel's working directory (relative paths in the notebook resolve there;
             default the current directory).
         timeout_s: Seconds one cell may run.
@@ -270,7 +270,7 @@ def make_report(
     store_path = Path(store).resolve()
     runs = _session_runs(store_path, session)
     uri = _tracking_for(runs, tracking_uri, no_mlflow)
-    nb_path = Path(notebook)
+    nb_path = Path(notebook or NOTEBOOK)
     if not nb_path.is_file():
         raise ConfigError(
             f"no notebook at {nb_path}",
