@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.metadata
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -99,3 +101,12 @@ def test_conclusions_cell_prints_every_section(executed):
     failures = text.split(SECTIONS[1])[1].split(SECTIONS[2])[0]
     for label in ("rules", "oracle (baseline)", "random (baseline)"):
         assert f"  {label}: " in failures
+
+
+@pytest.mark.parametrize(("command", "module"), [("lab", "jupyterlab"), ("nbconvert", "nbconvert")])
+def test_jupyter_front_end_is_installed(command, module):
+    # the README opens the notebook with `.venv/bin/jupyter lab notebooks/`; `routerlab report` renders with nbconvert
+    jupyter = Path(sys.executable).parent / "jupyter"
+    done = subprocess.run([str(jupyter), command, "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == importlib.metadata.version(module)

@@ -236,3 +236,17 @@ def test_missing_mlflow_store_of_a_logged_session(demo, tmp_path):
     assert code == 2 and "no MLflow store at" in text and "--no-mlflow" in text
     with pytest.raises(ConfigError):
         report.make_report(session, tmp_path / "r.html", store=store, tracking_uri=uri)
+
+
+def test_without_mlflow_the_notebook_reports_from_the_store_alone(demo, tmp_path):
+    store, _, session = demo
+    # the real notebook up to its MLflow cross-check: the rest does not depend on TRACKING_URI
+    nb = nbformat.read(report.NOTEBOOK, as_version=4)
+    upto = next(i for i, c in enumerate(nb.cells) if "load_mlflow" in c.source)
+    nb.cells = nb.cells[: upto + 1]
+    head = tmp_path / "head.ipynb"
+    nbformat.write(nb, head)
+    result = report.make_report(session, tmp_path / "r.html", store=store, no_mlflow=True, notebook=head)
+    html = result.out.read_text()
+    assert "tracking none (no MLflow cross-check)" in html
+    assert "the rates come from the results store only" in html and "MLflow runs" not in html
