@@ -189,7 +189,8 @@ def _execute(nb: Any, cwd: Path, timeout_s: int, progress: Callable[[str], None]
         state["index"] = cell_index
         if cell.cell_type == "code":
             state["number"] += 1
-            progress(f"cell {state['number']}/{n_code}: {_section_of(cells, cell_index)}")
+            elapsed = time.perf_counter() - state["started"]
+            progress(f"cell {state['number']}/{n_code} at {elapsed:.1f} s: {_section_of(cells, cell_index)}")
 
     client = nbclient.NotebookClient(
         nb,
@@ -254,7 +255,8 @@ def make_report(
         cwd: The kernel's working directory (relative paths in the notebook resolve there;
             default the current directory).
         timeout_s: Seconds one cell may run.
-        progress: Called with one line as each code cell starts.
+        progress: Called with one line as each code cell starts (with the seconds since the
+            kernel was asked to start) and before rendering.
 
     Returns:
         What was written, with the wall time.
