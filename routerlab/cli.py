@@ -656,8 +656,11 @@ def report_cmd(
             progress=lambda line: typer.echo(f"report: {line}", err=True),
         )
     except ReportCellError as exc:
-        # the input was fine but the analysis broke: exit 1, not the bad-input code
-        _err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # the input was fine but the analysis broke: exit 1, not the bad-input code; a traceback's
+        # brackets are text, not rich markup
+        from rich.markup import escape
+
+        _err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     _out.print(
         f"wrote {result.out} ({result.bytes / 1e6:.1f} MB, {result.images} figures, "

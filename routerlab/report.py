@@ -127,6 +127,21 @@ def _tracking_for(runs: list[dict[str, Any]], tracking_uri: str | None, no_mlflo
     return uri
 
 
+def _require_jupyter() -> None:
+    """Fail clearly when the notebook tools (the ``dev`` extra) are not installed."""
+    import importlib.util
+
+    missing = [m for m in ("nbformat", "nbclient", "nbconvert", "ipykernel") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(
+            "routerlab report needs the notebook tools",
+            expected="nbformat, nbclient, nbconvert and ipykernel (the `dev` extra, installed by scripts/setup.sh)",
+            found=f"missing: {', '.join(missing)}",
+            # no square brackets: the CLI prints errors as rich markup, which would swallow `[dev]`
+            fix="bash scripts/setup.sh (it installs the dev extra with the pinned versions of constraints.txt)",
+        )
+
+
 def _section_of(cells: list[Any], index: int) -> str:
     """The heading of the markdown section a cell belongs to (the nearest heading above it)."""
     tags = cells[index].metadata.get("tags", []) if 0 <= index < len(cells) else []
@@ -179,6 +194,7 @@ def _cell_error(nb: Any, index: int, n_code: int, exc: BaseException) -> ReportC
 def _execute(nb: Any, cwd: Path, timeout_s: int, progress: Callable[[str], None]) -> None:
     """Run every cell in a fresh ``python3`` kernel, reporting each code cell as it starts."""
     import nbclient
+    from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellControlSignal, DeadKernelError
 
     cells = list(nb.cells)
@@ -205,6 +221,13 @@ def _execute(nb: Any, cwd: Path, timeout_s: int, progress: Callable[[str], None]
     env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
     try:
         client.execute(env={**os.environ, **env})
+    except NoSuchKernel as exc:
+        raise ConfigError(
+            "no Jupyter kernel named python3",
+            expected="ipykernel's python3 kernel (installed with the `dev` extra)",
+            found=str(exc),
+            fix="bash scripts/setup.sh, or .venv/bin/python -m ipykernel install --sys-prefix",
+        ) from None
     except (CellControlSignal, DeadKernelError) as exc:
         raise _cell_error(nb, int(state["index"]), n_code, exc) from None
 
@@ -262,13 +285,12 @@ def make_report(
         What was written, with the wall time.
 
     Raises:
-        ConfigError: The store is missing or unreadable, the session is not in it, or its
-            MLflow store is missing.
+        ConfigError: The notebook tools are not installed, the store is missing or unreadable,
+            the session is not in it, or its MLflow store is missing.
         ReportCellError: A cell failed, timed out or killed the kernel (names the cell).
     """
-    import nbformat
-
     started = time.perf_counter()
+    _require_jupyter()
     store_path = Path(store).resolve()
     runs = _session_runs(store_path, session)
     uri = _tracking_for(runs, tracking_uri, no_mlflow)
@@ -280,6 +302,8 @@ def make_report(
             found="no such file",
             fix="run routerlab from its checkout (an editable install, as scripts/setup.sh makes)",
         )
+    import nbformat
+
     nb = nbformat.read(nb_path, as_version=4)
     routers = ", ".join(str(r["router"]) for r in runs)
     made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -192,7 +192,7 @@ def test_a_failed_cell_is_named_and_writes_nothing(demo, tmp_path, monkeypatch):
         ("markdown", "## Fine"),
         ("code", "x = 1"),
         ("markdown", "## Broken section"),
-        ("code", "y = 1\nx / 0"),
+        ("code", "y = [1]\nx / 0  # [/] is not markup"),
         ("code", "print('never')"),
     )
     out = tmp_path / "r.html"
@@ -200,12 +200,13 @@ def test_a_failed_cell_is_named_and_writes_nothing(demo, tmp_path, monkeypatch):
         report.make_report(session, out, store=store, tracking_uri=uri, notebook=nb)
     message = str(err.value)
     assert "cell 4 of 5 (section 'Broken section')" in message and "ZeroDivisionError" in message
-    assert "in the cell starting: y = 1" in message and "jupyter lab" in message
+    assert "in the cell starting: y = [1]" in message and "jupyter lab" in message
     assert err.value.details["cell"] == 4 and not out.exists()
     # through the command: the input was fine, so exit 1 (not 2), with the same message
     monkeypatch.setattr(report, "NOTEBOOK", nb)
     code, text = _invoke(session, "--store", store, "--tracking-uri", uri, "--out", str(out))
     assert code == 1 and "cell 4 of 5 (section 'Broken section')" in text and "ZeroDivisionError" in text
+    assert "y = [1]" in text  # printed as text, not swallowed as rich markup
     assert not out.exists()
 
 
@@ -250,3 +251,13 @@ def test_without_mlflow_the_notebook_reports_from_the_store_alone(demo, tmp_path
     html = result.out.read_text()
     assert "tracking none (no MLflow cross-check)" in html
     assert "the rates come from the results store only" in html and "MLflow runs" not in html
+
+
+def test_missing_notebook_tools_are_named(demo, tmp_path, monkeypatch):
+    import importlib.util
+
+    store, _, session = demo
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nbconvert" else real(name, *a))
+    code, text = _invoke(session, "--store", store, "--out", str(tmp_path / "r.html"))
+    assert code == 2 and "missing: nbconvert" in text and "scripts/setup.sh" in text
