@@ -805,7 +805,8 @@ def conclusions(results: ResultsByRouter, *, cost: str = "router_tokens_per_ex",
         tied = " (tied)" if b["tied"] else ""
         text = f"  {name}: {b['best']}{tied} {_fmt(b['value'])} [{_fmt(b['ci_low'])}, {_fmt(b['ci_high'])}], n={b['n']}"
         if pd.isna(b["runner_up"]):
-            text += "; every router ties" if b["tied"] else "; the only router with a value"
+            alone = "; the only router besides the baselines" if references else "; the only router with a value"
+            text += "; every router ties" if b["tied"] else alone
         elif b["separated"]:
             text += f"; CI above runner-up {b['runner_up']} ({_fmt(b['runner_up_value'])})"
         else:

@@ -276,6 +276,9 @@ def test_baselines_are_references_not_pareto_candidates(with_oracle):
     assert analysis.cost_basis() in front
     assert "  rules: cost 0" in front and "  llm: cost 110" in front
     assert "  reference oracle (baseline) (not a candidate): cost 0, success 1.00" in front
+    one = {"rules": with_oracle["rules"], "oracle (baseline)": with_oracle["oracle (baseline)"]}
+    assert "routing accuracy: rules 0.86 [" in analysis.conclusions(one)
+    assert "; the only router besides the baselines" in analysis.conclusions(one)
     # with baselines only, the comparison is among them
     only = {"oracle (baseline)": with_oracle["oracle (baseline)"]}
     assert "  oracle (baseline): cost 0, success 1.00" in analysis.conclusions(only)
