@@ -47,9 +47,11 @@ __all__ = [
     "RouterResults",
     "attribute_failure",
     "attribution_counts",
+    "baseline_labels",
     "best_routers",
     "conclusions",
     "confusion_matrices",
+    "cost_basis",
     "disagreement_counts",
     "disagreements",
     "failure_attribution",
@@ -85,6 +87,16 @@ COST_COLUMNS: dict[str, str] = {
     "router_tokens_per_ex": "router tokens per example (tokens)",
     "router_lm_s_per_ex": "router LM time per example (s)",
     "route_node_s_per_ex": "route node time per example (s)",
+}
+
+#: which cost the cost tables and figures show. Results measure the cost each run observed, and an
+#: LM call served from the response cache (often left by an earlier router of the same session)
+#: costs nothing there; when results also carry the cost of an uncached run, set this to "cold".
+COST_BASIS = "observed"
+#: how each cost basis is named on tables and figures
+_COST_BASIS_TEXT: dict[str, str] = {
+    "observed": "observed cost: as the run measured it, cached LM calls count as free",
+    "cold": "cold cost: as if no LM call had been cached",
 }
 
 #: outcomes that end an example before its scores can blame a component
@@ -674,8 +686,31 @@ def latency_table(results: ResultsByRouter) -> pd.DataFrame:
     return pd.concat(frames, names=["router", "series"])
 
 
+def cost_basis() -> str:
+    """The name of the cost the tables and figures show (observed or cold), with what it means."""
+    return _COST_BASIS_TEXT[COST_BASIS]
+
+
+def baseline_labels(results: ResultsByRouter) -> list[str]:
+    """Labels whose router is a baseline (:data:`routerlab.routers.BASELINES`): references, not candidates.
+
+    A label's router is the ``router`` of its results; a label without results is judged by its
+    first word (labels read ``oracle (baseline)``).
+    """
+    # imported here: the routers package pulls in DSPy, which the analyses do not need
+    from routerlab.routers import BASELINES
+
+    return [
+        label
+        for label, rs in results.items()
+        if (rs[0].router if len(rs) else str(label).split(" ", 1)[0]) in BASELINES
+    ]
+
+
 def router_cost(results: ResultsByRouter, quality: Sequence[str] = ("route", "success")) -> pd.DataFrame:
     """The router's own cost per example next to its accuracy.
+
+    The costs are those of :data:`COST_BASIS` (see :func:`cost_basis`).
 
     Args:
         results: Results by router label.
@@ -684,7 +719,8 @@ def router_cost(results: ResultsByRouter, quality: Sequence[str] = ("route", "su
     Returns:
         Index: router labels; columns :data:`COST_COLUMNS` (router LM calls and tokens from
         :func:`routerlab.eval.metrics.usage_summary`, mean router LM seconds, mean seconds in the ``route``
-        node, 0 for a result that never reached it) and one column per ``quality`` rate.
+        node, 0 for a result that never reached it), one column per ``quality`` rate and
+        ``baseline`` (True for a baseline, which :func:`pareto_front` leaves out).
     """
     rows = {}
     for label, seq in results.items():
@@ -698,11 +734,17 @@ def router_cost(results: ResultsByRouter, quality: Sequence[str] = ("route", "su
         }
         row |= {q: rate(rs, q).value for q in quality}
         rows[label] = row
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("router")
+    frame = pd.DataFrame.from_dict(rows, orient="index").rename_axis("router")
+    baselines = set(baseline_labels(results))
+    frame["baseline"] = [label in baselines for label in frame.index]
+    return frame
 
 
 def pareto_front(points: pd.DataFrame, cost: str, quality: str) -> list[str]:
     """Index labels of the points no other point beats (cost no higher, quality no lower, one strictly).
+
+    Baselines are references, not candidates: rows whose ``baseline`` column is True neither
+    join the front nor push a router off it (an oracle at no cost would otherwise beat them all).
 
     Args:
         points: One row per router (e.g. :func:`router_cost`).
@@ -712,6 +754,8 @@ def pareto_front(points: pd.DataFrame, cost: str, quality: str) -> list[str]:
     Returns:
         The non-dominated labels, cheapest first (points with a NaN are never on the front).
     """
+    if "baseline" in points.columns:
+        points = points[~points["baseline"].astype(bool)]
     sub = points[[cost, quality]].dropna()
     front = []
     for label, row in sub.iterrows():
@@ -737,15 +781,21 @@ def conclusions(results: ResultsByRouter, *, cost: str = "router_tokens_per_ex",
 
     Three sections: ``Best router per metric`` (with its 95 % CI, ties and whether the CI
     clears the runner-up's), ``Dominant failure class per router`` and ``Cost-quality Pareto
-    front`` (on ``cost`` against ``quality``).
+    front`` (on ``cost`` against ``quality``, :data:`COST_BASIS` cost). Baselines are references:
+    the best router and the front are chosen among the other routers (among all when every
+    router is a baseline), and the baselines' own figures follow as references.
 
     Args:
         results: Results by router label.
         cost: A :data:`COST_COLUMNS` column.
         quality: A rate.
     """
+    baselines = baseline_labels(results)
+    candidates = {k: v for k, v in results.items() if k not in baselines} or dict(results)
+    references = [b for b in baselines if b not in candidates]
+    rates = rates_table(results)
     lines = ["Best router per metric (mean [95 % bootstrap CI], n applicable):"]
-    best = best_routers(rates_table(results))
+    best = best_routers(rates[rates["router"].isin(list(candidates))])
     for metric, name in RATE_METRICS.items():
         row = best[best["metric"] == metric] if not best.empty else best
         if row.empty:
@@ -755,12 +805,18 @@ def conclusions(results: ResultsByRouter, *, cost: str = "router_tokens_per_ex",
         tied = " (tied)" if b["tied"] else ""
         text = f"  {name}: {b['best']}{tied} {_fmt(b['value'])} [{_fmt(b['ci_low'])}, {_fmt(b['ci_high'])}], n={b['n']}"
         if pd.isna(b["runner_up"]):
-            text += "; every router ties" if b["tied"] else "; the only router with a value"
+            alone = "; the only router besides the baselines" if references else "; the only router with a value"
+            text += "; every router ties" if b["tied"] else alone
         elif b["separated"]:
             text += f"; CI above runner-up {b['runner_up']} ({_fmt(b['runner_up_value'])})"
         else:
             text += f"; CI overlaps runner-up {b['runner_up']} ({_fmt(b['runner_up_value'])}), not a clear win"
         lines.append(text)
+    if references:
+        by = rates.set_index(["router", "metric"])["value"]
+        for ref in references:
+            figures = ", ".join(f"{m} {_fmt(by.get((ref, m), math.nan))}" for m in RATE_METRICS)
+            lines.append(f"  reference {ref}: {figures}")
     lines.append("Dominant failure class per router:")
     counts = attribution_counts(results)
     for label, row in counts.iterrows():
@@ -772,10 +828,16 @@ def conclusions(results: ResultsByRouter, *, cost: str = "router_tokens_per_ex",
         top = [c for c in ATTRIBUTION_CLASSES if row[c] == row.max()]
         lines.append(f"  {label}: {' and '.join(top)} ({int(row.max())} of {total} failures, {n} results)")
     costs = router_cost(results, quality=(quality,))
-    front = pareto_front(costs, cost, quality)
-    lines.append(f"Cost-quality Pareto front ({COST_COLUMNS[cost]} vs {quality}):")
+    # with only baselines there is nothing else to compare: the front is then over them
+    front = pareto_front(costs.drop(columns="baseline") if not references else costs, cost, quality)
+    lines.append(f"Cost-quality Pareto front ({COST_COLUMNS[cost]} vs {quality}; {cost_basis()}):")
     for label in front:
         lines.append(f"  {label}: cost {costs.loc[label, cost]:.4g}, {quality} {_fmt(costs.loc[label, quality])}")
     if not front:
         lines.append("  n/a (no router has both numbers)")
+    for ref in references:
+        lines.append(
+            f"  reference {ref} (not a candidate): cost {costs.loc[ref, cost]:.4g}, "
+            f"{quality} {_fmt(costs.loc[ref, quality])}"
+        )
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from routerlab.eval.analysis import ATTRIBUTION_CLASSES, COST_COLUMNS, RATE_METRICS, pareto_front
+from routerlab.eval.analysis import ATTRIBUTION_CLASSES, COST_COLUMNS, RATE_METRICS, cost_basis, pareto_front
 
 __all__ = [
     "plot_attribution",
@@ -150,12 +150,17 @@ def plot_latency(latency: pd.DataFrame) -> Figure:
         ax_node.text(0.5, 0.5, "no per-node timings\n(MLflow tables do not keep them)", ha="center", va="center")
     for ax in (ax_e2e, ax_node):
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle("Latency distributions")
+    # wall time is a cost too: a router replaying cached LM calls looks faster than it would be
+    fig.suptitle(f"Latency distributions ({cost_basis()})")
     return fig
 
 
 def plot_cost_quality(costs: pd.DataFrame, cost: str = "router_tokens_per_ex", quality: str = "success") -> Figure:
     """The router's own cost against its accuracy, with the Pareto front (cheaper and better wins).
+
+    Baselines (rows whose ``baseline`` column is True) are drawn as grey references, a cross and
+    a dotted line at their quality, and are never on the front. The title says which cost
+    (:func:`routerlab.eval.analysis.cost_basis`) the figure shows.
 
     Args:
         costs: :func:`routerlab.eval.analysis.router_cost` output (one row per router).
@@ -164,27 +169,36 @@ def plot_cost_quality(costs: pd.DataFrame, cost: str = "router_tokens_per_ex", q
     """
     fig = Figure(figsize=(7, 5), layout="constrained")
     ax = fig.add_subplot()
-    routers = list(costs.index)
+    is_ref = costs["baseline"].astype(bool) if "baseline" in costs else pd.Series(False, index=costs.index)
+    routers = [r for r in costs.index if not is_ref[r]]
     for i, (router, colour) in enumerate(zip(routers, _colours(len(routers)), strict=True)):
         x, y = costs.loc[router, cost], costs.loc[router, quality]
         ax.scatter([x], [y], s=60, color=colour, label=router, zorder=3)
         # routers often share a cost (0 tokens for rule routers): stagger the names
         ax.annotate(str(router), (x, y), xytext=(6, 6 + 11 * i), textcoords="offset points", fontsize=8)
+    for j, ref in enumerate(r for r in costs.index if is_ref[r]):
+        x, y = costs.loc[ref, cost], costs.loc[ref, quality]
+        if math.isnan(float(y)):
+            continue
+        grey = ("0.35", "0.6", "0.45", "0.7")[j % 4]
+        ax.axhline(float(y), color=grey, linestyle=":", linewidth=1.2, zorder=1)
+        ax.scatter([x], [y], s=50, marker="x", color=grey, label=f"{ref}: reference", zorder=3)
+        ax.annotate(f"{ref} (reference)", (x, y), xytext=(6, -12 - 11 * j), textcoords="offset points", fontsize=8)
     front = pareto_front(costs, cost, quality)
     if front:
         xs, ys = costs.loc[front, cost], costs.loc[front, quality]
         # a ring marks the front even when it is a single point (all routers at the same cost)
-        ax.scatter(xs, ys, s=200, facecolors="none", edgecolors="black", label="Pareto front", zorder=4)
+        ax.scatter(xs, ys, s=200, facecolors="none", edgecolors="black", label="Pareto front (routers)", zorder=4)
         ax.plot(xs, ys, drawstyle="steps-post", color="black", linestyle="--", zorder=2)
     largest = float(np.nanmax(costs[cost].to_numpy(dtype=float), initial=0.0))
     span = largest if largest > 0 else 1.0
     ax.set_xlim(-0.05 * span, largest + 0.25 * span)
-    ax.set_xlabel(COST_COLUMNS.get(cost, cost))
+    ax.set_xlabel(f"{COST_COLUMNS.get(cost, cost)}, {cost_basis().split(':')[0]}")
     ax.set_ylabel(f"{RATE_METRICS.get(quality, quality)} (fraction of examples)")
     ax.set_ylim(-0.05, 1.1)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(alpha=0.3)
-    ax.set_title("Router cost vs quality")
+    ax.set_title(f"Router cost vs quality\n({cost_basis()})", fontsize=10)
     return fig
 
 

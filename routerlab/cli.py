@@ -642,6 +642,48 @@ def serve_cmd(
     serve(settings, on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False))
 
 
+@app.command("report")
+@_clean_errors
+def report_cmd(
+    session: Annotated[str, typer.Argument(help="Session id printed by `routerlab run`.")],
+    out: Annotated[Path, typer.Option("--out", help="HTML file to write.")] = Path("report.html"),
+    store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+    tracking_uri: Annotated[
+        str | None,
+        typer.Option(
+            "--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store. [default: sqlite:///mlflow.db]"
+        ),
+    ] = None,
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip the MLflow cross-check.")] = False,
+    with_code: Annotated[bool, typer.Option("--with-code", help="Keep the code cells in the page.")] = False,
+) -> None:
+    """Run the comparison notebook for a session and write one self-contained HTML report."""
+    from routerlab.report import ReportCellError, make_report
+
+    try:
+        result = make_report(
+            session,
+            out,
+            store=store,
+            tracking_uri=tracking_uri,
+            no_mlflow=no_mlflow,
+            with_code=with_code,
+            progress=lambda line: typer.echo(f"report: {line}", err=True),
+        )
+    except ReportCellError as exc:
+        # the input was fine but the analysis broke: exit 1, not the bad-input code; a traceback's
+        # brackets are text, not rich markup
+        from rich.markup import escape
+
+        _err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    _out.print(
+        f"wrote {result.out} ({result.bytes / 1e6:.1f} MB, {result.images} figures, "
+        f"{result.code_cells} cells) in {result.seconds:.1f} s",
+        highlight=False,
+    )
+
+
 @app.command("routers")
 def routers_cmd() -> None:
     """List the registered routers."""

@@ -236,7 +236,8 @@ def test_latency_cost_and_pareto(hand):
     assert ("rules", "end_to_end") in table.index and list(table.columns) == ["p50", "p95", "p99", "mean"]
 
     costs = analysis.router_cost(hand)
-    assert list(costs.columns) == [*analysis.COST_COLUMNS, "route", "success"]
+    assert list(costs.columns) == [*analysis.COST_COLUMNS, "route", "success", "baseline"]
+    assert not costs["baseline"].any()
     assert costs.loc["rules", "router_tokens_per_ex"] == 0 and costs.loc["llm", "router_tokens_per_ex"] == 110
     assert costs.loc["llm", "router_lm_calls_per_ex"] == 1
     assert costs.loc["rules", "route_node_s_per_ex"] == pytest.approx(0.2)
@@ -246,6 +247,59 @@ def test_latency_cost_and_pareto(hand):
         index=["free", "cheap", "dominated", "good", "pricey", "unknown"],
     )
     assert analysis.pareto_front(points, "cost", "quality") == ["free", "cheap", "good"]
+
+
+@pytest.fixture
+def with_oracle(hand, make_result):
+    """The hand-built pair plus a free, always-right oracle baseline (labelled as the CLI labels it)."""
+    ids = [r.example_id for r in hand["rules"]]
+    oracle = [make_result(e, "oracle", _s(1, 1, 1, 1), router_tokens=(0, 0), lm_calls=(0, 2)) for e in ids]
+    return {**hand, "oracle (baseline)": oracle}
+
+
+def test_baselines_are_references_not_pareto_candidates(with_oracle):
+    assert analysis.baseline_labels(with_oracle) == ["oracle (baseline)"]
+    # an empty run is judged by its label
+    assert analysis.baseline_labels({"random (baseline)": [], "rules": []}) == ["random (baseline)"]
+    costs = analysis.router_cost(with_oracle)
+    assert costs["baseline"].tolist() == [False, False, True]
+    # at no cost and always right the oracle would dominate both routers; it is not a candidate
+    assert analysis.pareto_front(costs, "router_tokens_per_ex", "success") == ["rules", "llm"]
+    assert analysis.pareto_front(costs.drop(columns="baseline"), "router_tokens_per_ex", "success") == [
+        "oracle (baseline)"
+    ]
+    text = analysis.conclusions(with_oracle)
+    best, front = text.split("Cost-quality Pareto front")
+    # the best router is a real one; the oracle follows as a reference
+    assert "end-to-end success: llm 0.33" in best and "routing accuracy: rules" in best
+    assert "  reference oracle (baseline): ex 1.00, chain_valid 1.00, route 1.00, success 1.00" in best
+    assert analysis.cost_basis() in front
+    assert "  rules: cost 0" in front and "  llm: cost 110" in front
+    assert "  reference oracle (baseline) (not a candidate): cost 0, success 1.00" in front
+    one = {"rules": with_oracle["rules"], "oracle (baseline)": with_oracle["oracle (baseline)"]}
+    assert "routing accuracy: rules 0.86 [" in analysis.conclusions(one)
+    assert "; the only router besides the baselines" in analysis.conclusions(one)
+    # with baselines only, the comparison is among them
+    only = {"oracle (baseline)": with_oracle["oracle (baseline)"]}
+    assert "  oracle (baseline): cost 0, success 1.00" in analysis.conclusions(only)
+
+
+def test_cost_figures_draw_baselines_as_references_and_name_the_cost(with_oracle):
+    fig = plots.plot_cost_quality(analysis.router_cost(with_oracle))
+    _assert_labelled(fig)
+    ax = fig.axes[0]
+    basis = analysis.cost_basis()
+    assert basis in ax.get_title() and analysis.COST_BASIS in ax.get_xlabel()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["rules", "llm", "oracle (baseline): reference", "Pareto front (routers)"]
+    # the reference line sits at the oracle's success, across the whole plot
+    lines = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
+    assert len(lines) == 1 and list(lines[0].get_ydata()) == [1.0, 1.0]
+    # the front ring is on the two routers only
+    ring = next(c for c in ax.collections if c.get_label() == "Pareto front (routers)")
+    assert sorted(map(tuple, ring.get_offsets().tolist())) == [(0.0, 1 / 6), (110.0, 2 / 6)]
+    latency = plots.plot_latency(analysis.latency_frame(with_oracle))
+    assert basis in latency.get_suptitle()
 
 
 def test_results_frame_has_one_row_per_result(hand):

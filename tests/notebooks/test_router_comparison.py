@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.metadata
+import json
 import os
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -99,3 +105,53 @@ def test_conclusions_cell_prints_every_section(executed):
     failures = text.split(SECTIONS[1])[1].split(SECTIONS[2])[0]
     for label in ("rules", "oracle (baseline)", "random (baseline)"):
         assert f"  {label}: " in failures
+
+
+@pytest.mark.parametrize(("command", "module"), [("lab", "jupyterlab"), ("nbconvert", "nbconvert")])
+def test_jupyter_front_end_is_installed(command, module):
+    # the README opens the notebook with `.venv/bin/jupyter lab notebooks/`; `routerlab report` renders with nbconvert
+    jupyter = Path(sys.executable).parent / "jupyter"
+    done = subprocess.run([str(jupyter), command, "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == importlib.metadata.version(module)
+
+
+@pytest.mark.server
+def test_jupyter_lab_serves_the_notebook(tmp_path):
+    # what the README's `.venv/bin/jupyter lab notebooks/` gives: a server that opens the notebook
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "routerlab-test"
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    args = ["lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={token}"]
+    # Jupyter refuses to run as root without it (CI containers run as root)
+    args += ["--allow-root"] if os.geteuid() == 0 else []
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "jupyter"), *args, str(NOTEBOOK.parent)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"token {token}"}
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                request = urllib.request.Request(f"{base}/api/status", headers=headers)
+                status = urllib.request.urlopen(request, timeout=5)
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "jupyter lab did not start"
+                time.sleep(0.5)
+        assert status.status == 200
+        url = f"{base}/api/contents/{NOTEBOOK.name}"
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as reply:
+            model = json.load(reply)
+        assert model["type"] == "notebook"
+        assert "parameters" in model["content"]["cells"][0]["metadata"]["tags"]
+        with urllib.request.urlopen(urllib.request.Request(f"{base}/lab", headers=headers), timeout=30) as page:
+            assert page.status == 200 and "JupyterLab" in page.read().decode()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

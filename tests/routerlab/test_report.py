@@ -1,0 +1,263 @@
+"""``routerlab report``: the comparison notebook of a scripted session, as one HTML page in a real browser."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from typer.testing import CliRunner
+
+import routerlab.cli as cli
+import routerlab.report as report
+from routerlab.agents.errors import ConfigError, RouterlabError
+from routerlab.demo import make_demo_session
+
+#: the report's section headings, in page order
+SECTIONS = [
+    "Router comparison",
+    "Setup",
+    "Load the runs",
+    "Rates with confidence intervals",
+    "End-to-end success per intent",
+    "Routing: confusion matrices",
+    "Failure attribution",
+    "Where two routers disagree",
+    "Latency",
+    "Router cost against quality",
+    "Conclusions",
+]
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    # the directory tests/eval/test_analysis.py and the notebook tests use: one demo per pytest run
+    return make_demo_session(tmp_path_factory.getbasetemp() / "routerlab-demo")
+
+
+@pytest.fixture(autouse=True)
+def wide_errors(monkeypatch):
+    # rich wraps errors at 80 columns; the assertions look for whole paths and ids
+    monkeypatch.setattr(cli._err, "width", 1000)
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    out = CliRunner().invoke(cli.app, ["report", *args])
+    assert not isinstance(out.exception, RouterlabError | AssertionError), out.exception
+    return out.exit_code, " ".join(out.output.split())
+
+
+# -- the real report of the demo session, through the command line -----------------------------
+
+
+@pytest.fixture(scope="module")
+def rendered(demo, tmp_path_factory):
+    store, uri, session = demo
+    work = tmp_path_factory.mktemp("report")
+    out = work / "shared" / "report.html"
+    args = ["report", session, "--store", store, "--tracking-uri", uri, "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "routerlab.cli", *args], capture_output=True, text=True, timeout=900, cwd=work
+    )
+    return proc, out, session
+
+
+def test_report_runs_with_progress_and_writes_one_file(rendered):
+    proc, out, _ = rendered
+    assert proc.returncode == 0, proc.stderr
+    # progress: one line per code cell as it starts, numbered, with its section
+    cells = re.findall(r"^report: cell (\d+)/(\d+) at [\d.]+ s: (.+)$", proc.stderr, flags=re.M)
+    total = int(cells[0][1])
+    assert [int(n) for n, _, _ in cells] == list(range(1, total + 1))
+    assert {section for _, _, section in cells} >= {"parameters", "Load the runs", "Conclusions"}
+    assert "report: rendering HTML" in proc.stderr
+    summary = re.search(r"wrote (\S+) \(([\d.]+) MB, (\d+) figures, (\d+) cells\) in ([\d.]+) s", proc.stdout)
+    assert summary and Path(summary[1]) == out and int(summary[3]) >= 7 and int(summary[4]) == total
+    assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # no temporary file left behind
+
+    html = out.read_text()
+    # self-contained: no script, stylesheet or image is fetched from anywhere
+    assert not re.search(r"<script[^>]+src=", html)
+    assert not re.search(r"<link[^>]+href=", html)
+    assert not re.search(r"<img[^>]+src=\"(?!data:image/png;base64,)", html)
+    # code cells are left out by default
+    code_cells = re.findall(r'class="jp-Cell jp-CodeCell[^"]*"', html)
+    assert len(code_cells) == int(summary[4]) and all("jp-mod-noInput" in c for c in code_cells)
+    assert 'class="highlight hl-ipython3"' not in html and "analysis.load_store(" not in html
+
+
+def test_report_renders_in_headless_chromium(rendered, tmp_path):
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("/usr/bin/chromium is absent (install it with scripts/install_browser.sh)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    proc, out, session = rendered
+    assert proc.returncode == 0, proc.stderr
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--window-size=1280,900",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        driver.get(out.as_uri())
+        assert session in driver.title
+        headings = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "h1, h2, h3")]
+        found = [h for h in headings if h in SECTIONS]
+        assert found == SECTIONS, headings
+        # every figure is an embedded PNG that the browser decoded
+        images = driver.find_elements(By.CSS_SELECTOR, "img")
+        assert len(images) >= 7
+        sizes = [driver.execute_script("return [arguments[0].naturalWidth, arguments[0].complete]", i) for i in images]
+        assert all(w > 100 and done for w, done in sizes), sizes
+        # and nothing was fetched over the network to draw the page
+        fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert [u for u in fetched if not u.startswith("data:")] == []
+        text = driver.find_element(By.TAG_NAME, "body").text
+        assert f"Session {session}" in text
+        assert "0 rates differ between the store and MLflow" in text
+        assert "reference oracle (baseline) (not a candidate)" in text
+        assert "observed cost" in text
+        shot = tmp_path / "report.png"
+        assert driver.save_screenshot(str(shot))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+        # the last section is reachable: the page is not cut off
+        driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+        conclusions = next(h for h in driver.find_elements(By.TAG_NAME, "h2") if h.text == "Conclusions")
+        assert conclusions.is_displayed()
+        assert driver.save_screenshot(str(tmp_path / "report-end.png"))
+    finally:
+        driver.quit()
+
+
+# -- parameters, code cells and failures, on a small notebook ----------------------------------
+
+
+def _notebook(path: Path, *cells: tuple[str, str]) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    params = nbformat.v4.new_code_cell('SESSION = None\nSTORE = "x"\nTRACKING_URI = "y"\nSMALL_RUN_DIR = None')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_markdown_cell("# Small report")]
+    for kind, source in cells:
+        make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+        nb.cells.append(make(source))
+    nbformat.write(nb, path)
+    return path
+
+
+def test_parameters_are_injected_and_code_is_kept_on_request(demo, tmp_path):
+    store, _, session = demo
+    nb = _notebook(
+        tmp_path / "small.ipynb",
+        ("markdown", "## Parameters seen"),
+        ("code", "print(f'seen {SESSION} {STORE} {TRACKING_URI} {SMALL_RUN_DIR}')"),
+    )
+    lines: list[str] = []
+    result = report.make_report(
+        session, tmp_path / "r.html", store=store, no_mlflow=True, with_code=True, notebook=nb, progress=lines.append
+    )
+    html = result.out.read_text()
+    # the injected cell overrides the defaults; --no-mlflow passes no tracking URI
+    assert f"seen {session} {Path(store).resolve()} None None" in html
+    assert result.tracking_uri is None and "no MLflow cross-check" in html
+    # --with-code keeps every code cell's source (highlighted, so look for its pieces)
+    code_cells = re.findall(r'class="jp-Cell jp-CodeCell[^"]*"', html)
+    assert len(code_cells) == 3 and not any("jp-mod-noInput" in c for c in code_cells)
+    assert html.count('class="highlight hl-ipython3"') == 3
+    assert "SMALL_RUN_DIR" in html and "print" in html
+    assert result.code_cells == 3 and result.images == 0
+    expected = ["cell 1/3 at s: parameters", "cell 2/3 at s: injected parameters", "cell 3/3 at s: Parameters seen"]
+    assert [re.sub(r"[\d.]+ s", "s", line) for line in lines[1:]] == [*expected, "rendering HTML"]
+
+
+def test_a_failed_cell_is_named_and_writes_nothing(demo, tmp_path, monkeypatch):
+    store, uri, session = demo
+    nb = _notebook(
+        tmp_path / "failing.ipynb",
+        ("markdown", "## Fine"),
+        ("code", "x = 1"),
+        ("markdown", "## Broken section"),
+        ("code", "y = [1]\nx / 0  # [/] is not markup"),
+        ("code", "print('never')"),
+    )
+    out = tmp_path / "r.html"
+    with pytest.raises(report.ReportCellError) as err:
+        report.make_report(session, out, store=store, tracking_uri=uri, notebook=nb)
+    message = str(err.value)
+    assert "cell 4 of 5 (section 'Broken section')" in message and "ZeroDivisionError" in message
+    assert "in the cell starting: y = [1]" in message and "jupyter lab" in message
+    assert err.value.details["cell"] == 4 and not out.exists()
+    # through the command: the input was fine, so exit 1 (not 2), with the same message
+    monkeypatch.setattr(report, "NOTEBOOK", nb)
+    code, text = _invoke(session, "--store", store, "--tracking-uri", uri, "--out", str(out))
+    assert code == 1 and "cell 4 of 5 (section 'Broken section')" in text and "ZeroDivisionError" in text
+    assert "y = [1]" in text  # printed as text, not swallowed as rich markup
+    assert not out.exists()
+
+
+# -- bad input: clear errors before any kernel starts ------------------------------------------
+
+
+def test_unknown_session_lists_the_known_ones(demo, tmp_path):
+    store, _, session = demo
+    code, text = _invoke("19990101-000000-dead", "--store", store, "--out", str(tmp_path / "r.html"))
+    assert code == 2
+    assert "no session '19990101-000000-dead'" in text and session in text and "fix:" in text
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_missing_or_unreadable_store(tmp_path):
+    code, text = _invoke("20260101-000000-abcd", "--store", str(tmp_path / "nope.duckdb"))
+    assert code == 2 and f"no results store at {tmp_path / 'nope.duckdb'}" in text and "--store" in text
+    junk = tmp_path / "junk.duckdb"
+    junk.write_bytes(b"not a database" * 100)
+    code, text = _invoke("20260101-000000-abcd", "--store", str(junk))
+    assert code == 2 and "cannot read the results store" in text
+
+
+def test_missing_mlflow_store_of_a_logged_session(demo, tmp_path):
+    store, _, session = demo
+    uri = f"sqlite:///{tmp_path / 'gone.db'}"
+    code, text = _invoke(session, "--store", store, "--tracking-uri", uri, "--out", str(tmp_path / "r.html"))
+    assert code == 2 and "no MLflow store at" in text and "--no-mlflow" in text
+    with pytest.raises(ConfigError):
+        report.make_report(session, tmp_path / "r.html", store=store, tracking_uri=uri)
+
+
+def test_without_mlflow_the_notebook_reports_from_the_store_alone(demo, tmp_path):
+    store, _, session = demo
+    # the real notebook up to its MLflow cross-check: the rest does not depend on TRACKING_URI
+    nb = nbformat.read(report.NOTEBOOK, as_version=4)
+    upto = next(i for i, c in enumerate(nb.cells) if "load_mlflow" in c.source)
+    nb.cells = nb.cells[: upto + 1]
+    head = tmp_path / "head.ipynb"
+    nbformat.write(nb, head)
+    result = report.make_report(session, tmp_path / "r.html", store=store, no_mlflow=True, notebook=head)
+    html = result.out.read_text()
+    assert "tracking none (no MLflow cross-check)" in html
+    assert "the rates come from the results store only" in html and "MLflow runs" not in html
+
+
+def test_missing_notebook_tools_are_named(demo, tmp_path, monkeypatch):
+    import importlib.util
+
+    store, _, session = demo
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nbconvert" else real(name, *a))
+    code, text = _invoke(session, "--store", store, "--out", str(tmp_path / "r.html"))
+    assert code == 2 and "missing: nbconvert" in text and "scripts/setup.sh" in text
