@@ -199,11 +199,15 @@ def _folds(texts: Sequence[str], intents: Sequence[str], n_folds: int) -> np.nda
 
 
 class Calibration:
-    """Held-back decisions of the exemplar set and the threshold chosen from them.
+    """Held-back decisions of the exemplar set and the thresholds chosen from them.
 
     Attributes:
         threshold: Margin at or above which the semantic decision stands.
+        floors: Per intent label, the similarity to the nearest exemplar a request must reach for
+            a semantic decision of that intent (requests unlike every exemplar go to the fallback).
         margins: Held-back margins, one per exemplar.
+        nearest: Held-back similarity to the nearest kept exemplar, one per exemplar.
+        predicted: Held-back predicted label index, one per exemplar.
         correct: Whether each held-back semantic decision was right.
         fallback_correct: Whether the rules were right on it (``None`` for the LM fallback).
         scale: Median held-back margin of right decisions (sets the confidence curve).
@@ -212,35 +216,49 @@ class Calibration:
     def __init__(
         self,
         threshold: float,
+        floors: np.ndarray,
         margins: np.ndarray,
+        nearest: np.ndarray,
+        predicted: np.ndarray,
         correct: np.ndarray,
         fallback_correct: np.ndarray | None,
         scale: float,
     ) -> None:
         self.threshold = threshold
+        self.floors = floors
         self.margins = margins
+        self.nearest = nearest
+        self.predicted = predicted
         self.correct = correct
         self.fallback_correct = fallback_correct
         self.scale = scale
 
+    def kept(self) -> np.ndarray:
+        """Which held-back requests the semantic decision kept (margin and floor both cleared)."""
+        return (self.margins >= self.threshold) & (self.nearest >= self.floors[self.predicted])
+
     def coverage(self) -> float:
         """Share of held-back requests the semantic decision kept."""
-        return float((self.margins >= self.threshold).mean())
+        return float(self.kept().mean())
 
     def accuracy(self) -> float:
-        """Held-back accuracy with the fallback below the threshold (semantic alone for the LM)."""
-        above = self.margins >= self.threshold
+        """Held-back accuracy with the rules below the thresholds (the kept ones alone for the LM)."""
+        kept = self.kept()
         if self.fallback_correct is None:
-            return float(self.correct.mean())
-        return float(np.where(above, self.correct, self.fallback_correct).mean())
+            return float(self.correct[kept].mean()) if kept.any() else float("nan")
+        return float(np.where(kept, self.correct, self.fallback_correct).mean())
 
 
 def _best_combined_threshold(margins: np.ndarray, correct: np.ndarray, fallback_correct: np.ndarray) -> float:
-    """The margin that maximises "semantic at or above, fallback below" (ties: more semantic)."""
+    """The margin that maximises "semantic at or above, fallback below" (ties: more semantic).
+
+    A margin of ``-inf`` marks a request that goes to the fallback whatever the threshold.
+    """
     order = np.argsort(-margins, kind="stable")
     m, c, f = margins[order], correct[order].astype(int), fallback_correct[order].astype(int)
+    usable = int(np.isfinite(m).sum())
     # keeping the top n: sum of c over them plus f over the rest
-    totals = np.concatenate([[0], np.cumsum(c)]) + np.concatenate([[f.sum()], f.sum() - np.cumsum(f)])
+    totals = (np.concatenate([[0], np.cumsum(c)]) + np.concatenate([[f.sum()], f.sum() - np.cumsum(f)]))[: usable + 1]
     best = int(np.flatnonzero(totals == totals.max())[-1])
     return float("inf") if best == 0 else float(m[best - 1])
 
@@ -249,7 +267,7 @@ def _precision_threshold(margins: np.ndarray, correct: np.ndarray, precision: fl
     """The smallest margin above which the held-back decisions are right at least ``precision`` often."""
     order = np.argsort(-margins, kind="stable")
     hits = np.cumsum(correct[order]) / np.arange(1, len(order) + 1)
-    ok = np.flatnonzero(hits >= precision)
+    ok = np.flatnonzero((hits >= precision) & np.isfinite(margins[order]))
     return float("inf") if len(ok) == 0 else float(margins[order][ok[-1]])
 
 
@@ -266,6 +284,9 @@ class SemanticRouter(IntentRouter):
         threshold: Margin at or above which the semantic decision stands; ``None`` calibrates it
             on held-back exemplars.
         precision: Held-back precision the calibrated threshold must reach with the LM fallback.
+        floor_quantile: Per intent, the share of right held-back decisions allowed below that
+            intent's nearest-exemplar floor; a request less similar than the floor to every
+            exemplar goes to the fallback (0 turns the floors off).
         folds: Folds of the held-back calibration (each exemplar is held back once).
         fix_budget: fix_sql calls a failed execution may trigger.
         max_tokens: Completion budget of the fallback LM call.
@@ -284,6 +305,7 @@ class SemanticRouter(IntentRouter):
         fallback: str = "rules",
         threshold: float | None = None,
         precision: float = 0.9,
+        floor_quantile: float = 0.05,
         folds: int = 5,
         fix_budget: int = 1,
         max_tokens: int = 256,
@@ -301,6 +323,7 @@ class SemanticRouter(IntentRouter):
             ("k", k, k >= 1, "k >= 1"),
             ("folds", folds, folds >= 2, "folds >= 2"),
             ("precision", precision, 0.0 < precision <= 1.0, "0 < precision <= 1"),
+            ("floor_quantile", floor_quantile, 0.0 <= floor_quantile < 1.0, "0 <= floor_quantile < 1"),
             ("threshold", threshold, threshold is None or math.isfinite(threshold), "a finite number or None"),
             ("max_tokens", max_tokens, max_tokens >= 1, "max_tokens >= 1"),
         )
@@ -318,6 +341,7 @@ class SemanticRouter(IntentRouter):
         self.fallback = fallback
         self.threshold = threshold
         self.precision = precision
+        self.floor_quantile = floor_quantile
         self.folds = folds
         self.max_tokens = max_tokens
         self._rules = RulesRouter(fix_budget=fix_budget)
@@ -354,18 +378,31 @@ class SemanticRouter(IntentRouter):
         return order[:, 0], scores[rows, order[:, 0]] - scores[rows, order[:, 1]]
 
     def _calibrate(self, texts: list[str]) -> Calibration:
+        """Score every exemplar against the others' folds, then choose the floors and the threshold."""
+        n = len(texts)
         fold = _folds(texts, [self._labels[j] for j in self._y], self.folds)
-        margins = np.zeros(len(texts))
-        correct = np.zeros(len(texts), dtype=bool)
+        margins, nearest = np.full(n, -np.inf), np.full(n, -np.inf)
+        predicted, correct = np.zeros(n, dtype=int), np.zeros(n, dtype=bool)
         for f in range(self.folds):
             held = fold == f
-            if not held.any():
-                continue
             kept = ~held
-            if len(set(self._y[kept])) < len(self._labels):  # a fold held back a whole intent
-                continue
-            best, margin = self._rank(self._scores(self._vectors[kept], self._y[kept], self._vectors[held]))
-            margins[held], correct[held] = margin, best == self._y[held]
+            if not held.any() or len(set(self._y[kept])) < len(self._labels):
+                continue  # a fold that held back a whole intent cannot be scored; its exemplars stay out
+            queries = self._vectors[held]
+            best, margin = self._rank(self._scores(self._vectors[kept], self._y[kept], queries))
+            margins[held], predicted[held], correct[held] = margin, best, best == self._y[held]
+            nearest[held] = (queries @ self._vectors[kept].T).max(axis=1)
+        floors = np.full(len(self._labels), -np.inf)
+        if self.floor_quantile > 0:
+            for j in range(len(self._labels)):
+                # the floor of an intent comes from its right held-back decisions (all of its
+                # held-back requests when none was right)
+                pool = nearest[(predicted == j) & correct & (self._y == j)]
+                pool = pool if len(pool) else nearest[(self._y == j) & np.isfinite(nearest)]
+                if len(pool):
+                    floors[j] = float(np.quantile(pool, self.floor_quantile))
+        # requests under their floor go to the fallback whatever the margin
+        usable = np.where(nearest >= floors[predicted], margins, -np.inf)
         fallback_correct = None
         if self.fallback == "rules":
             truth = [self._labels[j] for j in self._y]
@@ -375,12 +412,12 @@ class SemanticRouter(IntentRouter):
         if self.threshold is not None:
             threshold = float(self.threshold)
         elif fallback_correct is not None:
-            threshold = _best_combined_threshold(margins, correct, fallback_correct)
+            threshold = _best_combined_threshold(usable, correct, fallback_correct)
         else:
-            threshold = _precision_threshold(margins, correct, self.precision)
-        right = margins[correct]
+            threshold = _precision_threshold(usable, correct, self.precision)
+        right = margins[correct & np.isfinite(margins)]
         scale = float(np.median(right)) if len(right) and np.median(right) > 0 else 0.05
-        return Calibration(threshold, margins, correct, fallback_correct, scale)
+        return Calibration(threshold, floors, margins, nearest, predicted, correct, fallback_correct, scale)
 
     # -- router protocol -------------------------------------------------------------------------
 
@@ -417,8 +454,9 @@ class SemanticRouter(IntentRouter):
         question = state.get("question", "") or ""
         query = np.asarray(self.embedder.embed([question]), dtype=np.float32)
         best, margin = self._rank(self._scores(self._vectors, self._y, query))
-        intent, gap = self._labels[int(best[0])], float(margin[0])
-        if gap >= self.calibration.threshold:
+        label, gap = int(best[0]), float(margin[0])
+        intent, nearest = self._labels[label], float((self._vectors @ query[0]).max())
+        if gap >= self.calibration.threshold and nearest >= self.calibration.floors[label]:
             return Classification(intent, self.confidence(gap), f"semantic:{self.strategy}", Usage())  # type: ignore[arg-type]
         if self.fallback == "rules":
             rule_intent, rule_conf, _, _ = self._rules.classify(state)
@@ -449,6 +487,7 @@ class SemanticRouter(IntentRouter):
             "exemplars": len(self._y),
             "source": self.provenance,
             "threshold": cal.threshold,
+            "floors": {label: float(f) for label, f in zip(self._labels, cal.floors, strict=True)},
             "heldback_coverage": cal.coverage(),
             "heldback_accuracy": cal.accuracy(),
             "heldback_semantic_accuracy": float(cal.correct.mean()),
