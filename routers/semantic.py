@@ -178,12 +178,15 @@ def embed_cached(embedder: Embedder, texts: Sequence[str], cache_dir: Path | Non
         except (OSError, ValueError):
             pass  # unreadable: recompute below and overwrite
     vectors = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
-    folder.mkdir(parents=True, exist_ok=True)
-    # write then rename: a concurrent reader sees the old file or the whole new one
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy.tmp")
-    with os.fdopen(fd, "wb") as f:
-        np.save(f, vectors, allow_pickle=False)
-    os.replace(tmp, path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        # write then rename: a concurrent reader sees the old file or the whole new one
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy.tmp")
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, vectors, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache only costs the next process the embedding again
     return vectors
 
 

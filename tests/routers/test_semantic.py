@@ -86,6 +86,13 @@ def test_an_unreadable_cache_file_is_recomputed(tmp_path):
     assert np.allclose(first, again) and np.load(path).shape == (2, 384)
 
 
+def test_a_read_only_cache_still_gives_the_vectors(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache folder should be")
+    vectors = embed_cached(load_embedder(), ["hello there"], cache_dir=blocked / "semantic")
+    assert vectors.shape == (1, 384)
+
+
 def test_calibration_scores_each_exemplar_only_against_other_folds(semantic):
     cal = semantic.calibration
     assert np.isfinite(cal.margins).all()
