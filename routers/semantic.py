@@ -336,8 +336,10 @@ class SemanticRouter(IntentRouter):
                     f"the semantic router's {label} is out of range",
                     expected=expected,
                     found=repr(value),
-                    fix=f"pass semantic.{label} within range",
+                    fix=f"pass --router-arg semantic.{label}=<value> with {expected}",
                 )
+        # a missing or unusable exemplar set fails when the router is built, not mid-run
+        self._texts, self._intents, self.provenance = read_exemplars(exemplars)
         self.exemplars = exemplars
         self.strategy = strategy
         self.k = k
@@ -350,20 +352,25 @@ class SemanticRouter(IntentRouter):
         self._rules = RulesRouter(fix_budget=fix_budget)
         self.embedder: Embedder | None = None
         self.calibration: Calibration | None = None
-        self.provenance = ""
+        self._centroids: np.ndarray | None = None
         self._labels: tuple[str, ...] = ()
         self._vectors = np.zeros((0, 0), dtype=np.float32)
         self._y = np.zeros(0, dtype=int)
 
     # -- scoring ---------------------------------------------------------------------------------
 
-    def _scores(self, vectors: np.ndarray, y: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    def _centroid_matrix(self, vectors: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Unit-length mean vector of each intent label, one row per label."""
+        centroids = np.stack([vectors[y == j].mean(axis=0) for j in range(len(self._labels))])
+        return centroids / np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12, None)
+
+    def _scores(
+        self, vectors: np.ndarray, y: np.ndarray, queries: np.ndarray, centroids: np.ndarray | None = None
+    ) -> np.ndarray:
         """Score of every intent for every query, shape ``(len(queries), len(self._labels))``."""
         n = len(self._labels)
         if self.strategy == "centroid":
-            centroids = np.stack([vectors[y == j].mean(axis=0) for j in range(n)])
-            centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12, None)
-            return queries @ centroids.T
+            return queries @ (self._centroid_matrix(vectors, y) if centroids is None else centroids).T
         sims = queries @ vectors.T
         k = min(self.k, len(y))
         # stable sort: equal similarities keep exemplar order, so decisions are reproducible
@@ -435,12 +442,12 @@ class SemanticRouter(IntentRouter):
             )
         super().bind(env)
         self._rules.bind(env)
-        texts, intents, self.provenance = read_exemplars(self.exemplars)
-        self._labels = tuple(i for i in INTENTS if i in set(intents))
-        self._y = np.array([self._labels.index(i) for i in intents], dtype=int)
+        self._labels = tuple(i for i in INTENTS if i in set(self._intents))
+        self._y = np.array([self._labels.index(i) for i in self._intents], dtype=int)
         self.embedder = load_embedder()
-        self._vectors = embed_cached(self.embedder, texts)
-        self.calibration = self._calibrate(texts)
+        self._vectors = embed_cached(self.embedder, self._texts)
+        self.calibration = self._calibrate(self._texts)
+        self._centroids = self._centroid_matrix(self._vectors, self._y)
 
     def confidence(self, margin: float) -> float:
         """Confidence of a semantic decision: 0.5 at zero margin, rising towards 1 with the margin.
@@ -456,7 +463,7 @@ class SemanticRouter(IntentRouter):
         assert self.embedder is not None and self.calibration is not None
         question = state.get("question", "") or ""
         query = np.asarray(self.embedder.embed([question]), dtype=np.float32)
-        best, margin = self._rank(self._scores(self._vectors, self._y, query))
+        best, margin = self._rank(self._scores(self._vectors, self._y, query, self._centroids))
         label, gap = int(best[0]), float(margin[0])
         intent, nearest = self._labels[label], float((self._vectors @ query[0]).max())
         if gap >= self.calibration.threshold and nearest >= self.calibration.floors[label]:

@@ -203,7 +203,7 @@ def test_the_lm_fallback_needs_an_lm():
 
 def test_bad_exemplar_sets_are_refused(tmp_path):
     with pytest.raises(DatasetError) as info:
-        read_exemplars("nosuchset")
+        routers.router.build("semantic", exemplars="nosuchset")  # refused when built, before any run
     assert "builtin" in str(info.value.expected)
     lonely = tmp_path / "one.json"
     write_exemplars(lonely, [("a", "hi", "chat"), ("b", "hello", "chat")], source="test")
