@@ -93,22 +93,28 @@ def data_discovery(question: str, ctx: Ctx) -> dict:
 
 
 @tool(refs={"discovery_call_id": ("data_discovery",)})
-def generate_sql(question: str, discovery_call_id: str, ctx: Ctx) -> dict:
+def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) -> dict:
     """Write a SQL query answering a data question, using the schema found by data_discovery.
 
     Args:
         question: The user's data question (with any clarification the user gave).
-        discovery_call_id: The tool_call_id of the data_discovery call whose schema to use.
+        discovery_call_id: The tool_call_id of the data_discovery call whose schema to use. Omit
+            it only for one plain call: the model then sees the whole schema and its SQL is
+            returned as written, without the checks and repairs of the discovery path.
     """
-    found = ctx.call_output(discovery_call_id)
-    if not isinstance(found, dict) or "schema" not in found:
-        raise ToolError(
-            f"discovery_call_id {discovery_call_id!r} is not a finished data_discovery call",
-            error_class="bad_reference",
-        )
+    if discovery_call_id is None:
+        schema = ctx.db.schema_text(None, example_values=ctx.settings.example_values)
+    else:
+        found = ctx.call_output(discovery_call_id)
+        if not isinstance(found, dict) or "schema" not in found:
+            raise ToolError(
+                f"discovery_call_id {discovery_call_id!r} is not a finished data_discovery call",
+                error_class="bad_reference",
+            )
+        schema = found["schema"]
     with lm_context(ctx.lm):
         pred = ctx.programs.generate(
-            db_schema=found["schema"],
+            db_schema=schema,
             dialect=ctx.db.dialect,
             hint=ctx.state.get("hint") or "",
             question=_question_with_reply(ctx, question),
