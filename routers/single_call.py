@@ -46,9 +46,7 @@ class SingleCallRouter:
 
     def decide(self, state: PipelineState) -> RouteDecision:
         """``generate_sql`` first, then execute its SQL; the turn ends after one execution."""
-        records: list[dict[str, Any]] = sorted(
-            state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0)
-        )
+        records: list[dict[str, Any]] = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
         question = state.get("question", "")
         if state.get("user_reply"):
             question = f"{question} ({state['user_reply']})"

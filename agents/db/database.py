@@ -370,18 +370,22 @@ def connect_duckdb_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
 
 #: words that cannot stand as bare identifiers in SQLite or DuckDB (the common ones in real schemas)
 _RESERVED = frozenset(
-    "ALL AND AS ASC BETWEEN BY CASE CAST CHECK COLLATE COLUMN CONSTRAINT CREATE CROSS DEFAULT DELETE DESC "
-    "DISTINCT DROP ELSE END EXCEPT EXISTS FOREIGN FROM FULL GROUP HAVING IN INDEX INNER INSERT INTERSECT INTO "
-    "IS JOIN KEY LEFT LIKE LIMIT NATURAL NOT NULL OFFSET ON OR ORDER OUTER PRIMARY REFERENCES RIGHT SELECT SET "
-    "TABLE THEN TO UNION UNIQUE UPDATE USING VALUES WHEN WHERE WITH".split()
+    {
+        *("ALL", "AND", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CHECK", "COLLATE", "COLUMN"),
+        *("CONSTRAINT", "CREATE", "CROSS", "DEFAULT", "DELETE", "DESC", "DISTINCT", "DROP", "ELSE", "END"),
+        *("EXCEPT", "EXISTS", "FOREIGN", "FROM", "FULL", "GROUP", "HAVING", "IN", "INDEX", "INNER", "INSERT"),
+        *("INTERSECT", "INTO", "IS", "JOIN", "KEY", "LEFT", "LIKE", "LIMIT", "NATURAL", "NOT", "NULL"),
+        *("OFFSET", "ON", "OR", "ORDER", "OUTER", "PRIMARY", "REFERENCES", "RIGHT", "SELECT", "SET"),
+        *("TABLE", "THEN", "TO", "UNION", "UNIQUE", "UPDATE", "USING", "VALUES", "WHEN", "WHERE", "WITH"),
+    }
 )
 
 
 def _ident(name: str) -> str:
     """``name`` as a query must write it: bare when it is a plain word, else double-quoted."""
-    if name and (name[0].isalpha() or name[0] == "_") and all(ch.isalnum() or ch == "_" for ch in name):
-        if name.upper() not in _RESERVED and name.isascii():
-            return name
+    plain = bool(name) and name.isascii() and (name[0].isalpha() or name[0] == "_")
+    if plain and all(ch.isalnum() or ch == "_" for ch in name) and name.upper() not in _RESERVED:
+        return name
     return _quote(name)
 
 

@@ -217,9 +217,7 @@ class _Repairer:
             return
         if any(out is None or name.lower() in out for out in derived.values()):
             return
-        spellings = {
-            _find(name, self.catalog.get(self._real_table(t) or "", [])) for t in tables.values()
-        } - {None}
+        spellings = {_find(name, self.catalog.get(self._real_table(t) or "", [])) for t in tables.values()} - {None}
         if spellings:
             if len(spellings) == 1 and name not in spellings:
                 self._rename(col, spellings.pop())  # type: ignore[arg-type]
