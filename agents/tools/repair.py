@@ -101,25 +101,23 @@ def _reserved(dialect: str) -> frozenset[str]:
 def _sources(scope: Scope | None) -> tuple[dict[str, str], dict[str, set[str] | None]]:
     """``alias -> real table`` and ``alias -> output columns`` of derived tables, outer scopes too.
 
-    Keys are lower-cased (SQLite and DuckDB resolve unquoted names case-insensitively). Inner
-    scopes shadow outer ones; a derived table whose outputs cannot be listed maps to None.
+    Keys are lower-cased (SQLite and DuckDB resolve unquoted names case-insensitively). The
+    innermost scope comes first and shadows outer ones, as it does in SQL; a derived table
+    whose outputs cannot be listed maps to None.
     """
     tables: dict[str, str] = {}
     derived: dict[str, set[str] | None] = {}
-    chain: list[Scope] = []
     while scope is not None:
-        chain.append(scope)
-        scope = scope.parent
-    for sc in reversed(chain):
-        for alias, source in sc.sources.items():
+        for alias, source in scope.sources.items():
             key = alias.lower()
+            if key in tables or key in derived:
+                continue
             if isinstance(source, exp.Table):
                 tables[key] = source.name
-                derived.pop(key, None)
             elif isinstance(source, Scope):
                 selects = getattr(source.expression, "selects", None)
                 derived[key] = None if selects is None else {s.alias_or_name.lower() for s in selects}
-                tables.pop(key, None)
+        scope = scope.parent
     return tables, derived
 
 
