@@ -39,6 +39,9 @@ class ToolSettings:
         repair: Resolve the identifiers of generated SQL against the schema and rewrite the
             unknown or mis-cased ones to the closest real ones before the query runs
             (``routerlab.agents.tools.repair``); only what stays unresolved costs a fix_sql call.
+        repair_joins: With ``repair``, rewrite a suspect join condition (a rewritten or unknown
+            column, both sides on one table, or unrelated columns of two tables a foreign key
+            links) to the one foreign key between the joined tables.
     """
 
     example_values: int = 3
@@ -50,6 +53,7 @@ class ToolSettings:
     linking: str = "auto"
     schema_budget_chars: int = 8000
     repair: bool = True
+    repair_joins: bool = True
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool

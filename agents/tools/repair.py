@@ -21,10 +21,21 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-__all__ = ["Catalog", "Repair", "catalog_of", "closest_name", "query_identifiers", "repair_sql"]
+__all__ = [
+    "Catalog",
+    "ForeignKey",
+    "Repair",
+    "catalog_of",
+    "closest_name",
+    "foreign_keys_of",
+    "query_identifiers",
+    "repair_sql",
+]
 
 #: ``table name -> column names``, exactly as the database spells them
 Catalog = Mapping[str, Sequence[str]]
+#: ``(table, column, referenced table, referenced column)``
+ForeignKey = tuple[str, str, str, str]
 
 #: similarity a misspelt name needs to be mapped (difflib ratio of the normalised names)
 _CUTOFF = 0.75
@@ -137,6 +148,8 @@ class _Repairer:
         self.dialect = dialect
         self.changes: list[str] = []
         self.unresolved: list[str] = []
+        #: ids of the columns rewritten or left unresolved (their join conditions are suspect)
+        self.suspect: set[int] = set()
 
     def _real_table(self, name: str) -> str | None:
         return name if name in self.catalog else _find(name, list(self.catalog))
@@ -175,6 +188,7 @@ class _Repairer:
         if table_alias is None and new.lower() == col.name.lower() and not col.this.quoted:
             return  # only the case differs, and unquoted names ignore case
         old = col.sql(dialect=self.dialect)
+        self.suspect.add(id(col))
         col.set("this", _ident(new, self.dialect))
         if table_alias is not None:
             col.set("table", exp.to_identifier(table_alias))
@@ -187,6 +201,7 @@ class _Repairer:
         table = tables.get(q)
         if table is None:
             self.unresolved.append(f"column {col.sql(dialect=self.dialect)} (no table {col.table} in FROM)")
+            self.suspect.add(id(col))
             return
         cols = self.catalog.get(self._real_table(table) or "", [])
         exact = _find(name, cols)
@@ -235,9 +250,82 @@ class _Repairer:
         near = closest_name(name, pool)
         if near is None:
             self.unresolved.append(f"column {col.sql(dialect=self.dialect)}")
+            self.suspect.add(id(col))
             return
         alias = pool[near] if len(tables) > 1 else None
         self._rename(col, near, None if alias is None else _alias_spelling(col, alias))
+
+    def joins(self, ast: exp.Expression, foreign_keys: Sequence[ForeignKey]) -> None:
+        """Rewrite a suspect ``JOIN ... ON a = b`` to the one foreign key linking its tables.
+
+        Suspect: a column of the condition was rewritten or is unknown; both sides name the same
+        table (``T2.MakeId = T2.MakeId`` after a column moved across the join); or the two
+        tables are linked by a foreign key but the condition equates two differently named
+        columns that are not that key (``countries.Continent = car_makers.Country``). A join
+        whose tables share no key, or more than one, is left as written.
+        """
+        links = {(t.lower(), c.lower(), rt.lower(), rc.lower()) for t, c, rt, rc in foreign_keys}
+        for select in list(ast.find_all(exp.Select)):
+            from_ = select.args.get("from_") or select.args.get("from")
+            if from_ is None or not isinstance(from_.this, exp.Table):
+                continue
+            seen = [(from_.this.alias_or_name, from_.this.name)]
+            for join in select.args.get("joins") or []:
+                if not isinstance(join.this, exp.Table):
+                    break  # a derived table: its columns are not in the catalog
+                jalias, jtable = join.this.alias_or_name, join.this.name
+                self._join(join, (jalias, jtable), seen, links)
+                seen.append((jalias, jtable))
+
+    def _join(
+        self,
+        join: exp.Join,
+        joined: tuple[str, str],
+        seen: list[tuple[str, str]],
+        links: set[tuple[str, str, str, str]],
+    ) -> None:
+        on = join.args.get("on")
+        if not isinstance(on, exp.EQ) or not all(isinstance(x, exp.Column) for x in (on.this, on.expression)):
+            return
+        jalias, jtable = joined
+        keys = []
+        for alias, table in seen:
+            for t, c, rt, rc in links:
+                if t == jtable.lower() and rt == table.lower():
+                    keys.append((alias, rc, jalias, c))
+                elif rt == jtable.lower() and t == table.lower():
+                    keys.append((alias, c, jalias, rc))
+        if len(keys) != 1:
+            return
+        alias, pcol, _, jcol = keys[0]
+        left, right = on.this, on.expression
+        sides = {left.table.lower(), right.table.lower()}
+        aliases = {a.lower(): t.lower() for a, t in [*seen, joined]}
+        pair = {
+            (aliases.get(left.table.lower()), left.name.lower()),
+            (aliases.get(right.table.lower()), right.name.lower()),
+        }
+        if pair == {(aliases[alias.lower()], pcol), (jtable.lower(), jcol)}:
+            return  # already the key
+        suspect = id(left) in self.suspect or id(right) in self.suspect or len(sides) == 1
+        # both columns exist: only a join of the two keyed tables on unrelated names is rewritten
+        unrelated = sides == {alias.lower(), jalias.lower()} and left.name.lower() != right.name.lower()
+        if not suspect and not unrelated:
+            return
+        real = {t.lower(): t for t in self.catalog}
+        pname = _find(pcol, self.catalog.get(real.get(aliases[alias.lower()], ""), [])) or pcol
+        jname = _find(jcol, self.catalog.get(real.get(jtable.lower(), ""), [])) or jcol
+        new = exp.EQ(
+            this=exp.column(_ident(pname, self.dialect), table=exp.to_identifier(alias)),
+            expression=exp.column(_ident(jname, self.dialect), table=exp.to_identifier(jalias)),
+        )
+        self.changes.append(f"join {on.sql(dialect=self.dialect)} -> {new.sql(dialect=self.dialect)}")
+        # the condition's columns were reported unresolved; the new key resolves them
+        for col in (left, right):
+            self.unresolved = [
+                u for u in self.unresolved if not u.startswith(f"column {col.sql(dialect=self.dialect)}")
+            ]
+        join.set("on", new)
 
 
 def _alias_spelling(col: exp.Column, alias: str) -> str:
@@ -253,7 +341,28 @@ def _alias_spelling(col: exp.Column, alias: str) -> str:
     return alias
 
 
-def repair_sql(sql: str, catalog: Catalog, dialect: str) -> Repair:
+def foreign_keys_of(tables: Iterable[object]) -> list[ForeignKey]:
+    """Foreign keys ``(table, column, ref_table, ref_column)`` of ``TableInfo`` objects.
+
+    Names are spelt as the tables spell them; an implicit target column is resolved to the
+    target's primary key.
+    """
+    infos = list(tables)
+    by_lower = {t.name.lower(): t for t in infos}  # type: ignore[attr-defined]
+    out: list[ForeignKey] = []
+    for t in infos:
+        for col, ref_t, ref_c in t.foreign_keys:  # type: ignore[attr-defined]
+            target = by_lower.get(ref_t.lower())
+            if target is None:
+                continue
+            if not ref_c:
+                ref_c = next((c.name for c in target.columns if c.primary_key), "")
+            if ref_c:
+                out.append((t.name, col, target.name, ref_c))  # type: ignore[attr-defined]
+    return list(dict.fromkeys(out))
+
+
+def repair_sql(sql: str, catalog: Catalog, dialect: str, foreign_keys: Sequence[ForeignKey] | None = None) -> Repair:
     """Resolve every identifier of ``sql`` against ``catalog``; rewrite the ones that do not.
 
     The query text is kept as written unless an identifier was rewritten (sqlglot then prints
@@ -263,6 +372,8 @@ def repair_sql(sql: str, catalog: Catalog, dialect: str) -> Repair:
         sql: One query.
         catalog: ``table -> columns`` of the database (:func:`catalog_of`).
         dialect: ``sqlite`` or ``duckdb``.
+        foreign_keys: The database's keys (:func:`foreign_keys_of`); given, suspect join
+            conditions are rewritten to the key linking the joined tables. None: joins untouched.
 
     Returns:
         The query, the rewrites and what could not be resolved (a parse error included).
@@ -275,6 +386,8 @@ def repair_sql(sql: str, catalog: Catalog, dialect: str) -> Repair:
     try:
         fixer.tables(ast)
         fixer.columns(ast)
+        if foreign_keys:
+            fixer.joins(ast, foreign_keys)
     except SqlglotError as exc:  # a scope sqlglot cannot build: leave the query to the database
         return Repair(sql, (), (f"unresolvable query structure: {str(exc)[:160]}",))
     if not fixer.changes:

@@ -13,7 +13,7 @@ from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.linking import link_tables, schema_for
 from routerlab.agents.tools.programs import clean_sql
-from routerlab.agents.tools.repair import catalog_of, repair_sql
+from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
 from routerlab.agents.tools.schema import INJECTED
 
 try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
@@ -47,7 +47,9 @@ def _repaired(ctx: ToolContext, sql: str) -> dict:
     """``{"sql": ...}`` for a model-written query, with deterministic repairs when enabled."""
     if not ctx.settings.repair or not sql:
         return {"sql": check_sql(sql, ctx.db.dialect)}
-    fixed = repair_sql(sql, catalog_of(ctx.db.tables()), ctx.db.dialect)
+    tables = ctx.db.tables()
+    keys = foreign_keys_of(tables) if ctx.settings.repair_joins else None
+    fixed = repair_sql(sql, catalog_of(tables), ctx.db.dialect, keys)
     out: dict = {"sql": check_sql(fixed.sql, ctx.db.dialect)}
     if fixed.changes:
         out["repairs"] = list(fixed.changes)
