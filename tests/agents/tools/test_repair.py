@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from routerlab.agents.db import open_database
-from routerlab.agents.tools.repair import catalog_of, closest_name, query_identifiers, repair_sql
+from routerlab.agents.tools.repair import catalog_of, closest_name, foreign_keys_of, query_identifiers, repair_sql
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +108,47 @@ def test_query_identifiers_resolve_aliases_to_real_names(db):
         ("Pets", "PetID"),
         ("Pets", "PetType"),
     }
+
+
+def keys(db):
+    return foreign_keys_of(db.tables())
+
+
+@pytest.mark.parametrize(
+    ("broken", "change"),
+    [
+        # the model put PetID on Student; moved to Has_Pet it would join Has_Pet to itself
+        (
+            "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.PetID = T2.StuID",
+            "join T2.PetID = T2.StuID -> T1.StuID = T2.StuID",
+        ),
+        # both columns exist, but the two tables are linked by their key, not by these
+        (
+            "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.Age = T2.PetID",
+            "join T1.Age = T2.PetID -> T1.StuID = T2.StuID",
+        ),
+    ],
+)
+def test_suspect_join_is_rewritten_to_the_foreign_key(db, broken, change):
+    fixed = repair_sql(broken, catalog_of(db.tables()), "sqlite", keys(db))
+    assert change in fixed.changes and fixed.unresolved == ()
+    meant = "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.StuID = T2.StuID"
+    assert rows(db, fixed.sql) == rows(db, meant) == [("Linda",), ("Tracy",), ("Tracy",)]
+
+
+@pytest.mark.parametrize(
+    "join",
+    [
+        "SELECT T1.Fname FROM Student AS T1 JOIN Pets AS T2 ON T1.Age = T2.pet_age",  # no key between them
+        "SELECT T1.Make FROM car_names AS T1 JOIN model_list AS T2 ON T1.Model = T2.Model",  # already the key
+        "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.StuID = T2.StuID",
+    ],
+)
+def test_sound_joins_are_left_alone(db, join):
+    out = repair_sql(join, catalog_of(db.tables()), "sqlite", keys(db))
+    assert out.sql == join and out.changes == ()
+
+
+def test_joins_are_untouched_without_foreign_keys(db):
+    sql = "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.Age = T2.PetID"
+    assert repair_sql(sql, catalog_of(db.tables()), "sqlite").sql == sql
