@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable
@@ -311,6 +312,33 @@ def route_cmd(
         frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=label) for label, ds in by_router.items()]
         pd.concat(frames).to_csv(out, index=False)
         _out.print(f"first decisions written to {out}")
+
+
+@app.command("linking")
+@_clean_errors
+def linking_cmd(
+    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name.")] = "builtin",
+    dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
+    split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
+    limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = 0,
+    modes: Annotated[str, typer.Option("--modes", help="Comma-separated linking modes.")] = "auto,full,overlap",
+    config_file: Annotated[Path | None, typer.Option("--config", help="Run config (its pipeline.tools).")] = None,
+) -> None:
+    """Schema-linking recall: gold tables/columns (from the gold SQL, with sqlglot) inside the linked schema."""
+    from routerlab.config import load_run_config
+    from routerlab.linking import link_examples, linking_table
+    from routerlab.session import load_dataset, select
+
+    config = load_run_config(
+        config_file, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None
+    )
+    examples = select(load_dataset(config), config)
+    wanted = [m.strip() for m in modes.split(",") if m.strip()]
+    settings = config.pipeline.tools
+    for m in wanted:  # an unknown mode is refused before any database is opened
+        dataclasses.replace(settings, linking=m)
+    table = linking_table(link_examples(examples, settings, wanted))
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
 
 
 @app.command("toolscale")

@@ -8,7 +8,7 @@ from routerlab.agents.routing import Router
 __all__ = ["BASELINES", "router"]
 
 #: routers that bound a comparison instead of competing in it; labelled "(baseline)" everywhere
-BASELINES: frozenset[str] = frozenset({"oracle", "random"})
+BASELINES: frozenset[str] = frozenset({"oracle", "random", "single_call"})
 
 
 router: Registry[Router] = Registry("router", returns=Router)

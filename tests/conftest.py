@@ -54,3 +54,38 @@ def sales_db(tmp_path_factory) -> Path:
     )
     con.close()
     return path
+
+
+#: pets_1 and car_1 of Spider in miniature, with the identifiers a small model gets wrong
+#: (``PetType``, ``Make`` on the other side of a join) and a table that needs quoting
+PETS_CARS_SQL = """
+CREATE TABLE Student (StuID INTEGER PRIMARY KEY, LName VARCHAR(12), Fname VARCHAR(12), Age INTEGER);
+INSERT INTO Student VALUES (1001, 'Smith', 'Linda', 18), (1002, 'Kim', 'Tracy', 19), (1003, 'Jones', 'Shiela', 21);
+CREATE TABLE Pets (PetID INTEGER PRIMARY KEY, PetType VARCHAR(20), pet_age INTEGER, weight REAL);
+INSERT INTO Pets VALUES (2001, 'cat', 3, 12.0), (2002, 'dog', 2, 13.4), (2003, 'dog', 1, 9.3);
+CREATE TABLE Has_Pet (StuID INTEGER, PetID INTEGER,
+  FOREIGN KEY (PetID) REFERENCES Pets(PetID), FOREIGN KEY (StuID) REFERENCES Student(StuID));
+INSERT INTO Has_Pet VALUES (1001, 2001), (1002, 2002), (1002, 2003);
+CREATE TABLE model_list (ModelId INTEGER PRIMARY KEY, Maker INTEGER, Model TEXT UNIQUE);
+INSERT INTO model_list VALUES (1, 1, 'amc'), (2, 2, 'audi'), (3, 3, 'bmw');
+CREATE TABLE car_names (MakeId INTEGER PRIMARY KEY, Model TEXT REFERENCES model_list(Model), Make TEXT);
+INSERT INTO car_names VALUES (1, 'amc', 'amc hornet'), (2, 'audi', 'audi 100ls'), (3, 'bmw', 'bmw 2002'),
+  (4, 'amc', 'amc rebel');
+CREATE TABLE "Order Items" ("order" INTEGER, qty INTEGER, PetID INTEGER REFERENCES Pets);
+INSERT INTO "Order Items" VALUES (1, 2, 2001), (2, 5, 2002);
+"""
+
+
+@pytest.fixture(scope="session")
+def spiderlike_db(tmp_path_factory) -> Path:
+    """A real Spider-style SQLite file: mixed-case identifiers, foreign keys, a quoted table."""
+    import sqlite3
+
+    path = tmp_path_factory.mktemp("spiderlike") / "pets_cars.sqlite"
+    con = sqlite3.connect(path)
+    try:
+        con.executescript(PETS_CARS_SQL)
+        con.commit()
+    finally:
+        con.close()
+    return path

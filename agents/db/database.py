@@ -250,10 +250,18 @@ class Database:
         return self._examples(table, column, k)
 
     def schema_text(self, tables: list[str] | None = None, example_values: int = 3) -> str:
-        """Compact CREATE TABLE text with example values, deterministic for the same tables."""
+        """Compact CREATE TABLE text with example values, deterministic for the same tables.
+
+        Identifiers are written exactly as the database spells them, quoted when they need it
+        (spaces, symbols, reserved words), so a model that copies them writes a valid query.
+        A foreign key names its target table as that table is spelt and its target column
+        even when the declaration left it implicit (the target's primary key).
+        """
         wanted = None if tables is None else set(tables)
+        infos = self.tables()
+        by_lower = {t.name.lower(): t for t in infos}
         parts = []
-        for t in self.tables():
+        for t in infos:
             if wanted is not None and t.name not in wanted:
                 continue
             items: list[tuple[str, str]] = []
@@ -261,11 +269,18 @@ class Database:
                 note = ""
                 if example_values and c.examples:
                     note = "  -- e.g. " + ", ".join(repr(v) for v in c.examples[:example_values])
-                items.append((f"  {c.name} {c.type}" + (" PRIMARY KEY" if c.primary_key else ""), note))
-            for col, ref_t, ref_c in t.foreign_keys:
-                items.append((f"  FOREIGN KEY ({col}) REFERENCES {ref_t}({ref_c})", ""))
+                decl = f"  {_ident(c.name)} {c.type}".rstrip()
+                items.append((decl + (" PRIMARY KEY" if c.primary_key else ""), note))
+            for col, ref_t, ref_c in dict.fromkeys(t.foreign_keys):  # SQLite lists some twice
+                target = by_lower.get(ref_t.lower())
+                if target is not None:
+                    ref_t = target.name
+                    if not ref_c:
+                        ref_c = next((c.name for c in target.columns if c.primary_key), "")
+                ref = f"{_ident(ref_t)}({_ident(ref_c)})" if ref_c else _ident(ref_t)
+                items.append((f"  FOREIGN KEY ({_ident(col)}) REFERENCES {ref}", ""))
             body = "\n".join(f"{d}{',' if i < len(items) - 1 else ''}{n}" for i, (d, n) in enumerate(items))
-            parts.append(f"CREATE TABLE {t.name} (  -- {t.row_count} rows\n{body}\n);")
+            parts.append(f"CREATE TABLE {_ident(t.name)} (  -- {t.row_count} rows\n{body}\n);")
         return "\n".join(parts)
 
     # -- execution -----------------------------------------------------------------------------
@@ -351,6 +366,27 @@ def connect_duckdb_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
     a second connection to one file with a different configuration.
     """
     return duckdb.connect(str(path), read_only=True, config=dict(_DUCKDB_CONFIG))
+
+
+#: words that cannot stand as bare identifiers in SQLite or DuckDB (the common ones in real schemas)
+_RESERVED = frozenset(
+    {
+        *("ALL", "AND", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CHECK", "COLLATE", "COLUMN"),
+        *("CONSTRAINT", "CREATE", "CROSS", "DEFAULT", "DELETE", "DESC", "DISTINCT", "DROP", "ELSE", "END"),
+        *("EXCEPT", "EXISTS", "FOREIGN", "FROM", "FULL", "GROUP", "HAVING", "IN", "INDEX", "INNER", "INSERT"),
+        *("INTERSECT", "INTO", "IS", "JOIN", "KEY", "LEFT", "LIKE", "LIMIT", "NATURAL", "NOT", "NULL"),
+        *("OFFSET", "ON", "OR", "ORDER", "OUTER", "PRIMARY", "REFERENCES", "RIGHT", "SELECT", "SET"),
+        *("TABLE", "THEN", "TO", "UNION", "UNIQUE", "UPDATE", "USING", "VALUES", "WHEN", "WHERE", "WITH"),
+    }
+)
+
+
+def _ident(name: str) -> str:
+    """``name`` as a query must write it: bare when it is a plain word, else double-quoted."""
+    plain = bool(name) and name.isascii() and (name[0].isalpha() or name[0] == "_")
+    if plain and all(ch.isalnum() or ch == "_" for ch in name) and name.upper() not in _RESERVED:
+        return name
+    return _quote(name)
 
 
 def _quote(name: str) -> str:

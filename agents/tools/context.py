@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from routerlab.agents.errors import ConfigError
+
 if TYPE_CHECKING:
     import dspy
 
@@ -28,6 +30,18 @@ class ToolSettings:
         max_rows: Row cap of one query result.
         message_rows: Rows of a result repeated in the tool message the router sees.
         fix_attempts: Repair attempts inside one fix_sql call.
+        linking: Which tables the SQL sub-agents see: ``auto`` (all of them while the schema
+            text fits ``schema_budget_chars``, else ``overlap``), ``full`` or ``overlap`` (see
+            ``routerlab.agents.tools.linking``).
+        schema_budget_chars: Largest schema text ``auto`` linking shows whole. A whole schema
+            is the same prompt prefix for every question on a database, which the local model
+            reuses from its KV cache.
+        repair: Resolve the identifiers of generated SQL against the schema and rewrite the
+            unknown or mis-cased ones to the closest real ones before the query runs
+            (``routerlab.agents.tools.repair``); only what stays unresolved costs a fix_sql call.
+        repair_joins: With ``repair``, rewrite a suspect join condition (a rewritten or unknown
+            column, both sides on one table, or unrelated columns of two tables a foreign key
+            links) to the one foreign key between the joined tables.
     """
 
     example_values: int = 3
@@ -36,6 +50,22 @@ class ToolSettings:
     max_rows: int = 1000
     message_rows: int = 10
     fix_attempts: int = 2
+    linking: str = "auto"
+    schema_budget_chars: int = 8000
+    repair: bool = True
+    repair_joins: bool = True
+
+    def __post_init__(self) -> None:
+        # checked when the settings are built, not when the first question reaches a tool
+        from routerlab.agents.tools.linking import LINKING_MODES
+
+        if self.linking not in LINKING_MODES:
+            raise ConfigError(
+                f"unknown schema linking mode {self.linking!r}",
+                expected=f"one of {', '.join(LINKING_MODES)}",
+                found=repr(self.linking),
+                fix="set pipeline.tools.linking to auto, full or overlap",
+            )
 
 
 @dataclass

@@ -11,9 +11,10 @@ from routerlab.agents.errors import ToolError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
+from routerlab.agents.tools.linking import link_tables, schema_for
 from routerlab.agents.tools.programs import clean_sql
+from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
 from routerlab.agents.tools.schema import INJECTED
-from routerlab.agents.tools.text import stems
 
 try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
     from typing import Annotated
@@ -38,37 +39,23 @@ SQL_PRODUCERS: tuple[str, ...] = ("generate_sql", "fix_sql")
 Ctx = Annotated[ToolContext, INJECTED]
 
 
-def _relevant_tables(ctx: ToolContext, question: str) -> list[str]:
-    """Tables whose names, columns or example values share a content word with the question.
-
-    At most ``max_tables`` by overlap, plus up to two tables they reference so joins stay
-    possible; when nothing overlaps, the first ``max_tables`` tables. Every table left out saves
-    its prompt tokens, the main cost of the embedded model on a CPU.
-    """
-    infos = ctx.db.tables()
-    names = [t.name for t in infos]
-    q = stems(question)
-    scored = []
-    for t in infos:
-        vocab = stems(t.name)
-        for c in t.columns:
-            vocab |= stems(c.name)
-            for v in c.examples:
-                vocab |= stems(str(v))
-        scored.append((len(q & vocab), t.name))
-    ranked = sorted(scored, key=lambda s: (-s[0], names.index(s[1])))
-    keep = [n for score, n in ranked if score > 0][: ctx.settings.max_tables] or names[: ctx.settings.max_tables]
-    by_name = {t.name: t for t in infos}
-    for n in list(keep):
-        for fk in by_name[n].foreign_keys:
-            ref = fk[1]
-            if ref in by_name and ref not in keep and len(keep) < ctx.settings.max_tables + 2:
-                keep.append(ref)
-    return sorted(keep, key=names.index)
-
-
 def _schema_for(ctx: ToolContext, question: str) -> str:
-    return ctx.db.schema_text(_relevant_tables(ctx, question), example_values=ctx.settings.example_values)
+    return schema_for(ctx.db, question, ctx.settings)
+
+
+def _repaired(ctx: ToolContext, sql: str) -> dict:
+    """``{"sql": ...}`` for a model-written query, with deterministic repairs when enabled."""
+    if not ctx.settings.repair or not sql:
+        return {"sql": check_sql(sql, ctx.db.dialect)}
+    tables = ctx.db.tables()
+    keys = foreign_keys_of(tables) if ctx.settings.repair_joins else None
+    fixed = repair_sql(sql, catalog_of(tables), ctx.db.dialect, keys)
+    out: dict = {"sql": check_sql(fixed.sql, ctx.db.dialect)}
+    if fixed.changes:
+        out["repairs"] = list(fixed.changes)
+    if fixed.unresolved:
+        out["unresolved"] = list(fixed.unresolved)
+    return out
 
 
 def _question_with_reply(ctx: ToolContext, question: str) -> str:
@@ -85,7 +72,7 @@ def data_discovery(question: str, ctx: Ctx) -> dict:
     Args:
         question: The user's data question.
     """
-    tables = _relevant_tables(ctx, question)
+    tables = link_tables(ctx.db, question, ctx.settings)
     return {
         "tables": tables,
         "schema": ctx.db.schema_text(tables, example_values=ctx.settings.example_values),
@@ -93,28 +80,36 @@ def data_discovery(question: str, ctx: Ctx) -> dict:
 
 
 @tool(refs={"discovery_call_id": ("data_discovery",)})
-def generate_sql(question: str, discovery_call_id: str, ctx: Ctx) -> dict:
+def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) -> dict:
     """Write a SQL query answering a data question, using the schema found by data_discovery.
 
     Args:
         question: The user's data question (with any clarification the user gave).
-        discovery_call_id: The tool_call_id of the data_discovery call whose schema to use.
+        discovery_call_id: The tool_call_id of the data_discovery call whose schema to use. Omit
+            it only for one plain call: the model then sees the whole schema and its SQL is
+            returned as written, without the checks and repairs of the discovery path.
     """
-    found = ctx.call_output(discovery_call_id)
-    if not isinstance(found, dict) or "schema" not in found:
-        raise ToolError(
-            f"discovery_call_id {discovery_call_id!r} is not a finished data_discovery call",
-            error_class="bad_reference",
-        )
+    if discovery_call_id is None:
+        schema = ctx.db.schema_text(None, example_values=ctx.settings.example_values)
+    else:
+        found = ctx.call_output(discovery_call_id)
+        if not isinstance(found, dict) or "schema" not in found:
+            raise ToolError(
+                f"discovery_call_id {discovery_call_id!r} is not a finished data_discovery call",
+                error_class="bad_reference",
+            )
+        schema = found["schema"]
     with lm_context(ctx.lm):
         pred = ctx.programs.generate(
-            db_schema=found["schema"],
+            db_schema=schema,
             dialect=ctx.db.dialect,
             hint=ctx.state.get("hint") or "",
             question=_question_with_reply(ctx, question),
         )
     sql = clean_sql(pred.sql or "")
-    return {"sql": check_sql(sql, ctx.db.dialect)}
+    if discovery_call_id is None:
+        return {"sql": check_sql(sql, ctx.db.dialect)}
+    return _repaired(ctx, sql)
 
 
 @tool(refs={"failed_call_id": ("execute_sql_and_analyze_result", "generate_sql", "fix_sql")})
@@ -127,6 +122,14 @@ def fix_sql(sql: str, error: str, ctx: Ctx, failed_call_id: str | None = None) -
         failed_call_id: The tool_call_id of the call that failed, if the failure happened in this
             conversation; omit it when the user supplied the query and the error.
     """
+    if ctx.settings.repair:
+        # the cheap path first: a query that fails only on identifiers is rewritten, not re-asked
+        try:
+            cheap = _repaired(ctx, sql)
+        except ToolError:  # not a read-only query: the LM path below reports it as before
+            cheap = {}
+        if cheap.get("repairs") and _runs(ctx, cheap["sql"]) is None:
+            return {**cheap, "attempts": 0}
     schema = _schema_for(ctx, f"{sql} {ctx.state.get('question', '')}")
     attempts = 0
     current, current_error = sql, error
@@ -134,15 +137,22 @@ def fix_sql(sql: str, error: str, ctx: Ctx, failed_call_id: str | None = None) -
         attempts += 1
         with lm_context(ctx.lm):
             pred = ctx.programs.fix(db_schema=schema, dialect=ctx.db.dialect, sql=current, error=current_error)
-        fixed = check_sql(clean_sql(pred.fixed_sql or ""), ctx.db.dialect)
+        fixed = _repaired(ctx, clean_sql(pred.fixed_sql or ""))
         if attempts >= ctx.settings.fix_attempts:
-            return {"sql": fixed, "attempts": attempts}
-        try:
-            ctx.db.execute(fixed, timeout_s=ctx.settings.sql_timeout_s, max_rows=1)
-        except ToolError as exc:
-            current, current_error = fixed, str(exc)
-            continue
-        return {"sql": fixed, "attempts": attempts}
+            return {**fixed, "attempts": attempts}
+        failure = _runs(ctx, fixed["sql"])
+        if failure is None:
+            return {**fixed, "attempts": attempts}
+        current, current_error = fixed["sql"], failure
+
+
+def _runs(ctx: ToolContext, sql: str) -> str | None:
+    """None when ``sql`` executes (first row only), else the database's exact error."""
+    try:
+        ctx.db.execute(sql, timeout_s=ctx.settings.sql_timeout_s, max_rows=1)
+    except ToolError as exc:
+        return str(exc)
+    return None
 
 
 def _summary(columns: list[str], rows: list[list], row_count: int, truncated: bool) -> str:

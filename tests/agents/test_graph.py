@@ -123,7 +123,9 @@ def test_guard_violation_ends_the_turn_with_its_rule(sales_db):
 
 def test_sql_error_is_recoverable_through_fix_sql(sales_db):
     lm = program_script(sql="SELECT nme FROM areas", fixed="SELECT name FROM areas ORDER BY id")
-    _, t = run("oracle", lm, sales_db, "List area names", oracle_intent="sql")
+    # deterministic repair off: this is the LM path a mis-spelt column takes without it
+    cfg = PipelineConfig(tools=ToolSettings(repair=False))
+    _, t = run("oracle", lm, sales_db, "List area names", oracle_intent="sql", config=cfg)
     assert t.tool_names == [
         "data_discovery",
         "generate_sql",
@@ -139,10 +141,19 @@ def test_sql_error_is_recoverable_through_fix_sql(sales_db):
 
 def test_unrepairable_sql_ends_with_the_engine_error(sales_db):
     lm = program_script(sql="SELECT nme FROM areas", fixed="SELECT nme2 FROM areas")
-    cfg = PipelineConfig(tools=ToolSettings(fix_attempts=1))
+    cfg = PipelineConfig(tools=ToolSettings(fix_attempts=1, repair=False))
     _, t = run("oracle", lm, sales_db, "List area names", oracle_intent="sql", config=cfg)
     assert t.error_class == "sql_error"
     assert "nme2" in t.error
+
+
+def test_misspelt_column_is_repaired_without_an_lm_call(sales_db):
+    lm = program_script(sql="SELECT nme FROM areas ORDER BY id", fixed="SELECT 'the LM was asked'")
+    _, t = run("oracle", lm, sales_db, "List area names", oracle_intent="sql")
+    assert t.tool_names == ["data_discovery", "generate_sql", "execute_sql_and_analyze_result"]
+    gen = t.tool_calls[1]["output"]
+    assert gen["repairs"] == ["column nme -> name"]
+    assert t.rows[0] == ["Qinling North"] and t.error is None
 
 
 class _Loop:

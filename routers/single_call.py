@@ -1,0 +1,68 @@
+"""The ``single_call`` baseline: one plain LM call from the whole schema, executed, nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routerlab.agents.errors import ContractError
+from routerlab.agents.plan import call_id
+from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.state import PipelineState
+from routerlab.agents.trace import Usage
+from routerlab.routers.base import router
+from routerlab.routers.intent import DONE_ANSWER
+
+__all__ = ["SingleCallRouter"]
+
+
+@router("single_call")
+class SingleCallRouter:
+    """Every request is a data question answered by one LM call; a baseline.
+
+    The first step calls ``generate_sql`` without a ``data_discovery`` call to cite, so the model
+    sees the whole schema (exact identifiers, foreign keys, example values) and its SQL comes back
+    unchecked; the second executes it. No routing, no schema linking, no repair, no retry: the
+    figure every routed pipeline must beat for its sub-agents to be worth their calls.
+    """
+
+    name = "single_call"
+    needs_tools: tuple[str, ...] = ("generate_sql", "execute_sql_and_analyze_result")
+
+    def __init__(self) -> None:
+        self.env: RouterEnv | None = None
+
+    def bind(self, env: RouterEnv) -> None:
+        """Check that the pipeline has the two tools the baseline calls."""
+        names = {t.name for t in env.tools}
+        missing = [t for t in self.needs_tools if t not in names]
+        if missing:
+            raise ContractError(
+                f"router {self.name!r} needs tools the pipeline lacks",
+                expected=f"tools {list(self.needs_tools)}",
+                found=f"missing {missing}",
+                fix="build the pipeline with the default tools",
+            )
+        self.env = env
+
+    def decide(self, state: PipelineState) -> RouteDecision:
+        """``generate_sql`` first, then execute its SQL; the turn ends after one execution."""
+        records: list[dict[str, Any]] = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+        question = state.get("question", "")
+        if state.get("user_reply"):
+            question = f"{question} ({state['user_reply']})"
+        last = records[-1] if records else None
+        if last is None:
+            call = {"id": call_id(state, "generate_sql"), "name": "generate_sql", "args": {"question": question}}
+            return self._decision([call], "single_call")
+        if last["name"] == "generate_sql" and last.get("status") == "success":
+            name = "execute_sql_and_analyze_result"
+            call = {"id": call_id(state, name), "name": name, "args": {"sql_call_id": last["id"]}}
+            return self._decision([call], "single_call")
+        if last.get("status") == "error":
+            # one call, no repair: the turn ends with the error it produced
+            return RouteDecision(intent="sql", confidence=1.0, method="single_call:gave-up", usage=Usage())
+        return RouteDecision(answer=DONE_ANSWER, intent="sql", confidence=1.0, method="single_call", usage=Usage())
+
+    @staticmethod
+    def _decision(calls: list[Any], method: str) -> RouteDecision:
+        return RouteDecision(tool_calls=calls, intent="sql", confidence=1.0, method=method, usage=Usage())
