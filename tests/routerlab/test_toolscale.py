@@ -60,7 +60,7 @@ def examples():
     return schedule(stratified_subset(load_builtin().split("dev"), 6))
 
 
-@pytest.mark.parametrize("size", [8, 64, 512])
+@pytest.mark.parametrize("size", [9, 64, 512])
 def test_registry_is_sized_exactly_and_deterministic(size):
     a, b = tool_registry(size), tool_registry(size)
     assert len(a) == size and len({t.name for t in a}) == size
@@ -119,7 +119,7 @@ def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
     result = run_toolscale(
         examples,
         overflowing_router_lm(),
-        sizes=(8, 64),
+        sizes=(9, 64),
         index="bm25",
         k=3,
         tracking_uri=uri,
@@ -144,7 +144,7 @@ def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
     assert llm64["overflow_prompt_tokens"] == 90 * 64 and math.isnan(llm64["prompt_tokens"])
     assert rows[(8, "llm")]["errors"] == 0 and rows[(8, "llm")]["lm_calls"] == 1.0
     assert math.isnan(rows[(8, "llm")]["recall_at_k"])
-    for size in (8, 64):
+    for size in (9, 64):
         r = rows[(size, "retrieval")]
         assert r["errors"] == 0 and r["lm_calls"] == 2.0 and 0.0 <= r["recall_at_k"] <= 1.0
         assert r["accuracy"] > 0 and r["ci_low"] <= r["accuracy"] <= r["ci_high"]
@@ -155,7 +155,7 @@ def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
     assert easy and all(d.recall == 1.0 and d.correct for d in easy)
 
     doc = json.loads(out.read_text())
-    assert doc["params"]["sizes"] == [8, 64] and doc["params"]["k"] == 3 and doc["params"]["lm"] == "scripted"
+    assert doc["params"]["sizes"] == [9, 64] and doc["params"]["k"] == 3 and doc["params"]["lm"] == "scripted"
     assert len(doc["decisions"]) == 4 * n and doc["table"][0]["recall_at_k"] is None
     assert load_toolscale(out)[list(TABLE_COLUMNS)].shape == (4, len(TABLE_COLUMNS))
 
@@ -194,7 +194,7 @@ def test_cli_command(monkeypatch, tmp_path):
 
     monkeypatch.setattr(routerlab.agents.lm, "resolve_lm", lambda spec, **_: overflowing_router_lm())
     out, plot = tmp_path / "ts.json", tmp_path / "ts.png"
-    args = ["toolscale", "--sizes", "8,64", "--limit", "2", "--index", "bm25", "--no-mlflow", "--out", str(out)]
+    args = ["toolscale", "--sizes", "9,64", "--limit", "2", "--index", "bm25", "--no-mlflow", "--out", str(out)]
     result = CliRunner().invoke(app, [*args, "--plot", str(plot)])
     assert result.exit_code == 0, result.output
     assert "context_overflow" in result.output and out.exists() and plot.stat().st_size > 0
