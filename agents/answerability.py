@@ -34,6 +34,11 @@ __all__ = ["GAP_KINDS", "Answerability", "Gap", "check_question", "schema_vocabu
 GapKind = Literal["period", "measure", "entity", "attribute"]
 GAP_KINDS: tuple[str, ...] = ("period", "measure", "entity", "attribute")
 
+
+def _wordset(*lines: str) -> frozenset[str]:
+    return frozenset(w for line in lines for w in line.split())
+
+
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
     "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
@@ -53,8 +58,8 @@ _PERIOD = re.compile(
 )
 _TEMPORAL_TYPES = re.compile(r"date|time|interval", re.I)
 # column-name words that make a column temporal, by the finest period it can resolve
-_FINE_WORDS = frozenset("date time month day week quarter hour timestamp created updated dob datetime".split())
-_YEAR_WORDS = frozenset("year years season period founded opened started ended born birth when start end".split())
+_FINE_WORDS = _wordset("date time month day week quarter hour timestamp created updated dob datetime")
+_YEAR_WORDS = _wordset("year years season period founded opened started ended born birth when start end")
 _SUB_YEAR = re.compile(
     rf"\b(?:{_MONTHS}|week|weekend|month|quarter|day|hour|yesterday|today|tonight|daily|weekly|monthly"
     r"|quarterly|Q[1-4]|summer|winter|spring|autumn|fall)\b",
@@ -75,20 +80,20 @@ _ATTRIBUTE = re.compile(
     re.I,
 )
 # words that end a noun phrase: verbs, prepositions, conjunctions
-_BOUNDARY = frozenset(
+_BOUNDARY = _wordset(
     "of for per in by among across at on to from with without and or but than that which who whose where "
     "are is was were be been have has had do does did there their its it they them this these those "
     "whose when what how as over under into onto about between before after during since until can could "
     "will would should may might must not no all each every his her him he she we you i me my our your "
-    "its through together currently now still also ever only just".split()
+    "its through together currently now still also ever only just"
 )
 # words that carry no schema meaning on their own; a phrase made only of these is not checked
-_GENERIC = frozenset(
+_GENERIC = _wordset(
     "number numbers count amount amounts total different distinct unique many much times time people person "
     "record records row rows item items entry entries one ones kind kinds type types thing things value "
     "values result results name names id ids information info detail details data list lists all other pair "
     "pairs others first last top bottom most least more less some any the a an average averages day days week "
-    "weeks month months quarter quarters year years hour hours".split()
+    "weeks month months quarter quarters year years hour hours"
 )
 _WORD = re.compile(r"[a-z0-9]+")
 

@@ -33,13 +33,13 @@ DEFAULT_TOOLS: tuple[Tool, ...] = (
 
 __all__ = [
     "DEFAULT_TOOLS",
-    "abstain",
     "INJECTED",
     "SQL_PRODUCERS",
     "SQLPrograms",
     "Tool",
     "ToolContext",
     "ToolSettings",
+    "abstain",
     "ask_human",
     "chat",
     "clean_sql",

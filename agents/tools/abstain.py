@@ -13,7 +13,8 @@ __all__ = ["abstain"]
 
 
 @tool(terminal=True)
-def abstain(question: str, ctx: Annotated[ToolContext, INJECTED], missing: str = "") -> dict:
+def abstain(question: str, ctx: Annotated[ToolContext, INJECTED], missing: str = "") -> dict:  # noqa: D417
+    # ctx is injected by the pipeline and kept out of the schema, so out of the docstring too
     """Decline a data question this database cannot answer, saying which entity, measure or period it lacks.
 
     Use it when no table or column holds what the question needs; it runs no SQL.
