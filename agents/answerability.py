@@ -29,7 +29,7 @@ from routerlab.agents.errors import RouterlabError
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
 
-__all__ = ["GAP_KINDS", "Answerability", "Gap", "check_question", "schema_vocabulary"]
+__all__ = ["GAP_KINDS", "Answerability", "Gap", "check_question", "schema_lacks", "schema_vocabulary", "temporal_level"]
 
 GapKind = Literal["period", "measure", "entity", "attribute"]
 GAP_KINDS: tuple[str, ...] = ("period", "measure", "entity", "attribute")
@@ -172,7 +172,7 @@ def schema_vocabulary(db: Database) -> frozenset[str]:
     return frozenset(vocab)
 
 
-def _temporal_level(db: Database) -> int:
+def temporal_level(db: Database) -> int:
     """0: no temporal column; 1: years only (``Year``, ``Founded``); 2: dates or finer."""
     level = 0
     for table in db.tables():
@@ -240,6 +240,18 @@ def _stored_value(db: Database, words: list[str], max_columns: int = 60) -> bool
     return False
 
 
+def schema_lacks(db: Database, term: str) -> bool:
+    """True when no table name, column name, example value or stored text value matches ``term``.
+
+    The same matching :func:`check_question` uses, so a term this accepts is one the check reports.
+    """
+    words = [w for w in _WORD.findall(term.lower()) if w not in _GENERIC]
+    if not words:
+        return False
+    vocab = schema_vocabulary(db)
+    return not (_matches(words, vocab) or _stored_value(db, words))
+
+
 def _term_gaps(
     question: str, db: Database, vocab: frozenset[str], pattern: re.Pattern[str], kind: GapKind, reason: str
 ) -> list[Gap]:
@@ -279,7 +291,7 @@ def check_question(question: str, db: Database) -> Answerability:
         term = period.group(0).strip()
         # a month or a quarter needs a date; a year column only resolves years
         needed = 2 if _SUB_YEAR.search(term) else 1
-        level = _temporal_level(db)
+        level = temporal_level(db)
         if level < needed:
             what = "a date or time column" if level == 0 else "a date column (only years are recorded)"
             gaps.append(Gap("period", term, f"no table has {what} to resolve '{term}'"))

@@ -12,9 +12,9 @@ from routerlab.agents.tools.schema import INJECTED
 __all__ = ["abstain"]
 
 
+# ctx is injected by the pipeline and kept out of the schema, so out of the docstring too (D417)
 @tool(terminal=True)
 def abstain(question: str, ctx: Annotated[ToolContext, INJECTED], missing: str = "") -> dict:  # noqa: D417
-    # ctx is injected by the pipeline and kept out of the schema, so out of the docstring too
     """Decline a data question this database cannot answer, saying which entity, measure or period it lacks.
 
     Use it when no table or column holds what the question needs; it runs no SQL.
