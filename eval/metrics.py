@@ -12,6 +12,7 @@ import pandas as pd
 
 from routerlab.agents.state import INTENTS
 from routerlab.eval.result import ExampleResult
+from routerlab.eval.risk import risk_summary
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.stats import bootstrap_ci
 
@@ -179,4 +180,5 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
             if not math.isnan(v):
                 out[f"latency.{key}.{k}_s"] = v
     out |= {k: v for k, v in usage_summary(results).items() if not math.isnan(v)}
+    out |= risk_summary(results).metrics()
     return {metric_name(k): float(v) for k, v in out.items()}
