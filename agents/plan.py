@@ -25,6 +25,7 @@ TOOL_INTENT: dict[str, Intent] = {
     "chat": "chat",
     "ask_human": "clarify",
     "refuse": "refuse",
+    "abstain": "unanswerable",
 }
 
 #: tool names in the order the dispatch pipeline calls them for a request of each intent
@@ -35,6 +36,7 @@ CHAINS: dict[Intent, tuple[str, ...]] = {
     "chat": ("chat",),
     "clarify": ("ask_human", "data_discovery", "generate_sql", "execute_sql_and_analyze_result"),
     "refuse": ("refuse",),
+    "unanswerable": ("abstain",),
 }
 
 
@@ -116,4 +118,6 @@ def next_call(state: PipelineState, intent: str, *, fix_budget: int = 1) -> dict
         return _call(state, "chat", message=question)
     if intent == "refuse":
         return _call(state, "refuse", reason=REFUSAL_REASON)
+    if intent == "unanswerable":
+        return _call(state, "abstain", question=question)
     return None

@@ -29,8 +29,8 @@ __all__ = [
     "sum_dict",
 ]
 
-Intent = Literal["sql", "explain", "fix", "chat", "clarify", "refuse"]
-INTENTS: tuple[str, ...] = ("sql", "explain", "fix", "chat", "clarify", "refuse")
+Intent = Literal["sql", "explain", "fix", "chat", "clarify", "refuse", "unanswerable"]
+INTENTS: tuple[str, ...] = ("sql", "explain", "fix", "chat", "clarify", "refuse", "unanswerable")
 
 ToolStatus = Literal["pending", "success", "error"]
 

@@ -33,6 +33,7 @@ import numpy as np
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.result import ExampleResult
+from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_bootstrap_diff
 
 __all__ = [
@@ -165,6 +166,8 @@ class Comparison:
     scorers: tuple[str, ...] = DEFAULT_COMPARE_SCORERS
     pairing: str = "first"
     cost: str = "cold"
+    #: run_id -> answer-or-abstain figures (``routerlab.eval.risk``)
+    risk: dict[str, RiskSummary] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (NaN becomes None)."""
@@ -181,6 +184,7 @@ class Comparison:
                 "runs": runs,
                 "pairs": [asdict(p) for p in self.pairs],
                 "verdicts": verdicts(self),
+                "risk": {r: v.to_dict() for r, v in self.risk.items()},
             }
         )
 
@@ -430,7 +434,8 @@ def compare_runs(
     tests = [
         t for a, b in pairs for t in _pair_tests(a, b, results[a.run_id], results[b.run_id], scorers, n_resamples, seed)
     ]
-    return Comparison(runs=rows, pairs=tests, scorers=tuple(scorers), pairing=pairing, cost=cost)
+    risk = {r: risk_summary(results[r], seed=seed) for r in ids}
+    return Comparison(runs=rows, pairs=tests, scorers=tuple(scorers), pairing=pairing, cost=cost, risk=risk)
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -710,10 +715,11 @@ def render(comparison: Comparison, fmt: str = "table", *, width: int | None = No
         return json.dumps(comparison.to_dict(), indent=2)
     if fmt == "csv":
         return _render_csv(comparison)
+    labels = {r.run_id: r.label for r in comparison.runs}
     if fmt == "markdown":
-        return _render_markdown(comparison)
+        return _render_markdown(comparison) + render_risk(labels, comparison.risk, "markdown")
     if fmt == "table":
-        return _render_table(comparison, width)
+        return _render_table(comparison, width) + render_risk(labels, comparison.risk, "table")
     raise ConfigError(
         f"unknown format {fmt!r}",
         expected=", ".join(FORMATS),

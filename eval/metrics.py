@@ -12,6 +12,7 @@ import pandas as pd
 
 from routerlab.agents.state import INTENTS
 from routerlab.eval.result import ExampleResult
+from routerlab.eval.risk import risk_summary
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.stats import bootstrap_ci, pass_at_k, pass_hat_k
 
@@ -295,4 +296,5 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     out |= {k: v for k, v in cold_cost_summary(results).items() if not math.isnan(v)}
     out |= _pass_k_metrics(results)
     out |= _routing_prf_metrics(results)
+    out |= risk_summary(results).metrics()
     return {metric_name(k): float(v) for k, v in out.items()}

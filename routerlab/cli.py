@@ -346,7 +346,7 @@ def linking_cmd(
 def toolscale_cmd(
     sizes: Annotated[
         str, typer.Option("--sizes", help="Toolset sizes: real sub-agents plus distractors.")
-    ] = "8,64,512",
+    ] = "9,64,512",
     router_names: Annotated[str, typer.Option("--router", help="Comma-separated routers.")] = "llm,retrieval",
     k: Annotated[int, typer.Option("--k", min=1, help="Tools one retrieval returns.")] = 5,
     index: Annotated[str, typer.Option("--index", help="Retrieval index: embedding or bm25.")] = "embedding",

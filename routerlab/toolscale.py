@@ -1,4 +1,4 @@
-"""``routerlab toolscale``: routing when the toolset grows (8, 64, 512 tools).
+"""``routerlab toolscale``: routing when the toolset grows (9, 64, 512 tools).
 
 For each toolset size (the real sub-agents padded with deterministic distractors, see
 :func:`routerlab.agents.tools.distractors.tool_registry`) and each router, replay only the *first*
@@ -59,7 +59,7 @@ __all__ = [
     "toolscale_table",
 ]
 
-DEFAULT_SIZES: tuple[int, ...] = (8, 64, 512)
+DEFAULT_SIZES: tuple[int, ...] = (9, 64, 512)
 DEFAULT_ROUTERS: tuple[str, ...] = ("llm", "retrieval")
 EXPERIMENT = "routerlab/toolscale"
 
@@ -167,7 +167,7 @@ class ToolscaleResult:
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
-    """Parse ``--sizes 8,64,512``.
+    """Parse ``--sizes 9,64,512``.
 
     Raises:
         ConfigError: For anything but positive integers.
@@ -179,9 +179,9 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     if not sizes or any(s <= 0 for s in sizes):
         raise ConfigError(
             f"bad --sizes {text!r}",
-            expected="comma-separated positive integers such as 8,64,512",
+            expected="comma-separated positive integers such as 9,64,512",
             found=text,
-            fix="pass --sizes 8,64,512",
+            fix="pass --sizes 9,64,512",
         )
     return sizes
 

@@ -142,7 +142,7 @@ class RetrievalRouter:
         self,
         k: int = 5,
         index: str = "embedding",
-        tool_scale: int = 8,
+        tool_scale: int = 9,
         max_tokens: int = 256,
         max_retrievals: int = 2,
         seed: int = 0,

@@ -14,6 +14,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from routerlab.agents.answerability import check_question
+from routerlab.agents.errors import RouterlabError
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
@@ -32,7 +34,8 @@ class Rule:
         intent: Intent the rule implies.
         confidence: In [0, 1].
         pattern: Case-insensitive regular expression over the request, or None.
-        detector: Name of a detector in :data:`DETECTORS`, or None. Both set: both must match.
+        detector: Name of a detector in :data:`DETECTORS` or :data:`SCHEMA_DETECTORS`, or None. Both set:
+            both must match.
     """
 
     name: str
@@ -60,6 +63,11 @@ DETECTORS: dict[str, Callable[[str], bool]] = {
     "sql_present": lambda text: extract_sql(text) is not None,
     "sql_with_error": lambda text: extract_sql(text) is not None and extract_error(text) is not None,
     "write_sql": _has_write_sql,
+}
+
+#: detectors that also read the turn's database schema (opened read-only); False without one
+SCHEMA_DETECTORS: dict[str, Callable[[str, Any], bool]] = {
+    "schema_gap": lambda text, db: not check_question(text, db).answerable,
 }
 
 _DATA_WORDS = (
@@ -127,6 +135,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"|\b(recently|lately|the other day|a while ago|some time ago)\b"
         r"|\b(good|bad|better|best|worse|worst) (one|area|branch|place)s?\b(?!.*\b(by|in terms of)\b)",
     ),
+    Rule("schema_gap", "unanswerable", 0.84, detector="schema_gap"),
     Rule("data_question", "sql", 0.8, _DATA_WORDS),
     Rule("default", "sql", 0.5),
 )
@@ -149,19 +158,30 @@ class RulesRouter(IntentRouter):
         self.rules = tuple(r if isinstance(r, Rule) else Rule(**r) for r in (rules or DEFAULT_RULES))
         self._compiled = [(r, re.compile(r.pattern, re.I | re.S) if r.pattern else None) for r in self.rules]
 
-    def match(self, text: str) -> tuple[Rule, list[str]]:
-        """The winning rule for ``text`` and the names of all matching rules."""
+    def match(self, text: str, db: Any = None) -> tuple[Rule, list[str]]:
+        """The winning rule for ``text`` (``db``: the turn's database, for schema detectors) and all matches."""
         hits: list[Rule] = []
         for rule, rx in self._compiled:
             if rx is not None and not rx.search(text):
                 continue
-            if rule.detector is not None and not DETECTORS[rule.detector](text):
+            if rule.detector in SCHEMA_DETECTORS:
+                if db is None or not SCHEMA_DETECTORS[rule.detector](text, db):
+                    continue
+            elif rule.detector is not None and not DETECTORS[rule.detector](text):
                 continue
             hits.append(rule)
         best = max(hits, key=lambda r: r.confidence)  # the default rule always matches
         return best, [r.name for r in hits]
 
+    def _database(self, state: PipelineState) -> Any:
+        if self.env is None or self.env.open_db is None or not state.get("database"):
+            return None
+        try:
+            return self.env.open_db(state["database"])
+        except RouterlabError:
+            return None  # no schema to check: the text rules still decide
+
     def classify(self, state: PipelineState) -> Classification:
         """Highest-confidence matching rule."""
-        rule, _ = self.match(state.get("question", "") or "")
+        rule, _ = self.match(state.get("question", "") or "", self._database(state))
         return rule.intent, rule.confidence, f"rule:{rule.name}", Usage()

@@ -1,5 +1,6 @@
 """Sub-agents as tools, built from plain typed functions ."""
 
+from routerlab.agents.tools.abstain import abstain
 from routerlab.agents.tools.base import Tool, tool, tools
 from routerlab.agents.tools.context import ToolContext, ToolSettings
 from routerlab.agents.tools.programs import SQLPrograms, clean_sql
@@ -26,6 +27,7 @@ DEFAULT_TOOLS: tuple[Tool, ...] = (
     chat,
     ask_human,
     refuse,
+    abstain,
 )
 """The sub-agents every router can call, in the order shown to models."""
 
@@ -37,6 +39,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolSettings",
+    "abstain",
     "ask_human",
     "chat",
     "clean_sql",

@@ -49,6 +49,7 @@ _REQUIRED: dict[str, frozenset[str]] = {
     "chat": frozenset({"id", "question"}),
     "clarify": frozenset({"id", "question", "user_reply", "gold_sql"}),
     "refuse": frozenset({"id", "question"}),
+    "unanswerable": frozenset({"id", "question"}),
 }
 _OPTIONAL = frozenset({"alt_intents", "meta"})
 _FIELD_ORDER = (

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 #: the scorers every run applies unless told otherwise, in table order (the built-in registrations)
-DEFAULT_SCORERS: tuple[str, ...] = ("ex", "chain_valid", "trajectory", "chain_f1", "route", "success")
+DEFAULT_SCORERS: tuple[str, ...] = ("ex", "chain_valid", "trajectory", "chain_f1", "route", "success", "abstain")
 
 # modules added later register themselves: a new router/scorer/loader is one new file
 import_submodules(__name__, __path__)

@@ -53,7 +53,8 @@ class Success:
 
     sql, fix: EX == 1. clarify: asked a question and, after the scripted reply, EX == 1.
     explain: explain_sql succeeded and nothing was executed. chat: a final answer with no data
-    tool called. refuse: the refuse tool ran and nothing was produced or executed.
+    tool called. refuse: the refuse tool ran and nothing was produced or executed. unanswerable:
+    the abstain tool ran.
 
     For sql, fix and clarify it takes the very verdict the run's ``ex`` scorer gave the same
     trace (whatever its mode and limits), so the predicted SQL runs once and ``success`` never
@@ -99,4 +100,7 @@ class Success:
         if intent == "refuse":
             ok = self._tool_ok(trace, "refuse") and not ran_sql(trace)
             return Score(self.name, float(ok), "refused" if ok else "did not refuse cleanly")
+        if intent == "unanswerable":
+            ok = self._tool_ok(trace, "abstain")
+            return Score(self.name, float(ok), "abstained" if ok else "did not abstain")
         return Score(self.name, None, f"unknown intent {intent}")

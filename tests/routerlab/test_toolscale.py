@@ -60,7 +60,7 @@ def examples():
     return schedule(stratified_subset(load_builtin().split("dev"), 6))
 
 
-@pytest.mark.parametrize("size", [8, 64, 512])
+@pytest.mark.parametrize("size", [9, 64, 512])
 def test_registry_is_sized_exactly_and_deterministic(size):
     a, b = tool_registry(size), tool_registry(size)
     assert len(a) == size and len({t.name for t in a}) == size
@@ -113,13 +113,13 @@ def test_context_overflow_is_recognised_through_wrappers():
     assert classify_error(RuntimeError("boom")) == ("RuntimeError", None)
 
 
-def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
+def test_scripted_run_at_9_and_64_tools(examples, tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = tmp_path / "toolscale.json"
     result = run_toolscale(
         examples,
         overflowing_router_lm(),
-        sizes=(8, 64),
+        sizes=(9, 64),
         index="bm25",
         k=3,
         tracking_uri=uri,
@@ -129,8 +129,8 @@ def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
     table = result.table
     assert list(table.columns) == list(TABLE_COLUMNS)
     assert [(r.size, r.router) for r in table.itertuples()] == [
-        (8, "llm"),
-        (8, "retrieval"),
+        (9, "llm"),
+        (9, "retrieval"),
         (64, "llm"),
         (64, "retrieval"),
     ]
@@ -142,9 +142,9 @@ def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
     llm64 = rows[(64, "llm")]
     assert llm64["context_overflow"] == llm64["errors"] == n and llm64["accuracy"] == 0.0
     assert llm64["overflow_prompt_tokens"] == 90 * 64 and math.isnan(llm64["prompt_tokens"])
-    assert rows[(8, "llm")]["errors"] == 0 and rows[(8, "llm")]["lm_calls"] == 1.0
-    assert math.isnan(rows[(8, "llm")]["recall_at_k"])
-    for size in (8, 64):
+    assert rows[(9, "llm")]["errors"] == 0 and rows[(9, "llm")]["lm_calls"] == 1.0
+    assert math.isnan(rows[(9, "llm")]["recall_at_k"])
+    for size in (9, 64):
         r = rows[(size, "retrieval")]
         assert r["errors"] == 0 and r["lm_calls"] == 2.0 and 0.0 <= r["recall_at_k"] <= 1.0
         assert r["accuracy"] > 0 and r["ci_low"] <= r["accuracy"] <= r["ci_high"]
@@ -155,7 +155,7 @@ def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
     assert easy and all(d.recall == 1.0 and d.correct for d in easy)
 
     doc = json.loads(out.read_text())
-    assert doc["params"]["sizes"] == [8, 64] and doc["params"]["k"] == 3 and doc["params"]["lm"] == "scripted"
+    assert doc["params"]["sizes"] == [9, 64] and doc["params"]["k"] == 3 and doc["params"]["lm"] == "scripted"
     assert len(doc["decisions"]) == 4 * n and doc["table"][0]["recall_at_k"] is None
     assert load_toolscale(out)[list(TABLE_COLUMNS)].shape == (4, len(TABLE_COLUMNS))
 
@@ -163,14 +163,14 @@ def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
     experiment = client.get_experiment_by_name(EXPERIMENT)
     assert experiment.artifact_location.startswith(str(tmp_path / "mlartifacts"))
     runs = client.search_runs([experiment.experiment_id])
-    assert sorted(r.info.run_name for r in runs) == ["llm@64", "llm@8", "retrieval@64", "retrieval@8"]
+    assert sorted(r.info.run_name for r in runs) == ["llm@64", "llm@9", "retrieval@64", "retrieval@9"]
     assert set(result.mlflow_run_ids) == {r.info.run_name for r in runs}
     by_name = {r.info.run_name: r for r in runs}
     assert by_name["llm@64"].data.metrics["context_overflow"] == n
     assert (
         by_name["retrieval@64"].data.params["size"] == "64" and by_name["retrieval@64"].data.params["index"] == "bm25"
     )
-    assert "recall_at_k" in by_name["retrieval@8"].data.metrics and "recall_at_k" not in by_name["llm@8"].data.metrics
+    assert "recall_at_k" in by_name["retrieval@9"].data.metrics and "recall_at_k" not in by_name["llm@9"].data.metrics
     assert all(r.info.status == "FINISHED" for r in runs)
     decisions = client.download_artifacts(by_name["llm@64"].info.run_id, "decisions.json", str(tmp_path))
     assert [d["error_class"] for d in json.loads(Path(decisions).read_text())] == ["context_overflow"] * n
@@ -182,9 +182,9 @@ def test_scripted_run_at_8_and_64_tools(examples, tmp_path):
 def test_unknown_router_or_index_fails_before_any_call(examples):
     lm = overflowing_router_lm()
     with pytest.raises(ConfigError):
-        run_toolscale(examples, lm, sizes=(8,), routers=("llm", "retrievel"))
+        run_toolscale(examples, lm, sizes=(9,), routers=("llm", "retrievel"))
     with pytest.raises(ConfigError):
-        run_toolscale(examples, lm, sizes=(8,), index="faiss")
+        run_toolscale(examples, lm, sizes=(9,), index="faiss")
     assert lm.routerlab_engine.requests == []
 
 
@@ -194,7 +194,7 @@ def test_cli_command(monkeypatch, tmp_path):
 
     monkeypatch.setattr(routerlab.agents.lm, "resolve_lm", lambda spec, **_: overflowing_router_lm())
     out, plot = tmp_path / "ts.json", tmp_path / "ts.png"
-    args = ["toolscale", "--sizes", "8,64", "--limit", "2", "--index", "bm25", "--no-mlflow", "--out", str(out)]
+    args = ["toolscale", "--sizes", "9,64", "--limit", "2", "--index", "bm25", "--no-mlflow", "--out", str(out)]
     result = CliRunner().invoke(app, [*args, "--plot", str(plot)])
     assert result.exit_code == 0, result.output
     assert "context_overflow" in result.output and out.exists() and plot.stat().st_size > 0

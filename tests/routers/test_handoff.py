@@ -285,6 +285,7 @@ def test_the_team():
         "transfer_to_chat",
         "ask_human",
         "refuse",
+        "abstain",
     ]
     assert tools["sql"] == ["data_discovery", "generate_sql", "execute_sql_and_analyze_result", "fix_sql"]
     assert tools["explain"] == ["explain_sql"] and tools["chat"] == ["chat"]

@@ -16,7 +16,7 @@ from routerlab.benchmarks.difficulty import sql_hardness
 from routerlab.benchmarks.example import DIFFICULTIES, SPLITS
 
 RECORDS = read_examples()
-MINIMUM = {"sql": 130, "explain": 22, "fix": 22, "chat": 22, "clarify": 16, "refuse": 12}
+MINIMUM = {"sql": 130, "explain": 22, "fix": 22, "chat": 22, "clarify": 16, "refuse": 12, "unanswerable": 12}
 MAX_ROWS = 200
 
 
@@ -82,7 +82,7 @@ def test_fields_required_and_forbidden_per_intent():
         assert bool(r["input_sql"]) == (intent in ("explain", "fix")), r["id"]
         assert bool(r["error_text"]) == (intent == "fix"), r["id"]
         assert bool(r["user_reply"]) == (intent == "clarify"), r["id"]
-        if intent == "refuse":
+        if intent in ("refuse", "unanswerable"):
             assert r["gold_sql"] is None and r["input_sql"] is None
 
 

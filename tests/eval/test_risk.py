@@ -1,0 +1,163 @@
+"""Answer-or-abstain figures on traces the real pipeline produces (scripted LM, real SQLite file)."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import pytest
+
+from routerlab.agents.lm import scripted_lm
+from routerlab.benchmarks.chains import CHAINS
+from routerlab.benchmarks.dataset import Dataset
+from routerlab.benchmarks.example import Example
+from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.metrics import summarize
+from routerlab.eval.risk import CostMatrix, render_risk, response_of, reward, risk_coverage, risk_summary
+from routerlab.eval.store import ResultsStore
+from routerlab.runner import RouterRun, RunConfig, build_scorers
+
+DB_SQL = """
+CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
+INSERT INTO singer VALUES (1, 'Joe Sharp', 'Netherlands', 52), (2, 'Timbaland', 'United States', 32),
+  (3, 'Justin Brown', 'France', 29), (4, 'Rose White', 'France', 41);
+"""
+
+#: the only SQL the scripted sub-agent writes: right for the first question, wrong for the second
+SCRIPTED_SQL = "SELECT avg(age) FROM singer WHERE country = 'France'"
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory) -> list[Example]:
+    db = tmp_path_factory.mktemp("risk") / "singers.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(DB_SQL)
+    con.close()
+
+    def ex(i: str, intent: str, question: str, gold: str | None = None) -> Example:
+        return Example(i, question, "singers", str(db), intent, gold_sql=gold, expected_chain=CHAINS[intent])
+
+    return [
+        ex("right", "sql", "What is the average age of singers from France?", SCRIPTED_SQL),
+        ex("wrong", "sql", "How many singers are there?", "SELECT count(*) FROM singer"),
+        ex("gap-found", "unanswerable", "What is the average salary of singers from France?"),
+        ex("gap-missed", "unanswerable", "Which singer won the most awards?"),
+        ex("must-refuse", "refuse", "Delete all rows from singer."),
+        ex("hello", "chat", "Hi there!"),
+    ]
+
+
+def _lm():
+    def reply(request):
+        if "`sql`" in str(request.system or ""):
+            return {"fields": {"sql": SCRIPTED_SQL}}
+        return {"fields": {"reply": "Hello! I answer questions about your data."}}
+
+    return scripted_lm(reply)
+
+
+def _run(router: str, examples: list[Example]):
+    config = RunConfig(lm="scripted")
+    run = RouterRun(router, {}, _lm(), config, build_scorers(config))
+    return [run.run_example(e) for e in examples]
+
+
+@pytest.fixture(scope="module")
+def rules_results(examples):
+    return _run("rules", examples)
+
+
+@pytest.fixture(scope="module")
+def oracle_results(examples):
+    return _run("oracle", examples)
+
+
+def test_responses_come_from_the_real_traces(rules_results):
+    got = {r.example_id: response_of(r.trace) for r in rules_results}
+    assert got == {
+        "right": "answer",
+        "wrong": "answer",
+        "gap-found": "abstain",  # the rules' schema check saw "salary"
+        "gap-missed": "answer",  # "won the most awards" is outside its patterns: a confident wrong answer
+        "must-refuse": "refuse",
+        "hello": "withheld",
+    }
+    assert {r.example_id: r.value("ex") for r in rules_results if r.intent == "sql"} == {"right": 1.0, "wrong": 0.0}
+
+
+def test_rules_figures(rules_results):
+    s = risk_summary(rules_results)
+    assert s.counts == {"answerable": 2, "unanswerable": 2, "must_refuse": 1}  # chat is not counted
+    assert s.coverage.value == pytest.approx(3 / 4) and s.coverage.n == 4
+    assert s.answered_accuracy.value == pytest.approx(1 / 3)
+    assert s.answerable_answered.value == 1.0
+    assert s.abstain_recall.value == 0.5 and s.abstain_precision.value == 1.0
+    assert s.refuse_recall.value == 1.0
+    assert s.penalty.value == pytest.approx((1 - 2 + 1 - 2 + 1) / 5)
+    assert s.penalty.ci_low <= s.penalty.value <= s.penalty.ci_high
+    assert {r.example_id: r.value("abstain") for r in rules_results if r.value("abstain") is not None} == {
+        "gap-found": 1.0,
+        "gap-missed": 0.0,
+    }
+    assert {r.example_id: r.value("success") for r in rules_results if r.intent == "unanswerable"} == {
+        "gap-found": 1.0,
+        "gap-missed": 0.0,
+    }
+
+
+def test_an_oracle_abstains_on_every_unanswerable_question(oracle_results):
+    s = risk_summary(oracle_results)
+    assert s.abstain_recall.value == 1.0 and s.abstain_precision.value == 1.0
+    assert s.coverage.value == 0.5 and s.answered_accuracy.value == 0.5
+    assert s.penalty.value == pytest.approx((1 - 2 + 1 + 1 + 1) / 5)
+
+
+def test_the_cost_matrix_orders_outcomes():
+    c = CostMatrix()
+    assert c.served_must_refuse < c.wrong_answer < c.withheld < c.correct
+    assert reward("must_refuse", "answer", False, True) == c.served_must_refuse
+    assert reward("must_refuse", "abstain", False, False) == c.withheld
+    assert reward("unanswerable", "refuse", False, False) == c.withheld
+    assert reward("answerable", "abstain", False, False) == c.withheld
+    strict = CostMatrix(wrong_answer=-10.0)
+    assert reward("unanswerable", "answer", False, True, strict) == -10.0
+
+
+def test_crashes_are_not_scored_as_answers(rules_results):
+    from dataclasses import replace
+
+    crashed = [replace(r, outcome="crash") if r.example_id == "gap-missed" else r for r in rules_results]
+    s = risk_summary(crashed)
+    assert s.counts["unanswerable"] == 1 and s.abstain_recall.value == 1.0
+
+
+def test_risk_coverage_curve(rules_results):
+    points = risk_coverage(rules_results)
+    assert points and all(0 <= cov <= 1 and 0 <= risk <= 1 for _, cov, risk in points)
+    thresholds = [t for t, _, _ in points]
+    assert thresholds == sorted(thresholds, reverse=True)
+    assert points[-1][1] == pytest.approx(3 / 4)  # the lowest threshold keeps every answer
+    assert math.isfinite(risk_summary(rules_results).aurc)
+
+
+def test_the_comparison_prints_the_figures_in_any_run_order(tmp_path, examples, rules_results, oracle_results):
+    store = ResultsStore(tmp_path / "results.duckdb")
+    ds = Dataset("toy", "v1", examples)
+    for run_id, router, results in (("s.rules", "rules", rules_results), ("s.oracle", "oracle", oracle_results)):
+        store.create_run(run_id, router=router, lm="scripted", dataset=ds, split="dev")
+        store.add_results(run_id, results)
+    one = compare_runs(store, ["s.rules", "s.oracle"])
+    other = compare_runs(store, ["s.oracle", "s.rules"])
+    assert one.risk["s.rules"] == other.risk["s.rules"] and one.risk["s.oracle"] == other.risk["s.oracle"]
+    text = render(one, "table", width=200)
+    assert "Answer or abstain" in text and "abstain recall" in text and "-0.20" in text
+    assert "| penalty" in render(one, "markdown") or "penalty |" in render(one, "markdown")
+    assert one.to_dict()["risk"]["s.rules"]["penalty"]["value"] == pytest.approx(-0.2)
+    assert render_risk({"x": "x"}, {"x": risk_summary([])}) == ""  # nothing to show
+
+
+def test_mlflow_summary_carries_the_figures(rules_results):
+    metrics = summarize(rules_results)
+    assert metrics["risk.penalty"] == pytest.approx(-0.2)
+    assert metrics["risk.abstain_recall"] == 0.5 and "risk.coverage_ci_low" in metrics
+    assert metrics["abstain"] == 0.5
