@@ -25,14 +25,14 @@ import json
 import math
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
 
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.metrics import Rate, rate
-from routerlab.eval.result import ExampleResult
+from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.stats import mcnemar_exact, paired_bootstrap_diff
 
 __all__ = [
@@ -74,6 +74,8 @@ class RunRow:
         latency_p50_s / latency_p95_s: End-to-end latency percentiles.
         router_tokens_per_ex / subagent_tokens_per_ex: Prompt + completion tokens per example.
         lm_calls_per_ex: LM calls (router and sub-agents) per example.
+        not_run: Stored examples that never started (a deadline); left out of ``n``, every
+            rate and every paired test until ``--resume`` runs them.
     """
 
     run_id: str
@@ -88,6 +90,7 @@ class RunRow:
     router_tokens_per_ex: float
     subagent_tokens_per_ex: float
     lm_calls_per_ex: float
+    not_run: int = 0
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,21 @@ def _run_row(
     )
 
 
+def _ran_results(store: _Store, ids: Sequence[str]) -> tuple[dict[str, list[ExampleResult]], dict[str, int]]:
+    """Each run's results that actually ran, and how many stored examples never started.
+
+    An example the deadline kept from starting says nothing about its router: counting it as a
+    failure would turn a cut-off into a difference between routers.
+    """
+    results: dict[str, list[ExampleResult]] = {}
+    not_run: dict[str, int] = {}
+    for r in ids:
+        stored = store.results(r)
+        results[r] = [x for x in stored if did_run(x)]
+        not_run[r] = len(stored) - len(results[r])
+    return results, not_run
+
+
 def _pair_tests(
     a: RunRow,
     b: RunRow,
@@ -302,9 +320,14 @@ def compare_runs(
             fix="check the ids (routerlab compare SESSION lists a whole session) or the --store path",
         )
     labels = _labels([str(meta[r]["router"]) for r in ids])
-    results = {r: store.results(r) for r in ids}
+    results, not_run = _ran_results(store, ids)
     rows = [
-        _run_row(r, str(meta[r]["router"]), str(meta[r]["lm"]), labels[str(meta[r]["router"])], results[r], scorers)
+        replace(
+            _run_row(
+                r, str(meta[r]["router"]), str(meta[r]["lm"]), labels[str(meta[r]["router"])], results[r], scorers
+            ),
+            not_run=not_run[r],
+        )
         for r in ids
     ]
     if pairing == "first":
@@ -365,7 +388,18 @@ def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ]
         for name, r in zip(_run_names(c), c.runs, strict=True)
     ]
-    return header, body
+    return _with_not_run(c, header, body)
+
+
+def _with_not_run(c: Comparison, header: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Add a "not run" column after ``n`` when any run has examples that never started."""
+    if not any(r.not_run for r in c.runs):
+        return header, body
+    at = header.index("n") + 1
+    return (
+        [*header[:at], "not run", *header[at:]],
+        [[*row[:at], str(r.not_run), *row[at:]] for row, r in zip(body, c.runs, strict=True)],
+    )
 
 
 def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -411,7 +445,8 @@ def _pairs_note(c: Comparison) -> str:
 
 _RUNS_NOTE = (
     "Rates with 95% bootstrap CIs; p50/p95: end-to-end latency in seconds; router tok, agent tok "
-    "(sub-agents) and LM calls are per example."
+    "(sub-agents) and LM calls are per example. 'not run': examples that never started (left out "
+    "of n, every rate and every paired test; --resume runs them)."
 )
 
 
@@ -486,6 +521,7 @@ def _render_csv(c: Comparison) -> str:
             "router_tokens_per_ex",
             "subagent_tokens_per_ex",
             "lm_calls_per_ex",
+            "not_run",
         ]
     )
     for r in c.runs:
@@ -505,6 +541,7 @@ def _render_csv(c: Comparison) -> str:
                     r.router_tokens_per_ex,
                     r.subagent_tokens_per_ex,
                     r.lm_calls_per_ex,
+                    r.not_run,
                 ]
             )
         )

@@ -164,17 +164,21 @@ def run_cmd(
 ) -> None:
     """Replay a dataset through the pipeline with each router and print the comparison.
 
-    Exit codes: 0 done; 2 bad input (a message names the file, record and field or the option);
-    124 the --deadline-s budget ran out before every example started; 130 interrupted (Ctrl-C).
-    Each of the last two prints the command that finishes the session.
+    Exit codes: 0 done; 1 a run FAILED (most of its examples crashed; they are stored); 2 bad
+    input (a message names the file, record and field or the option; also a --resume with options
+    that change the session); 124 the --deadline-s budget ran out before every example started;
+    130 interrupted (Ctrl-C), 143 stopped by SIGTERM. Each of the last three prints the command
+    that finishes the session.
     """
     from routerlab.config import load_run_config
     from routerlab.eval.compare import compare_runs, render
     from routerlab.eval.store import ResultsStore
-    from routerlab.session import SessionSpec, parse_routers, recorded_session, run_session
+    from routerlab.session import SessionSpec, check_resume, parse_routers, recorded_session, run_session
+    from routerlab.signals import stop_signals
 
-    # a resumed session starts from what it recorded; options given now still win
+    # a resumed session starts from what it recorded; options that would change it are refused
     recorded_routers, defaults = recorded_session(store, resume) if resume else ([], {"limit": DEFAULT_LIMIT})
+    recorded_config = dict(defaults)
     # a deadline budgets one invocation, not the session: the printed resume command must finish it
     defaults.pop("deadline_s", None)
     config = load_run_config(
@@ -193,13 +197,17 @@ def run_cmd(
         replay=replay or None,
     )
     names = router_names or ",".join(n for n, _ in recorded_routers) or DEFAULT_ROUTERS
+    routers = parse_routers(names, router_arg or (), dict(recorded_routers))
+    if resume:
+        check_resume(resume, recorded_routers, recorded_config, routers, config)
     spec = SessionSpec(
-        routers=parse_routers(names, router_arg or (), dict(recorded_routers)),
+        routers=routers,
         config=config,
         tracking_uri=None if no_mlflow else tracking_uri,
         store_path=store,
     )
-    result = run_session(spec, console=_out, resume=resume)
+    with stop_signals() as stopped:
+        result = run_session(spec, console=_out, resume=resume)
     comparison = compare_runs(ResultsStore(store), result.run_ids)
     _out.print(render(comparison, "table"))
     _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
@@ -208,12 +216,22 @@ def run_cmd(
     where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
     again = f"routerlab run --resume {result.session_id}{where}"
     if result.interrupted:
-        _err.print(f"interrupted: resume with  {again}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(130)
+        _err.print(f"interrupted ({stopped.name}): resume with  {again}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(stopped.exit_code)
+    for run_id, why in result.failed.items():
+        _err.print(
+            f"run {run_id} FAILED: {why}. Its examples are stored, but its rates measure crashes, "
+            "not the router: fix the cause and start a new session",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    if result.failed:
+        raise typer.Exit(1)
     if result.skipped:
         _err.print(
-            f"deadline reached: {result.skipped} example(s) not started (recorded as run_deadline timeouts); "
-            f"run them with  {again}",
+            f"deadline reached: {result.skipped} example(s) not run (stored as not run, left out of every "
+            f"rate and paired test); run them with  {again}",
             highlight=False,
             markup=False,
             soft_wrap=True,
