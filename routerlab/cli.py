@@ -230,7 +230,7 @@ def run_cmd(
         raise typer.Exit(1)
     if result.skipped:
         _err.print(
-            f"deadline reached: {result.skipped} example(s) not run (stored as not run, left out of every "
+            f"deadline reached: {result.skipped} example(s) not started (stored as not run, left out of every "
             f"rate and paired test); run them with  {again}",
             highlight=False,
             markup=False,
@@ -256,6 +256,30 @@ def compare_cmd(
     for rid in run_ids:
         expanded += [rid] if rid in known else [k for k in known if k.startswith(f"{rid}.")] or [rid]
     print(render(compare_runs(rs, expanded), fmt))
+    for note in _status_notes(rs, expanded):
+        _err.print(note, highlight=False, markup=False, soft_wrap=True)
+
+
+def _status_notes(store: Any, run_ids: list[str]) -> list[str]:
+    """One warning per compared run that did not finish: its figures are partial or not a result."""
+    runs = store.runs()
+    status = dict(zip(runs["run_id"], runs["status"], strict=True))
+    notes = []
+    for rid in run_ids:
+        st = status.get(rid)
+        session = rid.rsplit(".", 1)[0]
+        if st in ("KILLED", "RUNNING"):
+            how = "was interrupted or cut off" if st == "KILLED" else "is still running, or its process was killed"
+            notes.append(
+                f"note: run {rid} {how} ({st}): its figures cover only the examples it finished; "
+                f"finish it with  routerlab run --resume {session}"
+            )
+        elif st == "FAILED":
+            notes.append(
+                f"note: run {rid} FAILED (an error stopped it, or most of its examples crashed): "
+                "its figures are not a measure of the router"
+            )
+    return notes
 
 
 @app.command("route")
