@@ -47,7 +47,7 @@ def _session(output: str) -> str:
 class _Crashy(RulesRouter):
     """A router whose every decision raises: each example is a crash, not a wrong answer."""
 
-    def classify(self, state):  # noqa: ANN001, ANN201 - the Router protocol's signature
+    def classify(self, state):
         raise TypeError("unsupported operand")
 
 
@@ -190,7 +190,7 @@ def test_sigterm_closes_runs_killed_and_prints_the_resume_command(tmp_path: Path
             break
     assert session, "the run never started"
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
     assert "interrupted (SIGTERM)" in err
     assert f"routerlab run --resume {session} --store {store} --no-mlflow" in err
