@@ -298,6 +298,11 @@ def run_session(
                 fix="start a new session instead of resuming this one",
                 details={"option": "--resume"},
             )
+    if spec.tracking_uri:
+        from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
+
+        # a store that cannot take the runs must fail here, before any run is created
+        check_tracking_store(resolve_tracking_uri(spec.tracking_uri))
     faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
     console.print(
         f"session {session_id}: {config.dataset}/{config.split}, {len(examples)} examples, "
