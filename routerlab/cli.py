@@ -250,7 +250,8 @@ def compare_cmd(
     from routerlab.eval.compare import compare_runs, render
     from routerlab.eval.store import ResultsStore
 
-    rs = ResultsStore(store)
+    # compare only reads: a missing store is an error (never created), a read-only one opens
+    rs = ResultsStore(store, read_only=True)
     known = rs.runs()["run_id"].tolist()
     expanded: list[str] = []
     for rid in run_ids:

@@ -149,7 +149,7 @@ def recorded_session(store_path: str, session_id: str) -> tuple[list[tuple[str, 
     """
     from routerlab.eval.store import ResultsStore
 
-    store = ResultsStore(store_path)
+    store = ResultsStore(store_path, read_only=True)
     run_ids = _session_runs(store, session_id)
     if not run_ids:
         raise _unknown_session(store, session_id)
@@ -276,10 +276,11 @@ def run_session(
 
     config = spec.config
     session_id = resume or new_session_id()
-    store = ResultsStore(spec.store_path)
-    existing = set(_session_runs(store, session_id)) if resume is not None else set()
-    if resume is not None and not existing:
-        raise _unknown_session(store, session_id)
+    # nothing is written until every input is checked: bad input leaves no store behind
+    reader = ResultsStore(spec.store_path, read_only=True) if resume is not None else None
+    existing = set(_session_runs(reader, session_id)) if reader is not None else set()
+    if reader is not None and not existing:
+        raise _unknown_session(reader, session_id)
     ds = load_dataset(config)
     examples = select(ds, config)
     by_id = {e.id: e for e in examples}
@@ -290,7 +291,7 @@ def run_session(
     digest = ds.digest()
     for rr in runs:
         run_id = f"{session_id}.{rr.router_name}"
-        if run_id in existing and (recorded := store.run(run_id)["dataset_digest"]) != digest:
+        if run_id in existing and (recorded := reader.run(run_id)["dataset_digest"]) != digest:  # type: ignore[union-attr]
             raise ConfigError(
                 f"run {run_id!r} was recorded on another version of dataset {ds.name!r}",
                 expected=f"dataset digest {recorded[:12]}...",
@@ -303,6 +304,7 @@ def run_session(
 
         # a store that cannot take the runs must fail here, before any run is created
         check_tracking_store(resolve_tracking_uri(spec.tracking_uri))
+    store = ResultsStore(spec.store_path)
     faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
     console.print(
         f"session {session_id}: {config.dataset}/{config.split}, {len(examples)} examples, "
