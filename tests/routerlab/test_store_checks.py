@@ -3,6 +3,7 @@ exit code 2, and no run is left behind."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from pathlib import Path
@@ -77,3 +78,72 @@ def test_good_sqlite_tracking_store_passes(tmp_path: Path) -> None:
     code, out = _run(tmp_path, "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db")
     assert code == 0, out
     check_tracking_store(f"sqlite:///{tmp_path}/mlflow.db")  # an existing MLflow store
+
+
+def _store_case(tmp: Path, kind: str) -> Path:
+    if kind == "folder":
+        return tmp
+    path = tmp / f"{kind}.duckdb"
+    if kind == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(path) as con:
+            con.execute("CREATE TABLE t (x)")
+    elif kind == "text":
+        path.write_text("this is a plain text file, not a database\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("folder", "is a folder"),
+        ("sqlite", "is a SQLite database, not a DuckDB results store"),
+        ("text", "not a DuckDB file"),
+    ],
+)
+def test_each_results_store_open_error_says_what_it_is(tmp_path: Path, kind: str, message: str) -> None:
+    path = _store_case(tmp_path, kind)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = CliRunner().invoke(
+        app, ["run", "--lm", "scripted:basic", "--router", "rules", "--limit", "1", "--no-mlflow", "--store", str(path)]
+    )
+    out = " ".join(result.output.split())
+    assert result.exit_code == 2, out
+    assert message in out
+    assert "another process" not in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, no extension fetched
+
+
+def test_compare_on_a_missing_store_writes_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "missing" / "r.duckdb"
+    result = CliRunner().invoke(app, ["compare", "x", "--store", str(store)])
+    assert result.exit_code == 2
+    assert "no such store" in " ".join(result.output.split())
+    assert not (tmp_path / "missing").exists()
+
+
+def test_compare_reads_a_read_only_store(tmp_path: Path) -> None:
+    code, out = _run(tmp_path, "--no-mlflow")
+    assert code == 0, out
+    session = re.search(r"session id: (\S+)", out).group(1)  # type: ignore[union-attr]
+    store = tmp_path / "r.duckdb"
+    before = store.read_bytes()
+    store.chmod(0o444)
+    try:
+        result = CliRunner().invoke(app, ["compare", session, "--store", str(store), "--format", "json"])
+    finally:
+        store.chmod(0o644)
+    assert result.exit_code == 0, result.output
+    assert f"{session}.rules" in result.output
+    assert store.read_bytes() == before
+
+
+def test_bad_input_leaves_no_store_behind(tmp_path: Path) -> None:
+    store = tmp_path / "new" / "r.duckdb"
+    for args in (["--router", "nosuch"], ["--router", "hybrid", "--router-arg", "hybrid.threshold=abc"]):
+        result = CliRunner().invoke(
+            app, ["run", "--lm", "scripted:basic", "--limit", "1", "--no-mlflow", "--store", str(store), *args]
+        )
+        assert result.exit_code == 2, result.output
+    assert not (tmp_path / "new").exists()
