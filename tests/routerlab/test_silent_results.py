@@ -200,3 +200,19 @@ def test_sigterm_closes_runs_killed_and_prints_the_resume_command(tmp_path: Path
     assert finished >= 2
     result = CliRunner().invoke(app, ["compare", session, "--store", str(store)])
     assert "was interrupted or cut off (KILLED)" in result.output
+
+
+@pytest.mark.server
+def test_serve_refuses_a_mistyped_router_argument_with_400() -> None:
+    import httpx
+
+    from routerlab.serve import API_PREFIX, ServeSettings, create_app, serve_in_background
+
+    app = create_app(ServeSettings(lm_spec="scripted:basic", poll_s=0.05))
+    with serve_in_background(app) as url:
+        body = {"question": "How many areas have EV charging?", "router": "hybrid", "router_args": {"threshold": "abc"}}
+        resp = httpx.post(f"{url}{API_PREFIX}/ask_agent", json=body, timeout=30)
+    assert resp.status_code == 400, resp.text
+    text = resp.text
+    assert "threshold" in text and "float" in text
+    assert "TypeError" not in text
