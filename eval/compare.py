@@ -76,6 +76,8 @@ class RunRow:
         lm_calls_per_ex: LM calls (router and sub-agents) per example.
         not_run: Stored examples that never started (a deadline); left out of ``n``, every
             rate and every paired test until ``--resume`` runs them.
+        variant: The router's recorded arguments as ``(name, value text)`` pairs; those that
+            differ between two runs of one router name them (``hybrid (threshold=0.7)``).
     """
 
     run_id: str
@@ -91,6 +93,7 @@ class RunRow:
     subagent_tokens_per_ex: float
     lm_calls_per_ex: float
     not_run: int = 0
+    variant: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -210,6 +213,25 @@ def _run_row(
     )
 
 
+def _variant(meta: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A run's router arguments as sorted ``(name, value text)`` pairs, from its recorded params."""
+    try:
+        params = json.loads(meta.get("params") or "{}")
+    except (TypeError, ValueError):
+        return ()
+    args = params.get("router", {}).get("args", {}) if isinstance(params, dict) else {}
+    return tuple((k, str(v)) for k, v in sorted(args.items())) if isinstance(args, dict) else ()
+
+
+def _differing(runs: Sequence[RunRow]) -> list[str]:
+    """The arguments whose values differ among ``runs`` (one router's variants), as ``k=v`` text."""
+    keys = sorted({k for r in runs for k, _ in r.variant})
+    values = [dict(r.variant) for r in runs]
+    return [
+        ", ".join(f"{k}={v[k]}" for k in keys if k in v and len({str(x.get(k)) for x in values}) > 1) for v in values
+    ]
+
+
 def _ran_results(store: _Store, ids: Sequence[str]) -> tuple[dict[str, list[ExampleResult]], dict[str, int]]:
     """Each run's results that actually ran, and how many stored examples never started.
 
@@ -327,6 +349,7 @@ def compare_runs(
                 r, str(meta[r]["router"]), str(meta[r]["lm"]), labels[str(meta[r]["router"])], results[r], scorers
             ),
             not_run=not_run[r],
+            variant=_variant(meta[r]),
         )
         for r in ids
     ]
@@ -368,7 +391,13 @@ def _fmt_diff(t: PairTest) -> str:
 def _run_names(c: Comparison) -> list[str]:
     """Display names of the runs: the label, plus the run id when two runs share a router."""
     labels = [r.label for r in c.runs]
-    return [r.label if labels.count(r.label) == 1 else f"{r.label} ({r.run_id})" for r in c.runs]
+    variants: dict[str, str] = {}
+    for label in set(labels):
+        group = [r for r in c.runs if r.label == label]
+        variants |= dict(zip([r.run_id for r in group], _differing(group), strict=True))
+    names = [r.label if labels.count(r.label) == 1 else f"{r.label} ({variants[r.run_id] or r.run_id})" for r in c.runs]
+    # two variants with the same arguments (seeds, LMs) still need their run ids
+    return [n if names.count(n) == 1 else f"{r.label} ({r.run_id})" for n, r in zip(names, c.runs, strict=True)]
 
 
 def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:

@@ -590,7 +590,8 @@ def sweep_cmd(
         )
     _out.print(
         f"sweep id: [bold]{result.sweep_id}[/] {result.status} in {result.wall_s:.1f} s  "
-        f"(store {store}; MLflow {'off' if no_mlflow else tracking_uri}; compare: routerlab compare {result.sweep_id})"
+        f"(store {store}; MLflow {'off' if no_mlflow else tracking_uri}; compare: routerlab compare {result.sweep_id}"
+        f"{'' if store == '.routerlab/results.duckdb' else f' --store {store}'})"
     )
     where = f" --executor {executor}" + (f" --address {address}" if address else "")
     where += "" if store == ".routerlab/results.duckdb" else f" --store {store}"
