@@ -216,7 +216,8 @@ def run_cmd(
     where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
     again = f"routerlab run --resume {result.session_id}{where}"
     if result.interrupted:
-        _err.print(f"interrupted ({stopped.name}): resume with  {again}", highlight=False, markup=False, soft_wrap=True)
+        _err.print(f"stopped by {stopped.name}; runs closed KILLED", highlight=False, markup=False)
+        _err.print(f"interrupted: resume with  {again}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(stopped.exit_code)
     for run_id, why in result.failed.items():
         _err.print(

@@ -192,7 +192,8 @@ def test_sigterm_closes_runs_killed_and_prints_the_resume_command(tmp_path: Path
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
-    assert "interrupted (SIGTERM)" in err
+    assert "stopped by SIGTERM" in err
+    assert re.search(r"interrupted: resume with\s+routerlab run --resume", err)
     assert f"routerlab run --resume {session} --store {store} --no-mlflow" in err
     rs = ResultsStore(str(store))
     assert rs.run(f"{session}.rules")["status"] == "KILLED"
