@@ -584,6 +584,23 @@ def _render_csv(c: Comparison) -> str:
     return buf.getvalue()
 
 
+def csv_tables(comparison: Comparison) -> dict[str, str]:
+    """The comparison as separate CSV texts, one header each: ``runs`` and, with pairs, ``pairs``.
+
+    Each reads back with a plain ``pandas.read_csv`` (one stream holding both tables would make
+    the second header a data row).
+    """
+    tables = {"runs": _render_csv(replace(comparison, pairs=[]))}
+    if comparison.pairs:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(list(asdict(comparison.pairs[0])))
+        for t in comparison.pairs:
+            writer.writerow(_no_nan(list(asdict(t).values())))
+        tables["pairs"] = buf.getvalue()
+    return tables
+
+
 def render(comparison: Comparison, fmt: str = "table", *, width: int | None = None) -> str:
     """Render a comparison.
 

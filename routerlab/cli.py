@@ -246,9 +246,17 @@ def compare_cmd(
     run_ids: Annotated[list[str], typer.Argument(help="Run ids (SESSION.ROUTER) or session ids.")],
     fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv or json.")] = "table",
     store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="With --format csv: write runs.csv and pairs.csv into this folder."),
+    ] = None,
 ) -> None:
-    """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance."""
-    from routerlab.eval.compare import compare_runs, render
+    """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance.
+
+    ``--format csv`` prints the runs table (one header); ``--out DIR`` writes it and the paired
+    tests as two files.
+    """
+    from routerlab.eval.compare import compare_runs, csv_tables, render
     from routerlab.eval.store import ResultsStore
 
     # compare only reads: a missing store is an error (never created), a read-only one opens
@@ -257,9 +265,26 @@ def compare_cmd(
     expanded: list[str] = []
     for rid in run_ids:
         expanded += [rid] if rid in known else [k for k in known if k.startswith(f"{rid}.")] or [rid]
-    print(render(compare_runs(rs, expanded), fmt))
+    comparison = compare_runs(rs, expanded)
+    if fmt == "csv":
+        _write_csv(csv_tables(comparison), out)
+    else:
+        print(render(comparison, fmt))
     for note in _status_notes(rs, expanded):
         _err.print(note, highlight=False, markup=False, soft_wrap=True)
+
+
+def _write_csv(tables: dict[str, str], out: Path | None) -> None:
+    """One CSV per table: files in ``out``, or the runs table on stdout (a note says where pairs are)."""
+    if out is None:
+        print(tables["runs"], end="")
+        if "pairs" in tables:
+            _err.print("paired tests are a second table: pass --out DIR to write runs.csv and pairs.csv", markup=False)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in tables.items():
+        (out / f"{name}.csv").write_text(text)
+        _err.print(f"wrote {out / f'{name}.csv'}", markup=False, highlight=False)
 
 
 def _status_notes(store: Any, run_ids: list[str]) -> list[str]:
