@@ -7,9 +7,11 @@ each example completes. ``--resume SESSION`` reruns only the examples that have 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import logging
+import re
 import secrets
 import threading
 import time
@@ -28,7 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from routerlab.agents.errors import ConfigError
+from routerlab.agents.errors import ConfigError, RunError
 from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset, dataset
@@ -101,7 +103,14 @@ def load_dataset(config: RunConfig) -> Dataset:
     import routerlab.benchmarks.builtin
     import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
 
-    return dataset.build(config.dataset, **config.dataset_args)
+    try:
+        return dataset.build(config.dataset, **config.dataset_args)
+    except RunError as exc:
+        # loaders name their argument ("pass ... as path"); the user typed --dataset-path
+        fix = re.sub(r"\bas path\b", "as --dataset-path (dataset_args.path in a run config)", exc.fix or "")
+        if fix == exc.fix:
+            raise
+        raise dataclasses.replace(exc, fix=fix) from None
 
 
 def select(ds: Dataset, config: RunConfig) -> list[Example]:
