@@ -13,13 +13,16 @@ import importlib
 import inspect
 import json
 import pkgutil
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union, get_args, get_origin
 
 from routerlab.agents.errors import ConfigError, ContractError, UnknownComponentError
 
-__all__ = ["ComponentSpec", "Registry", "component_spec", "import_submodules"]
+__all__ = ["ComponentSpec", "Range", "Registry", "check_arguments", "component_spec", "import_submodules"]
 
 T = TypeVar("T")
 
@@ -47,6 +50,117 @@ def _recordable(value: Any) -> Any:
         return {str(k): _recordable(v) for k, v in value.items()}
     json.dumps(value)  # raises TypeError for anything else without a JSON form
     return value
+
+
+@dataclass(frozen=True)
+class Range:
+    """A declared range of a numeric constructor argument, used as ``Annotated[float, Range(0, 1)]``.
+
+    Attributes:
+        low / high: Inclusive bounds (None: unbounded on that side).
+    """
+
+    low: float | None = None
+    high: float | None = None
+
+    def contains(self, value: float) -> bool:
+        """True when ``value`` lies within the bounds."""
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+    def describe(self) -> str:
+        """The bounds as text (``between 0 and 1``, ``>= 1``)."""
+        if self.low is not None and self.high is not None:
+            return f"between {self.low:g} and {self.high:g}"
+        return f">= {self.low:g}" if self.low is not None else f"<= {self.high:g}"
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _matches(value: Any, tp: Any) -> bool | None:
+    """Whether ``value`` fits the annotation ``tp``; None when the annotation cannot be checked.
+
+    Only the shapes a constructor argument takes from a command line or a config file are
+    checked (scalars, unions, literals and the outer container); anything else is trusted.
+    """
+    if tp is Any:
+        return True
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _matches(value, get_args(tp)[0])
+    if origin is Union or origin is types.UnionType:
+        verdicts = [_matches(value, arg) for arg in get_args(tp)]
+        if any(v is True for v in verdicts):
+            return True
+        return None if any(v is None for v in verdicts) else False
+    if origin is Literal:
+        return value in get_args(tp)
+    if tp is None or tp is type(None):
+        return value is None
+    if tp is float:
+        # an integer is a valid float (JSON "1" parses as int); a bool is not a number here
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp in (str, bool):
+        return isinstance(value, tp)
+    container = origin or tp
+    if container in (tuple, list, dict, set, frozenset):
+        return isinstance(value, container) or (container is tuple and isinstance(value, list))
+    return None
+
+
+def _ranges(tp: Any) -> list[Range]:
+    if get_origin(tp) is Annotated:
+        return [m for m in get_args(tp)[1:] if isinstance(m, Range)]
+    if get_origin(tp) is Union or get_origin(tp) is types.UnionType:
+        return [r for arg in get_args(tp) for r in _ranges(arg)]
+    return []
+
+
+def check_arguments(kind: str, name: str, factory: Callable[..., Any], arguments: dict[str, Any]) -> None:
+    """Check constructor arguments against the factory's type hints and declared ranges.
+
+    A value of the wrong type (``threshold="abc"`` for a ``float``) would otherwise build a
+    component that crashes on every example; here it is refused before anything runs.
+
+    Args:
+        kind: The registry's kind (``router``), for the message.
+        name: The registered name.
+        factory: The class or function that builds the component.
+        arguments: The bound arguments (defaults included).
+
+    Raises:
+        ConfigError: Naming the component, the argument, the expected type or range and the value.
+    """
+    target = factory.__init__ if inspect.isclass(factory) else factory
+    try:
+        hints = typing.get_type_hints(target, include_extras=True)
+    except Exception:  # unresolvable forward references: nothing can be checked
+        return
+    for arg, value in arguments.items():
+        tp = hints.get(arg)
+        if tp is None:
+            continue
+        ok = _matches(value, tp)
+        if ok is False:
+            raise ConfigError(
+                f"bad value for {kind} {name!r} argument {arg!r}",
+                expected=f"{arg}: {_type_name(tp)}",
+                found=f"{value!r} ({type(value).__name__})",
+                fix=f"give {arg} a {_type_name(tp)} value (see the {kind}'s documented parameters)",
+                details={"kind": kind, "name": name, "argument": arg},
+            )
+        for rng in _ranges(tp):
+            if isinstance(value, int | float) and not isinstance(value, bool) and not rng.contains(value):
+                raise ConfigError(
+                    f"out-of-range value for {kind} {name!r} argument {arg!r}",
+                    expected=f"{arg} {rng.describe()}",
+                    found=repr(value),
+                    fix=f"pass a value {rng.describe()}",
+                    details={"kind": kind, "name": name, "argument": arg},
+                )
 
 
 def component_spec(component: Any) -> ComponentSpec:
@@ -152,7 +266,8 @@ class Registry(Generic[T]):
 
         Raises:
             UnknownComponentError: For an unknown name.
-            ConfigError: For arguments the constructor does not take.
+            ConfigError: For arguments the constructor does not take, or values that do not fit
+                its type hints or declared ranges.
         """
         factory = self.get(name)
         try:
@@ -166,6 +281,7 @@ class Registry(Generic[T]):
                 fix=f"check the {self.kind}'s documented parameters",
             ) from None
         bound.apply_defaults()
+        check_arguments(self.kind, name, factory, dict(bound.arguments))
         obj = factory(*bound.args, **bound.kwargs)
         if self.returns is not None and not isinstance(obj, self.returns):
             raise ContractError(

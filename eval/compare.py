@@ -25,14 +25,14 @@ import json
 import math
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
 
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
-from routerlab.eval.result import ExampleResult
+from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_bootstrap_diff
 
@@ -93,6 +93,10 @@ class RunRow:
         attempts_k / pass_hat_k / pass_at_k: With repeated attempts (``--attempts k``), pass^k and
             pass@k of ``success`` (:func:`routerlab.eval.metrics.pass_k_summary`); k = 1 and NaN
             otherwise.
+        not_run: Stored examples that never started (a deadline); left out of ``n``, every
+            rate and every paired test until ``--resume`` runs them.
+        variant: The router's recorded arguments as ``(name, value text)`` pairs; those that
+            differ between two runs of one router name them (``hybrid (threshold=0.7)``).
     """
 
     run_id: str
@@ -115,6 +119,8 @@ class RunRow:
     attempts_k: int = 1
     pass_hat_k: float = math.nan
     pass_at_k: float = math.nan
+    not_run: int = 0
+    variant: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -266,6 +272,40 @@ def cold_cost_figures(results: Sequence[ExampleResult]) -> dict[str, Any]:
         ),
         "cold_unknown_calls": sum(r.router_usage.cold_unknown + r.subagent_usage.cold_unknown for r in results),
     }
+
+
+def _variant(meta: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A run's router arguments as sorted ``(name, value text)`` pairs, from its recorded params."""
+    try:
+        params = json.loads(meta.get("params") or "{}")
+    except (TypeError, ValueError):
+        return ()
+    args = params.get("router", {}).get("args", {}) if isinstance(params, dict) else {}
+    return tuple((k, str(v)) for k, v in sorted(args.items())) if isinstance(args, dict) else ()
+
+
+def _differing(runs: Sequence[RunRow]) -> list[str]:
+    """The arguments whose values differ among ``runs`` (one router's variants), as ``k=v`` text."""
+    keys = sorted({k for r in runs for k, _ in r.variant})
+    values = [dict(r.variant) for r in runs]
+    return [
+        ", ".join(f"{k}={v[k]}" for k in keys if k in v and len({str(x.get(k)) for x in values}) > 1) for v in values
+    ]
+
+
+def _ran_results(store: _Store, ids: Sequence[str]) -> tuple[dict[str, list[ExampleResult]], dict[str, int]]:
+    """Each run's results that actually ran, and how many stored examples never started.
+
+    An example the deadline kept from starting says nothing about its router: counting it as a
+    failure would turn a cut-off into a difference between routers.
+    """
+    results: dict[str, list[ExampleResult]] = {}
+    not_run: dict[str, int] = {}
+    for r in ids:
+        stored = store.results(r)
+        results[r] = [x for x in stored if did_run(x)]
+        not_run[r] = len(stored) - len(results[r])
+    return results, not_run
 
 
 def _pair_tests(
@@ -422,9 +462,15 @@ def compare_runs(
             fix="check the ids (routerlab compare SESSION lists a whole session) or the --store path",
         )
     labels = _labels([str(meta[r]["router"]) for r in ids])
-    results = {r: store.results(r) for r in ids}
+    results, not_run = _ran_results(store, ids)
     rows = [
-        _run_row(r, str(meta[r]["router"]), str(meta[r]["lm"]), labels[str(meta[r]["router"])], results[r], scorers)
+        replace(
+            _run_row(
+                r, str(meta[r]["router"]), str(meta[r]["lm"]), labels[str(meta[r]["router"])], results[r], scorers
+            ),
+            not_run=not_run[r],
+            variant=_variant(meta[r]),
+        )
         for r in ids
     ]
     if pairing == "first":
@@ -466,7 +512,13 @@ def _fmt_diff(t: PairTest) -> str:
 def _run_names(c: Comparison) -> list[str]:
     """Display names of the runs: the label, plus the run id when two runs share a router."""
     labels = [r.label for r in c.runs]
-    return [r.label if labels.count(r.label) == 1 else f"{r.label} ({r.run_id})" for r in c.runs]
+    variants: dict[str, str] = {}
+    for label in set(labels):
+        group = [r for r in c.runs if r.label == label]
+        variants |= dict(zip([r.run_id for r in group], _differing(group), strict=True))
+    names = [r.label if labels.count(r.label) == 1 else f"{r.label} ({variants[r.run_id] or r.run_id})" for r in c.runs]
+    # two variants with the same arguments (seeds, LMs) still need their run ids
+    return [n if names.count(n) == 1 else f"{r.label} ({r.run_id})" for n, r in zip(names, c.runs, strict=True)]
 
 
 def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -491,7 +543,18 @@ def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ]
         for name, r in zip(_run_names(c), c.runs, strict=True)
     ]
-    return header, body
+    return _with_not_run(c, header, body)
+
+
+def _with_not_run(c: Comparison, header: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Add a "not run" column after ``n`` when any run has examples that never started."""
+    if not any(r.not_run for r in c.runs):
+        return header, body
+    at = header.index("n") + 1
+    return (
+        [*header[:at], "not run", *header[at:]],
+        [[*row[:at], str(r.not_run), *row[at:]] for row, r in zip(body, c.runs, strict=True)],
+    )
 
 
 def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -548,7 +611,8 @@ def _fmt_mdd(mdd: float) -> str:
 
 _RUNS_NOTE = (
     "Rates with 95% bootstrap CIs; p50/p95: end-to-end latency in seconds; router tok, agent tok "
-    "(sub-agents) and LM calls are per example."
+    "(sub-agents) and LM calls are per example. 'not run': examples that never started (left out "
+    "of n, every rate and every paired test; --resume runs them)."
 )
 
 #: what the latency and token columns mean, per cost basis
@@ -659,6 +723,7 @@ def _render_csv(c: Comparison) -> str:
             "attempts_k",
             "pass_hat_k",
             "pass_at_k",
+            "not_run",
         ]
     )
     for r in c.runs:
@@ -686,6 +751,7 @@ def _render_csv(c: Comparison) -> str:
                     r.attempts_k,
                     r.pass_hat_k,
                     r.pass_at_k,
+                    r.not_run,
                 ]
             )
         )
@@ -697,6 +763,23 @@ def _render_csv(c: Comparison) -> str:
         for t in c.pairs:
             writer.writerow(_no_nan(list(asdict(t).values())))
     return buf.getvalue()
+
+
+def csv_tables(comparison: Comparison) -> dict[str, str]:
+    """The comparison as separate CSV texts, one header each: ``runs`` and, with pairs, ``pairs``.
+
+    Each reads back with a plain ``pandas.read_csv`` (one stream holding both tables would make
+    the second header a data row).
+    """
+    tables = {"runs": _render_csv(replace(comparison, pairs=[]))}
+    if comparison.pairs:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(list(asdict(comparison.pairs[0])))
+        for t in comparison.pairs:
+            writer.writerow(_no_nan(list(asdict(t).values())))
+        tables["pairs"] = buf.getvalue()
+    return tables
 
 
 def render(comparison: Comparison, fmt: str = "table", *, width: int | None = None) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from routerlab.agents.state import INTENTS
-from routerlab.eval.result import ExampleResult
+from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.risk import risk_summary
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.stats import bootstrap_ci, pass_at_k, pass_hat_k
@@ -274,8 +274,14 @@ def _routing_prf_metrics(results: Sequence[ExampleResult]) -> dict[str, float]:
 
 
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
-    """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage."""
-    out: dict[str, float] = {
+    """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage.
+
+    Examples that never started are counted in ``not_run`` and left out of everything else.
+    """
+    ran = [r for r in results if did_run(r)]
+    out: dict[str, float] = {"not_run": float(len(results) - len(ran))}
+    results = ran
+    out |= {
         "n_examples": float(len(results)),
         "crashes": float(sum(r.outcome == "crash" for r in results)),
     }

@@ -9,10 +9,22 @@ from routerlab.agents.registry import Registry
 from routerlab.agents.trace import Trace, Usage
 from routerlab.benchmarks.example import Example
 
-__all__ = ["OUTCOMES", "ExampleResult", "Score", "Scorer", "scorer"]
+__all__ = ["NOT_RUN", "NOT_RUN_ERROR_CLASS", "OUTCOMES", "ExampleResult", "Score", "Scorer", "did_run", "scorer"]
 
 #: how an example's run ended: finished (scores apply), or the error class of what stopped it
-OUTCOMES: tuple[str, ...] = ("ok", "error", "timeout", "crash")
+#: ``not_run``: the example never started (the run's deadline passed first); it has no scores
+OUTCOMES: tuple[str, ...] = ("ok", "error", "timeout", "crash", "not_run")
+
+#: outcome of an example that never started
+NOT_RUN = "not_run"
+#: error class of an example the run's deadline kept from starting (older stores recorded these
+#: with outcome ``timeout``)
+NOT_RUN_ERROR_CLASS = "run_deadline"
+
+
+def did_run(result: ExampleResult) -> bool:
+    """True when the example actually ran; one that never started belongs in no rate or test."""
+    return result.outcome != NOT_RUN and result.error_class != NOT_RUN_ERROR_CLASS
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
 import threading
 import time
@@ -39,7 +40,15 @@ from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.result import ExampleResult
 from routerlab.eval.scorers import DEFAULT_SCORERS
 
-__all__ = ["DEFAULT_STORE_PATH", "RUN_STATUSES", "SCORE_COLUMNS", "ResultsStore", "RunWriter", "StoreBusyError"]
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "RUN_STATUSES",
+    "SCORE_COLUMNS",
+    "ResultsStore",
+    "RunWriter",
+    "StoreBusyError",
+    "check_store_path",
+]
 
 DEFAULT_STORE_PATH = ".routerlab/results.duckdb"
 
@@ -166,24 +175,102 @@ def _example_row(run_id: str, result: ExampleResult, score_names: Sequence[str])
     return row
 
 
+#: a store never fetches or loads DuckDB extensions (a SQLite file would make it try the network)
+_CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _store_error(path: Path, what: str, expected: str, found: str, fix: str) -> ConfigError:
+    return ConfigError(
+        f"results store {path}: {what}", expected=expected, found=found, fix=fix, details={"option": "--store"}
+    )
+
+
+def check_store_path(path: Path, *, read_only: bool) -> None:
+    """Diagnose a results-store path that cannot be opened, each cause with its own message.
+
+    Args:
+        path: The store file.
+        read_only: True when the caller only reads (the file must then exist, and need not be
+            writable).
+
+    Raises:
+        ConfigError: A folder, a file that is not a DuckDB database (a SQLite file says so),
+            a missing store for a reader, or a file or folder this user may not read or write.
+    """
+    if path.is_dir():
+        raise _store_error(
+            path, "is a folder", "a DuckDB file path", "a folder", f"pass --store {path / 'results.duckdb'}"
+        )
+    if not path.exists():
+        if read_only:
+            raise _store_error(
+                path,
+                "no such store",
+                "an existing results store",
+                "no file",
+                "check --store (a store is created by `routerlab run`)",
+            )
+        folder = next((p for p in path.absolute().parents if p.exists()), Path("/"))
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise _store_error(
+                path, "cannot create it", f"a writable folder ({folder})", "permission denied", "pick another --store"
+            )
+        return
+    if not os.access(path, os.R_OK):
+        raise _store_error(path, "permission denied", "a readable file", "no read permission", "fix its permissions")
+    with path.open("rb") as fh:
+        header = fh.read(16)
+    if header.startswith(_SQLITE_HEADER):
+        raise _store_error(
+            path,
+            "is a SQLite database, not a DuckDB results store",
+            "a DuckDB file written by routerlab",
+            "a SQLite file",
+            "pass the results store's .duckdb path to --store (SQLite is for --tracking-uri)",
+        )
+    if len(header) >= 12 and header[8:12] != b"DUCK":
+        raise _store_error(
+            path,
+            "not a DuckDB file",
+            "a DuckDB file written by routerlab",
+            f"a file starting with {header[:8]!r}",
+            "pass the results store's path to --store, or a new file",
+        )
+    if not read_only and not os.access(path, os.W_OK):
+        raise _store_error(
+            path,
+            "read-only",
+            "a writable file (runs write their results)",
+            "no write permission",
+            "fix its permissions or pick another --store (compare reads a read-only store)",
+        )
+
+
 class ResultsStore:
     """A DuckDB file of runs and per-example results.
 
     Args:
         path: The store file; it and its tables are created on first use.
+        read_only: Only read: the file must exist, nothing is created or written, and a
+            read-only file opens.
 
     Example:
         >>> store = ResultsStore(tmp / "results.duckdb")  # doctest: +SKIP
         >>> store.query("SELECT router, avg(score_ex) FROM examples JOIN runs USING (run_id) GROUP BY 1")
     """
 
-    def __init__(self, path: str | Path = DEFAULT_STORE_PATH) -> None:
+    def __init__(self, path: str | Path = DEFAULT_STORE_PATH, *, read_only: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        check_store_path(self.path, read_only=read_only)
         self._lock = _file_lock(self.path)
         # score columns known to exist: columns are only ever added, so this never goes stale in
         # a harmful way (a column another writer added is re-added with IF NOT EXISTS)
         self._known_columns: set[str] = set()
+        if read_only:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
             con.execute(_RUNS_DDL)
             con.execute(_EXAMPLES_DDL)
@@ -210,18 +297,31 @@ class ResultsStore:
         delay = 0.05
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                return duckdb.connect(str(self.path), read_only=self.read_only, config=_CONNECT_CONFIG)
             except duckdb.IOException as exc:
+                first = str(exc).splitlines()[0]
+                if "lock" not in first.lower():
+                    raise _store_error(
+                        self.path, "cannot open it", "a DuckDB file this user can open", first, "check --store"
+                    ) from exc
                 # the file lock of another process (a notebook, a second runner): wait a little
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                if time.monotonic() > deadline:
                     raise StoreBusyError(
                         f"cannot open the results store {self.path}",
                         expected="no other process holding it open for writing",
-                        found=str(exc).splitlines()[0],
+                        found=first,
                         fix="close the other connection (a notebook's duckdb.connect) or use --store",
                     ) from exc
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
+            except duckdb.Error as exc:
+                raise _store_error(
+                    self.path,
+                    "cannot open it",
+                    "a DuckDB file written by routerlab",
+                    str(exc).splitlines()[0],
+                    "check --store",
+                ) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     def _score_columns(self, con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> tuple[list[str], set[str]]:
         """Score names of ``names`` after making sure each has a column (new scorers get one).

@@ -9,7 +9,54 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["ask", "print_event"]
+__all__ = ["ask", "check_request", "print_event"]
+
+#: the command-line option of each field of the HTTP API's request body
+_OPTIONS = {"question": "QUESTION", "agent": "--agent", "reply": "--reply", "router": "--router"}
+
+
+def check_request(question: str, router_name: str, agent: str | None, reply: str | None) -> None:
+    """Validate a command-line request exactly as the HTTP API validates its body.
+
+    An empty question, one over the length cap, or a bad ``--reply`` is refused before a model
+    loads, with the same expectations the API states.
+
+    Raises:
+        ConfigError: Naming the option, what was expected and what was found.
+    """
+    from pydantic import ValidationError
+
+    from routerlab.agents.errors import ConfigError
+    from routerlab.serve.models import AskRequest, describe_validation_errors
+
+    try:
+        AskRequest(question=question, router=router_name, mode="direct" if agent else "auto", agent=agent, reply=reply)
+    except ValidationError as exc:
+        first = describe_validation_errors(exc.errors())[0]
+        option = _OPTIONS.get(first["field"].split(".")[0], first["field"])
+        raise ConfigError(
+            f"invalid {option}",
+            expected=first["expected"],
+            found=first["found"],
+            fix=f"pass a valid {option}",
+            details={"option": option},
+        ) from None
+
+
+def _check_agent(agent: str, pipeline: Any) -> None:
+    """Refuse an agent the pipeline does not offer (the API's check), listing those it does."""
+    from routerlab.agents.errors import UnknownComponentError
+    from routerlab.agents.tools import tools as tool_registry
+
+    tool_registry.get(agent)
+    if agent not in pipeline.tools:
+        raise UnknownComponentError(
+            f"agent {agent!r} is not one of the pipeline's tools",
+            expected=f"one of: {', '.join(pipeline.tools)}",
+            found=repr(agent),
+            fix="pick an agent the pipeline offers (--agent NAME)",
+            details={"option": "--agent"},
+        )
 
 
 def print_event(console: Console, ev: dict[str, Any]) -> None:
@@ -30,6 +77,9 @@ def ask(
 ) -> int:
     """Run one request and print events, answer, SQL and rows. Returns the exit code.
 
+    The request is checked as the HTTP API checks it (non-blank, length cap, known agent) before
+    anything runs; a bad one raises ``ConfigError`` (exit 2).
+
     A clarifying question is answered by ``reply``, else by the terminal user when stdin is
     interactive, else left unanswered (the turn ends with the question).
     """
@@ -39,6 +89,7 @@ def ask(
     from routerlab.agents.lm import resolve_lm
     from routerlab.benchmarks.builtin import builtin_database_path
 
+    check_request(question, router_name, agent, reply)
     path = Path(db) if db is not None else builtin_database_path()
     if not path.exists():
         raise DatabaseError(
@@ -49,6 +100,8 @@ def ask(
         )
     lm = resolve_lm(lm_spec, api_base=api_base)
     pipeline = Pipeline(routers.router.build(router_name), lm)
+    if agent is not None:
+        _check_agent(agent, pipeline)
 
     def answer_question(q: str) -> str | None:
         if reply is not None:

@@ -173,17 +173,21 @@ def run_cmd(
 ) -> None:
     """Replay a dataset through the pipeline with each router and print the comparison.
 
-    Exit codes: 0 done; 2 bad input (a message names the file, record and field or the option);
-    124 the --deadline-s budget ran out before every example started; 130 interrupted (Ctrl-C).
-    Each of the last two prints the command that finishes the session.
+    Exit codes: 0 done; 1 a run FAILED (most of its examples crashed; they are stored); 2 bad
+    input (a message names the file, record and field or the option; also a --resume with options
+    that change the session); 124 the --deadline-s budget ran out before every example started;
+    130 interrupted (Ctrl-C), 143 stopped by SIGTERM. Each of the last three prints the command
+    that finishes the session.
     """
     from routerlab.config import load_run_config
     from routerlab.eval.compare import compare_runs, render
     from routerlab.eval.store import ResultsStore
-    from routerlab.session import SessionSpec, parse_routers, recorded_session, run_session
+    from routerlab.session import SessionSpec, check_resume, parse_routers, recorded_session, run_session
+    from routerlab.signals import stop_signals
 
-    # a resumed session starts from what it recorded; options given now still win
+    # a resumed session starts from what it recorded; options that would change it are refused
     recorded_routers, defaults = recorded_session(store, resume) if resume else ([], {"limit": DEFAULT_LIMIT})
+    recorded_config = dict(defaults)
     # a deadline budgets one invocation, not the session: the printed resume command must finish it
     defaults.pop("deadline_s", None)
     config = load_run_config(
@@ -203,13 +207,17 @@ def run_cmd(
         lm_cache=False if no_cache else None,
     )
     names = router_names or ",".join(n for n, _ in recorded_routers) or DEFAULT_ROUTERS
+    routers = parse_routers(names, router_arg or (), dict(recorded_routers))
+    if resume:
+        check_resume(resume, recorded_routers, recorded_config, routers, config)
     spec = SessionSpec(
-        routers=parse_routers(names, router_arg or (), dict(recorded_routers)),
+        routers=routers,
         config=config,
         tracking_uri=None if no_mlflow else tracking_uri,
         store_path=store,
     )
-    result = run_session(spec, console=_out, resume=resume)
+    with stop_signals() as stopped:
+        result = run_session(spec, console=_out, resume=resume)
     comparison = compare_runs(ResultsStore(store), result.run_ids)
     _out.print(render(comparison, "table"))
     _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
@@ -218,12 +226,23 @@ def run_cmd(
     where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
     again = f"routerlab run --resume {result.session_id}{where}"
     if result.interrupted:
+        _err.print(f"stopped by {stopped.name}; runs closed KILLED", highlight=False, markup=False)
         _err.print(f"interrupted: resume with  {again}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(130)
+        raise typer.Exit(stopped.exit_code)
+    for run_id, why in result.failed.items():
+        _err.print(
+            f"run {run_id} FAILED: {why}. Its examples are stored, but its rates measure crashes, "
+            "not the router: fix the cause and start a new session",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    if result.failed:
+        raise typer.Exit(1)
     if result.skipped:
         _err.print(
-            f"deadline reached: {result.skipped} example(s) not started (recorded as run_deadline timeouts); "
-            f"run them with  {again}",
+            f"deadline reached: {result.skipped} example(s) not started (stored as not run, left out of every "
+            f"rate and paired test); run them with  {again}",
             highlight=False,
             markup=False,
             soft_wrap=True,
@@ -243,17 +262,67 @@ def compare_cmd(
             "--cost", help="Latency/token columns: cold (as first computed; default) or observed (this run paid)."
         ),
     ] = "cold",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="With --format csv: write runs.csv and pairs.csv into this folder."),
+    ] = None,
 ) -> None:
-    """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance."""
-    from routerlab.eval.compare import compare_runs, render
+    """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance.
+
+    ``--format csv`` prints the runs table (one header); ``--out DIR`` writes it and the paired
+    tests as two files.
+    """
+    from routerlab.eval.compare import compare_runs, csv_tables, render
     from routerlab.eval.store import ResultsStore
 
-    rs = ResultsStore(store)
+    # compare only reads: a missing store is an error (never created), a read-only one opens
+    rs = ResultsStore(store, read_only=True)
     known = rs.runs()["run_id"].tolist()
     expanded: list[str] = []
     for rid in run_ids:
         expanded += [rid] if rid in known else [k for k in known if k.startswith(f"{rid}.")] or [rid]
-    print(render(compare_runs(rs, expanded, cost=cost), fmt))
+    comparison = compare_runs(rs, expanded, cost=cost)
+    if fmt == "csv":
+        _write_csv(csv_tables(comparison), out)
+    else:
+        print(render(comparison, fmt))
+    for note in _status_notes(rs, expanded):
+        _err.print(note, highlight=False, markup=False, soft_wrap=True)
+
+
+def _write_csv(tables: dict[str, str], out: Path | None) -> None:
+    """One CSV per table: files in ``out``, or the runs table on stdout (a note says where pairs are)."""
+    if out is None:
+        print(tables["runs"], end="")
+        if "pairs" in tables:
+            _err.print("paired tests are a second table: pass --out DIR to write runs.csv and pairs.csv", markup=False)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in tables.items():
+        (out / f"{name}.csv").write_text(text)
+        _err.print(f"wrote {out / f'{name}.csv'}", markup=False, highlight=False)
+
+
+def _status_notes(store: Any, run_ids: list[str]) -> list[str]:
+    """One warning per compared run that did not finish: its figures are partial or not a result."""
+    runs = store.runs()
+    status = dict(zip(runs["run_id"], runs["status"], strict=True))
+    notes = []
+    for rid in run_ids:
+        st = status.get(rid)
+        session = rid.rsplit(".", 1)[0]
+        if st in ("KILLED", "RUNNING"):
+            how = "was interrupted or cut off" if st == "KILLED" else "is still running, or its process was killed"
+            notes.append(
+                f"note: run {rid} {how} ({st}): its figures cover only the examples it finished; "
+                f"finish it with  routerlab run --resume {session}"
+            )
+        elif st == "FAILED":
+            notes.append(
+                f"note: run {rid} FAILED (an error stopped it, or most of its examples crashed): "
+                "its figures are not a measure of the router"
+            )
+    return notes
 
 
 @app.command("route")
@@ -590,7 +659,8 @@ def sweep_cmd(
         )
     _out.print(
         f"sweep id: [bold]{result.sweep_id}[/] {result.status} in {result.wall_s:.1f} s  "
-        f"(store {store}; MLflow {'off' if no_mlflow else tracking_uri}; compare: routerlab compare {result.sweep_id})"
+        f"(store {store}; MLflow {'off' if no_mlflow else tracking_uri}; compare: routerlab compare {result.sweep_id}"
+        f"{'' if store == '.routerlab/results.duckdb' else f' --store {store}'})"
     )
     where = f" --executor {executor}" + (f" --address {address}" if address else "")
     where += "" if store == ".routerlab/results.duckdb" else f" --store {store}"

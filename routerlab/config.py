@@ -76,12 +76,14 @@ def read_mapping_file(path: Path, *, what: str = "config file", keys: str = "spl
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        line, column, problem = _syntax_position(exc)
+        at = f" at line {line}, column {column}" if line else ""
         raise ConfigError(
-            f"{what} {path} does not parse",
+            f"{what} {path} does not parse{at}",
             expected="valid YAML or JSON",
-            found=str(exc).splitlines()[0],
-            fix="fix the syntax at the reported position",
-            details={"file": str(path)},
+            found=problem,
+            fix=f"fix the syntax{at or ' at the reported position'}",
+            details={"file": str(path), "line": line, "column": column},
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(
@@ -92,6 +94,26 @@ def read_mapping_file(path: Path, *, what: str = "config file", keys: str = "spl
             details={"file": str(path)},
         )
     return data
+
+
+def _syntax_position(exc: Exception) -> tuple[int | None, int | None, str]:
+    """1-based line and column of a YAML or JSON syntax error, and its one-line description."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.lineno, exc.colno, exc.msg
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = " ".join(str(p) for p in (getattr(exc, "context", None), getattr(exc, "problem", None)) if p)
+    if mark is None:
+        return None, None, problem or str(exc).splitlines()[0]
+    return mark.line + 1, mark.column + 1, problem or str(exc).splitlines()[0]
+
+
+#: keys that belong to another command's file, with the fix that names them where they go
+_MISPLACED_KEYS = {
+    "routers": "name routers on the command line (--router rules,llm, --router-arg hybrid.threshold=0.7); "
+    "a routers: list belongs in a sweep file (routerlab sweep --config)",
+    "router": "name routers on the command line: --router rules,llm",
+    "router_args": "pass router arguments as --router-arg ROUTER.PARAM=VALUE",
+}
 
 
 def check_keys(where: str, data: Mapping[str, Any], allowed: set[str]) -> None:
@@ -105,11 +127,13 @@ def check_keys(where: str, data: Mapping[str, Any], allowed: set[str]) -> None:
         import difflib
 
         hints = [difflib.get_close_matches(u, sorted(allowed), n=1) for u in unknown]
+        fixes = [_MISPLACED_KEYS[u] for u in unknown if u in _MISPLACED_KEYS]
+        fixes += [f"{u} -> {h[0]}?" for u, h in zip(unknown, hints, strict=True) if h and u not in _MISPLACED_KEYS]
         raise ConfigError(
             f"unknown setting(s) {unknown} in {where}",
             expected=f"keys among {sorted(allowed)}",
             found=str(unknown),
-            fix="; ".join(f"{u} -> {h[0]}?" for u, h in zip(unknown, hints, strict=True) if h) or "remove them",
+            fix="; ".join(fixes) or "remove them",
             details={"field": unknown[0]},
         )
 

@@ -22,7 +22,7 @@ from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.registry import component_spec
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
-from routerlab.eval.result import ExampleResult, Score, Scorer, scorer
+from routerlab.eval.result import NOT_RUN, NOT_RUN_ERROR_CLASS, ExampleResult, Score, Scorer, scorer
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.routers import router as router_registry
 
@@ -37,8 +37,8 @@ __all__ = [
 ]
 
 
-#: error class of an example the run's deadline stopped before it started (outcome ``timeout``)
-DEADLINE_ERROR_CLASS = "run_deadline"
+#: error class of an example the run's deadline stopped before it started (outcome ``not_run``)
+DEADLINE_ERROR_CLASS = NOT_RUN_ERROR_CLASS
 
 
 def _setting_error(name: str, value: Any, expected: str, option: str) -> ConfigError:
@@ -70,7 +70,7 @@ class RunConfig:
         attempts: Times each example runs (pass^k when > 1).
         faults: Faults injected into the LM and the databases (None: none), see ``routerlab.agents.faults``.
         deadline_s: Wall-clock budget of the whole run in seconds (None: none); examples not
-            started in time are recorded as ``timeout`` failures of class ``run_deadline``.
+            started in time are recorded as ``not_run`` (error class ``run_deadline``), in no rate.
 
     Raises:
         ConfigError: A negative limit, fewer than one worker or attempt, or a deadline that is not
@@ -195,14 +195,16 @@ class RouterRun:
         )
 
     def skipped(self, example: Example, attempt: int, reason: str) -> ExampleResult:
-        """The result of an example that never started (the run's deadline): a scored timeout."""
+        """The record of an example that never started (the run's deadline): ``not_run``, unscored.
+
+        It has no scores, so no rate or paired test counts it; ``--resume`` runs it.
+        """
         trace = Trace(example_id=example.id, error=reason, error_class=DEADLINE_ERROR_CLASS)
         return ExampleResult(
             **self._base(example, attempt),
-            outcome="timeout",
+            outcome=NOT_RUN,
             error_class=DEADLINE_ERROR_CLASS,
             error=reason,
-            scores=score_trace(example, trace, self.scorers),
             trace=trace,
         )
 

@@ -7,9 +7,11 @@ each example completes. ``--resume SESSION`` reruns only the examples that have 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import logging
+import re
 import secrets
 import threading
 import time
@@ -28,18 +30,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from routerlab.agents.errors import ConfigError
+from routerlab.agents.errors import ConfigError, RunError
 from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.example import Example
-from routerlab.eval.result import ExampleResult
+from routerlab.eval.result import ExampleResult, did_run
 from routerlab.runner import DEADLINE_ERROR_CLASS, RouterRun, RunConfig, build_scorers, run_router
 from routerlab.selection import schedule, stratified_subset
 
 __all__ = [
     "SessionResult",
     "SessionSpec",
+    "check_resume",
+    "crash_verdict",
     "load_dataset",
     "new_session_id",
     "parse_routers",
@@ -79,8 +83,12 @@ class SessionResult:
     run_ids: list[str]
     results: dict[str, list[ExampleResult]] = field(default_factory=dict)
     interrupted: bool = False
-    #: examples the run's deadline kept from starting (recorded as ``run_deadline`` timeouts)
+    #: examples the run's deadline kept from starting (recorded as ``not_run``, in no rate)
     skipped: int = 0
+    #: run id -> why it ended FAILED although it ran to the end (most of its examples crashed)
+    failed: dict[str, str] = field(default_factory=dict)
+    #: the signal that stopped the session (``SIGINT``, ``SIGTERM``), when ``interrupted``
+    signal_name: str | None = None
     #: every fault-injection decision of this invocation, by run id (empty without ``faults``)
     fault_calls: dict[str, list[FaultCall]] = field(default_factory=dict)
 
@@ -95,7 +103,14 @@ def load_dataset(config: RunConfig) -> Dataset:
     import routerlab.benchmarks.builtin
     import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
 
-    return dataset.build(config.dataset, **config.dataset_args)
+    try:
+        return dataset.build(config.dataset, **config.dataset_args)
+    except RunError as exc:
+        # loaders name their argument ("pass ... as path"); the user typed --dataset-path
+        fix = re.sub(r"\bas path\b", "as --dataset-path (dataset_args.path in a run config)", exc.fix or "")
+        if fix == exc.fix:
+            raise
+        raise dataclasses.replace(exc, fix=fix) from None
 
 
 def select(ds: Dataset, config: RunConfig) -> list[Example]:
@@ -143,7 +158,7 @@ def recorded_session(store_path: str, session_id: str) -> tuple[list[tuple[str, 
     """
     from routerlab.eval.store import ResultsStore
 
-    store = ResultsStore(store_path)
+    store = ResultsStore(store_path, read_only=True)
     run_ids = _session_runs(store, session_id)
     if not run_ids:
         raise _unknown_session(store, session_id)
@@ -151,6 +166,53 @@ def recorded_session(store_path: str, session_id: str) -> tuple[list[tuple[str, 
     rows.sort(key=lambda row: (row["started_at"], row["run_id"]))
     routers = [(row["router"], dict(row["params"].get("router", {}).get("args", {}))) for row in rows]
     return routers, rows[0]["config"]
+
+
+#: run settings a resumed session may change: they decide how fast it runs, not what it computes
+RESUME_MAY_CHANGE = frozenset({"concurrency", "deadline_s", "lm_api_base"})
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as a JSON round trip gives it back (tuples become lists), for comparisons."""
+    return json.loads(json.dumps(value, sort_keys=True, default=repr))
+
+
+def check_resume(
+    session_id: str,
+    recorded_routers: Sequence[tuple[str, Mapping[str, Any]]],
+    recorded_config: Mapping[str, Any],
+    routers: Sequence[tuple[str, Mapping[str, Any]]],
+    config: RunConfig,
+) -> None:
+    """Refuse a resume whose options would change what the recorded session computes.
+
+    Resuming fills in the examples a session is missing; a different router, limit, LM, dataset
+    or scorer would mix two experiments under one id (``compare`` would then pair n = 6 with
+    n = 2). Only the settings in :data:`RESUME_MAY_CHANGE` may differ.
+
+    Raises:
+        ConfigError: Naming each changed setting with its recorded and its new value.
+    """
+    changes: list[str] = []
+    was = {n: _canonical(dict(a)) for n, a in recorded_routers}
+    now = {n: _canonical(dict(a)) for n, a in routers}
+    if sorted(was) != sorted(now):
+        changes.append(f"routers {','.join(was)} -> {','.join(now)}")
+    changes += [f"{n} arguments {was[n]} -> {now[n]}" for n in now if n in was and now[n] != was[n]]
+    new = _canonical(config.to_dict())
+    old = _canonical(dict(recorded_config))
+    for key in sorted(set(new) | set(old)):
+        if key not in RESUME_MAY_CHANGE and new.get(key) != old.get(key):
+            changes.append(f"{key} {old.get(key)!r} -> {new.get(key)!r}")
+    if changes:
+        raise ConfigError(
+            f"--resume {session_id} with options that change the recorded session",
+            expected="the session's recorded routers and settings (only --concurrency, --deadline-s and "
+            "--lm-api-base may differ)",
+            found="; ".join(changes),
+            fix=f"drop those options to finish session {session_id}, or start a new session without --resume",
+            details={"option": "--resume", "changes": changes},
+        )
 
 
 def _close(
@@ -223,10 +285,11 @@ def run_session(
 
     config = spec.config
     session_id = resume or new_session_id()
-    store = ResultsStore(spec.store_path)
-    existing = set(_session_runs(store, session_id)) if resume is not None else set()
-    if resume is not None and not existing:
-        raise _unknown_session(store, session_id)
+    # nothing is written until every input is checked: bad input leaves no store behind
+    reader = ResultsStore(spec.store_path, read_only=True) if resume is not None else None
+    existing = set(_session_runs(reader, session_id)) if reader is not None else set()
+    if reader is not None and not existing:
+        raise _unknown_session(reader, session_id)
     ds = load_dataset(config)
     examples = select(ds, config)
     by_id = {e.id: e for e in examples}
@@ -237,7 +300,7 @@ def run_session(
     digest = ds.digest()
     for rr in runs:
         run_id = f"{session_id}.{rr.router_name}"
-        if run_id in existing and (recorded := store.run(run_id)["dataset_digest"]) != digest:
+        if run_id in existing and (recorded := reader.run(run_id)["dataset_digest"]) != digest:  # type: ignore[union-attr]
             raise ConfigError(
                 f"run {run_id!r} was recorded on another version of dataset {ds.name!r}",
                 expected=f"dataset digest {recorded[:12]}...",
@@ -245,6 +308,12 @@ def run_session(
                 fix="start a new session instead of resuming this one",
                 details={"option": "--resume"},
             )
+    if spec.tracking_uri:
+        from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
+
+        # a store that cannot take the runs must fail here, before any run is created
+        check_tracking_store(resolve_tracking_uri(spec.tracking_uri))
+    store = ResultsStore(spec.store_path)
     faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
     console.print(
         f"session {session_id}: {config.dataset}/{config.split}, {len(examples)} examples, "
@@ -377,7 +446,11 @@ def run_session(
                 )["n"][0]
                 out.skipped += int(skipped_now)
                 status = "KILLED" if out.interrupted or skipped_now else "FINISHED"
-                out.results[run_id] = _close(store, sink, run_id, mlflow_id, status)
+                crashed = crash_verdict(store.results(run_id))
+                if crashed is not None and not out.interrupted:
+                    status = "FAILED"
+                    out.failed[run_id] = crashed
+                out.results[run_id] = _close(store, sink, run_id, mlflow_id, status, error=crashed)
                 current = None
                 if out.interrupted:
                     _close_unstarted(store, runs, session_id, out.results, None, "KILLED")
@@ -407,8 +480,26 @@ def run_session(
         )
         raise
     if sink is not None and parent is not None:
-        sink.finish_parent(parent, status="KILLED" if out.interrupted or out.skipped else "FINISHED")
+        final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
+        sink.finish_parent(parent, status=final)
     return out
+
+
+#: a run in which more than this share of the examples that ran crashed is FAILED, not a result
+CRASH_FAILURE_SHARE = 0.5
+
+
+def crash_verdict(results: Sequence[ExampleResult]) -> str | None:
+    """Why a run must end FAILED: most of the examples that ran crashed (None: it stands).
+
+    A crash is the harness's or the component's failure, not a wrong answer: a run made mostly
+    of crashes would print a table of zeros that reads like a router's score.
+    """
+    ran = [r for r in results if did_run(r)]
+    crashes = [r for r in ran if r.outcome == "crash"]
+    if not ran or len(crashes) <= CRASH_FAILURE_SHARE * len(ran):
+        return None
+    return f"{len(crashes)} of {len(ran)} examples crashed (first: {crashes[0].error})"
 
 
 def _log_line(run_id: str, n: int, total: int, result: ExampleResult) -> str:

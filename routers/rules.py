@@ -7,6 +7,7 @@ over the request or a detector over the SQL found in it. The highest-confidence 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,21 @@ from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
 from routerlab.routers.intent import Classification, IntentRouter
 
-__all__ = ["DEFAULT_RULES", "Rule", "RulesRouter"]
+__all__ = ["DEFAULT_RULES", "Rule", "RulesRouter", "normalise_request"]
+
+#: characters that render as nothing: a zero-width letter splits "DR\u200bOP" so no pattern matches
+_INVISIBLE = dict.fromkeys(
+    map(ord, "\u00ad\u034f\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff")
+)
+
+
+def normalise_request(text: str) -> str:
+    """Return ``text`` as the rules read it: NFKC-normalised, invisible characters removed.
+
+    Full-width and compatibility letters become ASCII, so a disguised keyword matches like the
+    plain one.
+    """
+    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
 
 
 @dataclass(frozen=True)
@@ -59,10 +74,33 @@ def _has_write_sql(text: str) -> bool:
     return False
 
 
+#: statements and table functions that reach outside the database: files, settings, extensions,
+#: procedures. The SQL guard refuses them too; here they are refused before any SQL is written.
+_OUTSIDE_SQL = re.compile(
+    r"\bATTACH\s+(DATABASE\s+)?(IF\s+NOT\s+EXISTS\s+)?['\"]"
+    r"|\bDETACH\s+(DATABASE\s+)?\w+\s*(;|$)"
+    r"|\bCOPY\s+[\w.\"()]+\s+(TO|FROM)\s+['\"]"
+    r"|\bPRAGMA\s+\w+"
+    r"|\b(INSTALL|LOAD)\s+['\"]?\w+['\"]?\s*(;|$)"
+    r"|\bSET\s+(GLOBAL\s+|SESSION\s+|LOCAL\s+)?\w+\s*(=|\bTO\b)\s*['\"\w]"
+    r"|\bRESET\s+\w+\s*(;|$)"
+    r"|\bCALL\s+\w+\s*\("
+    r"|\b(EXPORT|IMPORT)\s+DATABASE\b"
+    r"|\b(read_csv|read_csv_auto|read_parquet|read_json|read_json_auto|read_ndjson|read_text|read_blob|"
+    r"parquet_scan|csv_scan|glob|sqlite_scan|sqlite_attach|postgres_scan|load_extension|readfile|writefile)\s*\(",
+    re.I | re.M,
+)
+
+
+def _has_outside_sql(text: str) -> bool:
+    return _OUTSIDE_SQL.search(text) is not None
+
+
 DETECTORS: dict[str, Callable[[str], bool]] = {
     "sql_present": lambda text: extract_sql(text) is not None,
     "sql_with_error": lambda text: extract_sql(text) is not None and extract_error(text) is not None,
     "write_sql": _has_write_sql,
+    "outside_sql": _has_outside_sql,
 }
 
 #: detectors that also read the turn's database schema (opened read-only); False without one
@@ -84,6 +122,17 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"|\byou are now\b|\bsystem prompt\b|\bdeveloper mode\b",
     ),
     Rule("write_sql", "refuse", 0.96, detector="write_sql"),
+    Rule("outside_sql", "refuse", 0.96, detector="outside_sql"),
+    Rule(
+        "outside_request",
+        "refuse",
+        0.92,
+        r"\b(read|open|cat|dump|load|import|export|write|save)\b.{0,40}"
+        r"(\bfile\b|/etc/|~/|\.\./|\b\w+\.(csv|txt|json|parquet|db|duckdb|sqlite|env|pem|key)\b)"
+        r"|\b(install|load)\b.{0,20}\b(extensions?|plugins?|modules?|libraries|library|code)\b"
+        r"|\b(change|modify|set|turn (on|off)|enable|disable)\b.{0,30}\b(settings?|configuration|config|pragma)\b"
+        r"|\b(run|execute|eval)\b.{0,20}\b(shell|system|python|bash|os) (commands?|code)\b",
+    ),
     Rule(
         "unsafe_verb",
         "refuse",
@@ -159,7 +208,12 @@ class RulesRouter(IntentRouter):
         self._compiled = [(r, re.compile(r.pattern, re.I | re.S) if r.pattern else None) for r in self.rules]
 
     def match(self, text: str, db: Any = None) -> tuple[Rule, list[str]]:
-        """The winning rule for ``text`` (``db``: the turn's database, for schema detectors) and all matches."""
+        """The winning rule for ``text`` and the names of all matching rules.
+
+        The text is read through :func:`normalise_request`, so look-alike letters and invisible
+        characters cannot hide a keyword. ``db`` is the turn's database, for schema detectors.
+        """
+        text = normalise_request(text)
         hits: list[Rule] = []
         for rule, rx in self._compiled:
             if rx is not None and not rx.search(text):

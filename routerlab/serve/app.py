@@ -18,7 +18,7 @@ from sse_starlette import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from routerlab.agents.errors import DatabaseError, RunError, UnknownComponentError
+from routerlab.agents.errors import ConfigError, DatabaseError, RunError, UnknownComponentError
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
 from routerlab.serve.models import AskRequest, describe_validation_errors
@@ -296,11 +296,31 @@ def serve(settings: ServeSettings, *, log_level: str = "info", on_ready: Callabl
     Args:
         settings: Server settings (host and port included).
         log_level: uvicorn's log level.
-        on_ready: Called with the page's URL before the server starts listening.
+        on_ready: Called with the page's URL once the address is bound (so "open ..." is never
+            printed for a server that cannot start).
+
+    Raises:
+        ConfigError: The address cannot be bound (port in use, no such interface).
     """
+    import socket
+
     import uvicorn
 
     app = create_app(settings)
+    try:
+        sock = socket.create_server((settings.host, settings.port))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot listen on {settings.host}:{settings.port}",
+            expected="a free port on an interface of this machine",
+            found=f"{type(exc).__name__}: {exc.strerror or exc}",
+            fix="pick another --port (or stop the process using it), or check --host",
+            details={"option": "--port"},
+        ) from None
     if on_ready is not None:
         on_ready(f"http://{settings.host}:{settings.port}/")
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

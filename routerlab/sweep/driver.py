@@ -120,7 +120,8 @@ def _spec_of(executor: Executor) -> Any:
 
 
 def _mean(values: list[float | None]) -> float | None:
-    xs = [v for v in values if v is not None]
+    # a DataFrame column holds a missing score as NaN, not None: NaN would poison the mean
+    xs = [v for v in values if v is not None and v == v]
     return sum(xs) / len(xs) if xs else None
 
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from routerlab.agents.errors import ConfigError
+from routerlab.agents.registry import check_arguments
 from routerlab.benchmarks.example import SPLITS
 from routerlab.config import read_mapping_file
 from routerlab.runner import RunConfig
@@ -450,6 +451,11 @@ class _Reader:
                 str(sorted(args)),
                 f"check the {kind}'s documented parameters",
             ) from None
+        try:
+            # types and declared ranges too: a mistyped value would otherwise crash every example
+            check_arguments(kind, name, factory, dict(args))
+        except ConfigError as exc:
+            raise self.rewrap(f"{field_path}.{exc.details.get('argument', '')}", exc) from None
 
 
 def _datasets(r: _Reader, data: Mapping[str, Any]) -> tuple[DatasetEntry, ...]:

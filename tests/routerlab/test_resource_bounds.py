@@ -135,7 +135,7 @@ def test_examples_not_started_before_the_deadline_are_recorded_then_resumed(tmp_
     stored = store.results(run_id)
     skipped = [r for r in stored if r.error_class == DEADLINE_ERROR_CLASS]
     assert len(stored) == 6 and 1 <= len(skipped) <= 5 and result.skipped == len(skipped)
-    assert all(r.outcome == "timeout" and r.value("success") == 0.0 for r in skipped)
+    assert all(r.outcome == "not_run" and r.value("success") is None for r in skipped)
     assert store.run(run_id)["status"] == "KILLED"
     ran = {r.example_id: r for r in stored if r.error_class != DEADLINE_ERROR_CLASS}
     stamps = store.query("SELECT example_id, recorded_at FROM examples WHERE run_id = ?", [run_id])
