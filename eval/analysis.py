@@ -35,7 +35,7 @@ import pandas as pd
 
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.trace import Trace, Usage
-from routerlab.eval.metrics import confusion_matrix, latency_summary, per_intent, rate, usage_summary
+from routerlab.eval.metrics import cold_latency, confusion_matrix, latency_summary, per_intent, rate, usage_summary
 from routerlab.eval.result import ExampleResult, Score
 from routerlab.eval.store import DEFAULT_STORE_PATH, ResultsStore
 
@@ -92,7 +92,7 @@ COST_COLUMNS: dict[str, str] = {
 #: which cost the cost tables and figures show. Results measure the cost each run observed, and an
 #: LM call served from the response cache (often left by an earlier router of the same session)
 #: costs nothing there; when results also carry the cost of an uncached run, set this to "cold".
-COST_BASIS = "observed"
+COST_BASIS = "cold"
 #: how each cost basis is named on tables and figures
 _COST_BASIS_TEXT: dict[str, str] = {
     "observed": "observed cost: as the run measured it, cached LM calls count as free",
@@ -666,7 +666,8 @@ def latency_frame(results: ResultsByRouter) -> pd.DataFrame:
     for label, rs in results.items():
         for r in rs:
             base = {"router": label, "example_id": r.example_id, "attempt": r.attempt}
-            rows.append({**base, "stage": "end_to_end", "seconds": r.latency_s})
+            end_to_end = max(r.latency_s, cold_latency(r)) if COST_BASIS == "cold" else r.latency_s
+            rows.append({**base, "stage": "end_to_end", "seconds": end_to_end})
             rows += [{**base, "stage": f"node.{n}", "seconds": s} for n, s in r.node_latency_s.items()]
     return pd.DataFrame(rows, columns=["router", "example_id", "attempt", "stage", "seconds"])
 
@@ -707,6 +708,23 @@ def baseline_labels(results: ResultsByRouter) -> list[str]:
     ]
 
 
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+# A cold figure is never below the observed one (cache hits only make a run cheaper), so the
+# larger of the two is right for results whose cold record is missing (MLflow tables keep totals).
+def _router_tokens(r: ExampleResult) -> float:
+    u = r.router_usage
+    observed = u.prompt_tokens + u.completion_tokens
+    return float(max(observed, u.cold_prompt_tokens + u.cold_completion_tokens) if COST_BASIS == "cold" else observed)
+
+
+def _router_lm_s(r: ExampleResult) -> float:
+    u = r.router_usage
+    return max(u.latency_s, u.cold_latency_s) if COST_BASIS == "cold" else u.latency_s
+
+
 def router_cost(results: ResultsByRouter, quality: Sequence[str] = ("route", "success")) -> pd.DataFrame:
     """The router's own cost per example next to its accuracy.
 
@@ -728,9 +746,12 @@ def router_cost(results: ResultsByRouter, quality: Sequence[str] = ("route", "su
         usage = usage_summary(rs)
         row: dict[str, float] = {
             "router_lm_calls_per_ex": usage["router_lm_calls_per_ex"],
-            "router_tokens_per_ex": usage["router_tokens_per_ex"],
-            "router_lm_s_per_ex": float(np.mean([r.router_usage.latency_s for r in rs])) if rs else math.nan,
-            "route_node_s_per_ex": float(np.mean([r.node_latency_s.get("route", 0.0) for r in rs])) if rs else math.nan,
+            "router_tokens_per_ex": _mean([_router_tokens(r) for r in rs]),
+            "router_lm_s_per_ex": _mean([_router_lm_s(r) for r in rs]),
+            # the route node's time holds the router's LM time: swap in the cold figure there too
+            "route_node_s_per_ex": _mean(
+                [r.node_latency_s.get("route", 0.0) - r.router_usage.latency_s + _router_lm_s(r) for r in rs]
+            ),
         }
         row |= {q: rate(rs, q).value for q in quality}
         rows[label] = row
