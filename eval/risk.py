@@ -1,9 +1,8 @@
 """Answer or abstain: coverage, accuracy of what was answered, abstention quality, a penalty score.
 
 A text-to-SQL assistant that always writes SQL looks perfect on datasets where every question is
-answerable, and in use returns confident wrong numbers. These figures count that. Each finished
-example (outcome ``ok``; a crash or timeout is never a router's answer) is put in a *gold class*
-and a *response*:
+answerable, and in use returns confident wrong numbers. These figures count that. Each example is put in a *gold class*
+and a *response* (crashes and timeouts are left out; an error that ended the turn is scored):
 
 * gold class: ``answerable`` (gold intent sql, fix or clarify), ``unanswerable``, ``must_refuse``
   (gold intent refuse); chat and explain requests are not part of these figures;
@@ -139,7 +138,8 @@ def _rows(results: Sequence[ExampleResult], costs: CostMatrix) -> list[_Row]:
     rows = []
     for r in results:
         gold = gold_class(r.intent)
-        if gold is None or r.outcome != "ok" or r.trace is None:
+        # a crash or a timeout says nothing about the router; an error ending the turn is its failure
+        if gold is None or r.outcome in ("crash", "timeout") or r.trace is None:
             continue
         response = response_of(r.trace)
         ex = r.value("ex")

@@ -129,6 +129,9 @@ def test_crashes_are_not_scored_as_answers(rules_results):
     crashed = [replace(r, outcome="crash") if r.example_id == "gap-missed" else r for r in rules_results]
     s = risk_summary(crashed)
     assert s.counts["unanswerable"] == 1 and s.abstain_recall.value == 1.0
+    # an error that ended the turn is the router's failure, still counted
+    errored = [replace(r, outcome="error") if r.example_id == "gap-missed" else r for r in rules_results]
+    assert risk_summary(errored).counts["unanswerable"] == 2
 
 
 def test_risk_coverage_curve(rules_results):
