@@ -139,7 +139,8 @@ def test_a_data_question_goes_triage_to_sql_and_ends_with_rows(sales_db):
 
 
 def test_a_failed_execution_is_repaired_by_the_sql_agent(sales_db):
-    t, _ = run(sales_db, "List the area names", sql="SELECT nme FROM areas")
+    # a name no real column is close to: deterministic repair cannot help, fix_sql must
+    t, _ = run(sales_db, "List the area names", sql="SELECT zzqx FROM areas")
     assert t.tool_names == [*SQL_CHAIN, "fix_sql", "execute_sql_and_analyze_result"]
     assert t.tool_calls[2]["status"] == "error" and t.tool_calls[3]["parent"] == t.tool_calls[2]["id"]
     assert t.error is None and t.rows == [["Qinling North"], ["Hanzhong East"], ["Baoji West"]]
@@ -168,10 +169,10 @@ def test_explain_and_chat_are_one_handoff_and_one_call(sales_db, question, agent
 
 
 def test_a_fix_request_goes_to_the_fix_agent(sales_db):
-    question = 'Fix: SELECT nme FROM areas\nError: Binder Error: Referenced column "nme" not found'
+    question = 'Fix: SELECT zzqx FROM areas\nError: Binder Error: Referenced column "zzqx" not found'
     t, _ = run(sales_db, question)
     assert t.tool_names == ["fix_sql", "execute_sql_and_analyze_result"]
-    assert t.tool_calls[0]["args"]["sql"] == "SELECT nme FROM areas"
+    assert t.tool_calls[0]["args"]["sql"] == "SELECT zzqx FROM areas"
     assert t.intent == "fix" and t.sql == FIXED_SQL and len(t.rows) == 3
     assert methods(t) == ["handoff:triage>fix", "handoff:fix"]
 
