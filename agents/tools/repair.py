@@ -150,6 +150,8 @@ class _Repairer:
         self.unresolved: list[str] = []
         #: ids of the columns rewritten or left unresolved (their join conditions are suspect)
         self.suspect: set[int] = set()
+        #: columns found on no table of their query (a table may be missing from the FROM)
+        self.missing: list[exp.Column] = []
 
     def _real_table(self, name: str) -> str | None:
         return name if name in self.catalog else _find(name, list(self.catalog))
@@ -251,9 +253,53 @@ class _Repairer:
         if near is None:
             self.unresolved.append(f"column {col.sql(dialect=self.dialect)}")
             self.suspect.add(id(col))
+            self.missing.append(col)
             return
         alias = pool[near] if len(tables) > 1 else None
         self._rename(col, near, None if alias is None else _alias_spelling(col, alias))
+
+    def missing_tables(self, foreign_keys: Sequence[ForeignKey]) -> None:
+        """Join the table a missing column lives on, when one foreign key links it to the query.
+
+        ``SELECT Name FROM poker_player`` where ``Name`` is on ``people``, which
+        ``poker_player.People_ID`` references, becomes ``... JOIN people ON
+        poker_player.People_ID = people.People_ID`` with the column qualified. A column found on
+        several tables outside the query, or a table linked to it by more than one key, is left
+        unresolved.
+        """
+        for col in self.missing:
+            select = col.find_ancestor(exp.Select)
+            from_ = None if select is None else select.args.get("from_") or select.args.get("from")
+            if from_ is None or not isinstance(from_.this, exp.Table):
+                continue
+            joined = [from_.this] + [j.this for j in select.args.get("joins") or []]
+            if not all(isinstance(t, exp.Table) for t in joined):
+                continue
+            inside = {t.name.lower() for t in joined}
+            links = []
+            for owner, cols in self.catalog.items():
+                if owner.lower() in inside or _find(col.name, cols) is None:
+                    continue
+                for t, c, rt, rc in foreign_keys:
+                    for src in joined:
+                        if t.lower() == src.name.lower() and rt.lower() == owner.lower():
+                            links.append((owner, src, c, rc))
+                        elif rt.lower() == src.name.lower() and t.lower() == owner.lower():
+                            links.append((owner, src, rc, c))
+            if len(links) != 1:
+                continue
+            owner, src, src_col, owner_col = links[0]
+            on = exp.EQ(
+                this=exp.column(_ident(src_col, self.dialect), table=exp.to_identifier(src.alias_or_name)),
+                expression=exp.column(_ident(owner_col, self.dialect), table=_ident(owner, self.dialect)),
+            )
+            join = exp.Join(this=exp.Table(this=_ident(owner, self.dialect)), on=on)
+            select.set("joins", [*(select.args.get("joins") or []), join])
+            old = col.sql(dialect=self.dialect)
+            col.set("this", _ident(_find(col.name, self.catalog[owner]) or col.name, self.dialect))
+            col.set("table", _ident(owner, self.dialect))
+            self.unresolved = [u for u in self.unresolved if u != f"column {old}"]
+            self.changes.append(f"join {owner} ON {on.sql(dialect=self.dialect)} for column {old}")
 
     def joins(self, ast: exp.Expression, foreign_keys: Sequence[ForeignKey]) -> None:
         """Rewrite a suspect ``JOIN ... ON a = b`` to the one foreign key linking its tables.
@@ -387,6 +433,7 @@ def repair_sql(sql: str, catalog: Catalog, dialect: str, foreign_keys: Sequence[
         fixer.tables(ast)
         fixer.columns(ast)
         if foreign_keys:
+            fixer.missing_tables(foreign_keys)
             fixer.joins(ast, foreign_keys)
     except SqlglotError as exc:  # a scope sqlglot cannot build: leave the query to the database
         return Repair(sql, (), (f"unresolvable query structure: {str(exc)[:160]}",))

@@ -152,3 +152,14 @@ def test_sound_joins_are_left_alone(db, join):
 def test_joins_are_untouched_without_foreign_keys(db):
     sql = "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.Age = T2.PetID"
     assert repair_sql(sql, catalog_of(db.tables()), "sqlite").sql == sql
+
+
+def test_a_column_on_a_table_missing_from_the_query_brings_that_table_in_by_its_key(db):
+    broken = "SELECT PetType FROM Has_Pet WHERE StuID = 1002"
+    fixed = repair_sql(broken, catalog_of(db.tables()), "sqlite", keys(db))
+    assert fixed.unresolved == ()
+    assert fixed.changes == ("join Pets ON Has_Pet.PetID = Pets.PetID for column PetType",)
+    meant = "SELECT T2.PetType FROM Has_Pet AS T1 JOIN Pets AS T2 ON T1.PetID = T2.PetID WHERE T1.StuID = 1002"
+    assert rows(db, fixed.sql) == rows(db, meant) == [("dog",), ("dog",)]
+    # without the keys the column stays unresolved, for fix_sql
+    assert repair_sql(broken, catalog_of(db.tables()), "sqlite").unresolved == ("column PetType",)
