@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from routerlab.agents.errors import ConfigError
+from routerlab.eval.calibration import run_calibration
 from routerlab.eval.metrics import Rate, rate
 from routerlab.eval.result import ExampleResult
 from routerlab.eval.stats import mcnemar_exact, paired_bootstrap_diff
@@ -74,6 +75,8 @@ class RunRow:
         latency_p50_s / latency_p95_s: End-to-end latency percentiles.
         router_tokens_per_ex / subagent_tokens_per_ex: Prompt + completion tokens per example.
         lm_calls_per_ex: LM calls (router and sub-agents) per example.
+        calibration: ECE, mean confidence and reliability bins of the first route decisions
+            (:func:`routerlab.eval.calibration.run_calibration`).
     """
 
     run_id: str
@@ -88,6 +91,7 @@ class RunRow:
     router_tokens_per_ex: float
     subagent_tokens_per_ex: float
     lm_calls_per_ex: float
+    calibration: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,7 @@ def _run_row(
             [r.subagent_usage.prompt_tokens + r.subagent_usage.completion_tokens for r in results]
         ),
         lm_calls_per_ex=_mean([r.router_usage.lm_calls + r.subagent_usage.lm_calls for r in results]),
+        calibration=run_calibration(results),
     )
 
 

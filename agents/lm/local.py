@@ -16,7 +16,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ from dspy import lm15 as L
 
 from routerlab.agents.errors import LMError
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
+from routerlab.agents.lm.onepass import PrefixStore, score_labels
+from routerlab.agents.lm.scoring import ChoiceScores
 
 __all__ = ["ANSWER_TOOL", "LlamaEngine", "clear_models", "loaded_models", "tool_call_schema"]
 
@@ -110,6 +112,8 @@ def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int) 
             ) from None
         if prefix_states > 0:
             llm.set_cache(_prefix_cache(prefix_states))
+        # one-pass scoring keeps its own light prefix states (KV only, no logits buffer)
+        llm._routerlab_prefixes = PrefixStore(prefix_states)
         _MODELS[key] = llm
         return llm, time.perf_counter() - t0
 
@@ -199,6 +203,7 @@ class LlamaEngine:
         self.prefix_states = prefix_states
         self.load_seconds = 0.0
         self.calls = 0  # engine calls actually made (cache hits never reach the engine)
+        self.scored_tokens = 0  # tokens one-pass scoring evaluated (prefix reuse leaves most out)
 
     def dump_state(self) -> dict[str, Any]:
         """What DSPy saves to rebuild the engine."""
@@ -230,6 +235,44 @@ class LlamaEngine:
             llm.reset()
             if llm.cache is not None:
                 llm.cache.cache_state.clear()
+            llm._routerlab_prefixes.clear()
+
+    def score_choices(
+        self,
+        prefix: Sequence[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
+        choices: Sequence[str],
+        *,
+        reply_prefix: str = "",
+    ) -> ChoiceScores:
+        """Score ``choices`` as the reply to ``prefix + messages`` in one forward pass.
+
+        The KV state of ``prefix`` (rendered with the model's chat template) is evaluated once and
+        reused; only the tokens after it are evaluated. See :mod:`routerlab.agents.lm.onepass`.
+
+        Args:
+            prefix: Chat messages that never change between requests (instructions, demos).
+            messages: The request's own messages.
+            choices: Labels; none may be a token prefix of another.
+            reply_prefix: Text the reply is forced to start with before the label.
+
+        Raises:
+            LMError: The model cannot render or score the prompt.
+        """
+        llm = self.llama()
+        with _serialised():
+            self.calls += 1
+            try:
+                scores = score_labels(llm, llm._routerlab_prefixes, prefix, messages, choices, reply_prefix)
+            except (ValueError, RuntimeError) as exc:
+                raise LMError(
+                    "one-pass label scoring failed",
+                    expected="a chat model with a chat template and labels that are not prefixes of each other",
+                    found=str(exc)[:200],
+                    fix="use labels with distinct first tokens, or a router's generation path",
+                ) from None
+            self.scored_tokens += scores.evaluated_tokens
+            return scores
 
     def complete(self, request: L.Request) -> L.Response:
         """Run one request; tool requests are decoded under the tool-call grammar."""
