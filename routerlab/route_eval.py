@@ -129,9 +129,10 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     """Accuracy with a 95 % bootstrap CI, recall per gold intent, confidence, calibration and cost.
 
     Columns: ``router, n, accuracy, ci_low, ci_high, recall_<intent>..., confidence, ece, lm_calls,
-    prompt_tokens, completion_tokens, scored_tokens, p50_ms, errors`` (``confidence`` is the mean
-    confidence, ``ece`` its expected calibration error, see :mod:`routerlab.eval.calibration`;
-    cost columns are means per example, ``p50_ms`` the median wall time of one decision).
+    prompt_tokens, completion_tokens, scored_tokens, p50_ms, lm_p50_ms, errors`` (``confidence`` is
+    the mean confidence, ``ece`` its expected calibration error, see
+    :mod:`routerlab.eval.calibration`; cost columns are means per example, ``p50_ms`` the median
+    wall time of one decision, ``lm_p50_ms`` the same over decisions that called the LM).
     """
     rows = []
     for label, ds in by_router.items():
@@ -155,6 +156,9 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
         for col in ("lm_calls", "prompt_tokens", "completion_tokens", "scored_tokens"):
             row[col] = float(frame[col].mean()) if len(frame) else float("nan")
         row["p50_ms"] = 1000 * float(frame["seconds"].median()) if len(frame) else float("nan")
+        # a hybrid asks the LM on few examples: its overall median hides what an LM decision costs
+        with_lm = frame[frame["lm_calls"] > 0] if len(frame) else frame
+        row["lm_p50_ms"] = 1000 * float(with_lm["seconds"].median()) if len(with_lm) else float("nan")
         row["errors"] = int(frame["error"].notna().sum()) if len(frame) else 0
         rows.append(row)
     return pd.DataFrame(rows)

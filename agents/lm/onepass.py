@@ -104,14 +104,27 @@ def render(llm: Any, messages: Sequence[dict[str, Any]], *, generation_prompt: b
     return fmt(messages=list(messages)).prompt
 
 
-def label_tokens(llm: Any, choices: Sequence[str]) -> dict[str, list[int]]:
-    """Each label's tokens as the reply's first tokens; rejects labels that are prefixes of others."""
-    out = {c: [int(t) for t in llm.tokenize(c.encode(), add_bos=False, special=False)] for c in choices}
-    for a, ta in out.items():
-        for b, tb in out.items():
+def label_tokens(llm: Any, text: str, choices: Sequence[str]) -> tuple[list[int], dict[str, list[int]]]:
+    """The prompt's tokens and each label's tokens, tokenized together as the model would read them.
+
+    Each label is tokenized after the prompt, so a merge across the boundary (``"`` + ``data``
+    into one token, say) is the model's own; the prompt tokens are those all labels share with the
+    prompt alone.
+
+    Raises:
+        ValueError: A label's tokens are a prefix of another's (one pass cannot tell them apart).
+    """
+    alone = [int(t) for t in llm.tokenize(text.encode(), special=True)]
+    joint = {c: [int(t) for t in llm.tokenize((text + c).encode(), special=True)] for c in choices}
+    n = min([len(alone), *(_common(alone, toks) for toks in joint.values())])
+    labels = {c: toks[n:] for c, toks in joint.items()}
+    for a, ta in labels.items():
+        if not ta:
+            raise ValueError(f"label {a!r} adds no token to the prompt")
+        for b, tb in labels.items():
             if a != b and tb[: len(ta)] == ta:
                 raise ValueError(f"label {a!r} is a token prefix of {b!r}: one pass cannot tell them apart")
-    return out
+    return alone[:n], labels
 
 
 def _common(a: Sequence[int], b: Sequence[int]) -> int:
@@ -123,18 +136,27 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def _start_from_prefix(llm: Any, store: PrefixStore, prefix: list[int]) -> tuple[str, int]:
-    """Put the context at exactly ``prefix``; return where it came from and tokens evaluated."""
-    n = len(prefix)
-    if llm.n_tokens >= n and [int(t) for t in llm.input_ids[:n]] == prefix:
-        llm.n_tokens = n  # the next eval drops the KV entries past the prefix
+def _start(llm: Any, store: PrefixStore, prompt: list[int], stable: int) -> tuple[str, int]:
+    """Bring the context to a prefix of ``prompt`` at least ``stable`` long; return its source.
+
+    The live context is kept as far as it agrees with ``prompt`` (a previous request with the same
+    prefix, or an earlier step of the same conversation); else the saved state of the stable
+    prefix is restored, or evaluated now and saved. At least one token is always left to evaluate,
+    because the labels are read from the logits of the last one. Returns the source and the
+    tokens evaluated to get there.
+    """
+    live = _common([int(t) for t in llm.input_ids[: llm.n_tokens]], prompt)
+    if live >= stable and live > 0:
+        llm.n_tokens = min(live, len(prompt) - 1)  # the next eval drops the KV entries past it
         return "live", 0
-    if store.restore(llm, tuple(prefix)):
+    if stable and store.restore(llm, tuple(prompt[:stable])):
         return "saved", 0
     llm.reset()
-    llm.eval(prefix)
+    if not stable:
+        return "computed", 0
+    llm.eval(prompt[:stable])
     store.save(llm)
-    return "computed", n
+    return "computed", stable
 
 
 def _last_logprobs(llm: Any) -> np.ndarray:
@@ -178,13 +200,12 @@ def score_labels(
 ) -> ChoiceScores:
     """Score ``choices`` as the reply to ``prefix + messages`` (see the module docstring)."""
     t0 = time.perf_counter()
-    full_text = render(llm, [*prefix, *messages], generation_prompt=True) + reply_prefix
-    prefix_text = render(llm, prefix, generation_prompt=False)
-    full = [int(t) for t in llm.tokenize(full_text.encode(), special=True)]
-    stable = full[: _common(full, llm.tokenize(prefix_text.encode(), special=True))]
-    labels = label_tokens(llm, choices)
-    source, evaluated = _start_from_prefix(llm, store, stable)
-    rest = full[len(stable) :]
+    text = render(llm, [*prefix, *messages], generation_prompt=True) + reply_prefix
+    prompt, labels = label_tokens(llm, text, choices)
+    prefix_only = llm.tokenize(render(llm, prefix, generation_prompt=False).encode(), special=True)
+    stable = min(_common(prompt, prefix_only), len(prompt) - 1)
+    source, evaluated = _start(llm, store, prompt, stable)
+    rest = prompt[llm.n_tokens :]
     llm.eval(rest)
     evaluated += len(rest)
     logprobs: dict[str, float] = {}
@@ -194,8 +215,8 @@ def score_labels(
     return ChoiceScores(
         probs=normalise(logprobs),
         coverage=coverage,
-        prompt_tokens=len(full),
-        prefix_tokens=len(stable),
+        prompt_tokens=len(prompt),
+        prefix_tokens=stable,
         evaluated_tokens=evaluated,
         prefix_source=source,
         seconds=time.perf_counter() - t0,
