@@ -25,10 +25,17 @@ from dspy import lm15 as L
 
 from routerlab.agents.errors import LMError
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
-from routerlab.agents.lm.onepass import PrefixStore, score_labels
+from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, score_labels
 from routerlab.agents.lm.scoring import ChoiceScores
 
-__all__ = ["ANSWER_TOOL", "LlamaEngine", "clear_models", "loaded_models", "tool_call_schema"]
+__all__ = [
+    "ANSWER_TOOL",
+    "LlamaEngine",
+    "clear_models",
+    "loaded_models",
+    "tool_call_schema",
+    "tools_prompt",
+]
 
 ANSWER_TOOL = "answer"
 """Pseudo-tool name under which the model answers in text when ``tool_choice`` is ``auto``."""
@@ -149,7 +156,8 @@ def tool_call_schema(tools: tuple[L.FunctionTool, ...], *, allow_answer: bool) -
     return {"anyOf": options} if len(options) > 1 else options[0]
 
 
-def _tools_prompt(tools: tuple[L.FunctionTool, ...], allow_answer: bool) -> str:
+def tools_prompt(tools: tuple[L.FunctionTool, ...], allow_answer: bool) -> str:
+    """The tools block added to the system prompt of a tool request (also the prefix of one-pass tool choice)."""
     lines = [
         "# Tools",
         "Call exactly one of these functions. Reply with one JSON object "
@@ -274,6 +282,29 @@ class LlamaEngine:
             self.scored_tokens += scores.evaluated_tokens
             return scores
 
+    def continue_reply(
+        self,
+        prefix: Sequence[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
+        reply_prefix: str,
+        *,
+        stop: str,
+        max_tokens: int = 64,
+    ) -> Continuation:
+        """Greedy text after a forced ``reply_prefix`` until ``stop``, reusing the prefix state.
+
+        What one-pass scoring cannot decide (a free-text argument, say) is generated here without
+        paying again for the prompt the scoring just evaluated.
+        """
+        llm = self.llama()
+        with _serialised():
+            self.calls += 1
+            out = continue_reply(
+                llm, llm._routerlab_prefixes, prefix, messages, reply_prefix, stop=stop, max_tokens=max_tokens
+            )
+            self.scored_tokens += out.evaluated_tokens + out.completion_tokens
+            return out
+
     def complete(self, request: L.Request) -> L.Response:
         """Run one request; tool requests are decoded under the tool-call grammar."""
         cfg = request.config
@@ -292,7 +323,7 @@ class LlamaEngine:
             if choice is not None and choice.allowed:
                 tools = tuple(t for t in tools if t.name in choice.allowed)
             allow_answer = choice is None or choice.mode == "auto"
-            prompt = _tools_prompt(tools, allow_answer)
+            prompt = tools_prompt(tools, allow_answer)
             if messages and messages[0]["role"] == "system":
                 messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + prompt}
             else:

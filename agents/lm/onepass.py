@@ -26,7 +26,7 @@ import numpy as np
 
 from routerlab.agents.lm.scoring import ChoiceScores, normalise
 
-__all__ = ["PrefixStore", "label_tokens", "render", "score_labels"]
+__all__ = ["Continuation", "PrefixStore", "continue_reply", "label_tokens", "render", "score_labels"]
 
 
 @dataclass(frozen=True)
@@ -221,3 +221,70 @@ def score_labels(
         prefix_source=source,
         seconds=time.perf_counter() - t0,
     )
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """Text greedily generated after a forced reply start, with its token accounting.
+
+    Attributes:
+        text: The generated text, up to (not including) the stop string.
+        prompt_tokens: Tokens of the prompt including the forced reply start.
+        evaluated_tokens: Prompt tokens actually evaluated (a reused prefix is not).
+        completion_tokens: Tokens generated.
+        stopped: The stop string ended the text (False: the token budget did).
+    """
+
+    text: str
+    prompt_tokens: int
+    evaluated_tokens: int
+    completion_tokens: int
+    stopped: bool
+
+
+def continue_reply(
+    llm: Any,
+    store: PrefixStore,
+    prefix: Sequence[dict[str, Any]],
+    messages: Sequence[dict[str, Any]],
+    reply_prefix: str,
+    *,
+    stop: str,
+    max_tokens: int,
+) -> Continuation:
+    """Greedy text after ``reply_prefix`` until ``stop``, reusing the prefix state as scoring does.
+
+    A JSON string value is generated this way (``stop='"'``): an escaped quote does not stop it.
+    """
+    text = render(llm, [*prefix, *messages], generation_prompt=True) + reply_prefix
+    prompt = [int(t) for t in llm.tokenize(text.encode(), special=True)]
+    prefix_only = llm.tokenize(render(llm, prefix, generation_prompt=False).encode(), special=True)
+    stable = min(_common(prompt, prefix_only), len(prompt) - 1)
+    _, evaluated = _start(llm, store, prompt, stable)
+    rest = prompt[llm.n_tokens :]
+    llm.eval(rest)
+    evaluated += len(rest)
+    out = b""
+    eos = {llm.token_eos(), *(t for t in (getattr(llm, "_token_eot", None),) if t is not None)}
+    for n in range(1, max_tokens + 1):
+        tok = int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),))))
+        if tok in eos:
+            return Continuation(out.decode(errors="replace"), len(prompt), evaluated, n - 1, False)
+        out += llm.detokenize([tok])
+        decoded = out.decode(errors="ignore")
+        end = _unescaped(decoded, stop)
+        if end >= 0:
+            return Continuation(decoded[:end], len(prompt), evaluated, n, True)
+        llm.eval([tok])
+    return Continuation(out.decode(errors="replace"), len(prompt), evaluated, max_tokens, False)
+
+
+def _unescaped(text: str, stop: str) -> int:
+    """Index of the first ``stop`` in ``text`` not preceded by a backslash escape, or -1."""
+    i = text.find(stop)
+    while i >= 0:
+        backslashes = len(text[:i]) - len(text[:i].rstrip("\\"))
+        if backslashes % 2 == 0:
+            return i
+        i = text.find(stop, i + 1)
+    return -1

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from routerlab.agents.lm.usage import record_usage
 from routerlab.agents.trace import Usage
 
-__all__ = ["ChoiceScorer", "ChoiceScores", "choice_scorer", "score_choices"]
+__all__ = ["ChoiceScorer", "ChoiceScores", "choice_scorer", "continue_reply", "score_choices"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,21 @@ class ChoiceScorer(Protocol):
         """
         ...
 
+    def continue_reply(
+        self,
+        prefix: Sequence[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
+        reply_prefix: str,
+        *,
+        stop: str,
+        max_tokens: int = 64,
+    ) -> Any:
+        """Greedy text after ``reply_prefix`` until ``stop``, reusing the prefix state.
+
+        Returns an object with ``text``, ``prompt_tokens`` and ``completion_tokens``.
+        """
+        ...
+
 
 def choice_scorer(lm: Any) -> ChoiceScorer | None:
     """The one-pass scorer behind a DSPy LM, or None when its engine has none."""
@@ -114,3 +129,29 @@ def score_choices(
     scores = scorer.score_choices(prefix, messages, choices, reply_prefix=reply_prefix)
     record_usage(Usage(lm_calls=1, prompt_tokens=scores.prompt_tokens, latency_s=time.perf_counter() - t0))
     return scores
+
+
+def continue_reply(
+    lm: Any,
+    prefix: Sequence[dict[str, Any]],
+    messages: Sequence[dict[str, Any]],
+    reply_prefix: str,
+    *,
+    stop: str,
+    max_tokens: int = 64,
+) -> str | None:
+    """Generate greedily after ``reply_prefix`` on ``lm`` and record the usage; None without a scorer."""
+    scorer = choice_scorer(lm)
+    if scorer is None:
+        return None
+    t0 = time.perf_counter()
+    out = scorer.continue_reply(prefix, messages, reply_prefix, stop=stop, max_tokens=max_tokens)
+    record_usage(
+        Usage(
+            lm_calls=1,
+            prompt_tokens=out.prompt_tokens,
+            completion_tokens=out.completion_tokens,
+            latency_s=time.perf_counter() - t0,
+        )
+    )
+    return str(out.text)
