@@ -133,6 +133,16 @@ ARG_FILLERS: dict[tuple[str, str], Callable[[PipelineState], Any]] = {
 }
 
 
+def _citable(state: PipelineState, function: dict[str, Any]) -> bool:
+    """False when a required ``*_call_id`` argument of ``function`` has no call to cite in ``state``."""
+    params = function.get("parameters", {})
+    for arg in params.get("required", ()):
+        filler = ARG_FILLERS.get((function["name"], arg))
+        if arg.endswith("_call_id") and filler is not None and filler(state) is None:
+            return False
+    return True
+
+
 @router("llm")
 class LLMRouter:
     """Ask the LM for the next tool call at every step.
@@ -182,7 +192,10 @@ class LLMRouter:
         chat_msgs = request_to_chat(request)
         prefix = [{"role": "system", "content": chat_msgs[0]["content"] + "\n\n" + tools_prompt(request.tools, False)}]
         messages = chat_msgs[1:]
-        names = [s["function"]["name"] for s in schemas]
+        # a tool whose required citation has nothing to cite yet cannot be a valid call: not a candidate
+        names = [s["function"]["name"] for s in schemas if _citable(state, s["function"])] or [
+            s["function"]["name"] for s in schemas
+        ]
         reply = '{"name": "'
         with usage_scope() as log:
             # the closing quote ends each name, so no name is a token prefix of another

@@ -137,17 +137,17 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def _start(llm: Any, store: PrefixStore, prompt: list[int], stable: int) -> tuple[str, int]:
-    """Bring the context to a prefix of ``prompt`` at least ``stable`` long; return its source.
+    """Bring the context to exactly the first ``stable`` tokens of ``prompt``; return its source.
 
-    The live context is kept as far as it agrees with ``prompt`` (a previous request with the same
-    prefix, or an earlier step of the same conversation); else the saved state of the stable
-    prefix is restored, or evaluated now and saved. At least one token is always left to evaluate,
-    because the labels are read from the logits of the last one. Returns the source and the
-    tokens evaluated to get there.
+    The live context is truncated back to the stable prefix when it holds it; else the prefix's
+    saved state is restored, or it is evaluated now and saved. Never further: tokens past the
+    prefix that a previous request happened to share were evaluated in batches of another shape,
+    and reusing them would make a request's scores (in the last digits, sometimes in the decision)
+    depend on what ran before it. Returns the source and the tokens evaluated to get there.
     """
-    live = _common([int(t) for t in llm.input_ids[: llm.n_tokens]], prompt)
-    if live >= stable and live > 0:
-        llm.n_tokens = min(live, len(prompt) - 1)  # the next eval drops the KV entries past it
+    live = _common([int(t) for t in llm.input_ids[: llm.n_tokens]], prompt[:stable])
+    if live == stable and stable > 0:
+        llm.n_tokens = stable  # the next eval drops the KV entries past the prefix
         return "live", 0
     if stable and store.restore(llm, tuple(prompt[:stable])):
         return "saved", 0

@@ -42,8 +42,8 @@ def test_second_decision_evaluates_only_its_new_tokens(lm):
     assert second.prefix_source == "live"
     assert second.prefix_tokens == first.prefix_tokens > 30
     # only the request's own tokens (and its turn's few template tokens) are evaluated
-    assert 0 < second.evaluated_tokens <= second.prompt_tokens - second.prefix_tokens
-    assert second.evaluated_tokens <= len(lm.engine.llama().tokenize(b"thanks a lot!", add_bos=False)) + 6
+    assert second.evaluated_tokens == second.prompt_tokens - second.prefix_tokens
+    assert second.evaluated_tokens <= len(lm.engine.llama().tokenize(b"thanks a lot!", add_bos=False)) + 12
 
     # another prompt takes the context in between: the prefix comes back from its saved state
     chat(lm, [{"role": "user", "content": "Say hi."}], max_tokens=2)
@@ -64,10 +64,10 @@ def _cold_probs(llm, request: str, split: int | None) -> list[float]:
     return (np.exp(picked - picked.max()) / np.exp(picked - picked.max()).sum()).tolist()
 
 
-@pytest.mark.parametrize(("source", "tolerance"), [("live", 5e-3), ("saved", 1e-5)])
-def test_reuse_gives_the_numbers_of_a_cold_evaluation(lm, source, tolerance):
-    """A restored (saved) prefix scores exactly like evaluating it afresh; a truncated live context
-    differs only by float noise (its KV came from batches of other shapes)."""
+@pytest.mark.parametrize("source", ["live", "saved"])
+def test_reuse_gives_the_numbers_of_a_cold_evaluation(lm, source):
+    """A truncated (live) or restored (saved) prefix scores exactly like evaluating it afresh,
+    whatever request ran before (scores never depend on order)."""
     request = "why is this query slow? SELECT * FROM t"
     score_choices(lm, PREFIX, _user("hello"), LABELS)
     if source == "saved":
@@ -76,7 +76,7 @@ def test_reuse_gives_the_numbers_of_a_cold_evaluation(lm, source, tolerance):
     assert warm.prefix_source == source
     llm = lm.engine.llama()
     got = [warm.probs[c] for c in LABELS]
-    assert got == pytest.approx(_cold_probs(llm, request, warm.prefix_tokens), abs=tolerance)
+    assert got == pytest.approx(_cold_probs(llm, request, warm.prefix_tokens), abs=1e-6)
     # in one batch the float arithmetic differs slightly, never the decision
     one_batch = _cold_probs(llm, request, None)
     assert got == pytest.approx(one_batch, abs=0.05)
@@ -111,3 +111,12 @@ def test_a_label_that_prefixes_another_is_refused(lm):
     with pytest.raises(LMError) as info:
         score_choices(lm, PREFIX, _user("hi"), ("fix", "fix_sql"))
     assert "prefix" in str(info.value)
+
+
+def test_scores_do_not_depend_on_the_request_before(lm):
+    request = _user("Show revenue per area for 2024")
+    runs = []
+    for before in ("Show revenue per area for 2023", "hi!"):
+        score_choices(lm, PREFIX, _user(before), LABELS)
+        runs.append(score_choices(lm, PREFIX, request, LABELS).probs)
+    assert runs[0] == runs[1]
