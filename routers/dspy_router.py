@@ -112,12 +112,15 @@ class DSPyRouter(IntentRouter):
         program: Name of the saved program under ``routers/programs/`` (``dspy_router_<name>.json``),
             or a path to a saved program file; ``"none"`` runs the program zero-shot.
         fix_budget: fix_sql calls a failed execution may trigger.
+        one_pass: Read the intent from label probabilities when the LM can score them; False
+            always runs the program by generation (to compare the two paths).
     """
 
     name = "dspy"
 
-    def __init__(self, program: str = "builtin", fix_budget: int = 1) -> None:
+    def __init__(self, program: str = "builtin", fix_budget: int = 1, one_pass: bool = True) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.one_pass = one_pass
         self.program_name = program
         self.program, self.program_file = load_program(program)
         self.version = _digest(self.program_file) if self.program_file else "zero-shot"
@@ -145,7 +148,7 @@ class DSPyRouter(IntentRouter):
         assert self.env is not None
         tables = tables_of(self.env, state)
         request = state.get("question", "")
-        scored = classify_one_pass(self.env.lm, self.prompt, tables=tables, request=request)
+        scored = classify_one_pass(self.env.lm, self.prompt, tables=tables, request=request) if self.one_pass else None
         if scored is not None:
             return Classification(scored.intent, scored.confidence, f"dspy:{self.version}:logprob", scored.usage)
         from routerlab.agents.lm.usage import usage_scope

@@ -34,6 +34,7 @@ class HybridRouter(IntentRouter):
         program: The ``dspy`` router program whose prompt the LM path uses (see ``dspy``).
         fix_budget: fix_sql calls a failed execution may trigger.
         max_tokens: Completion budget of the generation fallback.
+        one_pass: Use the one-pass path when the LM can score labels; False always generates.
     """
 
     name = "hybrid"
@@ -45,8 +46,10 @@ class HybridRouter(IntentRouter):
         program: str = "builtin",
         fix_budget: int = 1,
         max_tokens: int = 256,
+        one_pass: bool = True,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.one_pass = one_pass
         self.threshold = threshold
         self.lm_threshold = lm_threshold
         self.program_name = program
@@ -64,6 +67,8 @@ class HybridRouter(IntentRouter):
         intent, conf, method, _ = self._rules.classify(state)
         if conf >= self.threshold or self.env is None or self.env.lm is None:
             return Classification(intent, conf, f"hybrid:{method}", Usage())
+        if not self.one_pass:
+            return self._generation(state, intent, conf, method)
         scored = classify_one_pass(
             self.env.lm, self.prompt, tables=tables_of(self.env, state), request=state.get("question", "")
         )
