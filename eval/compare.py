@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from routerlab.agents.errors import ConfigError
+from routerlab.eval.calibration import run_calibration
 from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
@@ -97,6 +98,8 @@ class RunRow:
             rate and every paired test until ``--resume`` runs them.
         variant: The router's recorded arguments as ``(name, value text)`` pairs; those that
             differ between two runs of one router name them (``hybrid (threshold=0.7)``).
+        calibration: ECE, mean confidence and reliability bins of the first route decisions
+            (:func:`routerlab.eval.calibration.run_calibration`).
     """
 
     run_id: str
@@ -121,6 +124,7 @@ class RunRow:
     pass_at_k: float = math.nan
     not_run: int = 0
     variant: tuple[tuple[str, str], ...] = ()
+    calibration: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,7 @@ def _run_row(
             [r.subagent_usage.prompt_tokens + r.subagent_usage.completion_tokens for r in results]
         ),
         lm_calls_per_ex=_mean([r.router_usage.lm_calls + r.subagent_usage.lm_calls for r in results]),
+        calibration=run_calibration(results),
     )
 
 

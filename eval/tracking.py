@@ -64,6 +64,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import component_spec
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.calibration import calibration_metrics, first_confidence
 from routerlab.eval.metrics import metric_name, summarize
 from routerlab.eval.result import ExampleResult
 
@@ -326,8 +327,9 @@ def _total_tokens(usage: Any) -> int:
 def examples_frame(results: Sequence[ExampleResult]) -> pd.DataFrame:
     """The per-example table logged with each run (one row per example and attempt).
 
-    Columns: example_id, attempt, intent, predicted_intent, difficulty, outcome, error_class,
-    ``score_<name>`` per scorer, latency_s, router/sub-agent LM calls and tokens, sql.
+    Columns: example_id, attempt, intent, predicted_intent, confidence (of the first route
+    decision), difficulty, outcome, error_class, ``score_<name>`` per scorer, latency_s,
+    router/sub-agent LM calls and tokens, sql.
     """
     names = list(dict.fromkeys(n for r in results for n in r.scores))
     rows = []
@@ -337,6 +339,7 @@ def examples_frame(results: Sequence[ExampleResult]) -> pd.DataFrame:
             "attempt": r.attempt,
             "intent": r.intent,
             "predicted_intent": r.predicted_intent,
+            "confidence": first_confidence(r),
             "difficulty": r.difficulty,
             "outcome": r.outcome,
             "error_class": r.error_class,
@@ -918,6 +921,7 @@ class MlflowSink:
             self.flush()
             if results:
                 metrics = {metric_name(k): float(v) for k, v in summarize(list(results)).items()}
+                metrics |= {metric_name(k): v for k, v in calibration_metrics(results).items()}
                 stamp = int(time.time() * 1000)
                 # NaN (no applicable example) is left out: MLflow would chart it as a value
                 items = [Metric(k, v, stamp, 0) for k, v in metrics.items() if math.isfinite(v)]

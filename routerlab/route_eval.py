@@ -11,6 +11,7 @@ to have run nothing (see docs/metrics.md).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import pandas as pd
 
 from routerlab.agents.state import INTENTS, initial_state
 from routerlab.benchmarks.example import Example
+from routerlab.eval.calibration import calibration_summary
 from routerlab.eval.stats import bootstrap_ci
 
 __all__ = ["FirstDecision", "first_decisions", "implied_intent", "intent_confusion", "summary_table"]
@@ -40,6 +42,9 @@ class FirstDecision:
         completion_tokens: The router's completion tokens.
         seconds: Wall time of ``decide`` (cached LM answers make it near zero).
         error: The exception class, when deciding raised.
+        confidence: The decision's confidence (NaN when deciding raised).
+        scored_tokens: Tokens the embedded engine evaluated for one-pass scoring in this decision
+            (a reused prompt prefix is not evaluated again; generation calls count none here).
     """
 
     example_id: str
@@ -52,6 +57,8 @@ class FirstDecision:
     completion_tokens: int
     seconds: float
     error: str | None = None
+    confidence: float = math.nan
+    scored_tokens: int = 0
 
 
 def implied_intent(decision: Any) -> str | None:
@@ -87,9 +94,11 @@ def first_decisions(
     from routerlab.agents.graph import Pipeline
 
     pipeline = Pipeline(routers.router.build(router_name, **router_args), lm)
+    engine = getattr(lm, "engine", None)
     out: list[FirstDecision] = []
     for e in examples:
         state = initial_state(e.question, e.db_path, hint=e.hint, oracle_intent=e.intent)
+        scored0 = getattr(engine, "scored_tokens", 0)
         t0 = time.perf_counter()
         try:
             d = pipeline.router.decide(state)
@@ -107,6 +116,8 @@ def first_decisions(
                 d.usage.prompt_tokens,
                 d.usage.completion_tokens,
                 time.perf_counter() - t0,
+                confidence=float(d.confidence),
+                scored_tokens=getattr(engine, "scored_tokens", 0) - scored0,
             )
         out.append(fd)
         if on_done is not None:
@@ -115,11 +126,13 @@ def first_decisions(
 
 
 def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
-    """Accuracy with a 95 % bootstrap CI, recall per gold intent, and the router's own cost.
+    """Accuracy with a 95 % bootstrap CI, recall per gold intent, confidence, calibration and cost.
 
-    Columns: ``router, n, accuracy, ci_low, ci_high, recall_<intent>..., lm_calls, prompt_tokens,
-    completion_tokens, p50_s, errors`` (cost columns are means per example, ``p50_s`` the median
-    wall time of one decision).
+    Columns: ``router, n, accuracy, ci_low, ci_high, recall_<intent>..., confidence, ece, lm_calls,
+    prompt_tokens, completion_tokens, scored_tokens, p50_ms, lm_p50_ms, errors`` (``confidence`` is
+    the mean confidence, ``ece`` its expected calibration error, see
+    :mod:`routerlab.eval.calibration`; cost columns are means per example, ``p50_ms`` the median
+    wall time of one decision, ``lm_p50_ms`` the same over decisions that called the LM).
     """
     rows = []
     for label, ds in by_router.items():
@@ -135,10 +148,17 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
         for intent in INTENTS:
             mine = [d.correct for d in ds if d.gold == intent]
             row[f"recall_{intent}"] = sum(mine) / len(mine) if mine else float("nan")
+        decided = [d for d in ds if d.error is None]
+        calib = calibration_summary([d.confidence for d in decided], [d.correct for d in decided])
+        row["confidence"] = calib["mean_confidence"]
+        row["ece"] = calib["ece"]
         frame = pd.DataFrame([d.__dict__ for d in ds])
-        for col in ("lm_calls", "prompt_tokens", "completion_tokens"):
+        for col in ("lm_calls", "prompt_tokens", "completion_tokens", "scored_tokens"):
             row[col] = float(frame[col].mean()) if len(frame) else float("nan")
-        row["p50_s"] = float(frame["seconds"].median()) if len(frame) else float("nan")
+        row["p50_ms"] = 1000 * float(frame["seconds"].median()) if len(frame) else float("nan")
+        # a hybrid asks the LM on few examples: its overall median hides what an LM decision costs
+        with_lm = frame[frame["lm_calls"] > 0] if len(frame) else frame
+        row["lm_p50_ms"] = 1000 * float(with_lm["seconds"].median()) if len(with_lm) else float("nan")
         row["errors"] = int(frame["error"].notna().sum()) if len(frame) else 0
         rows.append(row)
     return pd.DataFrame(rows)

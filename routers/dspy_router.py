@@ -21,8 +21,17 @@ from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
 from routerlab.routers.intent import Classification, IntentRouter
+from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass, tables_of
 
-__all__ = ["PROGRAM_DIR", "DSPyRouter", "RouteProgram", "RouteRequest", "program_path", "schema_summary"]
+__all__ = [
+    "PROGRAM_DIR",
+    "DSPyRouter",
+    "RouteProgram",
+    "RouteRequest",
+    "load_program",
+    "program_path",
+    "schema_summary",
+]
 
 PROGRAM_DIR = Path(__file__).parent / "programs"
 
@@ -70,6 +79,32 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.exists() else "none"
 
 
+def load_program(program: str = "builtin") -> tuple[RouteProgram, Path | None]:
+    """The saved program named ``program`` (or at a ``.json`` path) and its file; ``"none"``: zero-shot.
+
+    A missing builtin-style name also runs zero-shot (the file is returned as None); a missing
+    explicit path is an error.
+
+    Raises:
+        ConfigError: ``program`` is a ``.json`` path that does not exist.
+    """
+    prog = RouteProgram()
+    if program == "none":
+        return prog, None
+    path = Path(program) if program.endswith(".json") else program_path(program)
+    if not path.exists():
+        if program.endswith(".json"):
+            raise ConfigError(
+                f"no compiled DSPy program at {path}",
+                expected="a program saved by `routerlab optimize`",
+                found="missing file",
+                fix="run `routerlab optimize --router dspy` or pass program='none'",
+            )
+        return prog, None
+    prog.load(str(path))
+    return prog, path
+
+
 @router("dspy")
 class DSPyRouter(IntentRouter):
     """Classify with a compiled DSPy program, then follow the canonical plan.
@@ -78,29 +113,19 @@ class DSPyRouter(IntentRouter):
         program: Name of the saved program under ``routers/programs/`` (``dspy_router_<name>.json``),
             or a path to a saved program file; ``"none"`` runs the program zero-shot.
         fix_budget: fix_sql calls a failed execution may trigger.
+        one_pass: Read the intent from label probabilities when the LM can score them; False
+            always runs the program by generation (to compare the two paths).
     """
 
     name = "dspy"
 
-    def __init__(self, program: str = "builtin", fix_budget: int = 1) -> None:
+    def __init__(self, program: str = "builtin", fix_budget: int = 1, one_pass: bool = True) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.one_pass = one_pass
         self.program_name = program
-        self.program = RouteProgram()
-        path = Path(program) if program.endswith(".json") else program_path(program)
-        self.program_file: Path | None = None
-        if program != "none":
-            if not path.exists():
-                if program.endswith(".json"):
-                    raise ConfigError(
-                        f"no compiled DSPy program at {path}",
-                        expected="a program saved by `routerlab optimize`",
-                        found="missing file",
-                        fix="run `routerlab optimize --router dspy` or pass program='none'",
-                    )
-            else:
-                self.program.load(str(path))
-                self.program_file = path
-        self.version = _digest(path) if self.program_file else "zero-shot"
+        self.program, self.program_file = load_program(program)
+        self.version = _digest(self.program_file) if self.program_file else "zero-shot"
+        self.prompt = IntentPrompt.from_predict(self.program.route)
 
     def bind(self, env: RouterEnv) -> None:
         """Needs an LM and the plan's tools."""
@@ -113,24 +138,30 @@ class DSPyRouter(IntentRouter):
                 fix="pass --lm local (the default) or another LM spec",
             )
 
-    def _tables(self, state: PipelineState) -> str:
-        if self.env is None or self.env.open_db is None or not state.get("database"):
-            return ""
-        return schema_summary([t.name for t in self.env.open_db(state["database"]).tables()])
-
     def classify(self, state: PipelineState) -> Classification:
-        """One program call; an unparsable prediction falls back to ``sql`` (reported in method)."""
+        """One pass over the label probabilities when the LM can score them, else one program call.
+
+        The one-pass path reads the compiled program's instructions and demos as a cached prompt
+        prefix (``method`` ends in ``:logprob``; confidence is the intent's probability). The
+        generation path runs the program through DSPy (``:generation``); its confidence is 1.0 for a
+        parsed intent and 0.0 for an unparsable reply, which falls back to ``sql``.
+        """
         assert self.env is not None
+        tables = tables_of(self.env, state)
+        request = state.get("question", "")
+        scored = classify_one_pass(self.env.lm, self.prompt, tables=tables, request=request) if self.one_pass else None
+        if scored is not None:
+            return Classification(scored.intent, scored.confidence, f"dspy:{self.version}:logprob", scored.usage)
         from routerlab.agents.lm.usage import usage_scope
 
         with usage_scope() as log, lm_context(self.env.lm):
             try:
-                pred = self.program(tables=self._tables(state), request=state.get("question", ""))
-                intent, method = str(pred.intent), f"dspy:{self.version}"
+                pred = self.program(tables=tables, request=request)
+                intent, method = str(pred.intent), f"dspy:{self.version}:generation"
             except (AdapterParseError, ValueError, RuntimeError) as exc:
-                intent, method = "sql", f"dspy:{self.version}(parse-failed:{type(exc).__name__})"
+                intent, method = "sql", f"dspy:{self.version}:generation(parse-failed:{type(exc).__name__})"
         usage: Usage = log.total()
-        return intent, 1.0 if "parse-failed" not in method else 0.0, method, usage
+        return Classification(intent, 1.0 if "parse-failed" not in method else 0.0, method, usage)
 
 
 def save_meta(path: Path, meta: dict) -> None:

@@ -8,8 +8,10 @@ from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
+from routerlab.routers.dspy_router import load_program
 from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.llm import SYSTEM_PROMPT, to_openai_messages
+from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass, tables_of
 from routerlab.routers.rules import RulesRouter
 
 __all__ = ["HybridRouter"]
@@ -17,20 +19,42 @@ __all__ = ["HybridRouter"]
 
 @router("hybrid")
 class HybridRouter(IntentRouter):
-    """Rules decide when confident; below ``threshold`` one LM tool call picks the intent.
+    """Rules decide when confident; below ``threshold`` the LM classifies, and decides when it is sure.
+
+    The LM reads the intent in one forward pass over the label probabilities, with the prompt
+    (instructions and demos) of a compiled ``dspy`` router program. Its probability is compared
+    with ``lm_threshold``: at or above it the LM decides (``hybrid:logprob``), below it the
+    decision goes back to the rules (``hybrid:<rule>(lm-unsure)``), each with its own confidence.
+    An LM that cannot score labels answers through one tool call instead (``hybrid:generation``,
+    confidence 1.0: generation gives no probability).
 
     Args:
         threshold: Rule confidence below which the LM is asked.
+        lm_threshold: LM probability below which the rules' answer is kept.
+        program: The ``dspy`` router program whose prompt the LM path uses (see ``dspy``).
         fix_budget: fix_sql calls a failed execution may trigger.
-        max_tokens: Completion budget of the LM call.
+        max_tokens: Completion budget of the generation fallback.
+        one_pass: Use the one-pass path when the LM can score labels; False always generates.
     """
 
     name = "hybrid"
 
-    def __init__(self, threshold: float = 0.8, fix_budget: int = 1, max_tokens: int = 256) -> None:
+    def __init__(
+        self,
+        threshold: float = 0.8,
+        lm_threshold: float = 0.0,
+        program: str = "builtin",
+        fix_budget: int = 1,
+        max_tokens: int = 256,
+        one_pass: bool = True,
+    ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.one_pass = one_pass
         self.threshold = threshold
+        self.lm_threshold = lm_threshold
+        self.program_name = program
         self.max_tokens = max_tokens
+        self.prompt = IntentPrompt.from_predict(load_program(program)[0].route)
         self._rules = RulesRouter(fix_budget=fix_budget)
 
     def bind(self, env: RouterEnv) -> None:
@@ -42,7 +66,20 @@ class HybridRouter(IntentRouter):
         """Rules, then the LM when the rules' confidence is below the threshold."""
         intent, conf, method, _ = self._rules.classify(state)
         if conf >= self.threshold or self.env is None or self.env.lm is None:
-            return intent, conf, f"hybrid:{method}", Usage()
+            return Classification(intent, conf, f"hybrid:{method}", Usage())
+        if not self.one_pass:
+            return self._generation(state, intent, conf, method)
+        scored = classify_one_pass(
+            self.env.lm, self.prompt, tables=tables_of(self.env, state), request=state.get("question", "")
+        )
+        if scored is not None:
+            if scored.confidence >= self.lm_threshold:
+                return Classification(scored.intent, scored.confidence, "hybrid:logprob", scored.usage)
+            return Classification(intent, conf, f"hybrid:{method}(lm-unsure)", scored.usage)
+        return self._generation(state, intent, conf, method)
+
+    def _generation(self, state: PipelineState, intent: str, conf: float, method: str) -> Classification:
+        assert self.env is not None and self.env.lm is not None
         result = chat(
             self.env.lm,
             to_openai_messages(state, SYSTEM_PROMPT),
@@ -51,5 +88,5 @@ class HybridRouter(IntentRouter):
             max_tokens=self.max_tokens,
         )
         if result.tool_calls and result.tool_calls[0]["name"] in TOOL_INTENT:
-            return TOOL_INTENT[result.tool_calls[0]["name"]], 1.0, "hybrid:llm", result.usage
-        return intent, conf, f"hybrid:{method}(llm-invalid)", result.usage
+            return Classification(TOOL_INTENT[result.tool_calls[0]["name"]], 1.0, "hybrid:generation", result.usage)
+        return Classification(intent, conf, f"hybrid:{method}(llm-invalid)", result.usage)

@@ -1,19 +1,36 @@
-"""The ``llm`` router: native tool calling , one LM call per step."""
+"""The ``llm`` router: native tool calling, one decision per step.
+
+On an LM that scores labels (the embedded engine), a step is one forward pass: the conversation
+after a cached prefix (instructions and tool schemas), with the reply forced to start as a tool
+call (``{"name": "``), and the bound tools' names scored as the continuation, so the name is one
+of the bound tools by construction and its probability is the confidence. Arguments the router
+can know are filled in, not generated: the user's request, a cited tool_call_id, SQL and an
+error quoted in the request or returned by a failed call. Only free text (a clarifying question,
+a refusal reason) is generated, greedily after the same prefix. Other LMs get one tool-calling
+request per step (``method`` says which path decided).
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from routerlab.agents.errors import ContractError
 from routerlab.agents.lm.chat import chat
-from routerlab.agents.plan import TOOL_INTENT
+from routerlab.agents.lm.local import tools_prompt
+from routerlab.agents.lm.messages import request_to_chat, to_request
+from routerlab.agents.lm.scoring import choice_scorer, continue_reply, score_choices
+from routerlab.agents.lm.usage import usage_scope
+from routerlab.agents.plan import TOOL_INTENT, call_id
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
+from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.routers.base import router
 
-__all__ = ["SYSTEM_PROMPT", "LLMRouter", "to_openai_messages"]
+__all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "to_openai_messages"]
 
 SYSTEM_PROMPT = """You are the router of a text-to-SQL assistant. Choose the next tool call.
 - A question about the data: call data_discovery, then generate_sql citing the data_discovery \
@@ -56,20 +73,94 @@ def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT) -> lis
     return out
 
 
+def _records(state: PipelineState) -> list[dict[str, Any]]:
+    return sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+
+
+def _last(state: PipelineState, names: tuple[str, ...], status: str | None = None) -> dict[str, Any] | None:
+    for r in reversed(_records(state)):
+        if r.get("name") in names and (status is None or r.get("status") == status):
+            return r
+    return None
+
+
+def _request(state: PipelineState) -> str:
+    q = state.get("question", "")
+    return f"{q} ({state['user_reply']})" if state.get("user_reply") else q
+
+
+def _cited(*names: str, status: str | None = None) -> Callable[[PipelineState], str | None]:
+    def fill(state: PipelineState) -> str | None:
+        r = _last(state, names, status)
+        return r["id"] if r else None
+
+    return fill
+
+
+def _failed_execution(state: PipelineState) -> dict[str, Any] | None:
+    last = _records(state)[-1] if state.get("tool_calls") else None
+    return last if last and last.get("status") == "error" else None
+
+
+def _fix_sql(state: PipelineState) -> str | None:
+    if _failed_execution(state):
+        producer = _last(state, ("generate_sql", "fix_sql"))
+        if producer and isinstance(producer.get("output"), dict):
+            return str(producer["output"].get("sql", "")) or None
+    return extract_sql(_request(state))
+
+
+def _fix_error(state: PipelineState) -> str | None:
+    failed = _failed_execution(state)
+    return str(failed.get("output", "")) if failed else extract_error(_request(state))
+
+
+def _failed_id(state: PipelineState) -> str | None:
+    failed = _failed_execution(state)
+    return failed["id"] if failed else None
+
+
+#: (tool, argument) -> how to fill it from the state without generating (None: generate it)
+ARG_FILLERS: dict[tuple[str, str], Callable[[PipelineState], Any]] = {
+    ("data_discovery", "question"): _request,
+    ("generate_sql", "question"): _request,
+    ("generate_sql", "discovery_call_id"): _cited("data_discovery", status="success"),
+    ("execute_sql_and_analyze_result", "sql_call_id"): _cited("generate_sql", "fix_sql", status="success"),
+    ("fix_sql", "sql"): _fix_sql,
+    ("fix_sql", "error"): _fix_error,
+    ("fix_sql", "failed_call_id"): _failed_id,
+    ("explain_sql", "sql"): lambda state: extract_sql(_request(state)) or _request(state),
+    ("chat", "message"): _request,
+}
+
+
+def _citable(state: PipelineState, function: dict[str, Any]) -> bool:
+    """False when a required ``*_call_id`` argument of ``function`` has no call to cite in ``state``."""
+    params = function.get("parameters", {})
+    for arg in params.get("required", ()):
+        filler = ARG_FILLERS.get((function["name"], arg))
+        if arg.endswith("_call_id") and filler is not None and filler(state) is None:
+            return False
+    return True
+
+
 @router("llm")
 class LLMRouter:
     """Ask the LM for the next tool call at every step.
 
     Args:
-        max_tokens: Completion budget of one routing call.
+        max_tokens: Completion budget of one routing call (and of one generated argument).
         system_prompt: Instructions shown to the LM (default :data:`SYSTEM_PROMPT`).
+        one_pass: Score the tool name in one pass and fill known arguments when the LM can score
+            labels; False always generates the whole call.
     """
 
     name = "llm"
 
-    def __init__(self, max_tokens: int = 256, system_prompt: str | None = None) -> None:
+    def __init__(self, max_tokens: int = 256, system_prompt: str | None = None, one_pass: bool = True) -> None:
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt or SYSTEM_PROMPT
+        self.one_pass = one_pass
         self.env: RouterEnv | None = None
 
     def bind(self, env: RouterEnv) -> None:
@@ -84,6 +175,74 @@ class LLMRouter:
         self.env = env
 
     def decide(self, state: PipelineState) -> RouteDecision:
+        """One step: the one-pass tool choice when available, else one tool-calling request."""
+        assert self.env is not None and self.env.lm is not None
+        if self.one_pass and choice_scorer(self.env.lm) is not None:
+            return self._one_pass(state)
+        return self._generation(state)
+
+    def _intent(self, state: PipelineState, first: str | None) -> str | None:
+        route = state.get("route") or {}
+        known = state.get("tool_calls", {})
+        return route.get("intent") if known and route.get("intent") else TOOL_INTENT.get(first or "")
+
+    def _one_pass(self, state: PipelineState) -> RouteDecision:
+        assert self.env is not None
+        schemas = [t.openai_schema() for t in self.env.tools]
+        request = to_request("local", to_openai_messages(state, self.system_prompt), schemas, tool_choice="required")
+        chat_msgs = request_to_chat(request)
+        prefix = [{"role": "system", "content": chat_msgs[0]["content"] + "\n\n" + tools_prompt(request.tools, False)}]
+        messages = chat_msgs[1:]
+        # a tool whose required citation has nothing to cite yet cannot be a valid call: not a candidate
+        names = [s["function"]["name"] for s in schemas if _citable(state, s["function"])] or [
+            s["function"]["name"] for s in schemas
+        ]
+        reply = '{"name": "'
+        with usage_scope() as log:
+            # the closing quote ends each name, so no name is a token prefix of another
+            scores = score_choices(self.env.lm, prefix, messages, [n + '"' for n in names], reply_prefix=reply)
+            assert scores is not None
+            name = scores.best[:-1]
+            params = next(s["function"].get("parameters", {}) for s in schemas if s["function"]["name"] == name)
+            args, generated = self._arguments(state, name, params, prefix, messages, reply + name + '", ')
+        method = "llm:logprob" + (f"+generated:{','.join(generated)}" if generated else "")
+        call = {"id": call_id(state, name), "name": name, "args": args}
+        return RouteDecision(
+            tool_calls=[call],
+            intent=self._intent(state, name),
+            confidence=scores.probs[name + '"'],
+            method=method,
+            usage=log.total(),
+        )
+
+    def _arguments(
+        self,
+        state: PipelineState,
+        name: str,
+        params: dict[str, Any],
+        prefix: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        reply: str,
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Fill what the state determines; generate the rest (required strings) after the prefix."""
+        assert self.env is not None
+        args: dict[str, Any] = {}
+        generated: list[str] = []
+        required = set(params.get("required", ()))
+        for arg in params.get("properties", {}):
+            filler = ARG_FILLERS.get((name, arg))
+            value = filler(state) if filler else None
+            if value is None and arg in required:
+                start = reply + '"arguments": ' + json.dumps(args, ensure_ascii=False)[:-1]
+                start += (", " if args else "") + f'"{arg}": "'
+                text = continue_reply(self.env.lm, prefix, messages, start, stop='"', max_tokens=self.max_tokens)
+                value = _json_string(text or "")
+                generated.append(arg)
+            if value is not None:
+                args[arg] = value
+        return args, generated
+
+    def _generation(self, state: PipelineState) -> RouteDecision:
         """One tool-calling request over the whole conversation."""
         assert self.env is not None and self.env.lm is not None
         schemas = [t.openai_schema() for t in self.env.tools]
@@ -99,16 +258,22 @@ class LLMRouter:
         for c in result.tool_calls[:1]:  # one step at a time: later calls must cite this one's id
             cid = c["id"] if c["id"] not in known else f"{c['id']}_{len(known)}"
             calls.append({"id": cid, "name": c["name"], "args": dict(c["args"])})
-        route = state.get("route") or {}
         first = calls[0]["name"] if calls else None
-        intent = route.get("intent") if known and route.get("intent") else TOOL_INTENT.get(first or "")
         answer = None if calls else (result.text or None)
         return RouteDecision(
             tool_calls=calls,
             answer=answer,
-            intent=intent,
+            intent=self._intent(state, first),
             confidence=1.0 if calls else 0.0,
-            method="llm",
+            method="llm:generation",
             usage=result.usage,
             invalid_tool_calls=list(result.invalid_tool_calls),
         )
+
+
+def _json_string(raw: str) -> str:
+    """The value of a generated JSON string body (escapes decoded; raw text if it does not parse)."""
+    try:
+        return str(json.loads(f'"{raw}"'))
+    except json.JSONDecodeError:
+        return raw

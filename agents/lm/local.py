@@ -16,7 +16,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,17 @@ from dspy import lm15 as L
 
 from routerlab.agents.errors import LMError
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
+from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, score_labels
+from routerlab.agents.lm.scoring import ChoiceScores
 
-__all__ = ["ANSWER_TOOL", "LlamaEngine", "clear_models", "loaded_models", "tool_call_schema"]
+__all__ = [
+    "ANSWER_TOOL",
+    "LlamaEngine",
+    "clear_models",
+    "loaded_models",
+    "tool_call_schema",
+    "tools_prompt",
+]
 
 ANSWER_TOOL = "answer"
 """Pseudo-tool name under which the model answers in text when ``tool_choice`` is ``auto``."""
@@ -110,6 +119,8 @@ def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int) 
             ) from None
         if prefix_states > 0:
             llm.set_cache(_prefix_cache(prefix_states))
+        # one-pass scoring keeps its own light prefix states (KV only, no logits buffer)
+        llm._routerlab_prefixes = PrefixStore(prefix_states)
         _MODELS[key] = llm
         return llm, time.perf_counter() - t0
 
@@ -145,7 +156,8 @@ def tool_call_schema(tools: tuple[L.FunctionTool, ...], *, allow_answer: bool) -
     return {"anyOf": options} if len(options) > 1 else options[0]
 
 
-def _tools_prompt(tools: tuple[L.FunctionTool, ...], allow_answer: bool) -> str:
+def tools_prompt(tools: tuple[L.FunctionTool, ...], allow_answer: bool) -> str:
+    """The tools block added to the system prompt of a tool request (also the prefix of one-pass tool choice)."""
     lines = [
         "# Tools",
         "Call exactly one of these functions. Reply with one JSON object "
@@ -199,6 +211,7 @@ class LlamaEngine:
         self.prefix_states = prefix_states
         self.load_seconds = 0.0
         self.calls = 0  # engine calls actually made (cache hits never reach the engine)
+        self.scored_tokens = 0  # tokens one-pass scoring evaluated (prefix reuse leaves most out)
 
     def dump_state(self) -> dict[str, Any]:
         """What DSPy saves to rebuild the engine."""
@@ -230,6 +243,67 @@ class LlamaEngine:
             llm.reset()
             if llm.cache is not None:
                 llm.cache.cache_state.clear()
+            llm._routerlab_prefixes.clear()
+
+    def score_choices(
+        self,
+        prefix: Sequence[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
+        choices: Sequence[str],
+        *,
+        reply_prefix: str = "",
+    ) -> ChoiceScores:
+        """Score ``choices`` as the reply to ``prefix + messages`` in one forward pass.
+
+        The KV state of ``prefix`` (rendered with the model's chat template) is evaluated once and
+        reused; only the tokens after it are evaluated. See :mod:`routerlab.agents.lm.onepass`.
+
+        Args:
+            prefix: Chat messages that never change between requests (instructions, demos).
+            messages: The request's own messages.
+            choices: Labels; none may be a token prefix of another.
+            reply_prefix: Text the reply is forced to start with before the label.
+
+        Raises:
+            LMError: The model cannot render or score the prompt.
+        """
+        llm = self.llama()
+        with _serialised():
+            self.calls += 1
+            try:
+                scores = score_labels(llm, llm._routerlab_prefixes, prefix, messages, choices, reply_prefix)
+            except (ValueError, RuntimeError) as exc:
+                raise LMError(
+                    "one-pass label scoring failed",
+                    expected="a chat model with a chat template and labels that are not prefixes of each other",
+                    found=str(exc)[:200],
+                    fix="use labels with distinct first tokens, or a router's generation path",
+                ) from None
+            self.scored_tokens += scores.evaluated_tokens
+            return scores
+
+    def continue_reply(
+        self,
+        prefix: Sequence[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
+        reply_prefix: str,
+        *,
+        stop: str,
+        max_tokens: int = 64,
+    ) -> Continuation:
+        """Greedy text after a forced ``reply_prefix`` until ``stop``, reusing the prefix state.
+
+        What one-pass scoring cannot decide (a free-text argument, say) is generated here without
+        paying again for the prompt the scoring just evaluated.
+        """
+        llm = self.llama()
+        with _serialised():
+            self.calls += 1
+            out = continue_reply(
+                llm, llm._routerlab_prefixes, prefix, messages, reply_prefix, stop=stop, max_tokens=max_tokens
+            )
+            self.scored_tokens += out.evaluated_tokens + out.completion_tokens
+            return out
 
     def complete(self, request: L.Request) -> L.Response:
         """Run one request; tool requests are decoded under the tool-call grammar."""
@@ -249,7 +323,7 @@ class LlamaEngine:
             if choice is not None and choice.allowed:
                 tools = tuple(t for t in tools if t.name in choice.allowed)
             allow_answer = choice is None or choice.mode == "auto"
-            prompt = _tools_prompt(tools, allow_answer)
+            prompt = tools_prompt(tools, allow_answer)
             if messages and messages[0]["role"] == "system":
                 messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + prompt}
             else:

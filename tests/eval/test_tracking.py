@@ -117,6 +117,7 @@ def test_examples_frame_columns(make_result):
         "attempt",
         "intent",
         "predicted_intent",
+        "confidence",
         "difficulty",
         "outcome",
         "error_class",

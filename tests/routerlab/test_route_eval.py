@@ -57,3 +57,16 @@ def test_a_router_that_raises_is_a_scored_failure_not_a_crash(dev):
     row = summary_table({"broken": ds}).iloc[0]
     assert row["errors"] == len(failed)
     assert math.isclose(row["accuracy"], (20 - len(failed)) / 20)
+
+
+def test_confidence_and_calibration_columns(dev):
+    from routerlab.eval.calibration import expected_calibration_error
+
+    ds = first_decisions("rules", {}, dev, None)
+    assert all(0.0 <= d.confidence <= 1.0 for d in ds)
+    row = summary_table({"rules": ds}).iloc[0]
+    assert row["confidence"] == pytest.approx(sum(d.confidence for d in ds) / len(ds))
+    assert row["ece"] == pytest.approx(expected_calibration_error([d.confidence for d in ds], [d.correct for d in ds]))
+    assert row["scored_tokens"] == 0 and math.isnan(row["lm_p50_ms"])  # rules never call an LM
+    oracle = summary_table({"oracle": first_decisions("oracle", {}, dev, None)}).iloc[0]
+    assert oracle["ece"] == pytest.approx(0.0)

@@ -1,0 +1,108 @@
+"""Intent classification by an LM in one forward pass, shared by the ``dspy`` and ``hybrid`` routers.
+
+The prompt comes from a DSPy ``Predict`` over :class:`~routerlab.routers.dspy_router.RouteRequest`:
+its (possibly optimized) instructions and few-shot demos form a chat prefix that never changes
+between requests of one database, so the engine evaluates it once and keeps its KV state. Per
+request only the request's own tokens are evaluated, and the intent is read from the next-token
+probabilities of the six intent labels (:mod:`routerlab.agents.lm.scoring`). The probability of
+the chosen intent is the router's confidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from routerlab.agents.lm.scoring import ChoiceScores, score_choices
+from routerlab.agents.lm.usage import usage_scope
+from routerlab.agents.state import INTENTS, PipelineState
+from routerlab.agents.trace import Usage
+
+if TYPE_CHECKING:
+    import dspy
+
+    from routerlab.agents.routing import RouterEnv
+
+__all__ = ["IntentPrompt", "OnePass", "classify_one_pass", "tables_of"]
+
+ANSWER_RULE = "Answer with the intent only, one word: " + ", ".join(INTENTS) + "."
+
+
+def _user_turn(request: str, conversation: str) -> str:
+    return (f"Conversation: {conversation}\n" if conversation else "") + f"Request: {request}"
+
+
+@dataclass(frozen=True)
+class IntentPrompt:
+    """Instructions and demos of an intent classifier, as a reusable chat prefix.
+
+    Attributes:
+        instructions: What each intent means.
+        demos: ``(conversation, request, intent)`` examples shown before every request.
+    """
+
+    instructions: str
+    demos: tuple[tuple[str, str, str], ...] = ()
+
+    @classmethod
+    def from_predict(cls, predict: dspy.Predict) -> IntentPrompt:
+        """The prompt of a (compiled or zero-shot) ``Predict``: its instructions and its demos."""
+        demos = []
+        for d in predict.demos:
+            get = d.get if isinstance(d, dict) else lambda k, default="", d=d: getattr(d, k, default)
+            if get("intent", "") in INTENTS and get("request", ""):
+                demos.append((str(get("conversation", "") or ""), str(get("request", "")), str(get("intent", ""))))
+        return cls(predict.signature.instructions, tuple(demos))
+
+    def prefix(self, tables: str) -> list[dict[str, Any]]:
+        """The stable chat prefix for a database whose tables are ``tables``."""
+        system = self.instructions.strip() + "\n\n" + ANSWER_RULE
+        if tables:
+            system += f"\nTables of the database: {tables}"
+        out: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        for conversation, request, intent in self.demos:
+            out.append({"role": "user", "content": _user_turn(request, conversation)})
+            out.append({"role": "assistant", "content": intent})
+        return out
+
+    @staticmethod
+    def request(request: str, conversation: str = "") -> list[dict[str, Any]]:
+        """The per-request messages (the only tokens a decision evaluates)."""
+        return [{"role": "user", "content": _user_turn(request, conversation)}]
+
+
+@dataclass(frozen=True)
+class OnePass:
+    """An intent read from label probabilities.
+
+    Attributes:
+        intent: The most probable intent.
+        confidence: Its probability among the six intents.
+        scores: The whole distribution and the call's token accounting.
+        usage: The call's usage (one LM call, the whole prompt's tokens, no completion).
+    """
+
+    intent: str
+    confidence: float
+    scores: ChoiceScores
+    usage: Usage
+
+
+def classify_one_pass(
+    lm: Any, prompt: IntentPrompt, *, tables: str, request: str, conversation: str = ""
+) -> OnePass | None:
+    """Classify ``request`` in one forward pass, or None when ``lm`` cannot score labels."""
+    with usage_scope() as log:
+        scores = score_choices(lm, prompt.prefix(tables), prompt.request(request, conversation), INTENTS)
+    if scores is None:
+        return None
+    return OnePass(scores.best, scores.confidence, scores, log.total())
+
+
+def tables_of(env: RouterEnv | None, state: PipelineState) -> str:
+    """The turn's database tables as the classifier sees them (empty without a database)."""
+    from routerlab.routers.dspy_router import schema_summary
+
+    if env is None or env.open_db is None or not state.get("database"):
+        return ""
+    return schema_summary([t.name for t in env.open_db(state["database"]).tables()])
