@@ -34,7 +34,7 @@ from routerlab.session import SessionResult, SessionSpec, load_dataset, run_sess
 FAULTS = FaultSpec(rate=0.2, seed=7)
 PIPE = PipelineConfig(retry_attempts=3, retry_initial_s=0.05, retry_backoff=2.0, tools=ToolSettings(sql_timeout_s=0.3))
 ROUTERS = [("rules", {}), ("llm", {}), ("dspy", {})]
-LIMIT = 12
+LIMIT = 18
 JITTER = 0.5
 
 #: what a failure caused by each fault kind looks like in ``error_class`` + ``error``
