@@ -85,8 +85,8 @@ def ask_cmd(
     raise typer.Exit(ask(question, db, router_name, lm, lm_api_base, agent, reply, _out))
 
 
-DEFAULT_ROUTERS = "rules,llm,dspy,oracle"
-DEFAULT_LIMIT = 6
+DEFAULT_ROUTERS = "rules,llm,dspy,oracle,single_call"
+DEFAULT_LIMIT = 7  # one request per intent
 
 
 @app.command("run")
