@@ -83,3 +83,19 @@ def test_every_layer_is_an_installed_package() -> None:
             prefix = next(p for p, f in LAYERS if f == folder)
             name = ".".join([prefix, *rel.parts])
             assert name in packages, f"{init.parent} is a package but pyproject.toml does not install {name}"
+
+
+def test_readme_architecture_lists_every_module() -> None:
+    """Every module and subpackage directly under a layer's folder is named in the README's map."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Architecture") : readme.index("Data flow")]
+    missing = []
+    for _, folder in LAYERS:
+        for child in sorted((ROOT / folder).iterdir()):
+            if child.name.startswith("__") or child.name.startswith("."):
+                continue
+            if child.suffix == ".py" or (child / "__init__.py").exists():
+                name = child.stem if child.suffix == ".py" else f"{child.name}/"
+                if name.rstrip("/") not in section:
+                    missing.append(f"{folder}/{child.name}")
+    assert not missing, f"README architecture section does not mention: {missing}"
