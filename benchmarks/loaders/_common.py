@@ -239,6 +239,7 @@ def read_csv(path: Path) -> list[tuple[int, dict[str, str | None]]]:
                     fix="add a header row",
                     details={"file": str(path), "record": "line 1"},
                 )
+            _check_delimiter(path, reader.fieldnames)
             end = reader.line_num
             for row in reader:
                 # line_num is where the row ended (quoted cells may span lines); name where it began
@@ -254,6 +255,7 @@ def read_csv(path: Path) -> list[tuple[int, dict[str, str | None]]]:
                         fix="quote cells containing commas, or add the missing header column",
                     )
                 rows.append((lineno, {k: (v if v not in ("", None) else None) for k, v in row.items()}))
+            _check_quotes(path, rows)
     except UnicodeDecodeError as exc:
         raise DatasetError(
             f"{path}: not UTF-8 text",
@@ -271,6 +273,36 @@ def read_csv(path: Path) -> list[tuple[int, dict[str, str | None]]]:
             details={"file": str(path)},
         ) from None
     return rows
+
+
+def _check_delimiter(path: Path, header: Sequence[str]) -> None:
+    """A one-column header holding ``;`` or a tab: the file uses another separator than commas."""
+    if len(header) != 1:
+        return
+    for sep, name in ((";", "semicolon"), ("\t", "tab")):
+        if sep in header[0]:
+            raise DatasetError(
+                f"{path}: the header is one column, {_short(header[0])}: the file looks {name}-separated",
+                expected="comma-separated columns (question,gold_sql,...)",
+                found=f"{name}-separated header",
+                fix=f"save the file with commas as the separator (or replace each {name} in the header and rows)",
+                details={"file": str(path), "record": "line 1"},
+            )
+
+
+def _check_quotes(path: Path, rows: Sequence[tuple[int, dict[str, str | None]]]) -> None:
+    """An odd number of quote characters: a quoted cell never closed and swallowed the lines after it."""
+    text = path.read_text(encoding="utf-8-sig")
+    if text.count('"') % 2 == 0 or not rows:
+        return
+    lineno, _ = next(((n, r) for n, r in rows if any(v and "\n" in v for v in r.values())), rows[-1])
+    raise DatasetError(
+        f"{path}: a quoted cell is never closed (starting on line {lineno})",
+        expected='every opening " closed by another " (a quote inside a cell is written "")',
+        found=f"an odd number of quote characters; the row at line {lineno} runs to the end of the file",
+        fix=f"close the quote on line {lineno}, or double the quote characters inside that cell",
+        details={"file": str(path), "record": f"line {lineno}"},
+    )
 
 
 def require_object(value: Any, file: Path, record: str) -> dict[str, Any]:

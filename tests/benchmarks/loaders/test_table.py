@@ -193,3 +193,25 @@ def test_not_a_database(tmp_path: Path):
     _write_jsonl(path, [{"question": "Q?", "gold_sql": "SELECT 1", "db_path": "fake.sqlite"}])
     with pytest.raises(DatasetError, match=r"line 1.*'db_path'.*not usable"):
         load_jsonl(str(path))
+
+
+def test_semicolon_separated_csv_is_named_as_such(tmp_path: Path):
+    path = tmp_path / "q.csv"
+    path.write_text("question;gold_sql;db_path\nHow many?;SELECT 1;shop.duckdb\n")
+    with pytest.raises(DatasetError, match="looks semicolon-separated") as err:
+        load_csv(str(path))
+    assert err.value.found == "semicolon-separated header" and "commas" in err.value.fix
+
+
+def test_unterminated_quote_names_the_line_where_it_opens(tmp_path: Path):
+    path = tmp_path / "q.csv"
+    path.write_text('question,gold_sql\nFirst,SELECT 1\n"Second,SELECT 2\nThird,SELECT 3\n')
+    with pytest.raises(DatasetError, match=r"never closed \(starting on line 3\)") as err:
+        load_csv(str(path))
+    assert err.value.details["record"] == "line 3"
+
+
+def test_doubled_quotes_inside_a_cell_are_fine(tmp_path: Path, shop_db: Path):
+    path = tmp_path / "q.csv"
+    path.write_text(f'question,gold_sql,db_path\n"Say ""hi""",SELECT 1,{shop_db}\n')
+    assert load_csv(str(path)).examples[0].question == 'Say "hi"'
