@@ -127,7 +127,8 @@ def score_choices(
         return None
     t0 = time.perf_counter()
     scores = scorer.score_choices(prefix, messages, choices, reply_prefix=reply_prefix)
-    record_usage(Usage(lm_calls=1, prompt_tokens=scores.prompt_tokens, latency_s=time.perf_counter() - t0))
+    # never cached, so what it cost now is its cold cost too
+    record_usage(Usage.computed(scores.prompt_tokens, 0, time.perf_counter() - t0))
     return scores
 
 
@@ -146,12 +147,5 @@ def continue_reply(
         return None
     t0 = time.perf_counter()
     out = scorer.continue_reply(prefix, messages, reply_prefix, stop=stop, max_tokens=max_tokens)
-    record_usage(
-        Usage(
-            lm_calls=1,
-            prompt_tokens=out.prompt_tokens,
-            completion_tokens=out.completion_tokens,
-            latency_s=time.perf_counter() - t0,
-        )
-    )
+    record_usage(Usage.computed(out.prompt_tokens, out.completion_tokens, time.perf_counter() - t0))
     return str(out.text)
