@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from routerlab.agents.registry import Registry
-from routerlab.agents.routing import Router
+from collections.abc import Sequence
 
-__all__ = ["BASELINES", "router"]
+from routerlab.agents.errors import ContractError
+from routerlab.agents.registry import Registry
+from routerlab.agents.routing import Router, RouterEnv
+
+__all__ = ["BASELINES", "require_tools", "router"]
 
 #: routers that bound a comparison instead of competing in it; labelled "(baseline)" everywhere
 BASELINES: frozenset[str] = frozenset({"oracle", "random", "single_call"})
@@ -13,3 +16,22 @@ BASELINES: frozenset[str] = frozenset({"oracle", "random", "single_call"})
 
 router: Registry[Router] = Registry("router", returns=Router)
 """Decorator/registry: ``@router("rules") class RulesRouter: ...``."""
+
+
+def require_tools(router_name: str, needs: Sequence[str], env: RouterEnv) -> None:
+    """Raise ``ContractError`` at bind time if the pipeline lacks a tool the router calls.
+
+    Args:
+        router_name: The router's registry name, for the message.
+        needs: Tool names the router may call.
+        env: What the pipeline binds.
+    """
+    names = {t.name for t in env.tools}
+    missing = [t for t in needs if t not in names]
+    if missing:
+        raise ContractError(
+            f"router {router_name!r} needs tools the pipeline lacks",
+            expected=f"tools {list(needs)}",
+            found=f"missing {missing}",
+            fix="build the pipeline with the default tools",
+        )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from routerlab.agents.errors import ContractError
 from routerlab.agents.plan import TOOL_INTENT, next_call
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.trace import Usage
+from routerlab.routers.base import require_tools
 
 __all__ = ["DONE_ANSWER", "TOOL_INTENT", "Classification", "IntentRouter"]
 
@@ -51,15 +51,7 @@ class IntentRouter:
 
     def bind(self, env: RouterEnv) -> None:
         """Check that every tool of the plan is available."""
-        names = {t.name for t in env.tools}
-        missing = [t for t in self.needs_tools if t not in names]
-        if missing:
-            raise ContractError(
-                f"router {self.name!r} needs tools the pipeline lacks",
-                expected=f"tools {list(self.needs_tools)}",
-                found=f"missing {missing}",
-                fix="build the pipeline with the default tools",
-            )
+        require_tools(self.name, self.needs_tools, env)
         self.env = env
 
     def classify(self, state: PipelineState) -> Classification:

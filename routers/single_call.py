@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from routerlab.agents.errors import ContractError
 from routerlab.agents.plan import call_id
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
-from routerlab.routers.base import router
+from routerlab.routers.base import require_tools, router
 from routerlab.routers.intent import DONE_ANSWER
 
 __all__ = ["SingleCallRouter"]
@@ -33,15 +32,7 @@ class SingleCallRouter:
 
     def bind(self, env: RouterEnv) -> None:
         """Check that the pipeline has the two tools the baseline calls."""
-        names = {t.name for t in env.tools}
-        missing = [t for t in self.needs_tools if t not in names]
-        if missing:
-            raise ContractError(
-                f"router {self.name!r} needs tools the pipeline lacks",
-                expected=f"tools {list(self.needs_tools)}",
-                found=f"missing {missing}",
-                fix="build the pipeline with the default tools",
-            )
+        require_tools(self.name, self.needs_tools, env)
         self.env = env
 
     def decide(self, state: PipelineState) -> RouteDecision:
