@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from routerlab.agents.lm.chat import chat
-from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
 from routerlab.routers.dspy_router import load_program
 from routerlab.routers.intent import Classification, IntentRouter
-from routerlab.routers.llm import SYSTEM_PROMPT, to_openai_messages
+from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass, tables_of
 from routerlab.routers.rules import RulesRouter
 
@@ -79,14 +77,8 @@ class HybridRouter(IntentRouter):
         return self._generation(state, intent, conf, method)
 
     def _generation(self, state: PipelineState, intent: str, conf: float, method: str) -> Classification:
-        assert self.env is not None and self.env.lm is not None
-        result = chat(
-            self.env.lm,
-            to_openai_messages(state, SYSTEM_PROMPT),
-            tools=[t.openai_schema() for t in self.env.tools],
-            tool_choice="required",
-            max_tokens=self.max_tokens,
-        )
-        if result.tool_calls and result.tool_calls[0]["name"] in TOOL_INTENT:
-            return Classification(TOOL_INTENT[result.tool_calls[0]["name"]], 1.0, "hybrid:generation", result.usage)
-        return Classification(intent, conf, f"hybrid:{method}(llm-invalid)", result.usage)
+        assert self.env is not None
+        found, usage = intent_by_tool_call(self.env, state, self.max_tokens)
+        if found is not None:
+            return Classification(found, 1.0, "hybrid:generation", usage)  # type: ignore[arg-type]
+        return Classification(intent, conf, f"hybrid:{method}(llm-invalid)", usage)  # type: ignore[arg-type]

@@ -28,9 +28,10 @@ from routerlab.agents.plan import TOOL_INTENT, call_id
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
+from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
 
-__all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "to_openai_messages"]
+__all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
 
 SYSTEM_PROMPT = """You are the router of a text-to-SQL assistant. Choose the next tool call.
 - A question about the data: call data_discovery, then generate_sql citing the data_discovery \
@@ -71,6 +72,24 @@ def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT) -> lis
             content = f"[{m.name} tool_call_id={m.tool_call_id} status={m.status}] {m.content}"
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": content})
     return out
+
+
+def intent_by_tool_call(env: RouterEnv, state: PipelineState, max_tokens: int) -> tuple[str | None, Usage]:
+    """Ask the LM for one tool call and read the intent it implies (the generation path of a classifier).
+
+    Returns:
+        ``(intent, usage)``; the intent is None when the reply named no known tool.
+    """
+    assert env.lm is not None
+    result = chat(
+        env.lm,
+        to_openai_messages(state, SYSTEM_PROMPT),
+        tools=[t.openai_schema() for t in env.tools],
+        tool_choice="required",
+        max_tokens=max_tokens,
+    )
+    name = result.tool_calls[0]["name"] if result.tool_calls else None
+    return TOOL_INTENT.get(name or ""), result.usage
 
 
 def _records(state: PipelineState) -> list[dict[str, Any]]:

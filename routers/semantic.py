@@ -48,16 +48,14 @@ from typing import Any
 import numpy as np
 
 from routerlab.agents.errors import ConfigError, ContractError, DatasetError
-from routerlab.agents.lm.chat import chat
 from routerlab.agents.paths import cache_root
-from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import INTENTS, PipelineState
 from routerlab.agents.tools.index import Embedder, load_embedder
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
 from routerlab.routers.intent import Classification, IntentRouter
-from routerlab.routers.llm import SYSTEM_PROMPT, to_openai_messages
+from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.rules import RulesRouter
 
 __all__ = [
@@ -475,17 +473,11 @@ class SemanticRouter(IntentRouter):
 
     def _ask_lm(self, state: PipelineState, intent: str, gap: float) -> Classification:
         """One tool-calling request; an unusable reply keeps the semantic guess."""
-        assert self.env is not None and self.env.lm is not None
-        result = chat(
-            self.env.lm,
-            to_openai_messages(state, SYSTEM_PROMPT),
-            tools=[t.openai_schema() for t in self.env.tools],
-            tool_choice="required",
-            max_tokens=self.max_tokens,
-        )
-        if result.tool_calls and result.tool_calls[0]["name"] in TOOL_INTENT:
-            return Classification(TOOL_INTENT[result.tool_calls[0]["name"]], 1.0, "semantic:fallback-llm", result.usage)
-        return Classification(intent, self.confidence(gap), "semantic:fallback-llm(invalid)", result.usage)  # type: ignore[arg-type]
+        assert self.env is not None
+        found, usage = intent_by_tool_call(self.env, state, self.max_tokens)
+        if found is not None:
+            return Classification(found, 1.0, "semantic:fallback-llm", usage)  # type: ignore[arg-type]
+        return Classification(intent, self.confidence(gap), "semantic:fallback-llm(invalid)", usage)  # type: ignore[arg-type]
 
     def describe(self) -> dict[str, Any]:
         """The calibration in plain numbers (threshold, held-back coverage and accuracy, provenance)."""
