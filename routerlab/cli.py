@@ -89,6 +89,20 @@ DEFAULT_ROUTERS = "rules,llm,dspy,oracle,single_call"
 DEFAULT_LIMIT = 7  # one request per intent
 
 
+def _run_defaults(dataset: str | None, config_file: Path | None) -> dict[str, Any]:
+    """The CLI's own defaults for a new session.
+
+    The main job's short stratified subset is for the built-in benchmark; a dataset the user points
+    at (Spider, BIRD, a mixed set) is scored whole unless ``--limit`` or the config file says
+    otherwise, so its figures are the dataset's and not a 7-question sample's.
+    """
+    from routerlab.config import read_mapping_file
+
+    file_values = read_mapping_file(config_file) if config_file else {}
+    chosen = dataset or file_values.get("dataset") or "builtin"
+    return {"limit": DEFAULT_LIMIT} if chosen == "builtin" else {}
+
+
 @app.command("run")
 @_clean_errors
 def run_cmd(
@@ -104,7 +118,11 @@ def run_cmd(
     split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. [default: dev]")] = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", help=f"At most N examples (stratified by intent); 0 = all. [default: {DEFAULT_LIMIT}]"),
+        typer.Option(
+            "--limit",
+            help=f"At most N examples (stratified by intent); 0 = all. [default: {DEFAULT_LIMIT} for the "
+            "built-in benchmark, all for other datasets]",
+        ),
     ] = None,
     lm: Annotated[
         str | None,
@@ -186,7 +204,9 @@ def run_cmd(
     from routerlab.signals import stop_signals
 
     # a resumed session starts from what it recorded; options that would change it are refused
-    recorded_routers, defaults = recorded_session(store, resume) if resume else ([], {"limit": DEFAULT_LIMIT})
+    recorded_routers, defaults = (
+        recorded_session(store, resume) if resume else ([], _run_defaults(dataset_name, config_file))
+    )
     recorded_config = dict(defaults)
     # a deadline budgets one invocation, not the session: the printed resume command must finish it
     defaults.pop("deadline_s", None)
