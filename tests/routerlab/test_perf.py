@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import json
 
-from routerlab.perf import concurrency_scaling, ex_throughput, figures_json, harness_overhead, router_replay
+import pytest
+
+from routerlab.perf import (
+    concurrency_scaling,
+    ex_throughput,
+    figures_json,
+    harness_overhead,
+    router_replay,
+    routing_prefix_reuse,
+)
 
 
 def test_harness_overhead_splits_the_time():
@@ -38,3 +47,23 @@ def test_router_replay_replays_every_call_where_routers_agree():
         alike.name.rsplit("(", 1)[1].rstrip(")")
     )
     assert figures["replayed cost / fresh cost, examples routed alike"].met in (True, False)
+
+
+@pytest.mark.model
+def test_routing_section_on_the_embedded_model_reuses_the_prefix():
+    figures = {f.name: f for f in routing_prefix_reuse("local:0.5b", questions=3)}
+    prefix = figures["routing prefix tokens (evaluated once)"].value
+    evaluated = figures["tokens evaluated per decision, prefix reused (median)"].value
+    prompt = figures["prompt tokens per decision (median)"].value
+    # a reused decision evaluates its own tokens only: the whole prompt less the prefix
+    assert prefix > 100 and 0 < evaluated < prompt
+    assert prompt - evaluated >= prefix
+    assert figures["prefix-reuse saving in evaluated tokens"].value == pytest.approx(1 - evaluated / prompt, abs=0.05)
+    for name in (
+        "first decision, prefix evaluated (cold)",
+        "one-pass decision, prefix reused (median)",
+        "one-pass decision after a sub-agent call, prefix restored (median)",
+        "same program by generation (median)",
+    ):
+        assert figures[name].unit == "s" and figures[name].value > 0, name
+    assert figures["one-pass decision, prefix reused (median)"].met in (True, False)
