@@ -22,7 +22,7 @@ from routerlab.agents.errors import ContractError
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.lm.local import tools_prompt
 from routerlab.agents.lm.messages import request_to_chat, to_request
-from routerlab.agents.lm.scoring import choice_scorer, continue_reply, score_choices
+from routerlab.agents.lm.scoring import continue_reply, reply_continuer, score_choices
 from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.plan import TOOL_INTENT, call_id
 from routerlab.agents.routing import RouteDecision, RouterEnv
@@ -196,7 +196,7 @@ class LLMRouter:
     def decide(self, state: PipelineState) -> RouteDecision:
         """One step: the one-pass tool choice when available, else one tool-calling request."""
         assert self.env is not None and self.env.lm is not None
-        if self.one_pass and choice_scorer(self.env.lm) is not None:
+        if self.one_pass and reply_continuer(self.env.lm) is not None:
             return self._one_pass(state)
         return self._generation(state)
 

@@ -10,6 +10,7 @@ import dspy
 from routerlab.agents.errors import ConfigError, ModelAssetError
 from routerlab.agents.lm.assets import MODELS, cache_dir, model_path
 from routerlab.agents.lm.local import LlamaEngine
+from routerlab.agents.lm.provider_scoring import LogprobScorer
 from routerlab.agents.lm.usage import UsageCallback
 
 __all__ = ["SPEC_FORMS", "configure_cache", "resolve_lm"]
@@ -127,6 +128,8 @@ def resolve_lm(
             num_retries=3,
             **kwargs,
         )
+        # intent routers read label probabilities from the provider when it returns logprobs
+        lm.routerlab_scorer = LogprobScorer(spec, kwargs)  # type: ignore[attr-defined]
     else:
         raise ConfigError(
             f"unknown LM spec {spec!r}",

@@ -6,8 +6,10 @@ the prompt, in one forward pass over the request's own tokens. The renormalised 
 the chosen label is the router's confidence.
 
 An LM offers this path when its engine implements :class:`ChoiceScorer` (the embedded engine
-does); :func:`score_choices` returns ``None`` otherwise, and the caller falls back to generation
-and says so in its ``method``.
+does) or, for a LiteLLM provider, through the provider's token log probabilities
+(:mod:`routerlab.agents.lm.provider_scoring`); :func:`score_choices` returns ``None`` otherwise,
+and the caller falls back to generation and says so in its ``method``. Forcing the reply's first
+characters and continuing it (:class:`ReplyContinuer`) needs the embedded engine.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from typing import Any, Protocol, runtime_checkable
 from routerlab.agents.lm.usage import record_usage
 from routerlab.agents.trace import Usage
 
-__all__ = ["ChoiceScorer", "ChoiceScores", "choice_scorer", "continue_reply", "score_choices"]
+__all__ = [
+    "ChoiceScorer",
+    "ChoiceScores",
+    "ReplyContinuer",
+    "choice_scorer",
+    "continue_reply",
+    "reply_continuer",
+    "score_choices",
+]
 
 
 @dataclass(frozen=True)
@@ -70,13 +80,19 @@ class ChoiceScorer(Protocol):
         choices: Sequence[str],
         *,
         reply_prefix: str = "",
-    ) -> ChoiceScores:
+    ) -> ChoiceScores | None:
         """Score ``choices`` as the assistant's reply to ``prefix + messages``.
 
         ``prefix`` must not change between requests (its KV state is reused); ``reply_prefix``
-        is text the reply is forced to start with before the label.
+        is text the reply is forced to start with before the label. ``None``: this call cannot be
+        scored (the caller generates instead).
         """
         ...
+
+
+@runtime_checkable
+class ReplyContinuer(Protocol):
+    """An engine that forces a reply's first characters and continues it, reusing the prefix."""
 
     def continue_reply(
         self,
@@ -95,9 +111,18 @@ class ChoiceScorer(Protocol):
 
 
 def choice_scorer(lm: Any) -> ChoiceScorer | None:
-    """The one-pass scorer behind a DSPy LM, or None when its engine has none."""
+    """The one-pass scorer behind a DSPy LM (its engine's, else its provider's), or None."""
     engine = getattr(lm, "engine", None)
-    return engine if isinstance(engine, ChoiceScorer) else None
+    if isinstance(engine, ChoiceScorer):
+        return engine
+    provider = getattr(lm, "routerlab_scorer", None)
+    return provider if isinstance(provider, ChoiceScorer) else None
+
+
+def reply_continuer(lm: Any) -> ReplyContinuer | None:
+    """The engine behind a DSPy LM that can score after a forced reply prefix and continue it."""
+    engine = getattr(lm, "engine", None)
+    return engine if isinstance(engine, ReplyContinuer) and isinstance(engine, ChoiceScorer) else None
 
 
 def normalise(logprobs: dict[str, float]) -> dict[str, float]:
@@ -116,7 +141,7 @@ def score_choices(
     *,
     reply_prefix: str = "",
 ) -> ChoiceScores | None:
-    """Score ``choices`` on ``lm`` in one pass and record the call's usage, or None without a scorer.
+    """Score ``choices`` on ``lm`` in one pass and record the call's usage; None when it cannot.
 
     The call never goes through DSPy's response cache: it is always computed, so its recorded
     latency is its cold cost given the reused prefix. ``prompt_tokens`` records the whole prompt;
@@ -127,6 +152,8 @@ def score_choices(
         return None
     t0 = time.perf_counter()
     scores = scorer.score_choices(prefix, messages, choices, reply_prefix=reply_prefix)
+    if scores is None:
+        return None
     # never cached, so what it cost now is its cold cost too
     record_usage(Usage.computed(scores.prompt_tokens, 0, time.perf_counter() - t0))
     return scores
@@ -141,11 +168,11 @@ def continue_reply(
     stop: str,
     max_tokens: int = 64,
 ) -> str | None:
-    """Generate greedily after ``reply_prefix`` on ``lm`` and record the usage; None without a scorer."""
-    scorer = choice_scorer(lm)
-    if scorer is None:
+    """Generate greedily after ``reply_prefix`` on ``lm`` and record the usage; None without a continuer."""
+    engine = reply_continuer(lm)
+    if engine is None:
         return None
     t0 = time.perf_counter()
-    out = scorer.continue_reply(prefix, messages, reply_prefix, stop=stop, max_tokens=max_tokens)
+    out = engine.continue_reply(prefix, messages, reply_prefix, stop=stop, max_tokens=max_tokens)
     record_usage(Usage.computed(out.prompt_tokens, out.completion_tokens, time.perf_counter() - t0))
     return str(out.text)

@@ -79,3 +79,26 @@ def test_openai_compatible_server_through_dspy(server):
     assert r.text.strip(), r
     assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0
     assert r.usage.latency_s > 0
+
+
+def test_intent_scored_from_the_servers_logprobs_matches_the_embedded_engine(server):
+    from routerlab.agents.lm.scoring import score_choices
+    from routerlab.agents.state import INTENTS
+    from routerlab.routers.lm_intent import IntentPrompt
+
+    prompt = IntentPrompt(
+        "Classify the request to a text-to-SQL assistant by intent.",
+        (("", "How many orders were placed last week?", "sql"), ("", "Explain: SELECT 1", "explain")),
+    )
+    remote = resolve_lm("openai/qwen-0.5b", api_base=server, cache=False, max_tokens=16)
+    local = resolve_lm("local:0.5b", cache=False, max_tokens=16)
+    for request in ("Hello there, how are you today?", "What does this query do? SELECT name FROM users"):
+        args = (prompt.prefix("users, orders"), prompt.request(request), INTENTS)
+        by_provider = score_choices(remote, *args)
+        by_engine = score_choices(local, *args)
+        assert by_provider is not None and by_engine is not None
+        assert by_provider.prefix_source == "provider" and by_provider.prompt_tokens > 0
+        assert sum(by_provider.probs.values()) == pytest.approx(1.0)
+        # same model, same chat template: the same decision, from the same distribution
+        assert by_provider.best == by_engine.best, (request, by_provider.probs, by_engine.probs)
+        assert by_provider.confidence == pytest.approx(by_engine.confidence, abs=0.1)
