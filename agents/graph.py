@@ -26,7 +26,7 @@ from routerlab.agents.db import Database, open_database
 from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.events import make_event
 from routerlab.agents.lm.usage import usage_scope
-from routerlab.agents.plan import TOOL_INTENT, call_id, next_call
+from routerlab.agents.plan import TOOL_INTENT, direct_call
 from routerlab.agents.registry import component_spec
 from routerlab.agents.replay import OutcomeCache, lm_identity, outcome_key, programs_digest, settings_dict
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
@@ -161,10 +161,10 @@ class Pipeline:
         g.add_node(
             "dispatch",
             self._timed("dispatch", self._dispatch),
-            destinations=("tools", "ask_human", "respond", "route"),
+            destinations=("tools", "ask_human", "respond", "route", "direct"),
         )
         g.add_node("tools", self._timed("tools", self._tools), retry_policy=retry)
-        g.add_node("ask_human", self._ask_human, destinations=("route",))
+        g.add_node("ask_human", self._ask_human, destinations=("route", "direct"))
         g.add_node("respond", self._timed("respond", self._respond))
         g.add_conditional_edges(START, self._intent_route, {"direct": "direct", "route": "route"})
         g.add_edge("direct", "dispatch")
@@ -210,15 +210,39 @@ class Pipeline:
             ],
         )
 
+    def _decider(self, state: PipelineState) -> Literal["direct", "route"]:
+        """Who picks the next step: the direct chain of an explicit agent request, else the router."""
+        return self._intent_route(state)
+
     def _direct(self, state: PipelineState) -> dict[str, Any]:
-        agent = state["agent"]
-        intent = TOOL_INTENT.get(agent or "", "sql")
-        call = next_call(state, intent) or {"id": call_id(state, agent), "name": agent, "args": {}}
+        """An explicit agent request: the calls the agent cites, then the agent; never the router."""
+        agent = str(state["agent"])
+        conv = self._conv(state)
+        records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+        if records and records[-1].get("status") == "error":
+            # no router to repair it: a direct request ends with the error of its failed call
+            last = records[-1]
+            return {
+                "error": f"{last['name']} failed: {last.get('output')}",
+                "error_class": last.get("error_class") or "tool_error",
+                "error_detail": dict(last.get("error_detail") or {}),
+            }
+        call = direct_call(state, agent)
+        if call is None:
+            answer = _answer_of(records[-1].get("output")) if records else ""
+            return {
+                "messages": [AIMessage(content=answer)],
+                "events": [make_event("progress", "direct", f"{agent} done", conv)],
+            }
+        intent = TOOL_INTENT.get(agent, "sql")
         decision = RouteDecision(tool_calls=[call], intent=intent, method=f"direct:{agent}")
+        details = f"explicit request for {agent}"
+        if call["name"] != agent:
+            details += f": {call['name']} first ({agent} needs its output)"
         return {
             "messages": [self._ai_message(decision)],
             "route": decision.summary("direct"),
-            "events": [make_event("progress", "direct", f"explicit request for {agent}", self._conv(state))],
+            "events": [make_event("progress", "direct", details, conv, route=decision.summary("direct"))],
         }
 
     def _route(self, state: PipelineState) -> dict[str, Any]:
@@ -228,7 +252,12 @@ class Pipeline:
         if state.get("remaining_steps", 1) <= 0:
             return {"error": "the turn used all its router steps", "error_class": "step_limit"}
         with usage_scope() as log:
-            decision = self.router.decide(state)
+            try:
+                decision = self.router.decide(state)
+            except Exception as exc:
+                if is_transient(exc):
+                    raise  # the node's retry policy takes it; exhausted, the run records a crash
+                return self._internal_error(f"{type(exc).__name__}: {exc}", type(exc).__name__)
         measured = log.total()
         if decision.usage.lm_calls == 0 and measured.lm_calls:
             decision.usage = measured
@@ -268,6 +297,20 @@ class Pipeline:
                 update |= {"error": "the router produced no decision", "error_class": "no_decision"}
         return update
 
+    def _internal_error(self, message: str, kind: str) -> dict[str, Any]:
+        """The update of a router whose own call raised: the turn ends with an internal error.
+
+        The class is ``crash:<exception type>``, the name the runner gives an exception that
+        escaped the pipeline, so scoring and the crash verdict see the same failure either way.
+        """
+        text = f"the {self.router.name} router failed: {message}"
+        return {
+            "has_internal_error": True,
+            "internal_error_message": text,
+            "error": message,
+            "error_class": f"crash:{kind}",
+        }
+
     def _dispatch(self, state: PipelineState) -> Command:
         if state.get("has_internal_error") or state.get("error"):
             return Command(goto="respond")
@@ -283,14 +326,18 @@ class Pipeline:
             tool = self.tools.get(record.get("name", ""))
             if record.get("status") == "error":
                 if record.get("error_class") in self.config.recoverable_errors:
-                    return Command(goto="route")
+                    return Command(goto=self._decider(state))
                 return Command(
                     goto="respond",
-                    update={"error": str(record.get("output")), "error_class": record.get("error_class")},
+                    update={
+                        "error": str(record.get("output")),
+                        "error_class": record.get("error_class"),
+                        "error_detail": dict(record.get("error_detail") or {}),
+                    },
                 )
             if tool is not None and tool.terminal:
                 return Command(goto="respond")
-            return Command(goto="route")
+            return Command(goto=self._decider(state))
         return Command(goto="respond")
 
     def _record_calls(self, state: PipelineState, msg: AIMessage) -> Command:
@@ -342,6 +389,7 @@ class Pipeline:
                 state={**state, "tool_calls": known},
             )
             started = time.time()
+            error_detail: dict[str, Any] = {}
             key = self._outcome_key(tool, call["args"], ctx.state)
             replayed = self._outcomes.get(key) if self._outcomes is not None and key is not None else None
             if replayed is not None:
@@ -356,10 +404,19 @@ class Pipeline:
                         status, error_class = "success", None
                     except ToolError as exc:
                         output, status, error_class = str(exc), "error", exc.error_class
+                        # what an error event shows: the offending statement and the guard rule
+                        error_detail = _error_detail(exc, call["args"], known)
                     except Exception as exc:
                         if is_transient(exc):
                             raise  # the node's retry policy takes it
                         output, status, error_class = f"{type(exc).__name__}: {exc}", "error", "tool_crash"
+                        # an LM or tool failure no router can repair (seed 000's internal error)
+                        update |= {
+                            "has_internal_error": True,
+                            "internal_error_message": f"{tool.name} failed: {output}",
+                            "error": f"{tool.name} failed: {output}",
+                            "error_class": "tool_crash",
+                        }
                 u = log.total()
                 if status == "success" and key is not None and self._outcomes is not None:
                     self._outcomes.put(key, tool.name, output, u)
@@ -372,6 +429,7 @@ class Pipeline:
                 "started": started,
                 "ended": time.time(),
                 **({"replayed": True} if replayed is not None else {}),
+                **({"error_detail": error_detail} if error_detail else {}),
             }
             records[call["id"]] = record
             known[call["id"]] = record
@@ -392,6 +450,8 @@ class Pipeline:
                     update["sql"] = output["sql"]
                 if "rows" in output:
                     update |= {"rows": output["rows"], "columns": output["columns"], "executed": True}
+                    update |= {"row_count": output.get("row_count", len(output["rows"]))}
+                    update |= {"summary": output.get("summary")}
             if status == "error" and tool.name == "execute_sql_and_analyze_result":
                 update["executed"] = True
         return {
@@ -415,7 +475,7 @@ class Pipeline:
         reply = interrupt({"question": question, "tool_call_id": call["id"]})
         now = time.time()
         return Command(
-            goto="route",
+            goto=self._decider(state),
             update={
                 "messages": [
                     ToolMessage(content=str(reply), tool_call_id=call["id"], name=call["name"], status="success")
@@ -439,7 +499,20 @@ class Pipeline:
         if state.get("error") or state.get("has_internal_error"):
             error = state.get("error") or state.get("internal_error_message") or "internal error"
             answer = f"Sorry, I could not complete this request: {error}"
-            event = make_event("error", "respond", error, conv, error_type=state.get("error_class") or "internal_error")
+            detail = state.get("error_detail") or {}
+            event = make_event(
+                "error",
+                "respond",
+                error,
+                conv,
+                error_type=state.get("error_class") or "internal_error",
+                sql=detail.get("sql") or state.get("sql"),
+                rule=detail.get("rule"),
+                has_internal_error=bool(state.get("has_internal_error")),
+                internal_error_message=state.get("internal_error_message"),
+                execution_path=[*state.get("path", []), "respond"],
+                route=state.get("route"),
+            )
             return {"answer": answer, "events": [event]}
         answer = state.get("answer")
         last = state["messages"][-1]
@@ -457,8 +530,11 @@ class Pipeline:
             sql=state.get("sql"),
             rows=(state.get("rows") or [])[:20],
             columns=state.get("columns") or [],
+            row_count=state.get("row_count", len(state.get("rows") or [])),
+            summary=state.get("summary"),
             execution_path=[*state.get("path", []), "respond"],
             route=state.get("route"),
+            classification=_classification(state),
         )
         return {"answer": answer, "events": [event]}
 
@@ -546,6 +622,40 @@ class Pipeline:
     def spec(self) -> dict[str, Any]:
         """Recorded arguments of the pipeline and its router (for MLflow params)."""
         return {"router": component_spec(self.router), "config": _config_dict(self.config)}
+
+
+def _classification(state: PipelineState) -> dict[str, Any] | None:
+    """The decision that classified the turn: the first with an intent (later ones follow its plan)."""
+    first = next((d for d in state.get("router_usage", []) if d.get("intent")), None)
+    return first or state.get("route") or None
+
+
+def _answer_of(output: Any) -> str:
+    """The answer a direct request gives when its agent is not terminal: what the agent produced."""
+    if not isinstance(output, dict):
+        return str(output or "")
+    for key in ("answer", "explanation", "summary", "sql"):
+        if output.get(key):
+            return str(output[key])
+    if output.get("tables"):
+        return "Relevant tables: " + ", ".join(map(str, output["tables"]))
+    return json.dumps(output, default=str, ensure_ascii=False)[:2000]
+
+
+def _error_detail(exc: ToolError, args: Mapping[str, Any], known: Mapping[str, Any]) -> dict[str, Any]:
+    """The statement a tool error is about and the guard rule that stopped it (when known)."""
+    sql = getattr(exc, "sql", "") or args.get("sql") or ""
+    if not sql:
+        # execute cites the call that produced its SQL; that SQL is what failed
+        for ref in ("sql_call_id", "failed_call_id"):
+            out = known.get(str(args.get(ref) or ""), {}).get("output")
+            if isinstance(out, dict) and out.get("sql"):
+                sql = out["sql"]
+                break
+    detail = {"sql": sql} if sql else {}
+    if getattr(exc, "rule", None):
+        detail["rule"] = exc.rule
+    return detail
 
 
 def _config_dict(config: PipelineConfig) -> dict[str, Any]:

@@ -13,7 +13,16 @@ from typing import Any
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 
-__all__ = ["CHAINS", "CLARIFY_QUESTION", "REFUSAL_REASON", "TOOL_INTENT", "call_id", "next_call"]
+__all__ = [
+    "CHAINS",
+    "CLARIFY_QUESTION",
+    "DIRECT_CHAINS",
+    "REFUSAL_REASON",
+    "TOOL_INTENT",
+    "call_id",
+    "direct_call",
+    "next_call",
+]
 
 #: intent implied by the first tool a router calls
 TOOL_INTENT: dict[str, Intent] = {
@@ -39,6 +48,21 @@ CHAINS: dict[Intent, tuple[str, ...]] = {
     "unanswerable": ("abstain",),
 }
 
+
+#: what an explicit agent request (direct mode) runs: the calls whose outputs the agent cites,
+#: then the agent itself; a clarification serves only to answer the clarified data question, so
+#: ``ask_human`` goes on with that question's chain
+DIRECT_CHAINS: dict[str, tuple[str, ...]] = {
+    "data_discovery": ("data_discovery",),
+    "generate_sql": ("data_discovery", "generate_sql"),
+    "execute_sql_and_analyze_result": ("data_discovery", "generate_sql", "execute_sql_and_analyze_result"),
+    "fix_sql": ("fix_sql",),
+    "explain_sql": ("explain_sql",),
+    "chat": ("chat",),
+    "ask_human": CHAINS["clarify"],
+    "refuse": ("refuse",),
+    "abstain": ("abstain",),
+}
 
 CLARIFY_QUESTION = "Could you be more specific: which service area, time period or measure do you mean?"
 REFUSAL_REASON = "this assistant only reads data; it does not change, delete or expose it."
@@ -86,6 +110,41 @@ def _sql_plan(state: PipelineState, question: str, fix_budget: int) -> dict[str,
                 failed_call_id=last["id"],
             )
     return None
+
+
+def _direct_args(state: PipelineState, name: str, question: str) -> dict[str, Any]:
+    """The arguments of ``name`` in a direct chain: from the request and the calls made so far."""
+    discovery = _last(state, "data_discovery")
+    producer = _last(state, "generate_sql", "fix_sql")
+    args: dict[str, Any] = {
+        "data_discovery": {"question": question},
+        "generate_sql": {"question": question, **({"discovery_call_id": discovery["id"]} if discovery else {})},
+        "execute_sql_and_analyze_result": {"sql_call_id": producer["id"] if producer else ""},
+        "fix_sql": {"sql": extract_sql(question) or question, "error": extract_error(question) or "the query fails"},
+        "explain_sql": {"sql": extract_sql(question) or question},
+        "chat": {"message": question},
+        "ask_human": {"question": CLARIFY_QUESTION},
+        "refuse": {"reason": REFUSAL_REASON},
+        "abstain": {"question": question},
+    }.get(name, {})
+    return args
+
+
+def direct_call(state: PipelineState, agent: str) -> dict[str, Any] | None:
+    """The next call of an explicit request for ``agent`` (direct mode), None once it has run.
+
+    The chain is :data:`DIRECT_CHAINS`' (an agent outside it runs alone, with no arguments).
+    Its position is the number of calls made this turn, so a failed call is never retried here:
+    the pipeline ends the turn with its error.
+    """
+    chain = DIRECT_CHAINS.get(agent, (agent,))
+    done = len(state.get("tool_calls", {}))
+    if done >= len(chain):
+        return None
+    question = state.get("question", "")
+    if state.get("user_reply"):
+        question = f"{question} ({state['user_reply']})"
+    return _call(state, chain[done], **_direct_args(state, chain[done], question))
 
 
 def next_call(state: PipelineState, intent: str, *, fix_budget: int = 1) -> dict[str, Any] | None:

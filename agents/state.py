@@ -95,7 +95,12 @@ class PipelineState(TypedDict, total=False):
         sql: The current SQL (latest generated or fixed statement).
         rows: Result rows of the latest execution (capped).
         columns: Column names of ``rows``.
+        row_count: Rows the latest execution returned (before the cap of ``rows``).
+        summary: The latest execution's one-line result summary.
         error: The error message that ended the turn, if any.
+        error_class: Stable class of that error.
+        error_detail: What the error is about: ``sql`` (the offending statement) and ``rule``
+            (the guard rule that stopped it), when known.
         ask_human: The clarifying question asked of the user, if any.
         user_reply: The user's reply after a clarification.
         answer: The final answer text.
@@ -122,8 +127,11 @@ class PipelineState(TypedDict, total=False):
     sql: str | None
     rows: list[list[Any]]
     columns: list[str]
+    row_count: int
+    summary: str | None
     error: str | None
     error_class: str | None
+    error_detail: dict[str, Any]
     ask_human: str | None
     user_reply: str | None
     answer: str | None

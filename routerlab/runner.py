@@ -143,6 +143,10 @@ def score_trace(example: Example, trace: Trace, scorers: Sequence[Scorer]) -> di
 
 
 def _outcome(trace: Trace) -> str:
+    # a router that raised: the pipeline ended the turn itself (has_internal_error) and named it
+    # as the runner names an exception that escaped, so it stays a crash in every figure
+    if (trace.error_class or "").startswith("crash:"):
+        return "crash"
     if trace.error_class == "timeout":
         return "timeout"
     return "error" if trace.error else "ok"

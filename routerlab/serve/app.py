@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -20,13 +21,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from routerlab.agents.errors import ConfigError, DatabaseError, RunError, UnknownComponentError
 from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
-from routerlab.serve.models import AskRequest, describe_validation_errors
+from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_validation_errors
 from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
 
 __all__ = ["API_PREFIX", "ServeSettings", "create_app", "serve"]
 
 API_PREFIX = "/api/v0"
+
+log = logging.getLogger(__name__)
 
 #: compiled pipelines kept per app (one per router and argument set)
 _MAX_PIPELINES = 32
@@ -177,7 +181,10 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     async def prepare(body: AskRequest) -> tuple[Pipeline, dict[str, Any]] | Response:
         """Build (or reuse) the pipeline and check the agent, before any run starts."""
-        router = body.router or settings.router
+        router = body.router_name(settings.router)
+        if body.ignored_fields:
+            # seed 002's rule: an existing client's extra fields never break its request
+            log.warning("ignoring unknown request fields: %s", ", ".join(body.ignored_fields))
         try:
             pipeline = await run_in_threadpool(runtime.pipeline, router, dict(body.router_args))
         except RunError as exc:
@@ -212,7 +219,15 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     def register(body: AskRequest) -> Run:
         conversation_id = body.conversation_id or uuid.uuid4().hex[:12]
-        return runtime.runs.start(conversation_id, body.router or settings.router)
+        return runtime.runs.start(conversation_id, body.router_name(settings.router))
+
+    def contract(body: AskRequest) -> dict[str, Any]:
+        """What every event of this request reports besides the pipeline's own payload."""
+        echo: dict[str, Any] = {k: v for k in ("user_id", "context_type") if (v := getattr(body, k)) is not None}
+        if body.ignored_fields:
+            echo["ignored_fields"] = body.ignored_fields
+        mode = routing_mode_used(body.router_name(settings.router), body.mode == "direct")
+        return {"routing_mode": mode, "echo": echo}
 
     @app.get("/health")
     async def health() -> Response:
@@ -233,7 +248,13 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             {"name": n, "label": routers.label(n), "baseline": n in routers.BASELINES} for n in routers.router.names()
         ]
         agents = [t.name for t in DEFAULT_TOOLS]
-        data = {"routers": items, "default": settings.router, "agents": agents, "modes": ["auto", "direct"]}
+        data = {
+            "routers": items,
+            "default": settings.router,
+            "agents": agents,
+            "modes": ["auto", "direct"],
+            "routing_modes": {mode: name or settings.router for mode, name in ROUTING_MODES.items()},
+        }
         return _json(envelope(ErrorCode.OK, f"{len(items)} routers", data))
 
     async def start(body: AskRequest) -> Response | tuple[Any, dict[str, Any], Any]:
@@ -256,7 +277,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         pipeline, kwargs, run = started
         last: dict[str, Any] | None = None
         async for item in stream_run(
-            pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **kwargs
+            pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **contract(body), **kwargs
         ):
             last = item
         if last is None:  # the client left before the end; nobody reads this
@@ -275,7 +296,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         async def events() -> Any:
             n = 0
             async for item in stream_run(
-                pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **kwargs
+                pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **contract(body), **kwargs
             ):
                 n += 1
                 yield {"event": item["data"]["type"], "id": str(n), "data": dump_json(item)}

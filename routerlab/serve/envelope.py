@@ -8,16 +8,18 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from routerlab.serve.contract import present
+
 __all__ = ["ErrorCode", "ProgressSummary", "dump_json", "envelope", "error_envelope", "event_envelope"]
 
 
 class ErrorCode(IntEnum):
-    """Stable ``code`` values of the envelope (0 means success).
+    """Stable ``code`` values of the envelope (200 means success, as in seed 002).
 
     The first three digits are the HTTP status the code is usually sent with.
     """
 
-    OK = 0
+    OK = 200
     INVALID_REQUEST = 40000
     UNKNOWN_COMPONENT = 40001
     BAD_COMPONENT = 40002
@@ -55,7 +57,7 @@ def envelope(code: int, message: str, data: dict[str, Any]) -> dict[str, Any]:
     """``{"code", "success", "message", "data"}``.
 
     Args:
-        code: 0 for success, else an :class:`ErrorCode`.
+        code: 200 for success, else an :class:`ErrorCode`.
         message: One human-readable line.
         data: The payload.
     """
@@ -92,6 +94,8 @@ class ProgressSummary:
     """A small running summary of one run, folded from its events (no second source of truth).
 
     Attributes:
+        routing_mode: The routing mode the run uses (seed 002's ``rule``/``llm``/``hybrid``,
+            another router's name, or ``direct``).
         execution_path: Nodes that reported so far, in order.
         tools: Sub-agents run so far, in order.
         tool_errors: How many of them failed.
@@ -99,6 +103,7 @@ class ProgressSummary:
         confidence: The router's latest confidence.
     """
 
+    routing_mode: str = ""
     execution_path: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     tool_errors: int = 0
@@ -116,6 +121,8 @@ class ProgressSummary:
             self.intent = route["intent"]
             self.confidence = route.get("confidence")
         return {
+            "current_step": event.get("tool") or event["node"],
+            "routing_mode": self.routing_mode,
             "execution_path": list(self.execution_path),
             "tools": list(self.tools),
             "tool_errors": self.tool_errors,
@@ -125,21 +132,28 @@ class ProgressSummary:
         }
 
 
-def event_envelope(event: dict[str, Any], state: dict[str, Any], code: ErrorCode | None = None) -> dict[str, Any]:
+def event_envelope(
+    event: dict[str, Any],
+    state: dict[str, Any],
+    code: ErrorCode | None = None,
+    echo: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Wrap one pipeline event (from ``routerlab.agents.events.make_event``) and the run summary.
 
-    The event's own fields (``type``, ``node``, ``display_name``, ``details``, ``conversation_id``,
-    ``timestamp`` and its payload such as ``answer``/``sql``/``rows``) become ``data``; the summary
-    goes under ``data.state``.
+    ``data`` is the event as seed 002 writes it (:func:`routerlab.serve.contract.present`): its
+    own fields plus icon, status, sub-status and ``state_summary``.
 
     Args:
         event: The event as ``Pipeline.stream`` yielded it.
         state: The summary returned by :meth:`ProgressSummary.add` for this event.
-        code: Error code of an error event (default: the turn failed, :attr:`ErrorCode.RUN_FAILED`).
+        code: Error code of an error event (default: :attr:`ErrorCode.INTERNAL_ERROR` when the
+            pipeline set ``has_internal_error``, else :attr:`ErrorCode.RUN_FAILED`).
+        echo: Request fields every event repeats (user id, context type, ignored fields).
     """
-    data = {**event, "state": state}
+    data = present(event, state, echo or {})
     if event["type"] == "error":
-        return envelope(code or ErrorCode.RUN_FAILED, str(event.get("details", "")), data)
+        default = ErrorCode.INTERNAL_ERROR if event.get("has_internal_error") else ErrorCode.RUN_FAILED
+        return envelope(code or default, str(event.get("details", "")), data)
     if event["type"] == "completed":
         return envelope(ErrorCode.OK, "completed", data)
-    return envelope(ErrorCode.OK, f"{event.get('display_name', event['node'])}: {event.get('details', '')}", data)
+    return envelope(ErrorCode.OK, f"running: {event.get('display_name', event['node'])}", data)

@@ -7,17 +7,28 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-__all__ = ["AskRequest", "describe_validation_errors"]
+__all__ = ["ROUTING_MODES", "AskRequest", "describe_validation_errors"]
 
 #: conversation ids become LangGraph thread ids and appear in logs: keep them plain
 CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 
 
+#: seed 002's routing modes and the router each one runs (``auto``: the server's ``--router``)
+ROUTING_MODES: dict[str, str | None] = {"rule": "rules", "llm": "llm", "hybrid": "hybrid", "auto": None}
+
+
 class AskRequest(BaseModel):
-    """One request to the pipeline.
+    """One request to the pipeline, as seed 002's clients send it plus routerlab's optional fields.
+
+    Fields this model does not know are kept aside (``ignored_fields``) and reported in a logged
+    warning, never refused, so a client written against another version keeps working.
 
     Attributes:
         question: The user's request.
+        user_id: Who asks (seed 002); recorded with the conversation and echoed in every event.
+        routing_mode: Seed 002's routing mode: ``rule``, ``llm``, ``hybrid`` or ``auto`` (the
+            server's default router); see :data:`ROUTING_MODES`.
+        context_type: Seed 002's context type; accepted and echoed, not interpreted.
         router: Router name (default: the server's ``--router``).
         router_args: Constructor arguments of the router (e.g. ``{"threshold": 0.9}`` for hybrid).
         mode: ``auto`` lets the router decide; ``direct`` calls ``agent`` and bypasses the router.
@@ -27,9 +38,12 @@ class AskRequest(BaseModel):
         hint: Evidence passed to SQL generation.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow")
 
     question: str = Field(min_length=1, max_length=8000)
+    user_id: str | None = Field(default=None, max_length=128)
+    routing_mode: Literal["rule", "llm", "hybrid", "auto"] | None = None
+    context_type: str | None = Field(default=None, max_length=64)
     router: str | None = Field(default=None, min_length=1, max_length=64)
     router_args: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
     mode: Literal["auto", "direct"] = "auto"
@@ -46,6 +60,15 @@ class AskRequest(BaseModel):
             raise ValueError("a question with some non-blank text")
         return value
 
+    @field_validator("router")
+    @classmethod
+    def _router_fits_routing_mode(cls, value: str | None, info: ValidationInfo) -> str | None:
+        wanted = ROUTING_MODES.get(info.data.get("routing_mode") or "auto")
+        if value and wanted and value != wanted:
+            mode = info.data.get("routing_mode")
+            raise ValueError(f"router {wanted!r} (routing_mode {mode!r} runs it), or leave one of the two out")
+        return value
+
     @field_validator("agent")
     @classmethod
     def _agent_fits_mode(cls, value: str | None, info: ValidationInfo) -> str | None:
@@ -56,12 +79,19 @@ class AskRequest(BaseModel):
             raise ValueError("no agent when mode is 'auto' (set mode to 'direct' to call an agent)")
         return value
 
+    @property
+    def ignored_fields(self) -> list[str]:
+        """Names of the fields of the body this model does not know (sorted)."""
+        return sorted(self.model_extra or {})
+
+    def router_name(self, default: str) -> str:
+        """The router that runs this request: ``router``, else the routing mode's, else ``default``."""
+        return self.router or ROUTING_MODES.get(self.routing_mode or "auto") or default
+
 
 def _found(error: dict[str, Any]) -> str:
     if error.get("type") == "missing":
         return "nothing (the field is missing)"
-    if error.get("type") == "extra_forbidden":
-        return f"an unknown field with value {_short(error.get('input'))}"
     if error.get("type") == "json_invalid":
         return f"malformed JSON ({error.get('ctx', {}).get('error', 'parse error')})"
     value = error.get("input")
@@ -79,8 +109,6 @@ def _expected(error: dict[str, Any]) -> str:
     kind = error.get("type", "")
     if kind == "missing":
         return "this required field"
-    if kind == "extra_forbidden":
-        return f"only the fields {', '.join(AskRequest.model_fields)}"
     if kind == "json_invalid":
         return "a JSON object"
     msg = str(error.get("msg", ""))

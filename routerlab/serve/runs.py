@@ -134,6 +134,8 @@ def _crash_event(exc: BaseException, node: str, conversation_id: str) -> tuple[d
     else:
         details, code = f"{type(exc).__name__}: {exc}", ErrorCode.INTERNAL_ERROR
         extra = {"error_type": "internal_error"}
+    # nothing in the pipeline could handle it: an internal error in seed 000's sense
+    extra |= {"has_internal_error": True, "internal_error_message": details}
     return make_event("error", node, details, conversation_id, **extra), code
 
 
@@ -179,6 +181,8 @@ async def stream_run(
     is_disconnected: Callable[[], Awaitable[bool]],
     *,
     poll_s: float = 0.25,
+    routing_mode: str = "",
+    echo: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> AsyncIterator[dict[str, Any]]:
     """Run the pipeline in a worker thread and yield each event wrapped in the envelope.
@@ -192,6 +196,8 @@ async def stream_run(
         registry: Where the run is recorded as finished.
         is_disconnected: ``Request.is_disconnected`` of the client.
         poll_s: How often to check the client while no event arrives.
+        routing_mode: The routing mode the run uses (reported in every event's state summary).
+        echo: Request fields every event repeats (user id, context type, ignored fields).
         **kwargs: Arguments of :meth:`Pipeline.stream` (question, database, reply, agent, hint).
 
     Yields:
@@ -209,7 +215,7 @@ async def stream_run(
         target=_work, args=(pipeline, run, registry, put, kwargs), name=f"routerlab-run-{run.conversation_id}"
     )
     worker.daemon = True
-    summary = ProgressSummary()
+    summary = ProgressSummary(routing_mode=routing_mode)
     finished = False
     worker.start()
     try:
@@ -226,9 +232,9 @@ async def stream_run(
             if kind == "raised":
                 node = summary.execution_path[-1] if summary.execution_path else "pipeline"
                 event, code = _crash_event(item, node, run.conversation_id)
-                yield event_envelope(event, summary.add(event), code)
+                yield event_envelope(event, summary.add(event), code, echo)
                 continue
-            yield event_envelope(item, summary.add(item))
+            yield event_envelope(item, summary.add(item), echo=echo)
             if await is_disconnected():
                 return
     finally:

@@ -204,11 +204,13 @@ def test_a_vague_question_without_reply_ends_with_the_question(sales_db):
     assert t.tool_names == ["ask_human"] and t.answer == t.ask_human == "Which area do you mean?"
 
 
-def test_an_explicit_agent_request_continues_with_the_agent_that_owns_it(sales_db):
+def test_an_explicit_agent_request_runs_that_agent_without_the_swarm(sales_db):
+    # direct mode runs the requested agent's chain and ends: no agent of the swarm is asked
     question = 'Fix: SELECT nme FROM areas\nError: Binder Error: Referenced column "nme" not found'
     t, _ = run(sales_db, question, agent="fix_sql")
-    assert t.tool_names == ["fix_sql", "execute_sql_and_analyze_result"]
-    assert methods(t) == ["handoff:fix"] and t.router_usage.lm_calls == 1
+    assert t.tool_names == ["fix_sql"]
+    assert methods(t) == [] and t.router_usage.lm_calls == 0
+    assert t.sql and "name" in t.sql
 
 
 def test_agent_switches_ride_in_the_progress_events_and_map_onto_them(sales_db):
