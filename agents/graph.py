@@ -549,6 +549,7 @@ class Pipeline:
         hint: str = "",
         oracle_intent: str | None = None,
         conversation_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Run one request and yield its progress events live; the last is completed or error.
 
@@ -560,6 +561,9 @@ class Pipeline:
             hint: Evidence for SQL generation.
             oracle_intent: Gold intent (benchmarks; read only by the oracle baseline).
             conversation_id: Thread id; a fresh one by default.
+            history: Earlier turns of the conversation (``routerlab.agents.conversation.Turn``),
+                oldest first; routers and sub-agents read them (a follow-up reuses the last
+                data turn's SQL and tables).
         """
         conv = conversation_id or uuid.uuid4().hex[:12]
         cfg = {"configurable": {"thread_id": conv}, "recursion_limit": 4 * self.config.max_steps + 10}
@@ -571,6 +575,7 @@ class Pipeline:
             max_steps=self.config.max_steps,
             timeout_s=self.config.timeout_s,
             oracle_intent=oracle_intent,
+            history=[dict(t) for t in history or []],
         )
         state["conversation_id"] = conv
         payload: Any = state

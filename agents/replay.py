@@ -98,7 +98,7 @@ def outcome_key(
         tool_name: The tool.
         args: The call's arguments.
         refs: Names of the arguments that cite earlier calls (their values are call ids).
-        state: The pipeline state (question, hint, user_reply, database, tool_calls).
+        state: The pipeline state (question, hint, user_reply, database, tool_calls, history).
         lm: :func:`lm_identity` of the pipeline's LM.
         context: Everything else fixed per pipeline (programs digest, tool settings).
     """
@@ -124,6 +124,9 @@ def outcome_key(
         "lm": lm,
         "context": context,
     }
+    if state.get("history"):
+        # a follow-up's SQL depends on the earlier turns; a first turn's key stays as it was
+        key["history"] = list(state["history"])
     return hashlib.sha256(_canonical(key).encode()).hexdigest()
 
 

@@ -115,6 +115,10 @@ class PipelineState(TypedDict, total=False):
         executed: True once any SQL ran against the database.
         oracle_intent: The gold intent; set by the benchmark runner, read only by the ``oracle``
             baseline router.
+        conversation_id: The thread id of the turn.
+        turns: Graph runs the turn took (2 when a clarifying question was answered).
+        history: Earlier turns of the conversation, oldest first
+            (:class:`routerlab.agents.conversation.Turn`); empty for a first request.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -148,6 +152,7 @@ class PipelineState(TypedDict, total=False):
     oracle_intent: str | None
     conversation_id: str
     turns: int
+    history: list[dict[str, Any]]
 
 
 def sum_dict(left: Mapping[str, float] | None, right: Mapping[str, float] | None) -> dict[str, float]:
@@ -167,6 +172,7 @@ def initial_state(
     max_steps: int = 8,
     timeout_s: float = 120.0,
     oracle_intent: str | None = None,
+    history: list[dict[str, Any]] | None = None,
 ) -> PipelineState:
     """Build the input state for one turn.
 
@@ -178,6 +184,7 @@ def initial_state(
         max_steps: Router decisions allowed before the turn stops.
         timeout_s: Wall-clock budget of the turn.
         oracle_intent: Gold intent for the ``oracle`` baseline (benchmarks only).
+        history: Earlier turns of the conversation, oldest first.
     """
     from langchain_core.messages import HumanMessage
 
@@ -208,4 +215,5 @@ def initial_state(
         node_latency={},
         executed=False,
         oracle_intent=oracle_intent,
+        history=list(history or []),
     )

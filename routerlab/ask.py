@@ -12,10 +12,18 @@ from rich.table import Table
 __all__ = ["ask", "check_request", "print_event"]
 
 #: the command-line option of each field of the HTTP API's request body
-_OPTIONS = {"question": "QUESTION", "agent": "--agent", "reply": "--reply", "router": "--router"}
+_OPTIONS = {
+    "question": "QUESTION",
+    "agent": "--agent",
+    "reply": "--reply",
+    "router": "--router",
+    "conversation_id": "--conversation",
+}
 
 
-def check_request(question: str, router_name: str, agent: str | None, reply: str | None) -> None:
+def check_request(
+    question: str, router_name: str, agent: str | None, reply: str | None, conversation: str | None = None
+) -> None:
     """Validate a command-line request exactly as the HTTP API validates its body.
 
     An empty question, one over the length cap, or a bad ``--reply`` is refused before a model
@@ -30,7 +38,14 @@ def check_request(question: str, router_name: str, agent: str | None, reply: str
     from routerlab.serve.models import AskRequest, describe_validation_errors
 
     try:
-        AskRequest(question=question, router=router_name, mode="direct" if agent else "auto", agent=agent, reply=reply)
+        AskRequest(
+            question=question,
+            router=router_name,
+            mode="direct" if agent else "auto",
+            agent=agent,
+            reply=reply,
+            conversation_id=conversation,
+        )
     except ValidationError as exc:
         first = describe_validation_errors(exc.errors())[0]
         option = _OPTIONS.get(first["field"].split(".")[0], first["field"])
@@ -74,6 +89,9 @@ def ask(
     agent: str | None,
     reply: str | None,
     console: Console,
+    *,
+    conversation: str | None = None,
+    store_path: Path | None = None,
 ) -> int:
     """Run one request and print events, answer, SQL and rows. Returns the exit code.
 
@@ -82,14 +100,23 @@ def ask(
 
     A clarifying question is answered by ``reply``, else by the terminal user when stdin is
     interactive, else left unanswered (the turn ends with the question).
+
+    Every request is a turn of a conversation kept on disk (``store_path``, by default
+    ``<cache>/conversations.sqlite``): ``conversation`` continues one (its earlier turns are the
+    context of this one), else a new one starts; its id is printed last.
     """
+    import uuid
+
     from routerlab import routers
+    from routerlab.agents.capture import build_trace
+    from routerlab.agents.conversation import turn_from_trace
     from routerlab.agents.errors import DatabaseError
     from routerlab.agents.graph import Pipeline
     from routerlab.agents.lm import resolve_lm
     from routerlab.benchmarks.builtin import builtin_database_path
+    from routerlab.conversations import ConversationStore, default_path
 
-    check_request(question, router_name, agent, reply)
+    check_request(question, router_name, agent, reply, conversation)
     path = Path(db) if db is not None else builtin_database_path()
     if not path.exists():
         raise DatabaseError(
@@ -111,13 +138,23 @@ def ask(
             return console.input(f"[yellow]{q}[/] > ") or None
         return None
 
+    store = ConversationStore(store_path or default_path())
+    conv = conversation or uuid.uuid4().hex[:12]
+    history = store.history(conv)
+    if conversation is not None:
+        console.print(f"[dim]conversation {conv}: {len(history)} earlier turn(s)[/]", highlight=False)
     last: dict[str, Any] = {}
-    for ev in pipeline.stream(question, str(path), reply=answer_question, agent=agent):
+    for ev in pipeline.stream(
+        question, str(path), reply=answer_question, agent=agent, conversation_id=conv, history=history
+    ):
         print_event(console, ev)
         last = ev
+    turns = store.append(conv, turn_from_trace(question, build_trace("", pipeline.final_state(conv), 0.0)))
+    store.close()
     console.print()
     if last.get("type") == "error":
         console.print(f"[red]{last.get('details')}[/]", highlight=False)
+        _print_conversation(console, conv, turns)
         return 1
     console.print(f"[bold]answer:[/] {last.get('answer')}", highlight=False)
     if last.get("sql"):
@@ -127,4 +164,9 @@ def ask(
         for row in last["rows"][:20]:
             table.add_row(*[str(v) for v in row])
         console.print(table)
+    _print_conversation(console, conv, turns)
     return 0
+
+
+def _print_conversation(console: Console, conv: str, turns: int) -> None:
+    console.print(f"conversation: {conv} (turn {turns}; continue with --conversation {conv})", highlight=False)

@@ -78,11 +78,19 @@ def ask_cmd(
     lm_api_base: ApiBaseOpt = None,
     agent: Annotated[str | None, typer.Option("--agent", help="Call this agent directly (e.g. fix_sql).")] = None,
     reply: Annotated[str | None, typer.Option("--reply", help="Answer to a clarifying question, if asked.")] = None,
+    conversation: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation",
+            help="Continue this conversation (its earlier turns are context: 'and in 2023?' follows up); "
+            "without it a new one starts and its id is printed.",
+        ),
+    ] = None,
 ) -> None:
     """Answer one request, printing the pipeline's progress events live."""
     from routerlab.ask import ask
 
-    raise typer.Exit(ask(question, db, router_name, lm, lm_api_base, agent, reply, _out))
+    raise typer.Exit(ask(question, db, router_name, lm, lm_api_base, agent, reply, _out, conversation=conversation))
 
 
 DEFAULT_ROUTERS = "rules,llm,dspy,oracle,single_call"

@@ -14,6 +14,7 @@ from pathlib import Path
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from routerlab.agents.conversation import history_of, history_text
 from routerlab.agents.errors import ConfigError, ContractError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.routing import RouterEnv
@@ -149,14 +150,19 @@ class DSPyRouter(IntentRouter):
         assert self.env is not None
         tables = tables_of(self.env, state)
         request = state.get("question", "")
-        scored = classify_one_pass(self.env.lm, self.prompt, tables=tables, request=request) if self.one_pass else None
+        conversation = history_text(history_of(state))
+        scored = (
+            classify_one_pass(self.env.lm, self.prompt, tables=tables, request=request, conversation=conversation)
+            if self.one_pass
+            else None
+        )
         if scored is not None:
             return Classification(scored.intent, scored.confidence, f"dspy:{self.version}:logprob", scored.usage)
         from routerlab.agents.lm.usage import usage_scope
 
         with usage_scope() as log, lm_context(self.env.lm):
             try:
-                pred = self.program(tables=tables, request=request)
+                pred = self.program(tables=tables, request=request, conversation=conversation)
                 intent, method = str(pred.intent), f"dspy:{self.version}:generation"
             except (AdapterParseError, ValueError, RuntimeError) as exc:
                 intent, method = "sql", f"dspy:{self.version}:generation(parse-failed:{type(exc).__name__})"

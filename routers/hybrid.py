@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from routerlab.agents.conversation import history_of, history_text
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
@@ -68,7 +69,11 @@ class HybridRouter(IntentRouter):
         if not self.one_pass:
             return self._generation(state, intent, conf, method)
         scored = classify_one_pass(
-            self.env.lm, self.prompt, tables=tables_of(self.env, state), request=state.get("question", "")
+            self.env.lm,
+            self.prompt,
+            tables=tables_of(self.env, state),
+            request=state.get("question", ""),
+            conversation=history_text(history_of(state)),
         )
         if scored is not None:
             if scored.confidence >= self.lm_threshold:

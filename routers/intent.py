@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from routerlab.agents.conversation import history_of, last_data_turn
 from routerlab.agents.plan import TOOL_INTENT, next_call
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import Intent, PipelineState
@@ -35,6 +36,10 @@ class Classification(NamedTuple):
 class IntentRouter:
     """Shared ``decide``: classify on the first step, then the plan for that intent.
 
+    In a conversation, a request classified ``clarify`` right after a data turn is a follow-up
+    (the earlier turn supplies what it leaves open): it is answered as ``sql``, method
+    ``<method>:follow-up``.
+
     Subclasses implement :meth:`classify` and set ``name``.
 
     Args:
@@ -65,6 +70,10 @@ class IntentRouter:
             intent, conf, method, usage = route["intent"], route.get("confidence", 1.0), "plan", Usage()
         else:
             intent, conf, method, usage = self.classify(state)
+            if intent == "clarify" and last_data_turn(history_of(state)) is not None:
+                # ambiguous alone ("and that area?"), but the conversation's last data turn gives
+                # the context a clarifying question would ask for: a follow-up data question
+                intent, method = "sql", f"{method}:follow-up"
         call = next_call(state, intent, fix_budget=self.fix_budget)
         if call is None:
             records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))

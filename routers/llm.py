@@ -18,6 +18,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from routerlab.agents.conversation import HISTORY_TURNS, history_of
 from routerlab.agents.errors import ContractError
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.lm.local import tools_prompt
@@ -47,12 +48,17 @@ citing the fix_sql tool_call_id.
 
 
 def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:
-    """The conversation as OpenAI-style messages.
+    """The conversation as OpenAI-style messages: earlier turns, then this turn's messages.
 
     Tool results carry their tool_call_id in the text, because local chat templates do not show
     ids and later calls must cite them.
     """
     out: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    # earlier turns of the conversation come first, as plain exchanges (their tool calls are gone)
+    for turn in history_of(state)[-HISTORY_TURNS:]:
+        out.append({"role": "user", "content": str(turn.get("question", ""))})
+        said = str(turn.get("answer", ""))
+        out.append({"role": "assistant", "content": said + (f"\n(SQL: {turn['sql']})" if turn.get("sql") else "")})
     for m in state.get("messages", []):
         if isinstance(m, HumanMessage):
             out.append({"role": "user", "content": str(m.content)})

@@ -6,6 +6,7 @@ compact JSON of them to the router as the ``ToolMessage`` content.
 
 from __future__ import annotations
 
+from routerlab.agents.conversation import history_of, last_data_turn, question_in_context
 from routerlab.agents.db import check_sql
 from routerlab.agents.errors import ToolError
 from routerlab.agents.lm.adapter import lm_context
@@ -60,7 +61,9 @@ def _repaired(ctx: ToolContext, sql: str) -> dict:
 
 def _question_with_reply(ctx: ToolContext, question: str) -> str:
     reply = ctx.state.get("user_reply")
-    return f"{question}\n(Clarification from the user: {reply})" if reply and reply not in question else question
+    question = f"{question}\n(Clarification from the user: {reply})" if reply and reply not in question else question
+    # a follow-up ("and in 2023?") is written from the conversation's last data turn
+    return question_in_context(question, history_of(ctx.state))
 
 
 @tool()
@@ -72,7 +75,14 @@ def data_discovery(question: str, ctx: Ctx) -> dict:
     Args:
         question: The user's data question.
     """
-    tables = link_tables(ctx.db, question, ctx.settings)
+    last = last_data_turn(history_of(ctx.state))
+    if last is None:
+        tables = link_tables(ctx.db, question, ctx.settings)
+    else:
+        # a follow-up keeps the tables of the turn it follows, and links its own words too
+        linked = set(link_tables(ctx.db, f"{last.get('question', '')} {question}", ctx.settings))
+        linked |= set(last.get("tables") or [])
+        tables = [t.name for t in ctx.db.tables() if t.name in linked]
     return {
         "tables": tables,
         "schema": ctx.db.schema_text(tables, example_values=ctx.settings.example_values),

@@ -19,8 +19,11 @@ from sse_starlette import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from routerlab.agents.capture import build_trace
+from routerlab.agents.conversation import turn_from_trace
 from routerlab.agents.errors import ConfigError, DatabaseError, RunError, UnknownComponentError
 from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.conversations import ConversationStore
 from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
 from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_validation_errors
@@ -49,6 +52,8 @@ class ServeSettings:
         lm: A ready LM object (tests pass a scripted LM here).
         database: The database every request runs against (default: the built-in one).
         config: Pipeline bounds and settings.
+        conversations: SQLite file of the conversations (None: kept in memory); see
+            :mod:`routerlab.conversations` for the bounds.
         poll_s: How often a run waiting on a busy node checks whether its client is still there.
         ping_s: Keep-alive comment interval of event streams.
     """
@@ -61,6 +66,7 @@ class ServeSettings:
     lm: Any = None
     database: Path | None = None
     config: PipelineConfig | None = None
+    conversations: Path | None = None
     poll_s: float = 0.25
     ping_s: float = 15.0
 
@@ -72,6 +78,7 @@ class _Runtime:
     settings: ServeSettings
     lm: Any
     database: Path
+    store: ConversationStore
     runs: RunRegistry = field(default_factory=RunRegistry)
     _pipelines: dict[str, Pipeline] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -159,7 +166,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         )
     routers.router.get(settings.router)  # fail at start, not on the first request
     lm = settings.lm if settings.lm is not None else resolve_lm(settings.lm_spec, api_base=settings.lm_api_base)
-    runtime = _Runtime(settings=settings, lm=lm, database=database)
+    store = ConversationStore(settings.conversations)
+    runtime = _Runtime(settings=settings, lm=lm, database=database, store=store)
 
     app = FastAPI(title="routerlab", version="0", docs_url="/docs", redoc_url=None)
     app.state.runtime = runtime
@@ -238,6 +246,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             "lm": getattr(runtime.lm, "routerlab_spec", settings.lm_spec),
             "database": runtime.database.name,
             "active_runs": len(runtime.runs.active()),
+            "conversations": len(runtime.store),
         }
         return _json(envelope(ErrorCode.OK, "ok", data))
 
@@ -258,15 +267,23 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         return _json(envelope(ErrorCode.OK, f"{len(items)} routers", data))
 
     async def start(body: AskRequest) -> Response | tuple[Any, dict[str, Any], Any]:
-        """Build the pipeline and claim the conversation, or the refusal to send instead."""
+        """Build the pipeline, claim the conversation and load its turns, or the refusal to send."""
         prepared = await prepare(body)
         if isinstance(prepared, Response):
             return prepared
         pipeline, kwargs = prepared
         try:
-            return pipeline, kwargs, register(body)
+            run = register(body)
         except ConversationBusyError as exc:
             return _refusal(exc, "conversation_id")
+        kwargs["history"] = runtime.store.history(run.conversation_id)
+
+        def keep_turn(state: dict[str, Any]) -> None:
+            turn = turn_from_trace(body.question, build_trace("", state, 0.0))  # type: ignore[arg-type]
+            runtime.store.append(run.conversation_id, turn, user_id=body.user_id)
+
+        kwargs["on_end"] = keep_turn
+        return pipeline, kwargs, run
 
     @app.post(f"{API_PREFIX}/ask_agent")
     async def ask_agent(body: AskRequest, request: Request) -> Response:

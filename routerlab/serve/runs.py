@@ -145,8 +145,13 @@ def _work(
     registry: RunRegistry,
     put: Callable[[tuple[str, Any]], None],
     kwargs: dict[str, Any],
+    on_end: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
-    """Worker thread: iterate ``Pipeline.stream`` and hand each event to the event loop."""
+    """Worker thread: iterate ``Pipeline.stream`` and hand each event to the event loop.
+
+    ``on_end`` receives the final state of a run that ended (completed or error), before its
+    checkpoints are dropped; a cancelled or crashed run leaves nothing behind.
+    """
     outcome: Outcome = "crashed"
     gen = pipeline.stream(conversation_id=run.conversation_id, **kwargs)
     try:
@@ -162,6 +167,11 @@ def _work(
         # a client leaving after the last event does not cancel a run that already ended
         if outcome == "crashed" and run.cancel.is_set():
             outcome = "cancelled"
+        if on_end is not None and outcome in ("completed", "error"):
+            try:
+                on_end(dict(pipeline.final_state(run.conversation_id)))
+            except Exception:  # keeping the turn must never fail the run the client already has
+                log.exception("run %s: could not keep its turn", run.conversation_id)
     except Exception as exc:
         log.exception("run %s crashed", run.conversation_id)
         put(("raised", exc))
@@ -183,6 +193,7 @@ async def stream_run(
     poll_s: float = 0.25,
     routing_mode: str = "",
     echo: dict[str, Any] | None = None,
+    on_end: Callable[[dict[str, Any]], None] | None = None,
     **kwargs: Any,
 ) -> AsyncIterator[dict[str, Any]]:
     """Run the pipeline in a worker thread and yield each event wrapped in the envelope.
@@ -198,6 +209,8 @@ async def stream_run(
         poll_s: How often to check the client while no event arrives.
         routing_mode: The routing mode the run uses (reported in every event's state summary).
         echo: Request fields every event repeats (user id, context type, ignored fields).
+        on_end: Receives the final state of a run that completed or ended in error (the
+            server keeps the conversation's turn with it).
         **kwargs: Arguments of :meth:`Pipeline.stream` (question, database, reply, agent, hint).
 
     Yields:
@@ -212,7 +225,7 @@ async def stream_run(
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
     worker = threading.Thread(
-        target=_work, args=(pipeline, run, registry, put, kwargs), name=f"routerlab-run-{run.conversation_id}"
+        target=_work, args=(pipeline, run, registry, put, kwargs, on_end), name=f"routerlab-run-{run.conversation_id}"
     )
     worker.daemon = True
     summary = ProgressSummary(routing_mode=routing_mode)

@@ -1,0 +1,140 @@
+"""Conversations kept between requests: bounded, expiring, in SQLite (a file, or memory).
+
+``routerlab ask --conversation ID`` keeps them in a file under the cache directory (each ``ask``
+is its own process); ``routerlab serve`` keeps them in memory unless ``--conversations PATH`` is
+given. Memory stays bounded three ways: a conversation keeps its last ``max_turns`` turns, the
+store keeps its ``max_conversations`` most recently used conversations, and a conversation
+unused for ``ttl_s`` seconds is deleted (checked on every read and write).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from routerlab.agents.conversation import Turn
+from routerlab.agents.errors import ConfigError
+
+__all__ = ["DEFAULT_MAX_CONVERSATIONS", "DEFAULT_MAX_TURNS", "DEFAULT_TTL_S", "ConversationStore", "default_path"]
+
+DEFAULT_MAX_TURNS = 20
+DEFAULT_MAX_CONVERSATIONS = 1000
+DEFAULT_TTL_S = 24 * 3600.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    user_id TEXT,
+    updated REAL NOT NULL,
+    turns TEXT NOT NULL
+)
+"""
+
+
+def default_path() -> Path:
+    """Where ``routerlab ask`` keeps conversations: ``<cache root>/conversations.sqlite``."""
+    from routerlab.agents.paths import cache_root
+
+    return cache_root() / "conversations.sqlite"
+
+
+class ConversationStore:
+    """Turns of each conversation by id, with bounded size and expiry.
+
+    Args:
+        path: A SQLite file (created on first use), or None to keep everything in memory.
+        max_turns: Turns kept per conversation (the oldest are dropped).
+        max_conversations: Conversations kept (the least recently used are dropped).
+        ttl_s: Seconds after its last use at which a conversation expires.
+        clock: Wall clock (tests pass a fake one).
+
+    Raises:
+        ConfigError: A bound that is not positive.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
+        ttl_s: float = DEFAULT_TTL_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        for name, value in (("max_turns", max_turns), ("max_conversations", max_conversations), ("ttl_s", ttl_s)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ConfigError(
+                    f"invalid conversation store bound {name!r}",
+                    expected="a positive number",
+                    found=repr(value),
+                    fix=f"pass {name} > 0",
+                )
+        self.path = Path(path) if path is not None else None
+        self.max_turns, self.max_conversations, self.ttl_s = int(max_turns), int(max_conversations), float(ttl_s)
+        self._clock = clock
+        self._lock = threading.Lock()
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # one connection shared by the process's threads, serialised by the lock; a file also
+        # serves other processes (SQLite's own locking, waited on for up to 5 s)
+        self._con = sqlite3.connect(
+            str(self.path) if self.path else ":memory:", timeout=5.0, check_same_thread=False, isolation_level=None
+        )
+        self._con.execute(_SCHEMA)
+
+    def _expire(self, now: float) -> None:
+        self._con.execute("DELETE FROM conversations WHERE updated < ?", (now - self.ttl_s,))
+
+    def history(self, conversation_id: str) -> list[Turn]:
+        """The turns of a conversation, oldest first (empty when unknown or expired)."""
+        with self._lock:
+            self._expire(self._clock())
+            row = self._con.execute("SELECT turns FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        return json.loads(row[0]) if row else []
+
+    def append(self, conversation_id: str, turn: Turn, *, user_id: str | None = None) -> int:
+        """Add a finished turn; returns the conversation's number of turns kept.
+
+        The oldest turns beyond ``max_turns`` and the least recently used conversations beyond
+        ``max_conversations`` are dropped in the same transaction.
+        """
+        now = self._clock()
+        with self._lock:
+            self._con.execute("BEGIN IMMEDIATE")
+            try:
+                self._expire(now)
+                row = self._con.execute("SELECT turns FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+                turns: list[Any] = json.loads(row[0]) if row else []
+                turns = [*turns, dict(turn)][-self.max_turns :]
+                self._con.execute(
+                    "INSERT INTO conversations (id, user_id, updated, turns) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated, turns = excluded.turns, "
+                    "user_id = COALESCE(excluded.user_id, conversations.user_id)",
+                    (conversation_id, user_id, now, json.dumps(turns, default=str, ensure_ascii=False)),
+                )
+                self._con.execute(
+                    "DELETE FROM conversations WHERE id NOT IN "
+                    "(SELECT id FROM conversations ORDER BY updated DESC, id LIMIT ?)",
+                    (self.max_conversations,),
+                )
+                self._con.execute("COMMIT")
+            except BaseException:
+                self._con.execute("ROLLBACK")
+                raise
+        return len(turns)
+
+    def __len__(self) -> int:
+        """Conversations kept (expired ones excluded)."""
+        with self._lock:
+            self._expire(self._clock())
+            return int(self._con.execute("SELECT count(*) FROM conversations").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection (a memory store's conversations are gone)."""
+        with self._lock:
+            self._con.close()
