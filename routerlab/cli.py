@@ -760,11 +760,23 @@ def serve_cmd(
     db: Annotated[
         Path | None, typer.Option("--db", help="DuckDB or SQLite file (default: the built-in database).")
     ] = None,
+    conversations: Annotated[
+        Path | None,
+        typer.Option("--conversations", help="SQLite file keeping conversations across restarts (default: memory)."),
+    ] = None,
 ) -> None:
     """Serve the streaming API (/api/v0/ask_agent[_stream]) and the live progress page at /."""
     from routerlab.serve import ServeSettings, serve
 
-    settings = ServeSettings(host=host, port=port, router=router_name, lm_spec=lm, lm_api_base=lm_api_base, database=db)
+    settings = ServeSettings(
+        host=host,
+        port=port,
+        router=router_name,
+        lm_spec=lm,
+        lm_api_base=lm_api_base,
+        database=db,
+        conversations=conversations,
+    )
     serve(settings, on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False))
 
 

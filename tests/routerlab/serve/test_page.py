@@ -171,3 +171,38 @@ def test_progress_arrives_live_and_stop_cancels_the_run(browser, server, gate):
     release.set()
     assert runs.get("page-stop").done.wait(10)
     assert runs.get("page-stop").outcome == "cancelled"
+
+
+@pytest.fixture(scope="module")
+def conversation_url(sales_db):
+    from tests.agents.test_conversation import follow_up_lm
+
+    app = create_app(ServeSettings(lm=follow_up_lm(), database=sales_db, poll_s=0.05))
+    with serve_in_background(app) as base:
+        yield base
+
+
+def test_page_holds_a_two_turn_conversation(browser, conversation_url):
+    from selenium.webdriver.common.by import By
+
+    from tests.agents.test_conversation import FEWEST_SQL, FIRST, FOLLOW_UP, MOST_SQL
+
+    wait = _ask(browser, conversation_url, FIRST)
+    assert browser.find_element(By.ID, "sql").text == MOST_SQL
+    conv = browser.find_element(By.ID, "conversation").get_attribute("value")
+    assert conv  # the page keeps the conversation the server started
+    box = browser.find_element(By.ID, "question")
+    box.clear()
+    box.send_keys(FOLLOW_UP)
+    browser.find_element(By.ID, "submit").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns li")) == 2)
+    assert browser.find_element(By.ID, "status").text == "completed"
+    assert browser.find_element(By.ID, "sql").text == FEWEST_SQL
+    assert [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#rows td")] == ["Hanzhong East"]
+    turns = browser.find_element(By.ID, "turns").text
+    assert FIRST in turns and FOLLOW_UP in turns and FEWEST_SQL in turns
+    assert browser.find_element(By.ID, "history-id").text == conv
+    assert browser.find_element(By.ID, "conversation").get_attribute("value") == conv
+    browser.find_element(By.ID, "new").click()
+    assert browser.find_element(By.ID, "conversation").get_attribute("value") == ""
+    assert not browser.find_element(By.ID, "history").is_displayed()
