@@ -51,6 +51,11 @@ class Dataset:
             d = e.to_dict()
             d.pop("meta", None)
             d.pop("db_path", None)  # the same dataset on another disk hashes the same
+            if d.get("conversation") is None:
+                # single requests hash as they did before conversations existed
+                d.pop("conversation", None)
+                d.pop("turn", None)
+                d.pop("turns", None)
             h.update(json.dumps(d, sort_keys=True, default=str).encode())
         return h.hexdigest()
 

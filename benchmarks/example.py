@@ -35,6 +35,11 @@ class Example:
         input_sql: The SQL given inside explain/fix requests.
         error_text: The real error text of ``input_sql`` (fix requests).
         dataset: Name of the dataset the example came from.
+        conversation: Id of the multi-turn conversation the request belongs to (None: a single
+            request). The runner replays a conversation's turns in order, each seeing the
+            earlier turns as the pipeline answered them.
+        turn: Position of the request in its conversation, from 1 (1 for a single request).
+        turns: Number of turns of its conversation (1 for a single request).
         meta: Loader-specific extra fields (kept, never interpreted by scorers).
     """
 
@@ -53,6 +58,9 @@ class Example:
     input_sql: str | None = None
     error_text: str | None = None
     dataset: str = ""
+    conversation: str | None = None
+    turn: int = 1
+    turns: int = 1
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +81,13 @@ class Example:
             raise ValueError("a 'clarify' example needs the scripted user_reply")
         if self.intent == "fix" and not (self.input_sql and self.error_text):
             raise ValueError("a 'fix' example needs input_sql and its real error_text")
+        for name, value in (("turn", self.turn), ("turns", self.turns)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.turn > self.turns:
+            raise ValueError(f"turn {self.turn} is past the conversation's {self.turns} turns")
+        if self.turn > 1 and not self.conversation:
+            raise ValueError("a later turn (turn > 1) needs the id of its conversation")
 
     @property
     def accepted_intents(self) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ import numpy as np
 
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.calibration import run_calibration
+from routerlab.eval.conversations import ConversationSummary, conversation_summary, render_conversations
 from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
@@ -178,6 +179,8 @@ class Comparison:
     cost: str = "cold"
     #: run_id -> answer-or-abstain figures (``routerlab.eval.risk``)
     risk: dict[str, RiskSummary] = field(default_factory=dict)
+    #: run_id -> per-turn and per-conversation figures (None: the run has no conversations)
+    conversations: dict[str, ConversationSummary | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (NaN becomes None)."""
@@ -195,6 +198,7 @@ class Comparison:
                 "pairs": [asdict(p) for p in self.pairs],
                 "verdicts": verdicts(self),
                 "risk": {r: v.to_dict() for r, v in self.risk.items()},
+                "conversations": {r: v.metrics() for r, v in self.conversations.items() if v is not None},
             }
         )
 
@@ -486,7 +490,16 @@ def compare_runs(
         t for a, b in pairs for t in _pair_tests(a, b, results[a.run_id], results[b.run_id], scorers, n_resamples, seed)
     ]
     risk = {r: risk_summary(results[r], seed=seed) for r in ids}
-    return Comparison(runs=rows, pairs=tests, scorers=tuple(scorers), pairing=pairing, cost=cost, risk=risk)
+    conversations = {r: conversation_summary(results[r]) for r in ids}
+    return Comparison(
+        runs=rows,
+        pairs=tests,
+        scorers=tuple(scorers),
+        pairing=pairing,
+        cost=cost,
+        risk=risk,
+        conversations=conversations,
+    )
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -805,9 +818,17 @@ def render(comparison: Comparison, fmt: str = "table", *, width: int | None = No
         return _render_csv(comparison)
     labels = {r.run_id: r.label for r in comparison.runs}
     if fmt == "markdown":
-        return _render_markdown(comparison) + render_risk(labels, comparison.risk, "markdown")
+        return (
+            _render_markdown(comparison)
+            + render_risk(labels, comparison.risk, "markdown")
+            + render_conversations(labels, comparison.conversations, "markdown")
+        )
     if fmt == "table":
-        return _render_table(comparison, width) + render_risk(labels, comparison.risk, "table")
+        return (
+            _render_table(comparison, width)
+            + render_risk(labels, comparison.risk, "table")
+            + render_conversations(labels, comparison.conversations, "table")
+        )
     raise ConfigError(
         f"unknown format {fmt!r}",
         expected=", ".join(FORMATS),

@@ -303,4 +303,9 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     out |= _pass_k_metrics(results)
     out |= _routing_prf_metrics(results)
     out |= risk_summary(results).metrics()
+    # imported here: the conversation figures are built on rate() of this module
+    from routerlab.eval.conversations import conversation_summary
+
+    if (conversations := conversation_summary(results)) is not None:
+        out |= conversations.metrics()
     return {metric_name(k): float(v) for k, v in out.items()}

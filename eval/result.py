@@ -77,6 +77,9 @@ class ExampleResult:
         router_usage / subagent_usage: LM cost, router apart from sub-agents.
         trace: The full trace (kept for the per-example table and disagreements).
         attempt: Run index when an example runs k > 1 times (pass^k), 0-based.
+        conversation / turn / turns: The example's conversation id, its turn in it and the
+            conversation's number of turns (None / 1 / 1 for a single request); per-conversation
+            figures group results by them.
     """
 
     example_id: str
@@ -97,6 +100,9 @@ class ExampleResult:
     subagent_usage: Usage = field(default_factory=Usage)
     trace: Trace | None = None
     attempt: int = 0
+    conversation: str | None = None
+    turn: int = 1
+    turns: int = 1
 
     def value(self, scorer_name: str) -> float | None:
         """The value of one score, or None if absent or not applicable."""

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from routerlab.agents.conversation import Turn, turn_from_trace
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.faults import FaultInjector, FaultSpec, FaultyPipeline, fault_scope
 from routerlab.agents.graph import Pipeline, PipelineConfig
@@ -32,6 +33,7 @@ __all__ = [
     "RouterRun",
     "RunConfig",
     "build_scorers",
+    "conversation_units",
     "run_router",
     "score_trace",
 ]
@@ -188,6 +190,9 @@ class RouterRun:
 
     def _base(self, example: Example, attempt: int) -> dict[str, Any]:
         return dict(
+            conversation=example.conversation,
+            turn=example.turn,
+            turns=example.turns,
             example_id=example.id,
             dataset=example.dataset,
             split=example.split,
@@ -212,13 +217,19 @@ class RouterRun:
             trace=trace,
         )
 
-    def run_example(self, example: Example, attempt: int = 0) -> ExampleResult:
-        """Run and score one example; never raises (a crash is a scored failure)."""
+    def run_example(self, example: Example, attempt: int = 0, history: Sequence[Turn] | None = None) -> ExampleResult:
+        """Run and score one example; never raises (a crash is a scored failure).
+
+        Args:
+            example: The example.
+            attempt: Its attempt index.
+            history: The earlier turns of its conversation as this run answered them.
+        """
         # faults are drawn per example and attempt, independent of what ran before
         with fault_scope(f"{example.id}#{attempt}"):
-            return self._run_example(example, attempt)
+            return self._run_example(example, attempt, list(history or []))
 
-    def _run_example(self, example: Example, attempt: int) -> ExampleResult:
+    def _run_example(self, example: Example, attempt: int, history: list[Turn]) -> ExampleResult:
         base = self._base(example, attempt)
         t0 = time.perf_counter()
         try:
@@ -230,6 +241,7 @@ class RouterRun:
                     reply=lambda _q: example.user_reply,
                     hint=example.hint,
                     oracle_intent=example.intent,
+                    **({"history": history} if history else {}),
                 )
         except Exception as exc:
             trace = Trace(
@@ -286,14 +298,9 @@ def run_router(
     result instead, so nothing is dropped silently. An example already running finishes within
     the pipeline's own per-turn ``timeout_s``.
     """
-    jobs = [(e, a) for e in examples for a in range(attempts)]
+    jobs = [(u, a) for u in conversation_units(examples) for a in range(attempts)]
     lock = threading.Lock()
     done = 0
-
-    def start(e: Example, a: int) -> ExampleResult:
-        if deadline is not None and time.monotonic() >= deadline:
-            return run.skipped(e, a, "not started: the run's deadline had passed")
-        return run.run_example(e, a)
 
     def deliver(result: ExampleResult) -> None:
         nonlocal done
@@ -301,20 +308,57 @@ def run_router(
             on_result(result)
             done += 1
 
+    def start(unit: list[Example], a: int, *, live: bool) -> list[ExampleResult]:
+        # a conversation's turns run in order, each seeing the earlier turns as this run answered
+        # them (never the gold answers); a single request is a unit of one
+        results: list[ExampleResult] = []
+        history: list[Turn] = []
+        for e in unit:
+            if deadline is not None and time.monotonic() >= deadline:
+                result = run.skipped(e, a, "not started: the run's deadline had passed")
+            else:
+                result = run.run_example(e, a, history)
+                history.append(turn_from_trace(e.question, result.trace or Trace(example_id=e.id)))
+            if live:
+                deliver(result)
+            results.append(result)
+        return results
+
     if concurrency <= 1:
-        for e, a in jobs:
+        for unit, a in jobs:
             if stop is not None and stop.is_set():
                 break
-            deliver(start(e, a))
+            start(unit, a, live=True)
         return done
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="routerlab") as pool:
-        futures = {pool.submit(start, e, a): (e, a) for e, a in jobs}
+        futures = {pool.submit(start, u, a, live=False): (u, a) for u, a in jobs}
         try:
             for fut in as_completed(futures):
-                deliver(fut.result())
+                for result in fut.result():
+                    deliver(result)
                 if stop is not None and stop.is_set():
                     break
         finally:
             for f in futures:
                 f.cancel()
     return done
+
+
+def conversation_units(examples: Iterable[Example]) -> list[list[Example]]:
+    """Examples grouped into what runs as one: a conversation's turns in turn order, else one request.
+
+    Units keep the order in which their first example appears.
+    """
+    units: list[list[Example]] = []
+    by_conversation: dict[str, list[Example]] = {}
+    for e in examples:
+        if e.conversation is None:
+            units.append([e])
+        elif e.conversation in by_conversation:
+            by_conversation[e.conversation].append(e)
+        else:
+            by_conversation[e.conversation] = [e]
+            units.append(by_conversation[e.conversation])
+    for unit in by_conversation.values():
+        unit.sort(key=lambda e: e.turn)
+    return units

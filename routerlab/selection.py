@@ -12,20 +12,26 @@ __all__ = ["schedule", "stratified_subset"]
 def stratified_subset(examples: list[Example], limit: int | None) -> list[Example]:
     """The first ``limit`` examples taken round-robin over intents (ids sorted), deterministic.
 
-    A small default subset therefore still covers every intent of the split.
+    A small default subset therefore still covers every intent of the split. A conversation
+    is taken whole (under the intent of its first turn) or not at all, so the subset can exceed
+    ``limit`` by the rest of its last conversation; without conversations it is exactly the
+    first ``limit`` of the round-robin.
     """
     if limit is None or limit >= len(examples):
         return list(examples)
-    by_intent: dict[str, list[Example]] = defaultdict(list)
-    for e in sorted(examples, key=lambda e: e.id):
-        by_intent[e.intent].append(e)
+    units: dict[str, list[Example]] = {}
+    for e in sorted(examples, key=lambda e: (e.conversation or e.id, e.turn)):
+        units.setdefault(e.conversation or f"\0{e.id}", []).append(e)
+    by_intent: dict[str, list[list[Example]]] = defaultdict(list)
+    for unit in sorted(units.values(), key=lambda u: u[0].id):
+        by_intent[unit[0].intent].append(unit)
     queues = [by_intent[k] for k in sorted(by_intent)]
     out: list[Example] = []
     i = 0
     while len(out) < limit:
         q = queues[i % len(queues)]
         if q:
-            out.append(q.pop(0))
+            out.extend(q.pop(0))
         i += 1
         if not any(queues):
             break

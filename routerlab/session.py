@@ -377,7 +377,9 @@ def run_session(
                     )
                     current = (run_id, mlflow_id)
                     store.set_mlflow_run(run_id, mlflow_id)
-                todo = [e for e in examples if e.id not in done_ids]
+                # a conversation's later turns need its earlier ones: one with a turn left is replayed whole
+                unfinished = {e.conversation for e in examples if e.conversation and e.id not in done_ids}
+                todo = [e for e in examples if e.id not in done_ids or e.conversation in unfinished]
                 n_todo = len(todo)
                 task = progress.add_task(
                     rr.router_name, total=len(examples), completed=len(examples) - len(todo), rate="-", ex="-"

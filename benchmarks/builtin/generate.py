@@ -1,4 +1,4 @@
-"""Build ``examples.jsonl`` from the hand-written sources in ``data/`` and the built database.
+"""Build ``examples.jsonl`` (and ``conversations.jsonl``) from the sources in ``data/`` and the built database.
 
 The YAML sources hold what a person writes (questions, gold SQL, broken SQL, scripted replies).
 This module adds what must be computed so it is never typed by hand: DuckDB's real error text
@@ -24,7 +24,7 @@ import duckdb
 import yaml
 
 from routerlab.benchmarks.builtin.database import builtin_database_path
-from routerlab.benchmarks.builtin.loader import EXAMPLES_PATH
+from routerlab.benchmarks.builtin.loader import CONVERSATIONS_PATH, EXAMPLES_PATH
 from routerlab.benchmarks.builtin.validate import connect_readonly, query_error
 from routerlab.benchmarks.chains import CHAINS
 from routerlab.benchmarks.difficulty import sql_hardness
@@ -32,7 +32,9 @@ from routerlab.benchmarks.difficulty import sql_hardness
 __all__ = [
     "CHAINS",
     "DATA_DIR",
+    "build_conversation_records",
     "build_records",
+    "load_conversations",
     "load_sources",
     "main",
     "render_examples",
@@ -154,28 +156,82 @@ def _complete(con: duckdb.DuckDBPyConnection, src: dict[str, Any]) -> dict[str, 
     return {k: record[k] for k in _FIELD_ORDER}
 
 
+def load_conversations(data_dir: Path = DATA_DIR) -> list[dict[str, Any]]:
+    """Read ``conversations.yaml``: multi-turn conversations, each turn a data question.
+
+    Returns:
+        One source record per turn (intent ``sql``), with ``conversation``, ``turn`` (from 1) and
+        ``turns``; its id is ``<conversation id>-t<turn>``.
+
+    Raises:
+        ValueError: For a malformed conversation id, a conversation without turns, or a turn
+            with a missing or unknown field.
+    """
+    path = data_dir / "conversations.yaml"
+    out: list[dict[str, Any]] = []
+    for i, conv in enumerate(yaml.safe_load(path.read_text(encoding="utf-8")) or []):
+        where = f"{path.name} conversation {i}"
+        cid = str(conv.get("id", ""))
+        if not cid.startswith("sa-conv-") or set(conv) != {"id", "turns"}:
+            raise ValueError(f"{where}: expected fields id ('sa-conv-...') and turns, found {sorted(conv)}")
+        turns = conv["turns"] or []
+        if len(turns) < 2:
+            raise ValueError(f"{where}: a conversation needs at least two turns, found {len(turns)}")
+        for k, turn in enumerate(turns, start=1):
+            if set(turn) != {"question", "gold_sql"}:
+                raise ValueError(f"{where} turn {k}: expected question and gold_sql, found {sorted(turn)}")
+            out.append(
+                {"intent": "sql", "id": f"{cid}-t{k}", "conversation": cid, "turn": k, "turns": len(turns), **turn}
+            )
+    return out
+
+
+def build_conversation_records(
+    db_path: str | Path, sources: Sequence[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Complete the turns of :func:`load_conversations` into example records.
+
+    Each record is a single request's record followed by ``conversation``, ``turn`` and ``turns``.
+    """
+    con = connect_readonly(db_path)
+    try:
+        return [
+            {**_complete(con, src), "conversation": src["conversation"], "turn": src["turn"], "turns": src["turns"]}
+            for src in (sources if sources is not None else load_conversations())
+        ]
+    finally:
+        con.close()
+
+
 def render_examples(records: Sequence[dict[str, Any]]) -> str:
     """The JSON Lines text of ``records`` (stable: one record per line, fixed key order)."""
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Regenerate (or with ``--check`` verify) ``examples.jsonl``. Returns the exit code."""
+    """Regenerate (or with ``--check`` verify) ``examples.jsonl`` and ``conversations.jsonl``.
+
+    Returns the exit code.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report whether the file is up to date")
+    parser.add_argument("--check", action="store_true", help="only report whether the files are up to date")
     args = parser.parse_args(argv)
-    text = render_examples(build_records(builtin_database_path()))
-    current = EXAMPLES_PATH.read_text(encoding="utf-8") if EXAMPLES_PATH.exists() else ""
-    if args.check:
-        if text != current:
-            print(
-                f"{EXAMPLES_PATH} is out of date: run python -m routerlab.benchmarks.builtin.generate", file=sys.stderr
-            )
-            return 1
-        return 0
-    EXAMPLES_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {text.count(chr(10))} examples to {EXAMPLES_PATH}")
-    return 0
+    db = builtin_database_path()
+    stale = 0
+    for path, records in (
+        (EXAMPLES_PATH, build_records(db)),
+        (CONVERSATIONS_PATH, build_conversation_records(db)),
+    ):
+        text = render_examples(records)
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        if args.check:
+            if text != current:
+                print(f"{path} is out of date: run python -m routerlab.benchmarks.builtin.generate", file=sys.stderr)
+                stale += 1
+            continue
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {text.count(chr(10))} examples to {path}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
