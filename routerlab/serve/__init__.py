@@ -2,12 +2,15 @@
 
 from routerlab.serve.app import API_PREFIX, ServeSettings, create_app, serve
 from routerlab.serve.background import serve_in_background
+from routerlab.serve.contract import QUESTION_TYPES, present, routing_mode_used
 from routerlab.serve.envelope import ErrorCode, ProgressSummary, dump_json, envelope, error_envelope, event_envelope
-from routerlab.serve.models import AskRequest, describe_validation_errors
+from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_validation_errors
 from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
 
 __all__ = [
     "API_PREFIX",
+    "QUESTION_TYPES",
+    "ROUTING_MODES",
     "AskRequest",
     "ConversationBusyError",
     "ErrorCode",
@@ -21,6 +24,8 @@ __all__ = [
     "envelope",
     "error_envelope",
     "event_envelope",
+    "present",
+    "routing_mode_used",
     "serve",
     "serve_in_background",
     "stream_run",
