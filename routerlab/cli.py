@@ -352,7 +352,7 @@ def route_cmd(
     router_names: Annotated[
         str, typer.Option("--router", help="Comma-separated routers.")
     ] = "rules,hybrid,llm,dspy,handoff,random",
-    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name.")] = "builtin",
+    dataset_name: Annotated[str | None, typer.Option("--dataset", help="Dataset name (default: builtin).")] = None,
     dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
     split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
     limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = 0,
@@ -360,6 +360,9 @@ def route_cmd(
     lm_api_base: ApiBaseOpt = None,
     router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write every first decision here as CSV.")] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="Run config: its dataset and dataset_args (e.g. mixed over spider).")
+    ] = None,
 ) -> None:
     """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers."""
     import pandas as pd
@@ -372,7 +375,7 @@ def route_cmd(
     from routerlab.session import load_dataset, parse_routers, select
 
     config = load_run_config(
-        None, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
+        config_file, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
     )
     examples = select(load_dataset(config), config)
     model = resolve_lm(lm, api_base=lm_api_base)
