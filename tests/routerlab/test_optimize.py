@@ -105,7 +105,7 @@ def test_unknown_optimizer_and_bad_settings_are_named():
         optimizer.build("random-search")
     with pytest.raises(ConfigError, match="candidates"):
         optimizer.build("bootstrap", candidates=3)
-    assert set(optimizer.names()) == {"bootstrap", "random_search", "mipro", "gepa"}
+    assert set(optimizer.names()) == {"bootstrap", "random_search", "mipro", "gepa", "stratified"}
 
 
 @pytest.mark.parametrize(
@@ -115,6 +115,7 @@ def test_unknown_optimizer_and_bad_settings_are_named():
         ("random_search", {"demos": 2, "labeled": 8, "candidates": 2}),
         ("mipro", {"demos": 2, "candidates": 2, "trials": 2, "minibatch_size": 10}),
         ("gepa", {"metric_calls": 40, "minibatch": 3}),
+        ("stratified", {"per_intent": 1}),
     ],
 )
 def test_each_optimizer_compiles_on_fit_chooses_on_heldout_and_records_provenance(builtin, tmp_path, name, args):
@@ -139,6 +140,9 @@ def test_each_optimizer_compiles_on_fit_chooses_on_heldout_and_records_provenanc
     assert len(loaded.route.demos) == report.demos
     if name == "bootstrap":  # no search: the first demos that pass, mostly data questions
         assert report.demos > 0 and report.heldout.score >= report.zero_shot_heldout.score
+    elif name == "stratified":  # one demo of each intent, no LM call to choose them
+        assert sorted(d["intent"] for d in loaded.route.demos) == sorted({e.intent for e in builtin.split("train")})
+        assert report.heldout.score > report.zero_shot_heldout.score
     elif name == "random_search":  # a search chosen on held-out finds demos of other intents
         assert report.demos > 0 and report.heldout.score > report.zero_shot_heldout.score
     elif name == "mipro":  # the default program is a candidate: the choice is never worse on held-out
