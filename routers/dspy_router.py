@@ -84,6 +84,7 @@ class IntentPredict(dspy.Predict):
         lm = kwargs.get("lm") or self.lm or dspy.settings.lm
         if not self.one_pass or choice_scorer(lm) is None:
             return super().forward(**kwargs)
+        given = dict(kwargs)
         kwargs.pop("lm", None)
         kwargs.pop("config", None)
         signature = ensure_signature(kwargs.pop("signature", self.signature))
@@ -96,7 +97,8 @@ class IntentPredict(dspy.Predict):
             request=str(kwargs.get("request", "") or ""),
             conversation=str(kwargs.get("conversation", "") or ""),
         )
-        assert scored is not None  # choice_scorer(lm) was checked above
+        if scored is None:  # this call cannot be scored (a provider without log probabilities)
+            return super().forward(**given)
         pred = dspy.Prediction(intent=scored.intent)
         trace = dspy.settings.trace
         if trace is not None and dspy.settings.max_trace_size > 0:
