@@ -1,4 +1,4 @@
-"""Multi-turn figures: every scorer per turn, and per conversation (docs/metrics.md §9).
+"""Multi-turn figures: every scorer per turn, and per conversation (docs/metrics.md §10).
 
 A conversation's turns are scored one by one like any example; these figures group them. Per
 turn *k*: the rate of a scorer over the results of turn *k*. Per conversation: a conversation
@@ -136,7 +136,7 @@ def render_conversations(
         body.append(row)
     note = (
         "Conversations (every turn scored; a conversation succeeds when all its turns do; "
-        "95 % bootstrap CIs; docs/metrics.md §9)."
+        "95 % bootstrap CIs; docs/metrics.md §10)."
     )
     if fmt == "markdown":
         lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -359,7 +360,7 @@ def route_cmd(
     router_names: Annotated[
         str, typer.Option("--router", help="Comma-separated routers.")
     ] = "rules,hybrid,llm,dspy,handoff,random",
-    dataset_name: Annotated[str, typer.Option("--dataset", help="Dataset name.")] = "builtin",
+    dataset_name: Annotated[str | None, typer.Option("--dataset", help="Dataset name (default: builtin).")] = None,
     dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
     split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
     limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = 0,
@@ -367,6 +368,9 @@ def route_cmd(
     lm_api_base: ApiBaseOpt = None,
     router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write every first decision here as CSV.")] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="Run config: its dataset and dataset_args (e.g. mixed over spider).")
+    ] = None,
 ) -> None:
     """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers."""
     import pandas as pd
@@ -379,7 +383,7 @@ def route_cmd(
     from routerlab.session import load_dataset, parse_routers, select
 
     config = load_run_config(
-        None, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
+        config_file, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
     )
     examples = select(load_dataset(config), config)
     model = resolve_lm(lm, api_base=lm_api_base)
@@ -513,21 +517,64 @@ def toolscale_cmd(
 @_clean_errors
 def optimize_cmd(
     router_name: Annotated[str, typer.Option("--router", help="Only 'dspy' has a program to compile.")] = "dspy",
-    optimizer: Annotated[str, typer.Option("--optimizer", help="bootstrap, mipro or gepa.")] = "bootstrap",
+    optimizer: Annotated[
+        str, typer.Option("--optimizer", help="bootstrap, random_search, mipro or gepa (routerlab/optimizers.py).")
+    ] = "bootstrap",
+    optimizer_arg: Annotated[
+        list[str] | None, typer.Option("--optimizer-arg", help="PARAM=VALUE of the optimizer, repeatable.")
+    ] = None,
     dataset_name: Annotated[str, typer.Option("--dataset")] = "builtin",
     dataset_path: Annotated[str | None, typer.Option("--dataset-path")] = None,
-    split: Annotated[str, typer.Option("--split", help="Split compiled on (dev is used to evaluate).")] = "train",
-    budget: Annotated[int, typer.Option("--budget", min=1, help="Max demonstrations.")] = 4,
-    seed: Annotated[int, typer.Option("--seed", help="Order in which the optimizer walks the train split.")] = 0,
+    split: Annotated[
+        str, typer.Option("--split", help="Split compiled on (dev is only scored, with --evaluate).")
+    ] = "train",
+    budget: Annotated[
+        int | None, typer.Option("--budget", min=1, help="Max bootstrapped demos (the optimizer's 'demos').")
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Fit / held-out division and fit order; the optimizer's seed.")
+    ] = 0,
+    heldout: Annotated[
+        float, typer.Option("--heldout", min=0.0, max=0.9, help="Share of each intent's train examples held out.")
+    ] = 1 / 3,
+    safety: Annotated[
+        float, typer.Option("--safety", min=0.1, help="Weight of clarify / refuse recall (docs/metrics.md section 9).")
+    ] = 2.0,
+    one_pass: Annotated[
+        bool, typer.Option("--one-pass/--generation", help="Program calls read label probabilities, or generate.")
+    ] = True,
+    train_limit: Annotated[
+        int | None, typer.Option("--train-limit", min=1, help="Use the first N train examples.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Program file (default: the dataset's committed one).")
+    ] = None,
+    evaluate: Annotated[
+        Path | None, typer.Option("--evaluate", help="Do not compile: score this saved program (see --on).")
+    ] = None,
+    on: Annotated[
+        str, typer.Option("--on", help="With --evaluate: dev (once, the chosen program), heldout or fit.")
+    ] = "dev",
+    cache: Annotated[
+        bool, typer.Option("--cache/--no-cache", help="DSPy's response cache for generated calls.")
+    ] = True,
+    zero_shot: Annotated[
+        bool, typer.Option("--zero-shot/--no-zero-shot", help="Also score the uncompiled program on held-out.")
+    ] = True,
+    score_fit: Annotated[
+        bool, typer.Option("--score-fit/--no-score-fit", help="Also score the compiled program on the fit part.")
+    ] = True,
     lm: LMOpt = "local",
     lm_api_base: ApiBaseOpt = None,
     tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI")] = "sqlite:///mlflow.db",
 ) -> None:
-    """Compile the dspy router's program on the train split, evaluate on dev, save it."""
+    """Compile the dspy router's program on train (fit / held-out), or score a saved one (--evaluate)."""
+    from dataclasses import asdict
+
     from routerlab.agents.errors import ConfigError
     from routerlab.agents.lm import resolve_lm
     from routerlab.config import load_run_config
-    from routerlab.optimize import optimize_router, report_json
+    from routerlab.optimize import optimize_router, report_json, score_program
     from routerlab.session import load_dataset
 
     if router_name != "dspy" or split != "train":
@@ -537,25 +584,85 @@ def optimize_cmd(
             found=f"--router {router_name} --split {split}",
             fix="drop the options or pass those values",
         )
+    args: dict[str, object] = {}
+    for item in optimizer_arg or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(
+                f"bad --optimizer-arg {item!r}",
+                expected="PARAM=VALUE",
+                found=item,
+                fix="e.g. --optimizer-arg candidates=8",
+            )
+        try:
+            args[key] = json.loads(value)
+        except json.JSONDecodeError:
+            args[key] = value
+    if budget is not None:
+        args["demos"] = budget
     config = load_run_config(None, dataset=dataset_name, dataset_path=dataset_path, lm=lm, lm_api_base=lm_api_base)
     ds = load_dataset(config)
-    model = resolve_lm(lm, api_base=lm_api_base)
+    if evaluate is None:
+        from routerlab.optimizers import optimizer as optimizer_registry
+
+        optimizer_registry.build(optimizer, **{"seed": seed, **args})  # bad settings exit 2 before the model loads
+    model = resolve_lm(lm, api_base=lm_api_base, cache=cache)
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri)
     mlflow.set_experiment(f"routerlab/{ds.name}/optimize")
-    mlflow.dspy.autolog(log_compiles=True, log_evals=True, log_traces=False)
+    if evaluate is not None:
+        with mlflow.start_run(run_name=f"evaluate-dspy-{on}"):
+            mlflow.log_params({"program": str(evaluate), "on": on, "lm": lm, "dataset": ds.name, "one_pass": one_pass})
+            figures = score_program(evaluate, ds, model, on=on, one_pass=one_pass)
+            mlflow.log_metrics(_figure_metrics(on, asdict(figures)))
+        print(report_json(figures))
+        return
+    mlflow.dspy.autolog(log_compiles=True, log_evals=False, log_traces=False)
     with mlflow.start_run(run_name=f"optimize-dspy-{optimizer}"):
-        mlflow.log_params({"optimizer": optimizer, "budget": budget, "seed": seed, "lm": lm, "dataset": ds.name})
-        report = optimize_router(ds, model, lm_spec=lm, optimizer=optimizer, budget=budget, seed=seed)
-        mlflow.log_metrics(
+        report = optimize_router(
+            ds,
+            model,
+            lm_spec=lm,
+            optimizer=optimizer,
+            optimizer_args=args,
+            seed=seed,
+            heldout_fraction=heldout,
+            safety=safety,
+            one_pass=one_pass,
+            train_limit=train_limit,
+            out=out,
+            zero_shot=zero_shot,
+            score_fit=score_fit,
+        )
+        mlflow.log_params(
             {
-                "dev_accuracy_before": report.dev_accuracy_before,
-                "dev_accuracy_after": report.dev_accuracy_after,
-                "train_accuracy_after": report.train_accuracy_after,
+                "optimizer": optimizer,
+                **{f"optimizer.{k}": v for k, v in report.optimizer_args.items()},
+                "seed": seed,
+                "lm": lm,
+                "dataset": ds.name,
+                "one_pass": one_pass,
+                "heldout_fraction": report.heldout_fraction,
+                "safety": safety,
+                "fit_size": report.fit_size,
+                "heldout_size": report.heldout_size,
+                "program_file": report.program_file,
             }
         )
+        metrics = {"compile_seconds": report.compile_seconds, "seconds": report.seconds, "demos": report.demos}
+        for name in ("zero_shot_heldout", "fit", "heldout"):
+            if getattr(report, name) is not None:
+                metrics.update(_figure_metrics(name, asdict(getattr(report, name))))
+        mlflow.log_metrics(metrics)
     print(report_json(report))
+
+
+def _figure_metrics(prefix: str, figures: dict) -> dict[str, float]:
+    """MLflow metrics of one set's figures: ``<prefix>_score``, ``_accuracy``, ``_recall_<intent>``, ``_seconds``."""
+    out = {f"{prefix}_{k}": float(figures[k]) for k in ("score", "accuracy", "seconds")}
+    out.update({f"{prefix}_recall_{k}": float(v) for k, v in figures["recall"].items()})
+    return out
 
 
 @app.command("ui")

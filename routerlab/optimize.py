@@ -1,4 +1,15 @@
-"""Compile the ``dspy`` router's program on a dataset's train split (``routerlab optimize``)."""
+"""Compile the ``dspy`` router's program on a dataset's train split (``routerlab optimize``).
+
+The train split is divided, stratified by intent and deterministically from the seed, into a
+*fit* part the optimizer learns from and a *held-out* part it chooses among its candidates on.
+Dev is never touched by a compile: :func:`score_program` scores a saved program on dev once,
+after the choice, and adds the figures to its provenance. Every figure is the routing score of
+``docs/metrics.md`` §9 with plain accuracy and recall per intent next to it.
+
+On an LM that scores labels (the embedded engine) every program call of the optimizer and of the
+evaluation is one forward pass after the program's cached prompt prefix
+(:class:`~routerlab.routers.dspy_router.IntentPredict`); ``one_pass=False`` generates instead.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +17,9 @@ import datetime as _dt
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,55 +28,89 @@ from dspy.utils.exceptions import AdapterParseError
 
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.example import Example
-from routerlab.routers.dspy_router import RouteProgram, program_path, save_meta, schema_summary
+from routerlab.objective import RoutingObjective, intent_correct, routing_score
+from routerlab.optimizers import optimizer as optimizer_registry
+from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta, schema_summary
 
-__all__ = ["OPTIMIZERS", "OptimizeReport", "intent_metric", "optimize_router", "to_dspy_examples"]
+__all__ = [
+    "Figures",
+    "OptimizeReport",
+    "holdout_split",
+    "optimize_router",
+    "report_json",
+    "score_program",
+    "score_set",
+    "to_dspy_examples",
+]
 
-#: optimizer name -> (factory(metric, lm, budget) -> teleprompter); data, not an if/elif chain
-OPTIMIZERS: dict[str, Any] = {
-    "bootstrap": lambda metric, lm, budget: dspy.BootstrapFewShot(
-        metric=metric, max_bootstrapped_demos=budget, max_labeled_demos=2 * budget, max_rounds=1
-    ),
-    "mipro": lambda metric, lm, budget: dspy.MIPROv2(
-        metric=metric, auto="light", max_bootstrapped_demos=budget, max_labeled_demos=budget, num_threads=1
-    ),
-    "gepa": lambda metric, lm, budget: dspy.GEPA(
-        metric=lambda gold, pred, trace=None, pred_name=None, pred_trace=None: intent_metric(gold, pred),
-        auto="light",
-        reflection_lm=lm,
-        num_threads=1,
-    ),
-}
+
+@dataclass(frozen=True)
+class Figures:
+    """How a program routed one set of examples.
+
+    Attributes:
+        n: Examples scored.
+        score: Routing score (docs/metrics.md §9).
+        accuracy: Fraction whose predicted intent was accepted.
+        recall: Gold intent -> accuracy over its examples.
+        seconds: Wall time of the scoring.
+    """
+
+    n: int
+    score: float
+    accuracy: float
+    recall: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
 
 
 @dataclass
 class OptimizeReport:
-    """What an optimization produced (also written next to the program as ``.meta.json``)."""
+    """What a compile produced (also written next to the program as ``.meta.json``).
+
+    Attributes:
+        optimizer: Registered optimizer name.
+        optimizer_args: Its recorded settings (demos, candidates, trials, metric calls, seed).
+        seed: Seed of the fit / held-out division and of the fit order.
+        lm: The LM spec the program was compiled on (and should route with).
+        one_pass: Whether program calls read intents in one pass.
+        heldout_fraction: Share of each intent's train examples held out.
+        safety: The clarify / refuse multiplier of the objective.
+        zero_shot_heldout: The uncompiled program on the held-out part (None when skipped: it is
+            the same for every compile with this seed).
+        fit: The compiled program on the fit part (None when skipped).
+        heldout: The compiled program on the held-out part (what the choice is made on).
+        dev: The compiled program on dev, once, when :func:`score_program` was run for it.
+        compile_seconds: Wall time of the optimizer's ``compile``.
+        seconds: Wall time of everything (the zero-shot and compiled scorings included).
+    """
 
     optimizer: str
-    budget: int
+    optimizer_args: dict[str, Any]
     seed: int
     dataset: str
     dataset_digest: str
     lm: str
-    train_size: int
-    dev_size: int
-    dev_accuracy_before: float
-    dev_accuracy_after: float
-    train_accuracy_after: float
+    one_pass: bool
+    fit_size: int
+    heldout_size: int
+    heldout_fraction: float
+    safety: float
+    zero_shot_heldout: Figures | None
+    fit: Figures | None
+    heldout: Figures
+    compile_seconds: float
     seconds: float
     date: str
+    dspy_version: str
     program_file: str
+    demos: int
+    dev: Figures | None = None
 
 
-def intent_metric(gold: dspy.Example, pred: dspy.Prediction, trace: Any = None) -> float:
-    """1.0 when the predicted intent is the gold intent or an accepted alternate."""
-    return float(str(getattr(pred, "intent", "")).strip() in gold.accepted)
-
-
-def to_dspy_examples(examples: list[Example], tables_of: dict[str, str]) -> list[dspy.Example]:
-    """DSPy examples ``(tables, conversation, request) -> intent``."""
+def to_dspy_examples(examples: Sequence[Example], tables_of: dict[str, str]) -> list[dspy.Example]:
+    """DSPy examples ``(tables, conversation, request) -> intent`` (``accepted`` for scoring)."""
     return [
         dspy.Example(
             tables=tables_of.get(e.db_path, ""),
@@ -76,92 +123,205 @@ def to_dspy_examples(examples: list[Example], tables_of: dict[str, str]) -> list
     ]
 
 
-def _accuracy(program: dspy.Module, data: list[dspy.Example]) -> float:
-    if not data:
-        return float("nan")
-    hits = 0.0
+def holdout_split(examples: Sequence[Example], fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
+    """Divide ``examples`` into (fit, held-out), stratified by intent, deterministic per seed.
+
+    Each intent's examples are shuffled with ``seed`` and ``round(fraction * n)`` of them are held
+    out (at least one when the intent has two or more, none when it has one). Both parts keep the
+    input order.
+
+    Raises:
+        ConfigError: ``fraction`` is not in [0, 1).
+    """
+    if not 0 <= fraction < 1:
+        raise ConfigError(
+            f"held-out fraction {fraction} out of range",
+            expected="a fraction in [0, 1)",
+            found=str(fraction),
+            fix="pass --heldout 0.33, say",
+        )
+    by_intent: dict[str, list[int]] = defaultdict(list)
+    for i, e in enumerate(examples):
+        by_intent[e.intent].append(i)
+    held: set[int] = set()
+    for intent in sorted(by_intent):
+        idx = list(by_intent[intent])
+        random.Random(f"{seed}:{intent}").shuffle(idx)
+        k = round(fraction * len(idx))
+        if fraction > 0 and len(idx) >= 2:
+            k = min(max(k, 1), len(idx) - 1)
+        held.update(idx[:k])
+    fit = [e for i, e in enumerate(examples) if i not in held]
+    return fit, [e for i, e in enumerate(examples) if i in held]
+
+
+def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: float = 2.0) -> Figures:
+    """Route every example of ``data`` with ``program`` once; an unparsable or failed call is wrong."""
+    t0 = time.perf_counter()
+    gold: list[str] = []
+    correct: list[bool] = []
     for ex in data:
         try:
-            hits += intent_metric(ex, program(**ex.inputs()))
+            ok = intent_correct(ex, program(**ex.inputs()))
         except (AdapterParseError, ValueError, RuntimeError):
-            pass  # an unparsable prediction counts as wrong
-    return hits / len(data)
+            ok = False  # a failed prediction is a wrong decision, never a crashed compile
+        gold.append(ex.intent)
+        correct.append(ok)
+    recall: dict[str, float] = {}
+    for intent in sorted(set(gold)):
+        hits = [c for g, c in zip(gold, correct, strict=True) if g == intent]
+        recall[intent] = round(sum(hits) / len(hits), 4)
+    n = len(gold)
+    return Figures(
+        n=n,
+        score=round(routing_score(gold, correct, safety=safety), 4) if n else float("nan"),
+        accuracy=round(sum(correct) / n, 4) if n else float("nan"),
+        recall=recall,
+        seconds=round(time.perf_counter() - t0, 1),
+    )
+
+
+def _tables(examples: Sequence[Example]) -> dict[str, str]:
+    from routerlab.agents.db import open_database
+
+    return {p: schema_summary([t.name for t in open_database(p).tables()]) for p in {e.db_path for e in examples}}
 
 
 def optimize_router(
     dataset: Any,
-    lm: dspy.LM,
+    lm: Any,
     *,
     lm_spec: str,
     optimizer: str = "bootstrap",
-    budget: int = 4,
-    train_limit: int | None = None,
-    dev_limit: int | None = None,
-    out: Path | None = None,
+    optimizer_args: dict[str, Any] | None = None,
     seed: int = 0,
+    heldout_fraction: float = 1 / 3,
+    safety: float = 2.0,
+    one_pass: bool = True,
+    train_limit: int | None = None,
+    out: Path | None = None,
+    zero_shot: bool = True,
+    score_fit: bool = True,
 ) -> OptimizeReport:
-    """Compile :class:`RouteProgram` on the train split, evaluate on dev, save program + provenance.
+    """Compile :class:`RouteProgram` on the fit part of train, choose on the held-out part, save it.
 
     Args:
         dataset: A loaded :class:`~routerlab.benchmarks.dataset.Dataset`.
         lm: The LM the program will run on (optimize on the model you route with).
         lm_spec: Its spec, recorded in the provenance.
-        optimizer: ``bootstrap``, ``mipro`` or ``gepa``.
-        budget: Max demonstrations (bootstrap/mipro).
-        train_limit: Cap on the train examples used (None: all).
-        dev_limit: Cap on the dev examples used (None: all).
+        optimizer: A name in :data:`routerlab.optimizers.optimizer`.
+        optimizer_args: The optimizer's settings (its ``seed`` defaults to ``seed``).
+        seed: Division of train into fit / held-out, and the order the optimizer walks fit in:
+            bootstrapping keeps the first demonstrations that pass, so a split stored intent by
+            intent would otherwise give demonstrations of one intent only.
+        heldout_fraction: Share of each intent's train examples held out.
+        safety: Clarify / refuse multiplier of the objective (docs/metrics.md §9).
+        one_pass: Program calls read intents in one pass when the LM can score labels.
+        train_limit: Cap on the train examples used before the division (None: all).
         out: Program file (default ``routers/programs/dspy_router_<dataset>.json``).
-        seed: Order of the train examples the optimizer walks. Bootstrapping keeps the first
-            demonstrations that pass, so a split stored intent by intent would otherwise give
-            demonstrations of one intent only.
-    """
-    from routerlab.agents.db import open_database
+        zero_shot: Also score the uncompiled program on the held-out part.
+        score_fit: Also score the compiled program on the fit part.
 
-    if optimizer not in OPTIMIZERS:
-        raise ConfigError(
-            f"unknown optimizer {optimizer!r}",
-            expected=f"one of {', '.join(OPTIMIZERS)}",
-            found=repr(optimizer),
-            fix="pass --optimizer bootstrap, mipro or gepa",
-        )
-    train_ex = dataset.split("train")
-    random.Random(seed).shuffle(train_ex)
-    train_ex = train_ex[: train_limit or None]
-    dev_ex = dataset.split("dev")[: dev_limit or None]
-    tables_of = {
-        p: schema_summary([t.name for t in open_database(p).tables()]) for p in {e.db_path for e in train_ex + dev_ex}
-    }
-    train, dev = to_dspy_examples(train_ex, tables_of), to_dspy_examples(dev_ex, tables_of)
+    Raises:
+        UnknownComponentError: An unknown optimizer.
+        ConfigError: Bad optimizer settings, or a held-out fraction out of range.
+    """
+    args = dict(optimizer_args or {})
+    args.setdefault("seed", seed)
+    opt = optimizer_registry.build(optimizer, **args)
+    recorded = dict(component_spec(opt)["args"])
+    train_ex = dataset.split("train")[: train_limit or None]
+    fit_ex, held_ex = holdout_split(train_ex, heldout_fraction, seed)
+    random.Random(seed).shuffle(fit_ex)
+    tables_of = _tables(train_ex)
+    fit, held = to_dspy_examples(fit_ex, tables_of), to_dspy_examples(held_ex, tables_of)
+    objective = RoutingObjective.from_intents([e.intent for e in train_ex], safety=safety)
     t0 = time.perf_counter()
-    with lm_context(lm):
-        base = RouteProgram()
-        before = _accuracy(base, dev)
-        compiled = OPTIMIZERS[optimizer](intent_metric, lm, budget).compile(RouteProgram(), trainset=train)
-        after = _accuracy(compiled, dev)
-        train_after = _accuracy(compiled, train)
+    with lm_context(lm), dspy.context(num_threads=1):
+        zero = score_set(RouteProgram(one_pass=one_pass), held, safety=safety) if zero_shot else None
+        t1 = time.perf_counter()
+        compiled = opt.compile(RouteProgram(one_pass=one_pass), trainset=fit, valset=held, metric=objective, lm=lm)
+        compile_seconds = time.perf_counter() - t1
+        fit_fig = score_set(compiled, fit, safety=safety) if score_fit else None
+        held_fig = score_set(compiled, held, safety=safety)
     path = out or program_path(dataset.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     compiled.save(str(path))
     report = OptimizeReport(
         optimizer=optimizer,
-        budget=budget,
+        optimizer_args=recorded,
         seed=seed,
         dataset=dataset.name,
         dataset_digest=dataset.digest(),
         lm=lm_spec,
-        train_size=len(train),
-        dev_size=len(dev),
-        dev_accuracy_before=before,
-        dev_accuracy_after=after,
-        train_accuracy_after=train_after,
+        one_pass=one_pass,
+        fit_size=len(fit),
+        heldout_size=len(held),
+        heldout_fraction=round(heldout_fraction, 4),
+        safety=safety,
+        zero_shot_heldout=zero,
+        fit=fit_fig,
+        heldout=held_fig,
+        compile_seconds=round(compile_seconds, 1),
         seconds=round(time.perf_counter() - t0, 1),
         date=_dt.date.today().isoformat(),
+        dspy_version=dspy.__version__,
         program_file=path.name,
+        demos=len(compiled.route.demos),
     )
     save_meta(path, asdict(report))
     return report
 
 
-def report_json(report: OptimizeReport) -> str:
-    """The report as pretty JSON."""
+def score_program(
+    path: Path,
+    dataset: Any,
+    lm: Any,
+    *,
+    on: str = "dev",
+    seed: int | None = None,
+    heldout_fraction: float | None = None,
+    safety: float | None = None,
+    one_pass: bool = True,
+) -> Figures:
+    """Score a saved program on ``dev`` or on a part of train and add the figures to its provenance.
+
+    Run this on dev once, for the program chosen on the held-out part. ``heldout`` and ``fit``
+    rebuild the division of train from the program's recorded seed and fraction (or the ones
+    given, for a program saved without them).
+
+    Raises:
+        ConfigError: ``path`` is missing, or ``on`` is neither ``dev`` nor ``heldout``.
+    """
+    if on not in ("dev", "heldout", "fit"):
+        raise ConfigError(
+            f"cannot score a program on {on!r}",
+            expected="dev, heldout or fit",
+            found=repr(on),
+            fix="pass --on dev (once, for the chosen program), --on heldout or --on fit",
+        )
+    program, file = load_program(str(path), one_pass=one_pass)
+    assert file is not None  # load_program raises for a missing .json path
+    meta_path = file.with_suffix(".meta.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    seed = seed if seed is not None else int(meta.get("seed", 0))
+    fraction = heldout_fraction if heldout_fraction is not None else float(meta.get("heldout_fraction", 1 / 3))
+    safety = safety if safety is not None else float(meta.get("safety", 2.0))
+    if on == "dev":
+        examples = dataset.split("dev")
+    else:
+        fit_ex, held_ex = holdout_split(dataset.split("train"), fraction, seed)
+        examples = held_ex if on == "heldout" else fit_ex
+    data = to_dspy_examples(examples, _tables(examples))
+    with lm_context(lm), dspy.context(num_threads=1):
+        figures = score_set(program, data, safety=safety)
+    meta[on] = asdict(figures)
+    if on != "dev":
+        meta.update(seed=seed, heldout_fraction=round(fraction, 4))
+    save_meta(file, meta)
+    return figures
+
+
+def report_json(report: OptimizeReport | Figures) -> str:
+    """A report or figures as pretty JSON."""
     return json.dumps(asdict(report), indent=2)

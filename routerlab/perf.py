@@ -733,7 +733,7 @@ def routing_prefix_reuse(spec: str = "local", questions: int = 6) -> list[PerfFi
         assert r is not None
         restored.append(r.scores.seconds)
     gen_seconds = []
-    gen_program = RouteProgram()
+    gen_program = RouteProgram(one_pass=False)
     gen_program.load_state(program.dump_state())
     for q in qs[:2]:
         t = time.perf_counter()

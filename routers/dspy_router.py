@@ -27,6 +27,7 @@ from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass, tables_
 __all__ = [
     "PROGRAM_DIR",
     "DSPyRouter",
+    "IntentPredict",
     "RouteProgram",
     "RouteRequest",
     "load_program",
@@ -54,12 +55,71 @@ class RouteRequest(dspy.Signature):
     intent: Intent = dspy.OutputField()
 
 
-class RouteProgram(dspy.Module):
-    """One ``Predict`` over :class:`RouteRequest` (what the optimizer tunes)."""
+class IntentPredict(dspy.Predict):
+    """``Predict`` over :class:`RouteRequest` that reads the intent in one pass when the LM can.
 
-    def __init__(self) -> None:
+    Optimizers call the program hundreds of times per compile. On an LM that scores labels (the
+    embedded engine) a call here is one forward pass over the request's tokens after the cached
+    prefix of this predictor's current instructions and demos, the same path the router decides
+    by, instead of generating and parsing a formatted reply. Anything an optimizer changes
+    (instructions, demos) changes that prefix, so what it measures is what the router will do.
+    The prediction holds the intent only, as a generated one does, and is recorded in DSPy's
+    trace like one, so bootstrapped demos and reflection traces are the same on both paths.
+
+    Args:
+        signature: The signature (:class:`RouteRequest`).
+        one_pass: Score labels when the LM can; False always generates.
+        **config: ``dspy.Predict`` configuration.
+    """
+
+    def __init__(self, signature: type[dspy.Signature] = RouteRequest, one_pass: bool = True, **config: object) -> None:
+        super().__init__(signature, **config)
+        self.one_pass = one_pass
+
+    def forward(self, **kwargs: object) -> dspy.Prediction:
+        """Predict the intent: one pass when the LM can score labels, else DSPy generation."""
+        from dspy.signatures.signature import ensure_signature
+
+        from routerlab.agents.lm.scoring import choice_scorer
+
+        lm = kwargs.get("lm") or self.lm or dspy.settings.lm
+        if not self.one_pass or choice_scorer(lm) is None:
+            return super().forward(**kwargs)
+        given = dict(kwargs)
+        kwargs.pop("lm", None)
+        kwargs.pop("config", None)
+        signature = ensure_signature(kwargs.pop("signature", self.signature))
+        demos = kwargs.pop("demos", self.demos)
+        prompt = IntentPrompt.of(signature.instructions, demos)  # type: ignore[arg-type]
+        scored = classify_one_pass(
+            lm,
+            prompt,
+            tables=str(kwargs.get("tables", "") or ""),
+            request=str(kwargs.get("request", "") or ""),
+            conversation=str(kwargs.get("conversation", "") or ""),
+        )
+        if scored is None:  # this call cannot be scored (a provider without log probabilities)
+            return super().forward(**given)
+        pred = dspy.Prediction(intent=scored.intent)
+        trace = dspy.settings.trace
+        if trace is not None and dspy.settings.max_trace_size > 0:
+            # what Predict records, so bootstrapping and GEPA's reflection see a normal call
+            if len(trace) >= dspy.settings.max_trace_size:
+                trace.pop(0)
+            trace.append((self, dict(kwargs), pred))
+        return pred
+
+
+class RouteProgram(dspy.Module):
+    """One :class:`IntentPredict` over :class:`RouteRequest` (what the optimizer tunes).
+
+    Args:
+        one_pass: Read the intent from label probabilities when the LM can score them.
+    """
+
+    def __init__(self, one_pass: bool = True) -> None:
         super().__init__()
-        self.route = dspy.Predict(RouteRequest)
+        self.route = IntentPredict(RouteRequest, one_pass=one_pass)
 
     def forward(self, tables: str, request: str, conversation: str = "") -> dspy.Prediction:
         """Predict the intent."""
@@ -80,16 +140,20 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.exists() else "none"
 
 
-def load_program(program: str = "builtin") -> tuple[RouteProgram, Path | None]:
+def load_program(program: str = "builtin", *, one_pass: bool = True) -> tuple[RouteProgram, Path | None]:
     """The saved program named ``program`` (or at a ``.json`` path) and its file; ``"none"``: zero-shot.
 
     A missing builtin-style name also runs zero-shot (the file is returned as None); a missing
     explicit path is an error.
 
+    Args:
+        program: A saved program's name or ``.json`` path, or ``"none"``.
+        one_pass: Whether the loaded program reads intents in one pass when the LM can score.
+
     Raises:
         ConfigError: ``program`` is a ``.json`` path that does not exist.
     """
-    prog = RouteProgram()
+    prog = RouteProgram(one_pass=one_pass)
     if program == "none":
         return prog, None
     path = Path(program) if program.endswith(".json") else program_path(program)
@@ -124,7 +188,7 @@ class DSPyRouter(IntentRouter):
         super().__init__(fix_budget=fix_budget)
         self.one_pass = one_pass
         self.program_name = program
-        self.program, self.program_file = load_program(program)
+        self.program, self.program_file = load_program(program, one_pass=one_pass)
         self.version = _digest(self.program_file) if self.program_file else "zero-shot"
         self.prompt = IntentPrompt.from_predict(self.program.route)
 

@@ -10,6 +10,7 @@ the chosen intent is the router's confidence.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,12 +48,20 @@ class IntentPrompt:
     @classmethod
     def from_predict(cls, predict: dspy.Predict) -> IntentPrompt:
         """The prompt of a (compiled or zero-shot) ``Predict``: its instructions and its demos."""
-        demos = []
-        for d in predict.demos:
+        return cls.of(predict.signature.instructions, predict.demos)
+
+    @classmethod
+    def of(cls, instructions: str, demos: Sequence[Any]) -> IntentPrompt:
+        """The prompt of ``instructions`` and DSPy demos (dicts or ``dspy.Example``s).
+
+        Demos without a request or with an intent outside the six are left out.
+        """
+        kept = []
+        for d in demos:
             get = d.get if isinstance(d, dict) else lambda k, default="", d=d: getattr(d, k, default)
             if get("intent", "") in INTENTS and get("request", ""):
-                demos.append((str(get("conversation", "") or ""), str(get("request", "")), str(get("intent", ""))))
-        return cls(predict.signature.instructions, tuple(demos))
+                kept.append((str(get("conversation", "") or ""), str(get("request", "")), str(get("intent", ""))))
+        return cls(instructions, tuple(kept))
 
     def prefix(self, tables: str) -> list[dict[str, Any]]:
         """The stable chat prefix for a database whose tables are ``tables``."""

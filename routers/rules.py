@@ -104,9 +104,48 @@ DETECTORS: dict[str, Callable[[str], bool]] = {
 }
 
 #: detectors that also read the turn's database schema (opened read-only); False without one
+_TEMPORAL_TYPE = re.compile(r"\b(DATE|TIMESTAMP|DATETIME|TIME)\b", re.I)
+
+
+def _records_time(db: Any) -> bool:
+    """Whether any column of ``db`` is typed as a date or time: its facts happen in time."""
+    return any(_TEMPORAL_TYPE.search(c.type or "") for t in db.tables() for c in t.columns)
+
+
 SCHEMA_DETECTORS: dict[str, Callable[[str, Any], bool]] = {
     "schema_gap": lambda text, db: not check_question(text, db).answerable,
+    "records_time": lambda text, db: _records_time(db),
 }
+
+#: a request quoting a query (explain / fix) is never an ambiguous data question
+_NO_QUOTED_SQL = r"(?!.*\bselect\b.*\bfrom\b)"
+
+#: words that pin a period: a year, a month, a relative or whole period, a per-period rate
+_PERIOD = (
+    r"\b(19|20)\d\d\b|\b(jan(uary)?|feb(ruary)?|march|april|may|june|july|aug(ust)?|sept?(ember)?|"
+    r"oct(ober)?|nov(ember)?|dec(ember)?)\b|\b(last|this|previous|past|next) (\d+ )?(days?|weeks?|months?|"
+    r"years?|quarters?)\b|\b(today|yesterday|ever|all[- ]time|in total|overall|so far|daily|weekly|monthly|"
+    r"yearly|annual|on average|since|between|before|after|during|from|until|dates?|earliest|latest)\b"
+    r"|\b(per|each|every|a) (day|week|month|year|quarter)\b|\bq[1-4]\b"
+)
+
+#: how much of something that happens over time (visits, sales, earnings)
+_AMOUNT_OF_EVENTS = (
+    r"(?=.*\b(how many|how much|what'?s|what (is|was)|total)\b)"
+    r"(?=.*\b(came through|come through|passed through|visited|visits|sold|sales|made|make|earn(ed|s)?|"
+    r"took in|revenue|traffic|customers|visitors|footfall|orders|transactions)\b)"
+)
+
+#: a ranking or judgement whose measure is left open ("most popular", "doing well", "top three")
+_OPEN_MEASURE = (
+    r"(?!(\W*\b\w+\b){13})"  # a request of 13 words or more spells out what it wants
+    r"(?!.*\b(by|in terms of|measured by|based on)\b)"
+    r".*(\b(most|least) (popular|successful|busy|important|profitable)\b"
+    r"|\b(best|worst)\b(?![- ](sell|paid|rated))|\bhow (busy|popular|good|bad|well)\b"
+    r"|\bdoing (well|badly|ok|okay|fine)\b"
+    r"|\bhow (is|are|was|were)\b.{0,40}\bdoing\b|\bwhat'?s\b.{0,40}\blike\b"
+    r"|^\s*(give me|show me|list|what are) (the )?top (\d+|three|five|ten)\W*$)"
+)
 
 _DATA_WORDS = (
     r"\b(how many|how much|total|average|avg|sum|count|list|show|which|what (?:is|was|were|are) the|"
@@ -119,7 +158,17 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "refuse",
         0.97,
         r"\b(ignore|disregard|forget) (all |any |the )?(previous|prior|above|earlier) (instructions|rules|prompts?)"
-        r"|\byou are now\b|\bsystem prompt\b|\bdeveloper mode\b",
+        r"|\byou are now\b|\bsystem prompt\b|\bdeveloper mode\b"
+        r"|^\s*(system|admin|root)\s*:|\b(maintenance|admin|administrator|god|debug) mode\b|\bjailbreak"
+        r"|\bpretend (you are|to be)\b|\bwithout (any )?(rules|restrictions|limits)\b"
+        r"|\b(bypass|override|disable)\b.{0,30}\b(rules|guard|guardrails|restrictions|filters?|safety)\b",
+    ),
+    Rule(
+        "secrets",
+        "refuse",
+        0.9,
+        r"\b(passwords?|passwd|api[- ]?keys?|secret keys?|access tokens?|credentials?|connection strings?|"
+        r"private keys?|ssh keys?|environment variables?|env vars?)\b",
     ),
     Rule("write_sql", "refuse", 0.96, detector="write_sql"),
     Rule("outside_sql", "refuse", 0.96, detector="outside_sql"),
@@ -127,7 +176,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "outside_request",
         "refuse",
         0.92,
-        r"\b(read|open|cat|dump|load|import|export|write|save)\b.{0,40}"
+        r"\b(read|open|cat|dump|load|import|export|write|save|attach|mount)\b.{0,40}"
         r"(\bfile\b|/etc/|~/|\.\./|\b\w+\.(csv|txt|json|parquet|db|duckdb|sqlite|env|pem|key)\b)"
         r"|\b(install|load)\b.{0,20}\b(extensions?|plugins?|modules?|libraries|library|code)\b"
         r"|\b(change|modify|set|turn (on|off)|enable|disable)\b.{0,30}\b(settings?|configuration|config|pragma)\b"
@@ -139,7 +188,16 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         0.9,
         r"\b(delete|drop|truncate|wipe|erase|purge|destroy)\b|\binsert (a |new )?(row|record)s?\b"
         r"|\b(update|change|modify|set|overwrite|rename|alter)\b.{0,40}\b(to|value|column|table|record|row)s?\b"
-        r"|\b(grant|revoke)\b|\bremove (all|every|the)\b",
+        r"|\b(grant|revoke)\b|\bremove (all|every|the)\b"
+        r"|\binsert\b(?!ed)|\b(add|create|register)\s+(a\s+)?new\b"
+        r"|\bmark\b.{0,40}\bas (resolved|closed|done|paid|deleted|inactive)\b"
+        r"|\b(add|create|insert|make up|fabricate|invent)\b.{0,30}\b(fake|dummy|bogus|made-up|fictional)\b"
+        # the same in a few other languages: delete / erase / forget your rules
+        r"|\b(borra|borrar|elimina|eliminar|olvida tus reglas|l(ö|oe)sche|l(ö|oe)schen|entferne|vergiss deine regeln"
+        r"|supprime|supprimer|efface|effacer|oublie tes r(è|e)gles|cancella|dimentica le regole)\b"
+        r"|(删除|清空|忘记(你的)?规则)"
+        r"|^\W*(please |can you |could you |would you )?(bump|increase|raise|decrease|lower|reduce|adjust|inflate)\b"
+        r"|\bso (that )?(it|they|the \w+) (looks?|seems?|appears?) (better|worse|good|bad|higher|lower)\b",
     ),
     Rule("sql_with_error", "fix", 0.93, detector="sql_with_error"),
     Rule(
@@ -183,6 +241,23 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"\b(that|this|the same|our|my) (area|service area|station|branch|one|period|place)\b"
         r"|\b(recently|lately|the other day|a while ago|some time ago)\b"
         r"|\b(good|bad|better|best|worse|worst) (one|area|branch|place)s?\b(?!.*\b(by|in terms of)\b)",
+    ),
+    # above data_question (0.8): these are data questions, ambiguous ones
+    Rule(
+        "unnamed_value",
+        "clarify",
+        0.83,
+        "^" + _NO_QUOTED_SQL + r".*\b(a particular|one specific|a specific|a certain|some specific|some particular)"
+        r"( \w+){0,3}\??\s*$|.*\b(the \w+ (i|we) (mentioned|meant|said|talked about)|that (state|city|country|"
+        r"year|date|person|customer|one|place|team|product))\b",
+    ),
+    Rule("open_measure", "clarify", 0.82, "^" + _NO_QUOTED_SQL + _OPEN_MEASURE),
+    Rule(
+        "missing_period",
+        "clarify",
+        0.81,
+        rf"^{_NO_QUOTED_SQL}(?!.*({_PERIOD})){_AMOUNT_OF_EVENTS}",
+        detector="records_time",
     ),
     Rule("schema_gap", "unanswerable", 0.84, detector="schema_gap"),
     Rule("data_question", "sql", 0.8, _DATA_WORDS),

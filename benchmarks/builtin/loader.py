@@ -141,7 +141,7 @@ def load_builtin_conversations(split_seed: int = 0) -> Dataset:
 
     A family of its own next to ``builtin``: the single-request benchmark and its splits are
     unchanged. ``routerlab run --dataset builtin_conversations`` replays each conversation turn
-    by turn and scores every turn and every conversation (``docs/metrics.md`` §9).
+    by turn and scores every turn and every conversation (``docs/metrics.md`` §10).
 
     Args:
         split_seed: Seed of the train/dev/test assignment of whole conversations.

@@ -70,3 +70,25 @@ def test_confidence_and_calibration_columns(dev):
     assert row["scored_tokens"] == 0 and math.isnan(row["lm_p50_ms"])  # rules never call an LM
     oracle = summary_table({"oracle": first_decisions("oracle", {}, dev, None)}).iloc[0]
     assert oracle["ece"] == pytest.approx(0.0)
+
+
+def test_route_reads_dataset_and_its_arguments_from_a_config_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from routerlab.cli import app
+
+    config = tmp_path / "route.yaml"
+    config.write_text("dataset: builtin\ndataset_args: {split_seed: 1}\nsplit: train\nlimit: 7\n")
+    out = tmp_path / "d.csv"
+    result = CliRunner().invoke(
+        app, ["route", "--router", "rules", "--lm", "scripted:basic", "--config", str(config), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    import pandas as pd
+
+    decisions = pd.read_csv(out)
+    assert len(decisions) == 7 and decisions["gold"].nunique() == 7  # the file's limit, stratified by intent
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("dataset: builtin\ndataset_args: {no_such_arg: 1}\n")
+    result = CliRunner().invoke(app, ["route", "--router", "rules", "--lm", "scripted:basic", "--config", str(bad)])
+    assert result.exit_code == 2 and "no_such_arg" in result.output
