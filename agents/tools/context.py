@@ -54,6 +54,8 @@ class ToolSettings:
     schema_budget_chars: int = 8000
     repair: bool = True
     repair_joins: bool = True
+    retry_empty: bool = False
+    retry_error: bool = False
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool

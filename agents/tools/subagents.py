@@ -12,6 +12,7 @@ from routerlab.agents.errors import ToolError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
+from routerlab.agents.tools.feedback import Probe, feedback_text, probe, value_notes
 from routerlab.agents.tools.linking import link_tables, schema_for
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
@@ -109,17 +110,43 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
                 error_class="bad_reference",
             )
         schema = found["schema"]
-    with lm_context(ctx.lm):
-        pred = ctx.programs.generate(
-            db_schema=schema,
-            dialect=ctx.db.dialect,
-            hint=ctx.state.get("hint") or "",
-            question=_question_with_reply(ctx, question),
-        )
-    sql = clean_sql(pred.sql or "")
+    question = _question_with_reply(ctx, question)
+    sql = _generate(ctx, schema, question, ctx.state.get("hint") or "")
     if discovery_call_id is None:
         return {"sql": check_sql(sql, ctx.db.dialect)}
-    return _repaired(ctx, sql)
+    return _with_retry(ctx, schema, question, _repaired(ctx, sql))
+
+
+def _generate(ctx: ToolContext, schema: str, question: str, hint: str) -> str:
+    with lm_context(ctx.lm):
+        pred = ctx.programs.generate(db_schema=schema, dialect=ctx.db.dialect, hint=hint, question=question)
+    return clean_sql(pred.sql or "")
+
+
+def _with_retry(ctx: ToolContext, schema: str, question: str, first: dict) -> dict:
+    """Execution-guided correction: one more generate_sql call when ``first`` fails or comes back empty.
+
+    The retry sees the same schema (the prompt prefix llama.cpp already holds) and, in the hint
+    field, the failed query with what running it showed. It replaces ``first`` only when it
+    does better: runs where ``first`` failed, returns rows where ``first`` returned none.
+    """
+    s = ctx.settings
+    if not (s.retry_empty or s.retry_error):
+        return first
+    found = probe(ctx.db, first["sql"], s.sql_timeout_s)
+    if not {"empty": s.retry_empty, "error": s.retry_error}.get(found.reason or "", False):
+        return first
+    notes = value_notes(ctx.db, first["sql"]) if found.error is None else []
+    feedback = feedback_text(first["sql"], found, notes)
+    hint = "\n".join(h for h in (ctx.state.get("hint") or "", feedback) if h)
+    try:
+        second = _repaired(ctx, _generate(ctx, schema, question, hint))
+    except ToolError:  # a retry that writes or does not parse is dropped, not reported
+        second = {"sql": ""}
+    after = probe(ctx.db, second["sql"], s.sql_timeout_s) if second["sql"] else Probe(error="no SQL")
+    better = after.error is None and (found.error is not None or not after.empty)
+    retry = {"reason": found.reason, "feedback": feedback, "sql": second["sql"], "kept": better}
+    return {**second, "retry": retry} if better else {**first, "retry": retry}
 
 
 @tool(refs={"failed_call_id": ("execute_sql_and_analyze_result", "generate_sql", "fix_sql")})
