@@ -89,3 +89,18 @@ def spiderlike_db(tmp_path_factory) -> Path:
     finally:
         con.close()
     return path
+
+
+#: Spider dev questions on 8 real databases (../shared/data/README.md); tests that need real data
+#: read it in place (never copied into the repository) and are skipped where it is absent
+SPIDER_DEV_A = Path(os.environ.get("ROUTERLAB_SPIDER_DEV", "/work/shared/data/spider-dev-a"))
+
+
+@pytest.fixture(scope="session")
+def spider_dev_a():
+    """The ``spider-dev-a`` examples (dev split), loaded with the ``spider`` loader."""
+    if not (SPIDER_DEV_A / "dev.json").is_file():
+        pytest.skip(f"real Spider data not found at {SPIDER_DEV_A} (set ROUTERLAB_SPIDER_DEV)")
+    from routerlab.benchmarks.loaders.spider import load_spider
+
+    return load_spider(str(SPIDER_DEV_A)).split("dev")

@@ -9,6 +9,7 @@ import pytest
 from routerlab import routers
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.messages import text_of
 
 
 def sql_lm(sql: str, fixed: str = "SELECT 'fix_sql was called'", seen: list | None = None):
@@ -18,7 +19,7 @@ def sql_lm(sql: str, fixed: str = "SELECT 'fix_sql was called'", seen: list | No
         system = str(request.system or "")
         field = (re.search(r"Your output fields are:\n1\. `(\w+)`", system) or [None, ""])[1]
         if seen is not None:
-            seen.append(" ".join(str(p) for m in request.messages for p in m.parts))
+            seen.append("\n".join(text_of(m) for m in request.messages))
         return {"fields": {field: {"sql": sql, "fixed_sql": fixed}.get(field, "")}}
 
     return scripted_lm(reply)
@@ -66,3 +67,34 @@ def test_single_call_on_the_embedded_model(spiderlike_db):
     assert t.tool_names == ["generate_sql", "execute_sql_and_analyze_result"]
     assert t.subagent_usage.lm_calls == 1 and t.subagent_usage.prompt_tokens > 0
     assert t.rows == [[3]], t.sql
+
+
+def test_single_call_on_the_real_spider_databases(spider_dev_a):
+    """One question per real database: the prompt holds the whole schema as the database spells it."""
+    from routerlab.agents.db import open_database
+
+    firsts = {e.db_id: e for e in reversed(spider_dev_a)}
+    assert len(firsts) == 8
+    for e in firsts.values():
+        seen: list[str] = []
+        t = run("single_call", sql_lm(e.gold_sql, seen=seen), e.db_path, e.question)
+        db = open_database(e.db_path)
+        assert t.error is None and t.rows == db.execute(e.gold_sql, max_rows=10_000).rows, e.id
+        assert len(seen) == 1 and db.schema_text() in seen[0]
+        for table in db.tables():
+            assert f"CREATE TABLE {table.name} (" in seen[0] or f'CREATE TABLE "{table.name}" (' in seen[0]
+            assert all(c.name in seen[0] for c in table.columns)
+        if any(table.foreign_keys for table in db.tables()):
+            assert "FOREIGN KEY (" in seen[0]
+
+
+@pytest.mark.model
+def test_single_call_answers_a_real_spider_question_on_the_embedded_model(spider_dev_a):
+    from routerlab.agents.db import open_database
+    from routerlab.agents.lm import resolve_lm
+
+    e = next(e for e in spider_dev_a if e.difficulty == "easy" and e.db_id == "concert_singer")
+    t = run("single_call", resolve_lm("local", cache=False, max_tokens=96), e.db_path, e.question)
+    assert t.tool_names == ["generate_sql", "execute_sql_and_analyze_result"]
+    gold = open_database(e.db_path).execute(e.gold_sql).rows
+    assert sorted(map(tuple, t.rows)) == sorted(map(tuple, gold)), t.sql

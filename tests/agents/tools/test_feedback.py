@@ -136,3 +136,25 @@ def test_single_call_never_retries(spiderlike_db):
         "How many dogs?", str(spiderlike_db), oracle_intent="sql"
     )
     assert t.rows == [[0]] and len(hints) == 1
+
+
+def test_on_a_real_spider_database_the_feedback_names_the_column_that_holds_the_value(spider_dev_a):
+    e = next(e for e in spider_dev_a if e.db_id == "voter_1")
+    real = open_database(e.db_path)
+    # a contestant with votes, read from the file (the right query must return a non-zero count)
+    voted = "SELECT contestant_number FROM VOTES GROUP BY contestant_number ORDER BY count(*) DESC LIMIT 1"
+    ((name,),) = real.execute(f"SELECT contestant_name FROM CONTESTANTS WHERE contestant_number = ({voted})").rows
+    # the issue's mistake: a contestant's name compared with the votes' contestant number
+    wrong = f"SELECT count(*) FROM VOTES WHERE contestant_number = '{name}'"
+    right = (
+        "SELECT count(*) FROM VOTES AS v JOIN CONTESTANTS AS c ON v.contestant_number = c.contestant_number"
+        f" WHERE c.contestant_name = '{name}'"
+    )
+    assert probe(real, wrong, timeout_s=5.0).empty
+    assert value_notes(real, wrong) == [
+        f"'{name}' is not a value of VOTES.contestant_number; '{name}' is a value of CONTESTANTS.contestant_name."
+    ]
+    hints: list[str] = []
+    t = _run(_lm(wrong, right, hints), e.db_path, retry_empty=True, retry_error=True)
+    assert t.sql == right and t.rows == real.execute(right).rows
+    assert "CONTESTANTS.contestant_name" in hints[1]

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.scope import traverse_scope
 
 from routerlab.agents.db import open_database
 from routerlab.agents.tools.repair import catalog_of, closest_name, foreign_keys_of, query_identifiers, repair_sql
+from routerlab.eval.scorers.execution import results_match
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +169,73 @@ def test_a_column_on_a_table_missing_from_the_query_brings_that_table_in_by_its_
     assert rows(db, fixed.sql) == rows(db, meant) == [("dog",), ("dog",)]
     # without the keys the column stays unresolved, for fix_sql
     assert repair_sql(broken, catalog_of(db.tables()), "sqlite").unresolved == ("column PetType",)
+
+
+# -- on the real Spider databases of ../shared/data/spider-dev-a ---------------------------------
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _schema(e):
+    real = open_database(e.db_path)
+    tables = real.tables()
+    return real, catalog_of(tables), foreign_keys_of(tables)
+
+
+def _same_result(real, sql: str, gold: str) -> bool:
+    return results_match(real.execute(sql, max_rows=10_000).rows, real.execute(gold, max_rows=10_000).rows)[0]
+
+
+def test_repair_leaves_every_real_gold_query_as_written(spider_dev_a):
+    for e in spider_dev_a:
+        real, catalog, keys = _schema(e)
+        fixed = repair_sql(e.gold_sql, catalog, real.dialect, keys)
+        assert (fixed.sql, fixed.changes, fixed.unresolved) == (e.gold_sql, (), ()), e.id
+
+
+def test_repair_maps_snake_cased_columns_back_on_real_gold_queries(spider_dev_a):
+    mangled = 0
+    for e in spider_dev_a:
+        real, catalog, keys = _schema(e)
+        ast = sqlglot.parse_one(e.gold_sql, read=real.dialect)
+        cols = [c for c in ast.find_all(exp.Column) if c.name not in ("", "*") and _snake(c.name) != c.name.lower()]
+        if not cols:
+            continue
+        for c in cols:  # ``PetType`` written ``pet_type``: the mistake the issue found most
+            c.set("this", exp.to_identifier(_snake(c.name)))
+        fixed = repair_sql(ast.sql(dialect=real.dialect), catalog, real.dialect, keys)
+        assert fixed.unresolved == () and _same_result(real, fixed.sql, e.gold_sql), (e.id, fixed)
+        mangled += 1
+    assert mangled >= 40
+
+
+def test_repair_moves_columns_back_across_real_joins(spider_dev_a):
+    moved = 0
+    for e in spider_dev_a:
+        real, catalog, keys = _schema(e)
+        lower = {t.lower(): {c.lower() for c in cols} for t, cols in catalog.items()}
+        ast = sqlglot.parse_one(e.gold_sql, read=real.dialect)
+        flipped = False
+        for scope in traverse_scope(ast):
+            tables = {a.lower(): s.name.lower() for a, s in scope.sources.items() if isinstance(s, exp.Table)}
+            if len(tables) != 2 or flipped:
+                continue
+            for c in scope.columns:
+                alias = c.table.lower()
+                if alias not in tables:
+                    continue
+                (other,) = set(tables) - {alias}
+                if c.name.lower() in lower.get(tables[alias], ()) and c.name.lower() not in lower.get(
+                    tables[other], ()
+                ):
+                    c.set("table", exp.to_identifier(other))  # the column put on the wrong side of the join
+                    flipped = True
+                    break
+        if not flipped:
+            continue
+        fixed = repair_sql(ast.sql(dialect=real.dialect), catalog, real.dialect, keys)
+        assert _same_result(real, fixed.sql, e.gold_sql), (e.id, fixed)
+        moved += 1
+    assert moved >= 100
