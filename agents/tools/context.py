@@ -42,6 +42,17 @@ class ToolSettings:
         repair_joins: With ``repair``, rewrite a suspect join condition (a rewritten or unknown
             column, both sides on one table, or unrelated columns of two tables a foreign key
             links) to the one foreign key between the joined tables.
+        retry_empty: Execution-guided correction: a discovery-path query that runs but returns
+            nothing (no rows, or one row of NULLs and zeros) and has a condition that explains
+            it (a string literal its column lacks, a join no pair of rows meets) gets ONE more
+            ``generate_sql`` call with that feedback (``routerlab.agents.tools.feedback``). The
+            retry is kept only when it returns rows.
+        retry_error: The same for a query that still fails after ``repair``: one more call with
+            the database's exact error and the tables that have a missing column, kept only
+            when it runs; otherwise the plan's fix_sql follows as before. Off by default: on
+            the spider-dev-a subset it fixed none of its retries (README, SQL quality). Both
+            retries reuse generate_sql's prompt (the schema prefix is shared, so llama.cpp does
+            not prefill it again).
     """
 
     example_values: int = 3
@@ -54,7 +65,7 @@ class ToolSettings:
     schema_budget_chars: int = 8000
     repair: bool = True
     repair_joins: bool = True
-    retry_empty: bool = False
+    retry_empty: bool = True
     retry_error: bool = False
 
     def __post_init__(self) -> None:

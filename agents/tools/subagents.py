@@ -12,7 +12,7 @@ from routerlab.agents.errors import ToolError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
-from routerlab.agents.tools.feedback import Probe, feedback_text, probe, value_notes
+from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
 from routerlab.agents.tools.linking import link_tables, schema_for
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
@@ -127,8 +127,10 @@ def _with_retry(ctx: ToolContext, schema: str, question: str, first: dict) -> di
     """Execution-guided correction: one more generate_sql call when ``first`` fails or comes back empty.
 
     The retry sees the same schema (the prompt prefix llama.cpp already holds) and, in the hint
-    field, the failed query with what running it showed. It replaces ``first`` only when it
-    does better: runs where ``first`` failed, returns rows where ``first`` returned none.
+    field, what running the first query showed: the exact error and the tables that have a
+    missing column, or for an empty result the conditions that match nothing and what would.
+    An empty result with no such condition is not retried. The retry replaces ``first`` only
+    when it does better: runs where ``first`` failed, returns rows where ``first`` returned none.
     """
     s = ctx.settings
     if not (s.retry_empty or s.retry_error):
@@ -136,8 +138,10 @@ def _with_retry(ctx: ToolContext, schema: str, question: str, first: dict) -> di
     found = probe(ctx.db, first["sql"], s.sql_timeout_s)
     if not {"empty": s.retry_empty, "error": s.retry_error}.get(found.reason or "", False):
         return first
-    notes = value_notes(ctx.db, first["sql"]) if found.error is None else []
-    feedback = feedback_text(first["sql"], found, notes)
+    notes = value_notes(ctx.db, first["sql"]) if found.error is None else column_notes(ctx.db, found.error)
+    if found.error is None and not notes:
+        return first  # an empty result nothing explains: the same prompt would bring the same query back
+    feedback = feedback_text(found, notes)
     hint = "\n".join(h for h in (ctx.state.get("hint") or "", feedback) if h)
     try:
         second = _repaired(ctx, _generate(ctx, schema, question, hint))

@@ -12,7 +12,7 @@ from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.messages import text_of
 from routerlab.agents.tools import ToolSettings
-from routerlab.agents.tools.feedback import Probe, feedback_text, probe, value_notes
+from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +57,26 @@ def test_value_notes_say_where_a_missing_literal_really_is(db):
     assert value_notes(db, "SELEC nonsense") == []
 
 
-def test_feedback_text_carries_the_query_the_outcome_and_the_notes():
-    text = feedback_text("SELECT 1", Probe(empty=True), ["'x' is not a value of t.c."])
-    assert text.splitlines()[:3] == [
-        "A previous attempt ran but returned no rows",
-        "SELECT 1",
-        "'x' is not a value of t.c.",
+def test_feedback_text_says_what_running_the_query_showed_without_the_query():
+    text = feedback_text(Probe(empty=True), ["'x' is not a value of t.c."])
+    assert text == "A first answer returned no rows.\n'x' is not a value of t.c."
+    assert feedback_text(Probe(error="no such column: c"), []) == "A first answer failed: no such column: c"
+
+
+def test_column_notes_name_the_tables_that_have_a_missing_column(db):
+    assert column_notes(db, "no such column: T2.PetType") == ["PetType is a column of Pets."]
+    assert column_notes(db, "no such column: Model") == ["Model is a column of car_names, model_list."]
+    assert column_notes(db, "no such column: nonsense") == ["No table has a column nonsense."]
+    assert column_notes(db, "near SELECT: syntax error") == []
+
+
+def test_a_join_no_rows_meet_is_named_with_the_foreign_keys(db):
+    notes = value_notes(db, "SELECT T1.Fname FROM Student AS T1 JOIN Pets AS T2 ON T1.StuID = T2.PetID")
+    assert notes == [
+        "No row of Student joins Pets on Student.StuID = Pets.PetID. Foreign keys: "
+        "Has_Pet.StuID -> Student.StuID; Has_Pet.PetID -> Pets.PetID; Order Items.PetID -> Pets."
     ]
-    assert "failed with the error: no such column: c" in feedback_text("SELECT c", Probe(error="no such column: c"), [])
+    assert value_notes(db, "SELECT T1.Fname FROM Student AS T1 JOIN Has_Pet AS T2 ON T1.StuID = T2.StuID") == []
 
 
 def _lm(first: str, second: str, hints: list[str]):
@@ -77,7 +89,7 @@ def _lm(first: str, second: str, hints: list[str]):
         if field == "sql":
             hint = re.search(r"\[\[ ## hint ## \]\]\n(.*?)\n\n\[\[ ## question", text, re.S)
             hints.append(hint.group(1) if hint else "")
-            return {"fields": {"sql": second if "A previous attempt" in text else first}}
+            return {"fields": {"sql": second if "A first answer" in text else first}}
         return {"fields": {field: "SELECT 'fix_sql was called'"}}
 
     return scripted_lm(reply)
@@ -101,19 +113,23 @@ def test_an_empty_result_gets_one_retry_with_feedback(spiderlike_db):
     retry = t.tool_calls[1]["output"]["retry"]
     assert retry["reason"] == "empty" and retry["kept"] is True
     assert len(hints) == 2 and hints[0] == ""
-    assert "returned no rows" in hints[1] and "'Dog' is not a value of Pets.PetType; it holds 'dog'." in hints[1]
+    assert hints[1] == "A first answer returned no rows.\n'Dog' is not a value of Pets.PetType; it holds 'dog'."
     assert t.subagent_usage.lm_calls == 2
 
 
-def test_retry_is_off_unless_switched_on_and_bounded_to_one_call(spiderlike_db):
+def test_retry_is_bounded_to_one_call_and_switchable(spiderlike_db):
     hints: list[str] = []
-    t = _run(_lm("SELECT count(*) FROM Pets WHERE PetType = 'Dog'", "unused", hints), spiderlike_db)
+    wrong = "SELECT count(*) FROM Pets WHERE PetType = 'Dog'"
+    t = _run(_lm(wrong, "unused", hints), spiderlike_db, retry_empty=False)
     assert t.rows == [[0]] and len(hints) == 1 and "retry" not in t.tool_calls[1]["output"]
     # a retry that is empty again is dropped: the first query stays, and no third call is made
     hints.clear()
-    same = "SELECT count(*) FROM Pets WHERE PetType = 'Dog'"
-    t = _run(_lm(same, "SELECT count(*) FROM Pets WHERE PetType = 'Dogs'", hints), spiderlike_db, retry_empty=True)
-    assert len(hints) == 2 and t.sql == same and t.tool_calls[1]["output"]["retry"]["kept"] is False
+    t = _run(_lm(wrong, "SELECT count(*) FROM Pets WHERE PetType = 'Dogs'", hints), spiderlike_db)
+    assert len(hints) == 2 and t.sql == wrong and t.tool_calls[1]["output"]["retry"]["kept"] is False
+    # an empty result that no condition explains is not retried: the same prompt would bring it back
+    hints.clear()
+    t = _run(_lm("SELECT Fname FROM Student WHERE Age > 99", "unused", hints), spiderlike_db)
+    assert len(hints) == 1 and "retry" not in t.tool_calls[1]["output"]
 
 
 def test_an_error_repair_cannot_fix_gets_the_exact_error_before_fix_sql(spiderlike_db):
@@ -121,7 +137,7 @@ def test_an_error_repair_cannot_fix_gets_the_exact_error_before_fix_sql(spiderli
     lm = _lm("SELECT nonsense_column FROM Pets", "SELECT count(*) FROM Pets", hints)
     t = _run(lm, spiderlike_db, retry_error=True)
     assert t.rows == [[3]] and "fix_sql" not in t.tool_names
-    assert "failed with the error" in hints[1] and "nonsense_column" in hints[1]
+    assert hints[1] == "A first answer failed: no such column: nonsense_column\nNo table has a column nonsense_column."
     # without the switch the failing query goes to fix_sql, as before
     hints.clear()
     t = _run(_lm("SELECT nonsense_column FROM Pets", "unused", hints), spiderlike_db, retry_empty=True)
