@@ -455,8 +455,8 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.agents.tools.context import ToolContext
+    from routerlab.agents.tools.linking import overlap_tables
     from routerlab.agents.tools.programs import SQLPrograms
-    from routerlab.agents.tools.subagents import _relevant_tables
     from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 
     lm = resolve_lm(spec, cache=False)
@@ -470,7 +470,7 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     cold, warm, linked_tokens, full_tokens = [], [], [], []
     full_schema = db.schema_text()
     for q in qs:
-        schema = db.schema_text(_relevant_tables(ctx, q))
+        schema = db.schema_text(overlap_tables(db, q, ctx.settings.max_tables))
         for label in ("cold", "warm"):
             if label == "cold" and forget is not None:
                 forget()
@@ -591,8 +591,8 @@ def schema_scaling(spec: str = "local", sizes: Sequence[int] = (5, 15, 40)) -> l
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.agents.tools.context import ToolContext
+    from routerlab.agents.tools.linking import overlap_tables
     from routerlab.agents.tools.programs import SQLPrograms, clean_sql
-    from routerlab.agents.tools.subagents import _relevant_tables
     from routerlab.eval.scorers.execution import results_match
 
     lm = resolve_lm(spec, cache=False)
@@ -608,7 +608,7 @@ def schema_scaling(spec: str = "local", sizes: Sequence[int] = (5, 15, 40)) -> l
             for way in ("full schema", "linked"):
                 seconds, tokens, hits, failed = [], [], 0, []
                 for question, gold in pairs:
-                    tables = None if way == "full schema" else _relevant_tables(ctx, question)
+                    tables = None if way == "full schema" else overlap_tables(db, question, ctx.settings.max_tables)
                     schema = db.schema_text(tables)
                     if forget is not None:
                         forget()
@@ -783,6 +783,72 @@ def routing_prefix_reuse(spec: str = "local", questions: int = 6) -> list[PerfFi
     ]
 
 
+def sql_decoding(spec: str = "local", questions: int = 5, draft: int = 10) -> list[PerfFigure]:
+    """``generate_sql`` with and without prompt-lookup decoding, same prompts, same warm prefix.
+
+    Each engine first evaluates the whole built-in schema once (a generate_sql call, timed as
+    the cold prefill), then answers the same dev questions greedily with that prefix reused,
+    as the pipeline does for consecutive questions on one database. Reported per engine: p50
+    seconds per SQL call, completion tokens per second over those calls, and how many SQL
+    outputs are identical to the plain engine's (greedy decoding must not change them).
+    """
+    from routerlab.agents.db import open_database
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.lm.adapter import lm_context
+    from routerlab.agents.lm.local import clear_models
+    from routerlab.agents.tools.programs import SQLPrograms
+    from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
+
+    db = open_database(builtin_database_path())
+    schema = db.schema_text()
+    qs = [e.question for e in load_builtin().split("dev") if e.intent == "sql"][: questions + 1]
+    runs: dict[int, tuple[float, list[float], list[int], list[str]]] = {}
+    for n_draft in (0, draft):
+        clear_models()  # one model in memory at a time; each engine starts cold
+        # two saved prefixes: with a draft model every state also holds the logits of each token
+        lm = resolve_lm(spec, cache=False, max_tokens=256, prefix_states=2, draft=n_draft)
+        programs = SQLPrograms()
+        seconds, tokens, sqls = [], [], []
+        for i, q in enumerate(qs):
+            t = time.perf_counter()
+            with lm_context(lm):
+                pred = programs.generate(db_schema=schema, dialect=db.dialect, hint="", question=q)
+            dt = time.perf_counter() - t
+            if i == 0:
+                cold = dt
+                continue
+            seconds.append(dt)
+            tokens.append((lm.history[-1].get("usage") or {}).get("completion_tokens", 0))
+            sqls.append(pred.sql or "")
+        runs[n_draft] = (cold, seconds, tokens, sqls)
+    clear_models()
+    figures = []
+    for n_draft, (cold, seconds, tokens, _sqls) in runs.items():
+        way = f"prompt lookup ({n_draft} drafted)" if n_draft else "plain decoding"
+        figures += [
+            PerfFigure("sql decoding", f"{way}: first call, schema prefill included", round(cold, 2), "s"),
+            PerfFigure(
+                "sql decoding", f"{way}: p50 per SQL call, prefix reused", round(statistics.median(seconds), 2), "s"
+            ),
+            PerfFigure("sql decoding", f"{way}: completion tokens/s", round(sum(tokens) / sum(seconds), 2), "tok/s"),
+        ]
+    plain, drafted = runs[0][3], runs[draft][3]
+    same = sum(a == b for a, b in zip(plain, drafted, strict=True))
+    speedup = statistics.median(runs[0][1]) / statistics.median(runs[draft][1])
+    figures += [
+        PerfFigure("sql decoding", "identical SQL with and without prompt lookup", same, f"of {len(plain)}"),
+        PerfFigure(
+            "sql decoding",
+            "p50 speed-up from prompt lookup",
+            round(speedup, 2),
+            "x",
+            "> 1 and identical",
+            speedup > 1 and same == len(plain),
+        ),
+    ]
+    return figures
+
+
 def run_perf(*, quick: bool = False, model: bool = False, lm: str = "local") -> list[PerfFigure]:
     """Run every section (``quick``: smaller sizes; ``model``: also time the embedded model)."""
     figures = harness_overhead(24 if quick else 120)
@@ -794,6 +860,7 @@ def run_perf(*, quick: bool = False, model: bool = False, lm: str = "local") -> 
         figures += alternating_prefixes(lm, 2 if quick else 3)
         figures += routing_prefix_reuse(lm, 6 if quick else 12)
         figures += schema_scaling(lm, (5, 15) if quick else (5, 15, 40))
+        figures += sql_decoding(lm, 3 if quick else 6)
     return figures
 
 

@@ -97,8 +97,24 @@ def _prefix_cache(max_states: int) -> Any:
     return _CountBoundedCache(capacity_bytes=1 << 40)
 
 
-def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int) -> tuple[Any, float]:
-    key = (path, n_ctx, prefix_states)
+def _prompt_lookup(draft: int) -> Any:
+    """llama-cpp-python's prompt-lookup draft model proposing ``draft`` tokens, or None for 0.
+
+    SQL mostly copies identifiers and values from its prompt: the draft is the continuation of
+    the latest earlier occurrence of the last 1-2 generated tokens, verified in one batch. Greedy
+    output is the same with and without it (each drafted token is kept only if it is the one
+    the model itself picks). llama-cpp-python then keeps logits for every evaluated token
+    (``logits_all``): more memory, and the output layer runs on prompt tokens too.
+    """
+    if draft <= 0:
+        return None
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    return LlamaPromptLookupDecoding(max_ngram_size=2, num_pred_tokens=draft)
+
+
+def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int, draft: int = 0) -> tuple[Any, float]:
+    key = (path, n_ctx, prefix_states, draft)
     with _LOAD_LOCK:
         if key in _MODELS:
             return _MODELS[key], 0.0
@@ -109,7 +125,18 @@ def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int) 
             # use_mmap=False: the weights live in anonymous memory. Memory-mapped weights sit in the
             # page cache, which this VM's reclaimer (DAMON) evicts, and every evicted page is read
             # back from disk on the next token (measured: 25 s vs under 1 s for 10 tokens).
-            llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False, use_mmap=False)
+            llm = Llama(
+                model_path=path,
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                seed=seed,
+                verbose=False,
+                use_mmap=False,
+                draft_model=_prompt_lookup(draft),
+                # llama-cpp-python sizes its logits buffer by this flag alone; a draft model needs
+                # a row per context token, and 0.3.36 fails past n_batch tokens without it
+                logits_all=draft > 0,
+            )
         except (ValueError, RuntimeError) as exc:
             raise LMError(
                 f"llama.cpp could not load {path}",
@@ -191,6 +218,8 @@ class LlamaEngine:
         max_tokens: Default completion budget.
         prefix_states: KV states of earlier prompts kept in RAM for prefix reuse (0 turns it off;
             each costs about 350 MB with the embedded models).
+        draft: Prompt-lookup decoding: tokens drafted from the prompt per step (0: off). A
+            separate model instance is loaded for it (``routerlab perf --model`` measures it).
     """
 
     def __init__(
@@ -202,8 +231,10 @@ class LlamaEngine:
         seed: int = 0,
         max_tokens: int = 512,
         prefix_states: int = 6,
+        draft: int = 0,
     ) -> None:
         self.model_path = str(model_path)
+        self.draft = draft
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.seed = seed
@@ -222,6 +253,7 @@ class LlamaEngine:
             "seed": self.seed,
             "max_tokens": self.max_tokens,
             "prefix_states": self.prefix_states,
+            "draft": self.draft,
         }
 
     @classmethod
@@ -231,7 +263,7 @@ class LlamaEngine:
 
     def llama(self) -> Any:
         """The loaded Llama object (loaded on first use, once per process)."""
-        llm, seconds = _load(self.model_path, self.n_ctx, self.n_threads, self.seed, self.prefix_states)
+        llm, seconds = _load(self.model_path, self.n_ctx, self.n_threads, self.seed, self.prefix_states, self.draft)
         if seconds:
             self.load_seconds = seconds
         return llm

@@ -67,6 +67,7 @@ def resolve_lm(
     max_tokens: int = 512,
     n_ctx: int = 4096,
     prefix_states: int = 6,
+    draft: int = 0,
 ) -> dspy.LM:
     """Build the DSPy LM for an ``--lm`` spec.
 
@@ -79,6 +80,8 @@ def resolve_lm(
         max_tokens: Completion budget.
         n_ctx: Context window of a local model.
         prefix_states: KV states of earlier prompts a local model keeps for prefix reuse (0: off).
+        draft: Prompt-lookup decoding on a local model: tokens drafted from the prompt per step
+            (0: off; see ``routerlab.agents.lm.local``).
 
     Raises:
         ConfigError: An unrecognised spec.
@@ -106,7 +109,7 @@ def resolve_lm(
                 found=spec,
                 fix="pick an embedded model or give a GGUF path",
             )
-        engine = LlamaEngine(str(path), n_ctx=n_ctx, max_tokens=max_tokens, prefix_states=prefix_states)
+        engine = LlamaEngine(str(path), n_ctx=n_ctx, max_tokens=max_tokens, prefix_states=prefix_states, draft=draft)
         lm = dspy.LM(
             f"local/{path.stem}",
             engine=engine,
