@@ -438,6 +438,13 @@ def _lone_adjective(tokens: list[str], i: int) -> bool:
     return _degree_form(nxt) or nxt in _PREDICATE_AFTER
 
 
+def _english(tokens: list[str], share: float = 0.7) -> bool:
+    """At least ``share`` of the lower-case words are English words the dictionary knows."""
+    words = [t.lower() for t in tokens if t[:1].islower() and len(t) > 1]
+    known = sum(1 for w in words if w in FUNCTION_WORDS or lemmas(_clean(w)))
+    return not words or known >= share * len(words)
+
+
 def noun_phrases(question: str) -> list[Phrase]:
     """The question's noun phrases whose concept a schema must hold, in order.
 
@@ -447,6 +454,8 @@ def noun_phrases(question: str) -> list[Phrase]:
     adjacent nouns ("home address").
     """
     tokens = _TOKEN.findall(_QUOTED.sub(" , ", question))
+    if not _english(tokens):
+        return []  # the dictionary is English: in another language every word would look like a gap
     phrases: list[Phrase] = []
     run: list[int] = []
 
@@ -539,9 +548,12 @@ def check_question(question: str, db: Database) -> Answerability:
     tables = tuple(t.name for t in db.tables())
     vocab = schema_vocabulary(db)
     values = _value_stems(db)
-    gaps = _period_gaps(question, db) + _how_gaps(question, vocab)
+    phrases = noun_phrases(question)
+    # a time restriction restricts something: without any noun ("what did I ask you yesterday?")
+    # the request is not a question about the data
+    gaps = (_period_gaps(question, db) if phrases else []) + _how_gaps(question, vocab)
     covered = _initialisms(question, vocab)
-    for phrase in noun_phrases(question):
+    for phrase in phrases:
         if covered & set(phrase.words):
             continue
         if any(w in _STATISTICS and _stem(w) in vocab for w in phrase.words):

@@ -64,6 +64,9 @@ GENERIC_NOUNS: frozenset[str] = _words(
     "figure figures level levels side sides spot term terms tie ties case cases situation situations aspect",
     "aspects fact facts instance instances matter option options choice choices version versions event events",
     "basis extent degree manner respect regard",
+    # words about SQL itself: a question about them is about the language, not the data
+    "query queries subquery subqueries join joins key keys index indexes function functions clause clauses",
+    "cte ctes view views schema schemas sql statement statements syntax",
     # words about the notation itself ("1 stands for yes")
     "stand stands mean means denote denotes represent represents indicate indicates note",
     # periods are checked by the temporal rule, not as concepts

@@ -103,10 +103,24 @@ DETECTORS: dict[str, Callable[[str], bool]] = {
     "outside_sql": _has_outside_sql,
 }
 
+_QUOTES_SQL = re.compile(r"\bselect\b.+\bfrom\b", re.I | re.S)
+
 #: detectors that also read the turn's database schema (opened read-only); False without one
 SCHEMA_DETECTORS: dict[str, Callable[[str, Any], bool]] = {
-    "schema_gap": lambda text, db: not check_question(text, db).answerable,
+    # a request quoting SQL is about that SQL (explain, fix), not a question for the schema
+    "schema_gap": lambda text, db: (
+        extract_sql(text) is None and not _QUOTES_SQL.search(text) and not check_question(text, db).answerable
+    ),
 }
+
+#: a request for data: a question word or a request verb (small talk rarely has one with a noun
+#: the schema lacks; "tell me a joke" must not read as a question about jokes)
+_DATA_REQUEST = (
+    # "what is a primary key?" asks for a definition, not for data
+    r"^(?!\s*(what|who)('s|'re| is| are| was)\s+(a|an)\s).*?"
+    r"(\b(what|which|who|whom|whose|when|where|how|list|show|find|give|return|count|name|display|compute|calculate)\b"
+    r"|\b(number of|average|total)\b|\btell me (the|how|what|which|who|whose|when|where)\b)"
+)
 
 _DATA_WORDS = (
     r"\b(how many|how much|total|average|avg|sum|count|list|show|which|what (?:is|was|were|are) the|"
@@ -184,7 +198,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"|\b(recently|lately|the other day|a while ago|some time ago)\b"
         r"|\b(good|bad|better|best|worse|worst) (one|area|branch|place)s?\b(?!.*\b(by|in terms of)\b)",
     ),
-    Rule("schema_gap", "unanswerable", 0.84, detector="schema_gap"),
+    Rule("schema_gap", "unanswerable", 0.84, _DATA_REQUEST, detector="schema_gap"),
     Rule("data_question", "sql", 0.8, _DATA_WORDS),
     Rule("default", "sql", 0.5),
 )
