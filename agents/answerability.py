@@ -301,7 +301,8 @@ def schema_lacks(db: Database, term: str) -> bool:
 
 # -- the question's noun phrases -----------------------------------------------------------------
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+(?:[.,]\d+)*|[^\sA-Za-z\d]")
-_QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)|`[^`]*`")
+# quoted values, and asides in brackets ("branches (business units)", a "[tag]")
+_QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)|`[^`]*`|\([^()]*\)|\[[^\[\]]*\]")
 _SENTENCE_END = frozenset(".?!;:")
 _BE = _wordset("is are was were be been being")
 _AUX = _wordset("do does did can could will would shall should may might must")
@@ -448,8 +449,8 @@ def _english(tokens: list[str], share: float = 0.7) -> bool:
 def noun_phrases(question: str) -> list[Phrase]:
     """The question's noun phrases whose concept a schema must hold, in order.
 
-    Quoted text, numbers and capitalised words inside a sentence (names: values, not concepts)
-    are left out; so are function words, words that can only be verbs, adjectives or adverbs,
+    Quoted text, asides in brackets, numbers and capitalised words inside a sentence (names:
+    values, not concepts) are left out; so are function words, words that can only be verbs, adjectives or adverbs,
     and words read as verbs or adjectives where they stand. What remains is grouped into runs of
     adjacent nouns ("home address").
     """
