@@ -42,6 +42,8 @@ class ToolSettings:
         repair_joins: With ``repair``, rewrite a suspect join condition (a rewritten or unknown
             column, both sides on one table, or unrelated columns of two tables a foreign key
             links) to the one foreign key between the joined tables.
+        sql_may_decline: ``generate_sql`` may answer that the schema cannot answer the question
+            instead of writing a query (``routerlab.agents.tools.decline``); the plan then abstains.
     """
 
     example_values: int = 3
@@ -54,6 +56,7 @@ class ToolSettings:
     schema_budget_chars: int = 8000
     repair: bool = True
     repair_joins: bool = True
+    sql_may_decline: bool = False
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool

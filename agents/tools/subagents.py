@@ -11,6 +11,7 @@ from routerlab.agents.errors import ToolError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
+from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.linking import link_tables, schema_for
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
@@ -99,13 +100,17 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
                 error_class="bad_reference",
             )
         schema = found["schema"]
+    generate = declining(ctx.programs.generate) if ctx.settings.sql_may_decline else ctx.programs.generate
     with lm_context(ctx.lm):
-        pred = ctx.programs.generate(
+        pred = generate(
             db_schema=schema,
             dialect=ctx.db.dialect,
             hint=ctx.state.get("hint") or "",
             question=_question_with_reply(ctx, question),
         )
+    missing = declined(pred.sql) if ctx.settings.sql_may_decline else None
+    if missing is not None:  # the program found nothing in the schema to answer with: no query
+        return {"sql": None, "unanswerable": True, "missing": missing}
     sql = clean_sql(pred.sql or "")
     if discovery_call_id is None:
         return {"sql": check_sql(sql, ctx.db.dialect)}

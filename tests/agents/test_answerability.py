@@ -180,3 +180,42 @@ def test_synonyms_and_compounds_ground_a_word(tmp_path: Path):
     assert check_question("Which staff get the most miles per gallon?", db).answerable  # initials: mpg
     gaps = check_question("What is the phone number and shoe size of Ann Lee?", db).gaps
     assert [g.term for g in gaps] == ["phone", "shoe size"]  # "number" is generic: the phone is what is missing
+
+
+def test_the_sql_sub_agent_can_decline_and_the_plan_abstains(concert: Path):
+    """With sql_may_decline, an UNANSWERABLE answer of the SQL program becomes the abstain outcome."""
+    from routerlab.agents.graph import PipelineConfig
+    from routerlab.agents.tools.context import ToolSettings
+    from routerlab.agents.tools.decline import DECLINE_INSTRUCTION
+
+    seen: list[str] = []
+
+    def reply(request):
+        system = str(request.system or "")
+        seen.append(system)
+        assert "`sql`" in system
+        return {"fields": {"sql": "UNANSWERABLE: no column records who won"}}
+
+    config = PipelineConfig(tools=ToolSettings(sql_may_decline=True))
+    # the schema check finds nothing missing in this question: the sub-agent is the one that declines
+    trace = Pipeline(routers.router.build("rules"), scripted_lm(reply), config=config).run(
+        "How many singers from France are there?", str(concert)
+    )
+    assert DECLINE_INSTRUCTION.split(":")[0] in seen[0]
+    assert trace.tool_names == ["data_discovery", "generate_sql", "abstain"]
+    assert not trace.executed and trace.sql is None and trace.error is None
+    assert trace.tool_calls[1]["output"] == {"sql": None, "unanswerable": True, "missing": "no column records who won"}
+    assert "no column records who won" in (trace.answer or "")
+
+
+def test_without_the_setting_the_sql_prompt_is_unchanged(concert: Path):
+    from routerlab.agents.tools.decline import DECLINE_INSTRUCTION
+
+    def reply(request):
+        assert DECLINE_INSTRUCTION[:40] not in str(request.system or "")
+        return {"fields": {"sql": "SELECT count(*) FROM singer WHERE country = 'France'"}}
+
+    trace = Pipeline(routers.router.build("rules"), scripted_lm(reply)).run(
+        "How many singers from France are there?", str(concert)
+    )
+    assert trace.tool_names[-1] == "execute_sql_and_analyze_result" and trace.rows == [[2]]
