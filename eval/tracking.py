@@ -71,9 +71,9 @@ from routerlab.eval.result import ExampleResult
 __all__ = [
     "DEFAULT_TRACKING_URI",
     "EXAMPLES_TABLE",
+    "FINAL_STATUSES",
     "RISK_CURVE",
     "RISK_FIGURE",
-    "FINAL_STATUSES",
     "MlflowSink",
     "check_tracking_store",
     "examples_frame",

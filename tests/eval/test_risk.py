@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -197,7 +198,7 @@ def test_mlflow_gets_the_curve_and_its_figure(tmp_path, examples, rules_results)
         sink.finish_run(run_id, rules_results)
     client = MlflowClient(uri)
     assert {RISK_CURVE, RISK_FIGURE} <= {f.path for f in client.list_artifacts(run_id)}
-    logged = json.loads(open(client.download_artifacts(run_id, RISK_CURVE, str(tmp_path))).read())
+    logged = json.loads(Path(client.download_artifacts(run_id, RISK_CURVE, str(tmp_path))).read_text())
     assert [(p["threshold"], p["coverage"], p["risk"]) for p in logged["points"]] == [
         pytest.approx(p) for p in risk_coverage(rules_results)
     ]
