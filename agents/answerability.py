@@ -566,7 +566,8 @@ def check_question(question: str, db: Database) -> Answerability:
         missing = [w for w in phrase.content if not _grounded([w], vocab)]
         if not missing or _stored_value(db, list(phrase.content)) or _stored_value(db, missing):
             continue
-        if any(_stem(w) in values or _stored_value(db, [w]) for w in phrase.content[:-1]):
+        modifiers = phrase.content[:-1] if phrase.head is not None else ()
+        if any(_stem(w) in values or _stored_value(db, [w]) for w in modifiers):
             continue  # a stored value picks the rows the head names: "fuel stations", "Shell stations"
         term = " ".join(phrase.content[phrase.content.index(missing[0]) :])  # "email address", not "email"
         kind, reason = _REASONS[phrase.role]
