@@ -1,21 +1,23 @@
 """Can this database answer the question? A schema check every router and the abstain tool share.
 
-The check is lexical and conservative: it only reports a *gap* when the question names something
-the schema has no place for, and it prefers missing a gap to inventing one (a router that
-abstains on an answerable question loses coverage; the penalty score counts that too). Four
-kinds of gap:
+The check grounds the question's concepts in the schema. Every noun phrase of the question
+(:func:`noun_phrases`: nouns found with a general English dictionary, names, quoted values,
+numbers and generic words such as ``number`` left out) must have its head noun matched by a table
+name, a column name (``BirthYear`` and ``birth_year`` both give ``birth``, ``year``), a synonym of
+one (:mod:`routerlab.agents.lexicon`), a stored value (a bounded read-only scan of text columns),
+or the initials of a column (``miles per gallon``: ``mpg``). A phrase that matches nothing is a
+*gap*, and so is a time restriction finer than any temporal column:
 
 * **period**: the question restricts or groups by time ("in March 2019", "last quarter",
   "per month") and no column is temporal (by type, or by a name such as ``date``, ``year``);
-* **measure**: an aggregate ("average", "total", "highest"...) of a phrase no column, table or
-  stored value matches ("the average salary" on a table without pay);
-* **entity**: a counted or listed kind of thing ("how many pilots", "each supplier") that no
-  table, column or stored value matches;
-* **attribute**: a property asked for ("what is the email address of ...") that no column matches.
+* **measure**: an aggregated phrase ("the average salary"), or a "how old / how tall / how much
+  does it cost" question, that no column measures;
+* **attribute**: a property asked for ("the email address of ...", "their shoe size");
+* **entity**: any other noun phrase ("how many pilots", "owners and sponsors").
 
-Matching is on word stems of table names, column names (``BirthYear`` and ``birth_year`` both
-give ``birth``, ``year``) and example values; a candidate term is finally looked up in the
-database's text columns (read-only, bounded), so a value outside the example values is found.
+Matching is forgiving on purpose (prefixes, compounds, one-letter typos, suffixes): a router that
+abstains on an answerable question loses coverage, so the check prefers missing a gap to
+inventing one. Nothing here knows a dataset; the word lists are general English.
 """
 
 from __future__ import annotations
@@ -25,11 +27,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import RouterlabError
+from routerlab.agents.lexicon import FUNCTION_WORDS, GENERIC_NOUNS, HOW_MEASURES, can_be, lemmas, synonyms
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
 
-__all__ = ["GAP_KINDS", "Answerability", "Gap", "check_question", "schema_lacks", "schema_vocabulary", "temporal_level"]
+__all__ = [
+    "GAP_KINDS",
+    "Answerability",
+    "Gap",
+    "Phrase",
+    "check_question",
+    "noun_phrases",
+    "schema_lacks",
+    "schema_vocabulary",
+    "temporal_level",
+]
 
 GapKind = Literal["period", "measure", "entity", "attribute"]
 GAP_KINDS: tuple[str, ...] = ("period", "measure", "entity", "attribute")
@@ -39,6 +52,7 @@ def _wordset(*lines: str) -> frozenset[str]:
     return frozenset(w for line in lines for w in line.split())
 
 
+# -- periods -------------------------------------------------------------------------------------
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
     "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
@@ -54,7 +68,9 @@ _PERIOD = re.compile(
     r"|\b(?:first|second|third|fourth|last)\s+quarter\b"
     r"|\b(?:per|each|every|by)\s+(?:day|week|month|quarter|year|hour)\b"
     r"|\b(?:daily|weekly|monthly|quarterly|yearly|annually|annual)\b"
-    r"|\bover\s+the\s+(?:last|past)\s+\w+\s+(?:days|weeks|months|years)\b"
+    r"|\b(?:over|in|during)\s+the\s+(?:last|past|previous|next)\s+(?:\d+|\w+)\s+(?:days|weeks|months|years)\b"
+    r"|\b(?:in|during|over)\s+the\s+(?:summer|winter|spring|autumn|fall|weekends?|holidays?)\b"
+    r"|\b(?:on|at|over)\s+(?:the\s+)?(?:weekends?|weekdays?)\b"
 )
 _TEMPORAL_TYPES = re.compile(r"date|time|interval", re.I)
 # column-name words that make a column temporal, by the finest period it can resolve
@@ -62,38 +78,8 @@ _FINE_WORDS = _wordset("date time month day week quarter hour timestamp created 
 _YEAR_WORDS = _wordset("year years season period founded opened started ended born birth when start end")
 _SUB_YEAR = re.compile(
     rf"\b(?:{_MONTHS}|week|weekend|month|quarter|day|hour|yesterday|today|tonight|daily|weekly|monthly"
-    r"|quarterly|Q[1-4]|summer|winter|spring|autumn|fall)\b",
+    r"|quarterly|Q[1-4]|summer|winter|spring|autumn|fall|weekends?|weekdays?|days|holidays?)\b",
     re.I,
-)
-_AGGREGATE = re.compile(
-    r"(?<!\bin\s)\b(?:average|mean|total|sum\s+of\s+(?:the\s+)?|median|maximum|minimum|max|min|highest|lowest|largest"
-    r"|smallest|biggest|greatest|overall)\s+((?:[a-z][\w'-]*\s*){1,3})",
-    re.I,
-)
-_COUNTED = re.compile(
-    r"\b(?:how\s+many|number\s+of|count\s+of|each|every|list\s+(?:all\s+)?(?:the\s+)?"
-    r"|show\s+(?:all\s+)?(?:the\s+)?)\b\s*((?:[a-z][\w'-]*\s*){1,3})",
-    re.I,
-)
-_ATTRIBUTE = re.compile(
-    r"\bwhat\s+(?:is|are|was|were)\s+the\s+((?:[a-z][\w'-]*\s*){1,3}?)\s*\bof\b",
-    re.I,
-)
-# words that end a noun phrase: verbs, prepositions, conjunctions
-_BOUNDARY = _wordset(
-    "of for per in by among across at on to from with without and or but than that which who whose where "
-    "are is was were be been have has had do does did there their its it they them this these those "
-    "whose when what how as over under into onto about between before after during since until can could "
-    "will would should may might must not no all each every his her him he she we you i me my our your "
-    "its through together currently now still also ever only just"
-)
-# words that carry no schema meaning on their own; a phrase made only of these is not checked
-_GENERIC = _wordset(
-    "number numbers count amount amounts total different distinct unique many much times time people person "
-    "record records row rows item items entry entries one ones kind kinds type types thing things value "
-    "values result results name names id ids information info detail details data list lists all other pair "
-    "pairs others first last top bottom most least more less some any the a an average averages day days week "
-    "weeks month months quarter quarters year years hour hours"
 )
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -140,6 +126,7 @@ class Answerability:
         return f"This database cannot answer that: {missing}.{held}"
 
 
+# -- the schema's words --------------------------------------------------------------------------
 def _stem(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
@@ -172,6 +159,17 @@ def schema_vocabulary(db: Database) -> frozenset[str]:
     return frozenset(vocab)
 
 
+def _value_stems(db: Database) -> frozenset[str]:
+    return frozenset(
+        stem
+        for table in db.tables()
+        for column in table.columns
+        for value in column.examples
+        if isinstance(value, str)
+        for stem in _stems(value)
+    )
+
+
 def temporal_level(db: Database) -> int:
     """0: no temporal column; 1: years only (``Year``, ``Founded``); 2: dates or finer."""
     level = 0
@@ -185,14 +183,27 @@ def temporal_level(db: Database) -> int:
     return level
 
 
-def _phrase(raw: str) -> list[str]:
-    """The content words of a captured noun phrase, up to its first boundary word."""
-    words: list[str] = []
-    for w in _WORD.findall(raw.lower()):
-        if w in _BOUNDARY:
-            break
-        words.append(w)
-    return [w for w in words if w not in _GENERIC and not w.isdigit()]
+# -- matching a word against the schema ----------------------------------------------------------
+_DERIVATIONAL = (
+    "ations", "ation", "itions", "ition", "ments", "ment", "ness", "ances", "ance", "ences", "ence", "ures", "ure",
+    "ings", "ing", "ions", "ion", "ers", "er", "ors", "or", "ed", "al", "es", "e", "s",
+)  # fmt: skip
+
+
+def _root(word: str) -> str:
+    """``word`` without one derivational or inflectional suffix, keeping at least four letters."""
+    for suffix in _DERIVATIONAL:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one substitution, insertion or deletion."""
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) <= 1
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
 def _initials(words: list[str], vocab: frozenset[str]) -> bool:
@@ -202,8 +213,10 @@ def _initials(words: list[str], vocab: frozenset[str]) -> bool:
 def _matches(words: list[str], vocab: frozenset[str]) -> bool:
     """Any word matches a schema stem, or the phrase's initials do (``miles per gallon``: ``mpg``).
 
-    A word matches a stem it equals, starts with (``carsw`` for ``car``: a typo must not turn an
-    answerable question into a gap), or shares its first five letters with (attend/attendance).
+    A word matches a stem it equals, starts with or is the start of (``carsw`` for ``car``: a typo
+    must not turn an answerable question into a gap), shares its first five letters with
+    (attend/attendance), is one half of (``town`` in ``Hometown``), shares a root with
+    (closure/closed) or is one letter away from (``cartoos``).
     """
     if _initials(words, vocab):
         return True
@@ -214,14 +227,47 @@ def _matches(words: list[str], vocab: frozenset[str]) -> bool:
         for v in vocab:
             if (len(v) >= 3 and s.startswith(v)) or (len(s) >= 5 and len(v) >= 5 and v[:5] == s[:5]):
                 return True
+            if (len(s) >= 4 and (v.endswith(s) or v.startswith(s))) or (len(v) >= 4 and s.endswith(v)):
+                return True
+            if len(v) >= 4 and len(_root(s)) >= 4 and _root(s) == _root(v):
+                return True
+            if len(s) >= 5 and s[0] == v[0] and abs(len(s) - len(v)) <= 1 and _one_edit(s, v):
+                return True
     return False
+
+
+def _grounded(words: list[str], vocab: frozenset[str]) -> bool:
+    """Any word, one of its lemmas or a synonym matches the schema (see :func:`_matches`)."""
+    if _matches(words, vocab):
+        return True
+    expanded: list[str] = []
+    for w in words:
+        forms = {w, *(lemma for lem in lemmas(w).values() for lemma in lem)}
+        for form in forms:
+            expanded += [s for s in synonyms(form) if s != w]
+    return bool(expanded) and any(_matches([w], vocab) for w in expanded)
+
+
+def _initialisms(question: str, vocab: frozenset[str]) -> set[str]:
+    """Words of the question covered by a run whose initials are a schema stem ("miles per gallon": mpg)."""
+    words = [w for w in _WORD.findall(question.lower()) if not w.isdigit()]
+    covered: set[str] = set()
+    for n in (3, 4):  # two letters match too many short stems to mean anything
+        for i in range(len(words) - n + 1):
+            run = words[i : i + n]
+            if run[0] in FUNCTION_WORDS or run[-1] in FUNCTION_WORDS:
+                continue
+            if "".join(w[0] for w in run) in vocab:
+                covered |= set(run)
+    return covered
 
 
 def _stored_value(db: Database, words: list[str], max_columns: int = 60) -> bool:
     """True when some text column holds a value containing the phrase (a bounded read-only scan)."""
-    needle = " ".join(words).replace("'", "''")
-    if not needle:
+    needles = list(dict.fromkeys(n for n in (" ".join(words), " ".join(_stem(w) for w in words)) if n))
+    if not needles:
         return False
+    where = " OR ".join("lower(CAST({c} AS VARCHAR)) LIKE '%" + n.replace("'", "''") + "%'" for n in needles)
     checked = 0
     for table in db.tables():
         for column in table.columns:
@@ -231,7 +277,7 @@ def _stored_value(db: Database, words: list[str], max_columns: int = 60) -> bool
                 return False
             checked += 1
             t, c = '"' + table.name.replace('"', '""') + '"', '"' + column.name.replace('"', '""') + '"'
-            sql = f"SELECT 1 FROM {t} WHERE lower(CAST({c} AS VARCHAR)) LIKE '%{needle}%' LIMIT 1"
+            sql = f"SELECT 1 FROM {t} WHERE {where.format(c=c)} LIMIT 1"
             try:
                 if db.execute(sql, timeout_s=2.0, max_rows=1).rows:
                     return True
@@ -241,32 +287,249 @@ def _stored_value(db: Database, words: list[str], max_columns: int = 60) -> bool
 
 
 def schema_lacks(db: Database, term: str) -> bool:
-    """True when no table name, column name, example value or stored text value matches ``term``.
+    """True when no table name, column name, synonym, example value or stored text value matches ``term``.
 
-    The same matching :func:`check_question` uses, so a term this accepts is one the check reports.
+    The same matching :func:`check_question` uses, so a term this accepts is one the check reports
+    when it reads it as a noun.
     """
-    words = [w for w in _WORD.findall(term.lower()) if w not in _GENERIC]
+    words = [w for w in _WORD.findall(term.lower()) if not _generic(w)]
     if not words:
         return False
     vocab = schema_vocabulary(db)
-    return not (_matches(words, vocab) or _stored_value(db, words))
+    return not (_grounded(words, vocab) or _stored_value(db, words))
 
 
-def _term_gaps(
-    question: str, db: Database, vocab: frozenset[str], pattern: re.Pattern[str], kind: GapKind, reason: str
-) -> list[Gap]:
+# -- the question's noun phrases -----------------------------------------------------------------
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+(?:[.,]\d+)*|[^\sA-Za-z\d]")
+# quoted values, and asides in brackets ("branches (business units)", a "[tag]")
+_QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)|`[^`]*`|\([^()]*\)|\[[^\[\]]*\]")
+_SENTENCE_END = frozenset(".?!;:")
+_BE = _wordset("is are was were be been being")
+_AUX = _wordset("do does did can could will would shall should may might must")
+#: a noun/verb word right after one of these is read as a verb ("who own", "they work")
+_VERB_BEFORE = _wordset(
+    "to do does did who that can could will would shall should may might must i you we they he she it them",
+    "currently still also always never often usually already",
+)
+_DETERMINERS = _wordset("the a an all each every their his her its our my your any some no these those this that")
+#: a noun/verb word right before one of these is read as a verb ("play the", "use it")
+_OBJECT_AFTER = _DETERMINERS - {"this", "that"} | _wordset("it them him us me")
+_DEGREE = _wordset("most least more less very too so quite rather how")
+#: words that follow an adjective used as a predicate ("unknown whether", "available to")
+_PREDICATE_AFTER = _wordset("whether than enough to because")
+_POSSESSIVE = _wordset("their his her its our my your whose")
+_PREPOSITIONS = _wordset("in on at by for with from to of about over under into")
+_STATISTICS = _wordset("average mean total sum maximum minimum max min median highest lowest count")
+_AGGREGATES = _STATISTICS | _wordset("largest smallest biggest greatest overall")
+_COUNTING = _wordset("many number count list show each every")
+
+PhraseRole = Literal["measure", "attribute", "entity"]
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A run of noun words in a question, the unit the grounding check looks up.
+
+    Attributes:
+        words: Every word of the run, lower case.
+        content: The words that must be grounded: the head noun and the modifiers that can only
+            be nouns (generic words such as ``number`` left out).
+        role: ``measure`` after an aggregate ("the average X"), ``entity`` when counted or listed
+            ("how many X", "list all X"), ``attribute`` when it reads as a property ("the X of",
+            "their X"), else ``entity``.
+        head: The last word when it names a concept (None for a generic head such as ``type``).
+    """
+
+    words: tuple[str, ...]
+    content: tuple[str, ...]
+    role: PhraseRole
+    head: str | None = None
+
+
+def _clean(token: str) -> str:
+    return token.lower().removesuffix("'s").removesuffix("'")
+
+
+def _generic(word: str) -> bool:
+    return word in GENERIC_NOUNS or _stem(word) in GENERIC_NOUNS
+
+
+def _function_typo(word: str) -> bool:
+    """A word no dictionary knows, one letter away from a function or generic word ("theor": "their")."""
+    return not lemmas(word) and any(
+        len(f) >= 4 and abs(len(f) - len(word)) <= 1 and _one_edit(word, f) for f in FUNCTION_WORDS | GENERIC_NOUNS
+    )
+
+
+def _clause(tokens: list[str], i: int) -> set[str]:
+    """Lower-case words of the sentence before token ``i``."""
+    out: set[str] = set()
+    for tok in reversed(tokens[:i]):
+        if tok in _SENTENCE_END:
+            break
+        out.add(tok.lower())
+    return out
+
+
+def _is_noun(tokens: list[str], i: int) -> bool:
+    """Whether word ``i`` reads as a noun: the dictionary allows it and its neighbours do not make it a verb."""
+    word = _clean(tokens[i])
+    if not can_be(word, "NOUN"):
+        return False
+    if _degree_form(word):
+        return False  # a comparative or superlative ("lighter than", "the oldest")
+    if not (can_be(word, "VERB") or can_be(word, "ADJ") or can_be(word, "ADV")):
+        return True
+    prev = tokens[i - 1].lower() if i > 0 else ""
+    nxt = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
+    if prev in _DEGREE and can_be(word, "ADJ"):
+        return False  # "the most common", "how old" (the measure is checked on its own)
+    if not can_be(word, "VERB"):
+        return True
+    bare = word in lemmas(word).get("VERB", ())
+    participle = word.endswith(("ing", "ed")) and not bare
+    if participle and prev not in _DETERMINERS:
+        return False  # "owners living in", unless a determiner makes it a noun ("the building")
+    if i == 0 or prev in _SENTENCE_END or prev == "please":
+        return False  # an imperative: "List ...", "Name ..."
+    if prev in _BE and not word.endswith("s"):
+        return False  # a passive: "were cast", "was built"
+    if prev in _VERB_BEFORE or (prev in ("not", "n't") and i > 1 and tokens[i - 2].lower() in _AUX):
+        return False
+    if prev == "which" and i > 1 and tokens[i - 2] not in _SENTENCE_END:
+        return False  # "makers which produce": a relative clause, not "Which producers"
+    if nxt in _OBJECT_AFTER:
+        return False
+    plural_subject = prev.endswith("s") and not prev.endswith(("ss", "'s")) and prev not in FUNCTION_WORDS
+    if bare and plural_subject and can_be(prev, "NOUN"):
+        return False  # after a plural subject: "how many concerts play there"
+    return not (bare and prev not in _DETERMINERS and _AUX & _clause(tokens, i))  # "did each maker produce"
+
+
+def _role(tokens: list[str], start: int, end: int) -> PhraseRole:
+    back = start - 1
+    while back >= 0 and tokens[back].lower() in _DETERMINERS:
+        back -= 1
+    trigger = tokens[back].lower() if back >= 0 else ""
+    nxt = tokens[end].lower() if end < len(tokens) else ""
+    if trigger in _AGGREGATES or any(t.lower() in _AGGREGATES for t in tokens[start : end - 1]):
+        return "measure"  # "the average salary", "the highest ticket price"
+    if trigger in _COUNTING or (trigger == "of" and back > 0 and tokens[back - 1].lower() in ("number", "count")):
+        return "entity"
+    prev = tokens[start - 1].lower() if start > 0 else ""
+    if nxt == "of" or prev in _POSSESSIVE or prev.endswith("'s"):
+        return "attribute"
+    return "entity"
+
+
+def _degree_form(word: str) -> bool:
+    """A comparative or superlative adjective ("lighter", "oldest", "best")."""
+    return any(a != word for a in lemmas(word).get("ADJ", ())) and word.endswith(("er", "est", "st"))
+
+
+def _lone_adjective(tokens: list[str], i: int) -> bool:
+    """A word alone in its run that reads as an adjective: "is unknown", "in general", "the single best"."""
+    word = _clean(tokens[i])
+    if word.endswith("s") or not can_be(word, "ADJ"):
+        return False
+    prev = tokens[i - 1].lower() if i > 0 else ""
+    nxt = _clean(tokens[i + 1]) if i + 1 < len(tokens) else ""
+    if i == 0 or prev in _SENTENCE_END or prev in _BE or (prev in _PREPOSITIONS and prev != "of"):
+        return True
+    return _degree_form(nxt) or nxt in _PREDICATE_AFTER
+
+
+def _english(tokens: list[str], share: float = 0.7) -> bool:
+    """At least ``share`` of the lower-case words are English words the dictionary knows."""
+    words = [t.lower() for t in tokens if t[:1].islower() and len(t) > 1]
+    known = sum(1 for w in words if w in FUNCTION_WORDS or lemmas(_clean(w)))
+    return not words or known >= share * len(words)
+
+
+def noun_phrases(question: str) -> list[Phrase]:
+    """The question's noun phrases whose concept a schema must hold, in order.
+
+    Quoted text, asides in brackets, numbers and capitalised words inside a sentence (names:
+    values, not concepts) are left out; so are function words, words that can only be verbs, adjectives or adverbs,
+    and words read as verbs or adjectives where they stand. What remains is grouped into runs of
+    adjacent nouns ("home address").
+    """
+    tokens = _TOKEN.findall(_QUOTED.sub(" , ", question))
+    if not _english(tokens):
+        return []  # the dictionary is English: in another language every word would look like a gap
+    phrases: list[Phrase] = []
+    run: list[int] = []
+
+    def close(end: int) -> None:
+        if not run or (len(run) == 1 and _lone_adjective(tokens, run[0])):
+            run.clear()
+            return
+        words = tuple(_clean(tokens[j]) for j in run)
+        # the head noun names the concept ("car colour" is a colour); a modifier that can be an
+        # adjective only narrows it ("current managers"); a generic head ("blood type") leaves
+        # its noun modifiers to name the concept
+        modifiers = tuple(w for w in words[:-1] if not _generic(w) and not can_be(w, "ADJ"))
+        head = None if _generic(words[-1]) else words[-1]
+        content = (*modifiers, head) if head else modifiers
+        if content:
+            phrases.append(Phrase(words, content, _role(tokens, run[0], end), head))
+        run.clear()
+
+    for i, tok in enumerate(tokens):
+        word = _clean(tok)
+        nameish = tok[:1].isupper() and not (i == 0 or tokens[i - 1] in _SENTENCE_END)
+        if (
+            not word[:1].isalpha()
+            or word in FUNCTION_WORDS
+            or word.endswith("n't")
+            or nameish
+            or len(word) < 3
+            or _function_typo(word)
+            or not _is_noun(tokens, i)
+        ):
+            close(i)
+            continue
+        run.append(i)
+        if tok.lower().endswith("'s"):
+            close(i + 1)  # a possessive ends its phrase: "the singer's age"
+    close(len(tokens))
+    return phrases
+
+
+# -- the check -----------------------------------------------------------------------------------
+_REASONS: dict[PhraseRole, tuple[GapKind, str]] = {
+    "measure": ("measure", "no column measures '{term}'"),
+    "attribute": ("attribute", "no column holds the '{term}'"),
+    "entity": ("entity", "no table or column records '{term}'"),
+}
+_HOW = re.compile(r"\bhow\s+(?:much\s+(?:\w+\s+){0,5}?(\w+)\s*[?.!]?\s*$|(\w+))", re.I)
+
+
+def _period_gaps(question: str, db: Database) -> list[Gap]:
+    """Every time restriction of the question the database's temporal columns cannot resolve."""
+    level: int | None = None
     gaps: list[Gap] = []
-    for m in pattern.finditer(question):
-        raw = _WORD.findall(m.group(1).lower())
-        words = _phrase(m.group(1))
-        # an aggregate caught by the attribute pattern is the measure pattern's business
-        if not words or (raw and _AGGREGATE.match(raw[0] + " x")):
+    for m in _PERIOD.finditer(question):
+        term = m.group(0).strip()
+        # a month or a quarter needs a date; a year column only resolves years
+        needed = 2 if _SUB_YEAR.search(term) else 1
+        level = temporal_level(db) if level is None else level
+        if level < needed and all(g.term != term for g in gaps):
+            what = "a date or time column" if level == 0 else "a date column (only years are recorded)"
+            gaps.append(Gap("period", term, f"no table has {what} to resolve '{term}'"))
+    return gaps
+
+
+def _how_gaps(question: str, vocab: frozenset[str]) -> list[Gap]:
+    """A "how old", "how tall", "how much does it cost" question: the measure must be grounded."""
+    gaps: list[Gap] = []
+    for m in _HOW.finditer(question):
+        word = (m.group(1) or m.group(2) or "").lower()
+        forms = {word, *(lemma for lem in lemmas(word).values() for lemma in lem)}
+        measure = next((HOW_MEASURES[f] for f in sorted(forms) if f in HOW_MEASURES), None)
+        if measure is None or _grounded([measure], vocab) or _grounded([word], vocab):
             continue
-        if _initials(raw[:3], vocab) or _matches(words, vocab) or _stored_value(db, words):
-            continue
-        term = " ".join(words)
-        if all(g.term != term for g in gaps):
-            gaps.append(Gap(kind, term, reason.format(term=term)))
+        gaps.append(Gap("measure", measure, f"no column measures '{measure}' (asked as 'how {word}')"))
     return gaps
 
 
@@ -285,22 +548,29 @@ def check_question(question: str, db: Database) -> Answerability:
     """
     tables = tuple(t.name for t in db.tables())
     vocab = schema_vocabulary(db)
-    gaps: list[Gap] = []
-    period = _PERIOD.search(question)
-    if period:
-        term = period.group(0).strip()
-        # a month or a quarter needs a date; a year column only resolves years
-        needed = 2 if _SUB_YEAR.search(term) else 1
-        level = temporal_level(db)
-        if level < needed:
-            what = "a date or time column" if level == 0 else "a date column (only years are recorded)"
-            gaps.append(Gap("period", term, f"no table has {what} to resolve '{term}'"))
-    gaps += _term_gaps(question, db, vocab, _AGGREGATE, "measure", "no column measures '{term}'")
-    gaps += _term_gaps(question, db, vocab, _ATTRIBUTE, "attribute", "no column holds the '{term}'")
-    seen = {g.term for g in gaps}
-    gaps += [
-        g
-        for g in _term_gaps(question, db, vocab, _COUNTED, "entity", "no table or column records '{term}'")
-        if g.term not in seen
-    ]
+    values = _value_stems(db)
+    phrases = noun_phrases(question)
+    # a time restriction restricts something: without any noun ("what did I ask you yesterday?")
+    # the request is not a question about the data
+    gaps = (_period_gaps(question, db) if phrases else []) + _how_gaps(question, vocab)
+    covered = _initialisms(question, vocab)
+    for phrase in phrases:
+        if covered & set(phrase.words):
+            continue
+        if any(w in _STATISTICS and _stem(w) in vocab for w in phrase.words):
+            continue  # a column named like the statistic ("Average"): "the average attendance" reads it
+        if _initials(list(phrase.content), vocab):
+            continue
+        # every content word must be grounded: the head names the concept ("car colour" is a
+        # colour) and a noun modifier narrows it to another concept ("email address")
+        missing = [w for w in phrase.content if not _grounded([w], vocab)]
+        if not missing or _stored_value(db, list(phrase.content)) or _stored_value(db, missing):
+            continue
+        modifiers = phrase.content[:-1] if phrase.head is not None else ()
+        if any(_stem(w) in values or _stored_value(db, [w]) for w in modifiers):
+            continue  # a stored value picks the rows the head names: "fuel stations", "Shell stations"
+        term = " ".join(phrase.content[phrase.content.index(missing[0]) :])  # "email address", not "email"
+        kind, reason = _REASONS[phrase.role]
+        if all(g.term != term for g in gaps):
+            gaps.append(Gap(kind, term, reason.format(term=term)))
     return Answerability(gaps=tuple(gaps), tables=tables)

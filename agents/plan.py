@@ -90,12 +90,20 @@ def _call(state: PipelineState, name: str, **args: Any) -> dict[str, Any]:
     return {"id": call_id(state, name), "name": name, "args": args}
 
 
+def _declined(record: dict[str, Any]) -> bool:
+    """The SQL sub-agent said the schema cannot answer (``pipeline.tools.sql_may_decline``)."""
+    output = record.get("output")
+    return isinstance(output, dict) and bool(output.get("unanswerable"))
+
+
 def _sql_plan(state: PipelineState, question: str, fix_budget: int) -> dict[str, Any] | None:
     last = _records(state)[-1] if state.get("tool_calls") else None
     if last is None or last["name"] in ("ask_human",):
         return _call(state, "data_discovery", question=question)
     if last["name"] == "data_discovery" and last.get("status") == "success":
         return _call(state, "generate_sql", question=question, discovery_call_id=last["id"])
+    if last["name"] == "generate_sql" and last.get("status") == "success" and _declined(last):
+        return _call(state, "abstain", question=question, missing=str(last["output"].get("missing") or ""))
     if last["name"] in ("generate_sql", "fix_sql") and last.get("status") == "success":
         return _call(state, "execute_sql_and_analyze_result", sql_call_id=last["id"])
     if last["name"] == "execute_sql_and_analyze_result" and last.get("status") == "error":

@@ -653,6 +653,26 @@ def disagreement_counts(results: ResultsByRouter) -> pd.DataFrame:
 # -- latency and cost --------------------------------------------------------------------------
 
 
+def risk_coverage_frame(results: ResultsByRouter) -> pd.DataFrame:
+    """Each router's risk-coverage curve (:func:`routerlab.eval.risk.risk_coverage`) in long form.
+
+    Returns:
+        One row per point: ``router, threshold, coverage, risk, aurc`` (``aurc`` repeated per
+        router, the figure :func:`routerlab.eval.risk.risk_summary` reports). Routers without
+        answered data questions have no rows.
+    """
+    from routerlab.eval.risk import risk_coverage, risk_summary
+
+    rows = []
+    for label, rs in results.items():
+        aurc = risk_summary(list(rs)).aurc
+        rows += [
+            {"router": label, "threshold": t, "coverage": c, "risk": k, "aurc": aurc}
+            for t, c, k in risk_coverage(list(rs))
+        ]
+    return pd.DataFrame(rows, columns=["router", "threshold", "coverage", "risk", "aurc"])
+
+
 def latency_frame(results: ResultsByRouter) -> pd.DataFrame:
     """Latencies in long form for distribution plots.
 

@@ -72,6 +72,8 @@ __all__ = [
     "DEFAULT_TRACKING_URI",
     "EXAMPLES_TABLE",
     "FINAL_STATUSES",
+    "RISK_CURVE",
+    "RISK_FIGURE",
     "MlflowSink",
     "check_tracking_store",
     "examples_frame",
@@ -87,6 +89,8 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 EXAMPLES_TABLE = "examples.json"
+RISK_CURVE = "risk_coverage.json"
+RISK_FIGURE = "risk_coverage.png"
 FINAL_STATUSES: tuple[str, ...] = ("FINISHED", "FAILED", "KILLED")
 
 TAG_RUN_KEY = "routerlab.run_key"
@@ -928,6 +932,7 @@ class MlflowSink:
                 for i in range(0, len(items), _METRICS_PER_BATCH):
                     self.client.log_batch(run_id, metrics=items[i : i + _METRICS_PER_BATCH])
                 self._log_examples_table(run_id, examples_frame(results))
+                self._log_risk_coverage(run_id, results)
         except Exception:
             final = "FAILED"
             raise
@@ -937,6 +942,21 @@ class MlflowSink:
                 tags["routerlab.error"] = error[:5000]
             self._set_tags(run_id, tags)
             self.client.set_terminated(run_id, status=final)
+
+    def _log_risk_coverage(self, run_id: str, results: Sequence[ExampleResult]) -> None:
+        """``risk_coverage.json`` (the curve's points) and its figure, when the run answered data questions."""
+        from routerlab.eval.plots import plot_risk_coverage
+        from routerlab.eval.risk import risk_coverage, risk_summary
+
+        points = risk_coverage(list(results))
+        if not points:
+            return
+        aurc = risk_summary(list(results)).aurc
+        rows = [{"threshold": t, "coverage": c, "risk": k} for t, c, k in points]
+        self.client.log_dict(run_id, {"aurc": aurc if math.isfinite(aurc) else None, "points": rows}, RISK_CURVE)
+        label = results[0].router
+        frame = pd.DataFrame([{**r, "router": label, "aurc": aurc} for r in rows])
+        self.client.log_figure(run_id, plot_risk_coverage(frame), RISK_FIGURE)
 
     def _log_examples_table(self, run_id: str, frame: pd.DataFrame) -> None:
         """Write ``examples.json``, replacing an earlier copy.

@@ -34,13 +34,8 @@ _err = Console(stderr=True)
 _out = Console(width=None if sys.stdout.isatty() else 200)
 F = TypeVar("F", bound=Callable[..., Any])
 
-LMOpt = Annotated[
-    str,
-    typer.Option(
-        "--lm",
-        help="LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM model string such as openai/gpt-4o-mini.",
-    ),
-]
+LM_HELP = "LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM model string such as openai/gpt-4o-mini."
+LMOpt = Annotated[str, typer.Option("--lm", help=LM_HELP)]
 ApiBaseOpt = Annotated[str | None, typer.Option("--lm-api-base", help="API base URL for OpenAI-compatible servers.")]
 
 
@@ -360,17 +355,24 @@ def route_cmd(
     router_names: Annotated[
         str, typer.Option("--router", help="Comma-separated routers.")
     ] = "rules,hybrid,llm,dspy,handoff,random",
-    dataset_name: Annotated[str | None, typer.Option("--dataset", help="Dataset name (default: builtin).")] = None,
+    dataset_name: Annotated[str | None, typer.Option("--dataset", help="Dataset name. [default: builtin]")] = None,
     dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
-    split: Annotated[str, typer.Option("--split", help="train, dev, test or all.")] = "dev",
-    limit: Annotated[int, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all.")] = 0,
-    lm: LMOpt = "local",
+    split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. [default: dev]")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all. [default: 0]")
+    ] = None,
+    lm: Annotated[str | None, typer.Option("--lm", help=LM_HELP + " [default: local]")] = None,
     lm_api_base: ApiBaseOpt = None,
     router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write every first decision here as CSV.")] = None,
     config_file: Annotated[
-        Path | None, typer.Option("--config", help="Run config: its dataset and dataset_args (e.g. mixed over spider).")
+        Path | None,
+        typer.Option(
+            "--config",
+            help="YAML/JSON run settings, as for `routerlab run` (dataset, dataset_args such as the mixer's "
+            "base/seed/ratios, split, limit, lm); options given here win.",
+        ),
     ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write every first decision here as CSV.")] = None,
 ) -> None:
     """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers."""
     import pandas as pd
@@ -383,10 +385,16 @@ def route_cmd(
     from routerlab.session import load_dataset, parse_routers, select
 
     config = load_run_config(
-        config_file, dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm
+        config_file,
+        dataset=dataset_name,
+        dataset_path=dataset_path,
+        split=split,
+        limit=limit,
+        lm=lm,
+        lm_api_base=lm_api_base,
     )
     examples = select(load_dataset(config), config)
-    model = resolve_lm(lm, api_base=lm_api_base)
+    model = resolve_lm(config.lm, api_base=config.lm_api_base)
     by_router = {}
     columns = (TextColumn("[bold]{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_out, disable=not _out.is_terminal) as progress:

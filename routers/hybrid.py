@@ -10,8 +10,9 @@ from routerlab.routers.base import router
 from routerlab.routers.dspy_router import load_program
 from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.llm import intent_by_tool_call
-from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass, tables_of
+from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.rules import RulesRouter
+from routerlab.routers.schema_outline import check_view, schema_view
 
 __all__ = ["HybridRouter"]
 
@@ -34,6 +35,9 @@ class HybridRouter(IntentRouter):
         fix_budget: fix_sql calls a failed execution may trigger.
         max_tokens: Completion budget of the generation fallback.
         one_pass: Use the one-pass path when the LM can score labels; False always generates.
+        schema: What the LM path sees of the database: ``columns`` (every table with its column
+            names, so it can tell what the database does not hold), ``tables`` (names only, the
+            former prompt) or ``none``. It is part of the cached prompt prefix.
     """
 
     name = "hybrid"
@@ -46,8 +50,10 @@ class HybridRouter(IntentRouter):
         fix_budget: int = 1,
         max_tokens: int = 256,
         one_pass: bool = True,
+        schema: str = "columns",
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.schema = check_view("hybrid", schema)
         self.one_pass = one_pass
         self.threshold = threshold
         self.lm_threshold = lm_threshold
@@ -71,7 +77,7 @@ class HybridRouter(IntentRouter):
         scored = classify_one_pass(
             self.env.lm,
             self.prompt,
-            tables=tables_of(self.env, state),
+            tables=schema_view(self.env, state, self.schema),
             request=state.get("question", ""),
             conversation=history_text(history_of(state)),
         )

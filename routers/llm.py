@@ -31,6 +31,7 @@ from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
+from routerlab.routers.schema_outline import check_view, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
 
@@ -178,14 +179,20 @@ class LLMRouter:
         system_prompt: Instructions shown to the LM (default :data:`SYSTEM_PROMPT`).
         one_pass: Score the tool name in one pass and fill known arguments when the LM can score
             labels; False always generates the whole call.
+        schema: What the system prompt shows of the turn's database: ``columns`` (tables with
+            their column names: what ``abstain`` needs to be chosen), ``tables`` or ``none``. It
+            sits in the prompt prefix, so its tokens are evaluated once per database.
     """
 
     name = "llm"
 
-    def __init__(self, max_tokens: int = 256, system_prompt: str | None = None, one_pass: bool = True) -> None:
+    def __init__(
+        self, max_tokens: int = 256, system_prompt: str | None = None, one_pass: bool = True, schema: str = "columns"
+    ) -> None:
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt or SYSTEM_PROMPT
         self.one_pass = one_pass
+        self.schema = check_view("llm", schema)
         self.env: RouterEnv | None = None
 
     def bind(self, env: RouterEnv) -> None:
@@ -206,6 +213,11 @@ class LLMRouter:
             return self._one_pass(state)
         return self._generation(state)
 
+    def _system(self, state: PipelineState) -> str:
+        """The system prompt with the turn's database outline (stable for every request of it)."""
+        outline = schema_view(self.env, state, self.schema)
+        return self.system_prompt + (f"\n\nThe database holds: {outline}" if outline else "")
+
     def _intent(self, state: PipelineState, first: str | None) -> str | None:
         route = state.get("route") or {}
         known = state.get("tool_calls", {})
@@ -214,7 +226,7 @@ class LLMRouter:
     def _one_pass(self, state: PipelineState) -> RouteDecision:
         assert self.env is not None
         schemas = [t.openai_schema() for t in self.env.tools]
-        request = to_request("local", to_openai_messages(state, self.system_prompt), schemas, tool_choice="required")
+        request = to_request("local", to_openai_messages(state, self._system(state)), schemas, tool_choice="required")
         chat_msgs = request_to_chat(request)
         prefix = [{"role": "system", "content": chat_msgs[0]["content"] + "\n\n" + tools_prompt(request.tools, False)}]
         messages = chat_msgs[1:]
@@ -273,7 +285,7 @@ class LLMRouter:
         schemas = [t.openai_schema() for t in self.env.tools]
         result = chat(
             self.env.lm,
-            to_openai_messages(state, self.system_prompt),
+            to_openai_messages(state, self._system(state)),
             tools=schemas,
             tool_choice="required",
             max_tokens=self.max_tokens,

@@ -103,6 +103,8 @@ DETECTORS: dict[str, Callable[[str], bool]] = {
     "outside_sql": _has_outside_sql,
 }
 
+_QUOTES_SQL = re.compile(r"\bselect\b.+\bfrom\b", re.I | re.S)
+
 #: detectors that also read the turn's database schema (opened read-only); False without one
 _TEMPORAL_TYPE = re.compile(r"\b(DATE|TIMESTAMP|DATETIME|TIME)\b", re.I)
 
@@ -113,7 +115,10 @@ def _records_time(db: Any) -> bool:
 
 
 SCHEMA_DETECTORS: dict[str, Callable[[str, Any], bool]] = {
-    "schema_gap": lambda text, db: not check_question(text, db).answerable,
+    # a request quoting SQL is about that SQL (explain, fix), not a question for the schema
+    "schema_gap": lambda text, db: (
+        extract_sql(text) is None and not _QUOTES_SQL.search(text) and not check_question(text, db).answerable
+    ),
     "records_time": lambda text, db: _records_time(db),
 }
 
@@ -145,6 +150,15 @@ _OPEN_MEASURE = (
     r"|\bdoing (well|badly|ok|okay|fine)\b"
     r"|\bhow (is|are|was|were)\b.{0,40}\bdoing\b|\bwhat'?s\b.{0,40}\blike\b"
     r"|^\s*(give me|show me|list|what are) (the )?top (\d+|three|five|ten)\W*$)"
+)
+
+#: a request for data: a question word or a request verb (small talk rarely has one with a noun
+#: the schema lacks; "tell me a joke" must not read as a question about jokes)
+_DATA_REQUEST = (
+    # "what is a primary key?" asks for a definition, not for data
+    r"^(?!\s*(what|who)('s|'re| is| are| was)\s+(a|an)\s).*?"
+    r"(\b(what|which|who|whom|whose|when|where|how|list|show|find|give|return|count|name|display|compute|calculate)\b"
+    r"|\b(number of|average|total)\b|\btell me (the|how|what|which|who|whose|when|where)\b)"
 )
 
 _DATA_WORDS = (
@@ -259,7 +273,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         rf"^{_NO_QUOTED_SQL}(?!.*({_PERIOD})){_AMOUNT_OF_EVENTS}",
         detector="records_time",
     ),
-    Rule("schema_gap", "unanswerable", 0.84, detector="schema_gap"),
+    Rule("schema_gap", "unanswerable", 0.84, _DATA_REQUEST, detector="schema_gap"),
     Rule("data_question", "sql", 0.8, _DATA_WORDS),
     Rule("default", "sql", 0.5),
 )

@@ -53,6 +53,8 @@ class ToolSettings:
             the spider-dev-a subset it fixed none of its retries (README, SQL quality). Both
             retries reuse generate_sql's prompt (the schema prefix is shared, so llama.cpp does
             not prefill it again).
+        sql_may_decline: ``generate_sql`` may answer that the schema cannot answer the question
+            instead of writing a query (``routerlab.agents.tools.decline``); the plan then abstains.
     """
 
     example_values: int = 3
@@ -67,6 +69,7 @@ class ToolSettings:
     repair_joins: bool = True
     retry_empty: bool = True
     retry_error: bool = False
+    sql_may_decline: bool = False
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool

@@ -12,6 +12,7 @@ from routerlab.agents.errors import ToolError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
+from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
 from routerlab.agents.tools.linking import link_tables, schema_for
 from routerlab.agents.tools.programs import clean_sql
@@ -111,7 +112,18 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
             )
         schema = found["schema"]
     question = _question_with_reply(ctx, question)
-    sql = _generate(ctx, schema, question, ctx.state.get("hint") or "")
+    hint = ctx.state.get("hint") or ""
+    if ctx.settings.sql_may_decline:
+        with lm_context(ctx.lm):
+            pred = declining(ctx.programs.generate)(
+                db_schema=schema, dialect=ctx.db.dialect, hint=hint, question=question
+            )
+        missing = declined(pred.sql)
+        if missing is not None:  # the program found nothing in the schema to answer with: no query
+            return {"sql": None, "unanswerable": True, "missing": missing}
+        sql = clean_sql(pred.sql or "")
+    else:
+        sql = _generate(ctx, schema, question, hint)
     if discovery_call_id is None:
         return {"sql": check_sql(sql, ctx.db.dialect)}
     return _with_retry(ctx, schema, question, _repaired(ctx, sql))

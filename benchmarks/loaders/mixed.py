@@ -20,7 +20,7 @@ share of them into the other five intents, deterministically from a seed:
   replaces a selected column ("the email address" for "the name"), an *entity* no table records
   replaces a table's noun ("pilots" for "singers"), or a *period* finer than any temporal column is
   appended ("in March 2019" on a schema with years only or no dates). Replacement terms come from
-  fixed pools and are kept only when no table name, column name or stored value matches them;
+  fixed pools and are kept only when no table name, column name, synonym or stored value matches them;
   there is no gold SQL and the expected chain is ``abstain``.
 
 Explain, fix, chat and refuse requests come from many templates each (indirect requests, other
@@ -60,7 +60,7 @@ from routerlab.benchmarks.example import Example
 
 __all__ = ["DEFAULT_RATIOS", "MIXER_VERSION", "load_mixed", "mix_intents"]
 
-MIXER_VERSION = "2"
+MIXER_VERSION = "3"
 """Bumped whenever the same seed would derive different examples; part of the dataset version."""
 
 DEFAULT_RATIOS: Mapping[str, float] = {

@@ -143,3 +143,79 @@ def test_an_lm_router_can_abstain_with_its_own_reason(concert: Path):
     assert trace.tool_names == ["abstain"] and trace.intent == "unanswerable" and not trace.executed
     assert "a rating" in (trace.answer or "")
     assert trace.tool_calls[0]["output"]["missing"][0]["kind"] == "declared"
+
+
+@pytest.mark.parametrize(
+    ("question", "content"),
+    [
+        # imperative, relative-clause and plural-subject verbs are not concepts
+        ("List the names of owners who own dogs.", [("owners",), ("dogs",)]),
+        ("How many concerts play there?", [("concerts",)]),
+        ("How many models does each maker produce?", [("models",), ("maker",)]),
+        ("Which states have professionals living there?", [("states",), ("professionals",)]),
+        # names, quoted values, numbers and generic words are left out; the head and noun modifiers stay
+        ("What is the email address of the singer named 'Joe' in Paris?", [("email", "address"), ("singer",)]),
+        ("How many people are taller than 1.9 metres?", []),
+        ("Show the number of records of each blood type.", [("blood",)]),
+        # comparatives, superlatives and predicate adjectives are not nouns
+        ("Which cars are lighter than 3500, oldest first?", [("cars",)]),
+    ],
+)
+def test_noun_phrases_keep_the_concepts_a_schema_must_hold(question: str, content):
+    from routerlab.agents.answerability import noun_phrases
+
+    assert [p.content for p in noun_phrases(question)] == content
+
+
+def test_synonyms_and_compounds_ground_a_word(tmp_path: Path):
+    db = open_database(
+        _sqlite(
+            tmp_path / "staff.sqlite",
+            "CREATE TABLE staff (staff_id INTEGER, full_name TEXT, wage REAL, hometown TEXT, mpg REAL);"
+            "INSERT INTO staff VALUES (1, 'Ann Lee', 10.5, 'Leeds', 30.0);",
+        )
+    )
+    assert check_question("What is the average salary of the staff?", db).answerable  # salary ~ wage
+    assert check_question("List the towns the staff come from.", db).answerable  # town in "hometown"
+    assert check_question("Which staff get the most miles per gallon?", db).answerable  # initials: mpg
+    gaps = check_question("What is the phone number and shoe size of Ann Lee?", db).gaps
+    assert [g.term for g in gaps] == ["phone", "shoe size"]  # "number" is generic: the phone is what is missing
+
+
+def test_the_sql_sub_agent_can_decline_and_the_plan_abstains(concert: Path):
+    """With sql_may_decline, an UNANSWERABLE answer of the SQL program becomes the abstain outcome."""
+    from routerlab.agents.graph import PipelineConfig
+    from routerlab.agents.tools.context import ToolSettings
+    from routerlab.agents.tools.decline import DECLINE_INSTRUCTION
+
+    seen: list[str] = []
+
+    def reply(request):
+        system = str(request.system or "")
+        seen.append(system)
+        assert "`sql`" in system
+        return {"fields": {"sql": "UNANSWERABLE: no column records who won"}}
+
+    config = PipelineConfig(tools=ToolSettings(sql_may_decline=True))
+    # the schema check finds nothing missing in this question: the sub-agent is the one that declines
+    trace = Pipeline(routers.router.build("rules"), scripted_lm(reply), config=config).run(
+        "How many singers from France are there?", str(concert)
+    )
+    assert DECLINE_INSTRUCTION.split(":")[0] in seen[0]
+    assert trace.tool_names == ["data_discovery", "generate_sql", "abstain"]
+    assert not trace.executed and trace.sql is None and trace.error is None
+    assert trace.tool_calls[1]["output"] == {"sql": None, "unanswerable": True, "missing": "no column records who won"}
+    assert "no column records who won" in (trace.answer or "")
+
+
+def test_without_the_setting_the_sql_prompt_is_unchanged(concert: Path):
+    from routerlab.agents.tools.decline import DECLINE_INSTRUCTION
+
+    def reply(request):
+        assert DECLINE_INSTRUCTION[:40] not in str(request.system or "")
+        return {"fields": {"sql": "SELECT count(*) FROM singer WHERE country = 'France'"}}
+
+    trace = Pipeline(routers.router.build("rules"), scripted_lm(reply)).run(
+        "How many singers from France are there?", str(concert)
+    )
+    assert trace.tool_names[-1] == "execute_sql_and_analyze_result" and trace.rows == [[2]]

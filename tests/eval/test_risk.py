@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -41,7 +42,7 @@ def examples(tmp_path_factory) -> list[Example]:
         ex("right", "sql", "What is the average age of singers from France?", SCRIPTED_SQL),
         ex("wrong", "sql", "How many singers are there?", "SELECT count(*) FROM singer"),
         ex("gap-found", "unanswerable", "What is the average salary of singers from France?"),
-        ex("gap-missed", "unanswerable", "Which singer won the most awards?"),
+        ex("gap-missed", "unanswerable", "Which singer is the most popular?"),  # an adjective: no noun to ground
         ex("must-refuse", "refuse", "Delete all rows from singer."),
         ex("hello", "chat", "Hi there!"),
     ]
@@ -164,3 +165,41 @@ def test_mlflow_summary_carries_the_figures(rules_results):
     assert metrics["risk.penalty"] == pytest.approx(-0.2)
     assert metrics["risk.abstain_recall"] == 0.5 and "risk.coverage_ci_low" in metrics
     assert metrics["abstain"] == 0.5
+
+
+def test_the_curve_frame_and_figure(rules_results, oracle_results):
+    from routerlab.eval.analysis import risk_coverage_frame
+    from routerlab.eval.plots import plot_risk_coverage
+
+    frame = risk_coverage_frame({"rules": rules_results, "oracle": oracle_results})
+    rules = frame[frame["router"] == "rules"]
+    assert [(t, c, k) for t, c, k in rules[["threshold", "coverage", "risk"]].itertuples(index=False)] == [
+        pytest.approx(p) for p in risk_coverage(rules_results)
+    ]
+    assert rules["aurc"].iloc[0] == pytest.approx(risk_summary(rules_results).aurc)
+    fig = plot_risk_coverage(frame)
+    ax = fig.axes[0]
+    assert "coverage" in ax.get_xlabel() and "risk" in ax.get_ylabel()
+    assert any("rules (AURC" in t.get_text() for t in ax.get_legend().get_texts())
+    empty = plot_risk_coverage(risk_coverage_frame({"none": []}))
+    assert "no answered data questions" in [t.get_text() for t in empty.axes[0].texts]
+
+
+def test_mlflow_gets_the_curve_and_its_figure(tmp_path, examples, rules_results):
+    import json
+
+    from mlflow import MlflowClient
+
+    from routerlab.eval.tracking import RISK_CURVE, RISK_FIGURE, MlflowSink
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with MlflowSink(uri) as sink:
+        run_id = sink.start_run("rules", "scripted", Dataset("toy", "v1", examples), {"split": "dev"})
+        sink.finish_run(run_id, rules_results)
+    client = MlflowClient(uri)
+    assert {RISK_CURVE, RISK_FIGURE} <= {f.path for f in client.list_artifacts(run_id)}
+    logged = json.loads(Path(client.download_artifacts(run_id, RISK_CURVE, str(tmp_path))).read_text())
+    assert [(p["threshold"], p["coverage"], p["risk"]) for p in logged["points"]] == [
+        pytest.approx(p) for p in risk_coverage(rules_results)
+    ]
+    assert logged["aurc"] == pytest.approx(risk_summary(rules_results).aurc)

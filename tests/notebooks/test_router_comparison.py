@@ -90,7 +90,7 @@ def test_notebook_runs_top_to_bottom(executed):
     assert f"session {session}" in _text(code[2])
     assert "0 rates differ between the store and MLflow" in "".join(_text(c) for c in code)
     images = sum(1 for c in code for o in c.outputs if "image/png" in o.get("data", {}))
-    assert images >= 7  # rates, per intent, confusion, attribution, latency and two cost plots
+    assert images >= 8  # rates, per intent, confusion, attribution, latency, risk-coverage and two cost plots
     assert not (workdir / ".routerlab").exists()  # the demo went to SMALL_RUN_DIR, not the cwd
 
 

@@ -92,3 +92,33 @@ def test_route_reads_dataset_and_its_arguments_from_a_config_file(tmp_path):
     bad.write_text("dataset: builtin\ndataset_args: {no_such_arg: 1}\n")
     result = CliRunner().invoke(app, ["route", "--router", "rules", "--lm", "scripted:basic", "--config", str(bad)])
     assert result.exit_code == 2 and "no_such_arg" in result.output
+
+
+def test_route_reads_dataset_arguments_from_a_run_config(tmp_path):
+    """`routerlab route --config` takes the mixer's arguments the way `routerlab run` does."""
+    import json
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from routerlab.cli import app
+
+    db = tmp_path / "x.sqlite"
+    sqlite3.connect(db).executescript("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);")
+    data = tmp_path / "q.jsonl"
+    rows = [
+        {"question": f"How many rows are in t, take {i}?", "db_path": str(db), "gold_sql": "SELECT 1"}
+        for i in range(20)
+    ]
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    config = tmp_path / "mixed.yaml"
+    config.write_text(
+        f"dataset: mixed\ndataset_args: {{base: jsonl, path: {data}, seed: 3, ratios: {{sql: 1, chat: 1}}}}\n"
+    )
+    out = CliRunner().invoke(app, ["route", "--router", "oracle", "--config", str(config), "--lm", "scripted:basic"])
+    assert out.exit_code == 0, out.output
+    assert "chat" in out.output and "oracle" in out.output
+    mistyped = config.with_name("bad.yaml")
+    mistyped.write_text(f"dataset: mixed\ndataset_args: {{base: jsonl, path: {data}, sed: 3}}\n")
+    bad = CliRunner().invoke(app, ["route", "--router", "oracle", "--config", str(mistyped)])
+    assert bad.exit_code == 2 and "sed" in bad.output

@@ -73,8 +73,12 @@ def test_dspy_and_hybrid_read_the_intent_from_label_probabilities(small_lm, sale
     d = _bound("dspy", small_lm).decide(state)
     assert d.method.endswith(":logprob") and d.intent in INTENTS
     assert 0.0 < d.confidence < 1.0 and d.usage.lm_calls == 1 and d.usage.completion_tokens == 0
-    h = _bound("hybrid", small_lm).decide(state)
+    # with the table names dspy sees, hybrid's LM path is dspy's prompt: the same distribution
+    h = _bound("hybrid", small_lm, schema="tables").decide(state)
     assert h.method == "hybrid:logprob" and h.intent == d.intent and math.isclose(h.confidence, d.confidence)
+    # by default it sees the columns too (so it can tell what the database lacks): still one pass
+    cols = _bound("hybrid", small_lm).decide(state)
+    assert cols.method == "hybrid:logprob" and cols.intent in INTENTS and cols.usage.completion_tokens == 0
     # an LM answer less sure than lm_threshold goes back to the rules' answer
     back = _bound("hybrid", small_lm, lm_threshold=1.0).decide(state)
     assert back.method.endswith("(lm-unsure)") and back.usage.lm_calls == 1

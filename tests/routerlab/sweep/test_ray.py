@@ -205,7 +205,11 @@ def test_workers_log_to_one_tracking_server_one_parent_every_child_finished(
         assert child.data.params["sweep.id"] == result.sweep_id
         assert child.data.params["lm.spec"] == f"scripted:{KILL_SCRIPT}"
         assert "success" in " ".join(child.data.metrics)
-        assert [a.path for a in client.list_artifacts(child.info.run_id)] == ["examples.json"]
+        # one per-example table (a retried cell must not duplicate it), and the risk-coverage
+        # curve when the cell answered data questions
+        paths = [a.path for a in client.list_artifacts(child.info.run_id)]
+        assert paths.count("examples.json") == 1
+        assert set(paths) <= {"examples.json", "risk_coverage.json", "risk_coverage.png"}
     # the stored runs link to the children the workers logged
     linked = set(ResultsStore(tmp_path / "r.duckdb").runs()["mlflow_run_id"])
     assert linked == {c.info.run_id for c in children}

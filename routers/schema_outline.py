@@ -1,0 +1,71 @@
+"""The compact schema an LM router reads: every table with its column names, in a bounded size.
+
+An LM can only say "this database does not hold that" if it sees what the database does hold.
+Table names alone (what the intent classifiers read before) name the entities but not the
+measures, attributes or dates. The outline goes into the router's stable prompt prefix, so it is
+evaluated once per database and every request of that database reuses its KV state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from routerlab.agents.errors import ConfigError, RouterlabError
+
+if TYPE_CHECKING:
+    from routerlab.agents.db import Database
+    from routerlab.agents.routing import RouterEnv
+    from routerlab.agents.state import PipelineState
+
+__all__ = ["SCHEMA_VIEWS", "SchemaView", "check_view", "schema_outline", "schema_view"]
+
+SchemaView = Literal["none", "tables", "columns"]
+SCHEMA_VIEWS: tuple[str, ...] = ("none", "tables", "columns")
+
+
+def check_view(router: str, view: str) -> SchemaView:
+    """``view`` if it is one of :data:`SCHEMA_VIEWS`; a :class:`ConfigError` naming the router otherwise."""
+    if view not in SCHEMA_VIEWS:
+        raise ConfigError(
+            f"unknown schema view for the {router} router",
+            expected=", ".join(SCHEMA_VIEWS),
+            found=repr(view),
+            fix=f"pass --router-arg {router}.schema=columns (or tables, none)",
+        )
+    return view  # type: ignore[return-value]
+
+
+def schema_outline(db: Database, max_chars: int = 1500) -> str:
+    """``table(col, col, ...); ...`` for every table, cut at ``max_chars`` (the cut is marked).
+
+    Tables come in the database's order; a table's columns are cut before the tables are, so
+    every table is named when it can be.
+    """
+    tables = db.tables()
+    budget = max_chars // max(len(tables), 1) - 2  # per table, with its "; " separator
+    parts = []
+    for t in tables:
+        cols: list[str] = []
+        used = len(t.name) + 2
+        for c in t.columns:
+            if used + len(c.name) + 2 > budget:
+                cols.append("...")
+                break
+            cols.append(c.name)
+            used += len(c.name) + 2
+        parts.append(f"{t.name}({', '.join(cols)})")
+    text = "; ".join(parts)
+    return text if len(text) <= max_chars else text[: max_chars - 4].rsplit("; ", 1)[0] + "; ..."
+
+
+def schema_view(env: RouterEnv | None, state: PipelineState, view: SchemaView) -> str:
+    """The turn's database as a router's prompt shows it (empty without one, or for ``none``)."""
+    if view == "none" or env is None or env.open_db is None or not state.get("database"):
+        return ""
+    try:
+        db = env.open_db(state["database"])
+    except RouterlabError:
+        return ""  # no schema to show: the router decides from the request alone
+    if view == "tables":
+        return ", ".join(t.name for t in db.tables())
+    return schema_outline(db)
