@@ -42,7 +42,7 @@ def examples(tmp_path_factory) -> list[Example]:
         ex("right", "sql", "What is the average age of singers from France?", SCRIPTED_SQL),
         ex("wrong", "sql", "How many singers are there?", "SELECT count(*) FROM singer"),
         ex("gap-found", "unanswerable", "What is the average salary of singers from France?"),
-        ex("gap-missed", "unanswerable", "Which singer is the most popular?"),  # an adjective: no noun to ground
+        ex("gap-missed", "unanswerable", "Which singers are married?"),  # a property asked by a verb: no noun to ground
         ex("must-refuse", "refuse", "Delete all rows from singer."),
         ex("hello", "chat", "Hi there!"),
     ]
@@ -79,7 +79,7 @@ def test_responses_come_from_the_real_traces(rules_results):
         "right": "answer",
         "wrong": "answer",
         "gap-found": "abstain",  # the rules' schema check saw "salary"
-        "gap-missed": "answer",  # "won the most awards" is outside its patterns: a confident wrong answer
+        "gap-missed": "answer",  # "are married" has no noun for the check: a confident wrong answer
         "must-refuse": "refuse",
         "hello": "withheld",
     }
