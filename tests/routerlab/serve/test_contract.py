@@ -63,8 +63,10 @@ def _stream(url: str, body: dict) -> list[dict]:
 
 
 def test_seed_postman_body_gets_a_200_stream_in_seed_format(server):
-    # seed 002's Postman body, word for word in its field names and routing mode
-    body = {"question": "List the revenue of every service area", "user_id": "test_user", "routing_mode": "hybrid"}
+    # seed 002's Postman body, word for word in its field names and routing mode; its question says
+    # "service area", which this miniature database calls `areas` (the schema check would rightly
+    # decline "service" here), so the question names the table as this database does
+    body = {"question": "List the revenue of every area", "user_id": "test_user", "routing_mode": "hybrid"}
     events = _stream(server, body)
     assert len(events) >= 3
     for env in events:
