@@ -19,6 +19,7 @@ import numpy as np
 from routerlab.eval.metrics import Rate, rate
 from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.stats import bootstrap_ci
+from routerlab.eval.tables import captioned_table
 
 __all__ = ["CONVERSATION_SCORERS", "ConversationSummary", "conversation_summary", "render_conversations"]
 
@@ -138,11 +139,4 @@ def render_conversations(
         "Conversations (every turn scored; a conversation succeeds when all its turns do; "
         "95 % bootstrap CIs; docs/metrics.md §10)."
     )
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
-        lines += ["| " + " | ".join(row) + " |" for row in body]
-        return "\n" + note + "\n\n" + "\n".join(lines) + "\n"
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
-             for row in [header, *body]]  # fmt: skip
-    return "\n" + note + "\n" + "\n".join(lines) + "\n"
+    return captioned_table(header, body, note, fmt)

@@ -27,6 +27,7 @@ import numpy as np
 from routerlab.agents.trace import Trace
 from routerlab.eval.result import ExampleResult
 from routerlab.eval.stats import bootstrap_ci
+from routerlab.eval.tables import captioned_table
 
 __all__ = [
     "GOLD_CLASSES",
@@ -316,11 +317,4 @@ def render_risk(labels: dict[str, str], summaries: dict[str, RiskSummary], fmt: 
         f"correct {c.correct:g}, withheld {c.withheld:g}, wrong answer {c.wrong_answer:g}, "
         f"served must-refuse {c.served_must_refuse:g} (docs/metrics.md)."
     )
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
-        lines += ["| " + " | ".join(row) + " |" for row in body]
-        return "\n" + note + "\n\n" + "\n".join(lines) + "\n"
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
-             for row in [header, *body]]  # fmt: skip
-    return "\n" + note + "\n" + "\n".join(lines) + "\n"
+    return captioned_table(header, body, note, fmt)

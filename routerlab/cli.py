@@ -37,6 +37,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 LM_HELP = "LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM model string such as openai/gpt-4o-mini."
 LMOpt = Annotated[str, typer.Option("--lm", help=LM_HELP)]
 ApiBaseOpt = Annotated[str | None, typer.Option("--lm-api-base", help="API base URL for OpenAI-compatible servers.")]
+RunConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="YAML/JSON run settings (dataset, dataset_args such as the mixer's base/seed/ratios, split, limit, "
+        "lm, routers, pipeline); options given here win.",
+    ),
+]
 
 
 def _clean_errors(fn: F) -> F:
@@ -143,9 +151,7 @@ def run_cmd(
     router_arg: Annotated[
         list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")
     ] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="YAML/JSON file with run settings (options given here win).")
-    ] = None,
+    config_file: RunConfigOpt = None,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -364,14 +370,7 @@ def route_cmd(
     lm: Annotated[str | None, typer.Option("--lm", help=LM_HELP + " [default: local]")] = None,
     lm_api_base: ApiBaseOpt = None,
     router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE.")] = None,
-    config_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            help="YAML/JSON run settings, as for `routerlab run` (dataset, dataset_args such as the mixer's "
-            "base/seed/ratios, split, limit, lm); options given here win.",
-        ),
-    ] = None,
+    config_file: RunConfigOpt = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write every first decision here as CSV.")] = None,
 ) -> None:
     """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers."""

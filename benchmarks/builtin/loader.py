@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +135,22 @@ def _examples(path: Path, records: list[dict[str, Any]], splits: dict[str, str],
     return examples
 
 
+def _load(
+    name: str, path: Path, assign: Callable[[Sequence[dict[str, Any]], int], dict[str, str]], split_seed: int
+) -> Dataset:
+    """The records of ``path`` as dataset ``name`` on the built database, split by ``assign``."""
+    db_path = str(builtin_database_path())
+    records = read_examples(path)
+    examples = _examples(path, records, assign(records, split_seed), db_path)
+    return Dataset(
+        name=name,
+        version=f"{BENCHMARK_VERSION}+db{GENERATOR_VERSION}",
+        examples=examples,
+        source="builtin",
+        meta={"db_path": db_path, "db_id": DB_ID, "split_seed": str(split_seed)},
+    )
+
+
 @dataset("builtin_conversations")
 def load_builtin_conversations(split_seed: int = 0) -> Dataset:
     """Load the built-in multi-turn conversations (a follow-up per later turn, gold SQL per turn).
@@ -149,16 +165,7 @@ def load_builtin_conversations(split_seed: int = 0) -> Dataset:
     Raises:
         DatasetError: If a record of ``conversations.jsonl`` is not a valid example.
     """
-    db_path = str(builtin_database_path())
-    records = read_examples(CONVERSATIONS_PATH)
-    examples = _examples(CONVERSATIONS_PATH, records, assign_conversation_splits(records, split_seed), db_path)
-    return Dataset(
-        name="builtin_conversations",
-        version=f"{BENCHMARK_VERSION}+db{GENERATOR_VERSION}",
-        examples=examples,
-        source="builtin",
-        meta={"db_path": db_path, "db_id": DB_ID, "split_seed": str(split_seed)},
-    )
+    return _load("builtin_conversations", CONVERSATIONS_PATH, assign_conversation_splits, split_seed)
 
 
 @dataset("builtin")
@@ -174,13 +181,4 @@ def load_builtin(split_seed: int = 0) -> Dataset:
     Raises:
         DatasetError: If a record of ``examples.jsonl`` is not a valid example.
     """
-    db_path = str(builtin_database_path())
-    records = read_examples(EXAMPLES_PATH)
-    examples = _examples(EXAMPLES_PATH, records, assign_splits(records, split_seed), db_path)
-    return Dataset(
-        name="builtin",
-        version=f"{BENCHMARK_VERSION}+db{GENERATOR_VERSION}",
-        examples=examples,
-        source="builtin",
-        meta={"db_path": db_path, "db_id": DB_ID, "split_seed": str(split_seed)},
-    )
+    return _load("builtin", EXAMPLES_PATH, assign_splits, split_seed)
