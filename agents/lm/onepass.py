@@ -136,6 +136,21 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
+def _stable_length(
+    llm: Any, prefix: Sequence[dict[str, Any]], messages: Sequence[dict[str, Any]], prompt: list[int]
+) -> int:
+    r"""How many leading tokens of ``prompt`` every request after ``prefix`` shares.
+
+    That is the prefix and, when the request begins with a turn of a fixed role, that turn's
+    opening tokens (``<|im_start|>user\n`` for Qwen): they do not depend on the request, so they
+    are evaluated once with the prefix instead of once per decision. The length is found by
+    rendering the same turn with empty content, so it holds for any chat template.
+    """
+    probe = [*prefix, {"role": messages[0]["role"], "content": ""}] if messages else list(prefix)
+    shared = llm.tokenize(render(llm, probe, generation_prompt=False).encode(), special=True)
+    return min(_common(prompt, shared), len(prompt) - 1)
+
+
 def _start(llm: Any, store: PrefixStore, prompt: list[int], stable: int) -> tuple[str, int]:
     """Bring the context to exactly the first ``stable`` tokens of ``prompt``; return its source.
 
@@ -202,8 +217,7 @@ def score_labels(
     t0 = time.perf_counter()
     text = render(llm, [*prefix, *messages], generation_prompt=True) + reply_prefix
     prompt, labels = label_tokens(llm, text, choices)
-    prefix_only = llm.tokenize(render(llm, prefix, generation_prompt=False).encode(), special=True)
-    stable = min(_common(prompt, prefix_only), len(prompt) - 1)
+    stable = _stable_length(llm, prefix, messages, prompt)
     source, evaluated = _start(llm, store, prompt, stable)
     rest = prompt[llm.n_tokens :]
     llm.eval(rest)
@@ -258,8 +272,7 @@ def continue_reply(
     """
     text = render(llm, [*prefix, *messages], generation_prompt=True) + reply_prefix
     prompt = [int(t) for t in llm.tokenize(text.encode(), special=True)]
-    prefix_only = llm.tokenize(render(llm, prefix, generation_prompt=False).encode(), special=True)
-    stable = min(_common(prompt, prefix_only), len(prompt) - 1)
+    stable = _stable_length(llm, prefix, messages, prompt)
     _, evaluated = _start(llm, store, prompt, stable)
     rest = prompt[llm.n_tokens :]
     llm.eval(rest)
