@@ -1,12 +1,19 @@
-"""The ``handoff`` router: a triage agent passes control to specialist agents.
+"""The ``handoff`` router: a triage agent passes control to specialist agents, and back.
 
 Each decision runs the swarm (``routerlab.agents.swarm``) from the active agent. The triage agent either
 hands the request to a specialist (``transfer_to_sql``, ``transfer_to_fix``,
 ``transfer_to_explain``, ``transfer_to_chat``, function tools run inside the router) or calls
-``refuse`` / ``ask_human`` itself. Specialists hold the pipeline's sub-agent tools: their calls
-are host calls, so the swarm stops and the router returns the call for the dispatch graph to
-run, exactly like the ``llm`` router. The active agent is recorded in every decision's summary
-(``agent``, and ``method = "handoff:triage>sql"``), so the next decision resumes with it.
+``refuse`` / ``ask_human`` / ``abstain`` itself. Specialists hold the pipeline's sub-agent tools:
+their calls are host calls, so the swarm stops and the router returns the call for the dispatch
+graph to run, exactly like the ``llm`` router. A specialist that finds the request is not its
+own hands it back with ``transfer_to_triage(reason)``; triage reads the reason in its
+instruction and decides again within the same decision (``triage>sql>triage>chat``). Bounds on
+activations and turns stop a ping-pong with ``:stopped`` and no call (a scored failure).
+
+The active agent is recorded in every decision's summary (``agent``, and ``method =
+"handoff:triage>sql"``), so the next decision resumes with it; ``activations`` lists every
+agent's time in control (source, reason, tokens, calls), which MLflow traces show as one AGENT
+span each.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from routerlab.agents.swarm import (
     PROGRESS_NODE,
     Agent,
     Context,
+    ContextVariables,
     MaxActivations,
     MaxTurns,
     Result,
@@ -66,12 +74,16 @@ INSTRUCTIONS: dict[str, str] = {
 2. generate_sql citing the data_discovery tool_call_id;
 3. execute_sql_and_analyze_result citing the generate_sql tool_call_id.
 If execute_sql_and_analyze_result failed with an SQL error, call fix_sql citing the failed call, \
-then execute_sql_and_analyze_result citing the fix_sql tool_call_id.""",
+then execute_sql_and_analyze_result citing the fix_sql tool_call_id.
+If the request is not yours, call transfer_to_triage with a short reason.""",
     "fix": """The user gave a SQL query and the error it raised.
 1. Call fix_sql with that query and that error.
-2. Call execute_sql_and_analyze_result citing the fix_sql tool_call_id.""",
-    "explain": "Call explain_sql with the SQL query the user gave, copied exactly.",
-    "chat": "Call chat with the user's message.",
+2. Call execute_sql_and_analyze_result citing the fix_sql tool_call_id.
+If the request is not yours, call transfer_to_triage with a short reason.""",
+    "explain": """Call explain_sql with the SQL query the user gave, copied exactly.
+If the request is not yours, call transfer_to_triage with a short reason.""",
+    "chat": """Call chat with the user's message.
+If the request is not yours, call transfer_to_triage with a short reason.""",
 }
 """Default instruction of every agent (override per agent with ``instructions=``)."""
 
@@ -81,6 +93,17 @@ _HANDOFF_DOCS: dict[str, str] = {
     "explain": "Pass a SQL query the user wants explained to the explain agent.",
     "chat": "Pass a greeting, thanks or a general question to the chat agent.",
 }
+
+#: what each specialist must not handle, for its hand-back tool's description
+_NOT_MINE: dict[str, str] = {
+    "sql": "a greeting or thanks, SQL to explain or to fix, a request to change or delete data "
+    "(to refuse), a question too vague to answer (to ask about) or one the database cannot answer",
+    "fix": "not a failing SQL query with its error: a data question, SQL to explain, a greeting, "
+    "or a request to refuse",
+    "explain": "not SQL to explain: a data question, a failing query to fix, a greeting, or a request to refuse",
+    "chat": "a question about the data, SQL to explain or to fix, or a request to refuse or to ask about",
+}
+
 
 #: the agent that owns a turn whose first call was made outside this router (explicit agents)
 _OWNER: dict[str, str] = {
@@ -95,11 +118,17 @@ _OWNER: dict[str, str] = {
     "abstain": TRIAGE,
 }
 
-#: a decision is triage plus at most one specialist; the bounds only catch runaway replies
-_MAX_ACTIVATIONS = 2
-_MAX_TURNS = 4
+#: a decision may go triage > specialist > triage > specialist (one hand-back); a second hand-back
+#: activates a fifth agent, which the bound stops before it speaks. Each activation takes a
+#: model reply and, for a handoff, its tool's execution: 4 activations take 7 turns.
+_MAX_ACTIVATIONS = 4
+_MAX_TURNS = 8
 #: characters of a string kept in a decision's recorded swarm events
 _EVENT_TEXT_CAP = 300
+#: context variable listing this decision's hand-backs, ``{"agent", "reason"}`` each
+_HANDED_BACK = "handed_back"
+#: characters of a hand-back reason kept (shown to triage, recorded in traces)
+_REASON_CAP = 200
 
 
 @dataclass
@@ -107,20 +136,29 @@ class HandoffDecision(RouteDecision):
     """A :class:`RouteDecision` that also records the swarm's side of the decision.
 
     Its :meth:`summary` (what the pipeline stores per decision, and what MLflow's decision spans
-    show) adds ``agent`` and ``swarm_events``.
+    show) adds ``agent``, ``swarm_events`` and ``activations``.
 
     Attributes:
         agent: The agent active after this decision (the one that made the call).
         swarm_events: The swarm's trace events (user message, agent messages and switches,
             handoff calls and results, context updates), as dicts with long strings cut.
+        activations: Every agent activation of this decision
+            (:meth:`routerlab.agents.swarm.Activation.to_dict`, long strings cut); the first
+            one's ``reason`` says why that agent started (a new turn, or the agent resumed).
     """
 
     agent: str = TRIAGE
     swarm_events: list[dict[str, Any]] = field(default_factory=list)
+    activations: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self, strategy: str) -> dict[str, Any]:
-        """The base summary plus ``agent`` and ``swarm_events``."""
-        return {**super().summary(strategy), "agent": self.agent, "swarm_events": list(self.swarm_events)}
+        """The base summary plus ``agent``, ``swarm_events`` and ``activations``."""
+        return {
+            **super().summary(strategy),
+            "agent": self.agent,
+            "swarm_events": list(self.swarm_events),
+            "activations": list(self.activations),
+        }
 
 
 def _cap(value: Any) -> Any:
@@ -133,14 +171,26 @@ def _cap(value: Any) -> Any:
     return value
 
 
-def _with_reply(text: str) -> Callable[[Context], str]:
-    """An instruction that reminds the agent of the user's answer to a clarifying question."""
+def _instruction(text: str, *, hand_backs: bool = False) -> Callable[[Context], str]:
+    """An instruction that adds the user's answer to a clarifying question (and hand-backs).
+
+    Args:
+        text: The agent's instruction.
+        hand_backs: Also list this decision's hand-backs with their reasons (triage's).
+    """
 
     def instruction(context: Context) -> str:
+        lines = [text]
         reply = context.get("user_reply")
-        if not reply:
-            return text
-        return f"{text}\nThe user answered the clarifying question: {reply}. Do not ask again."
+        if reply:
+            lines.append(f"The user answered the clarifying question: {reply}. Do not ask again.")
+        # triage reads why a request came back: its history restarts from the request
+        for back in (context.get(_HANDED_BACK) or ()) if hand_backs else ():
+            lines.append(
+                f"The {back['agent']} agent handed this request back: {back['reason']}. "
+                f"Do not transfer it to the {back['agent']} agent again; pick who or what fits."
+            )
+        return "\n".join(lines)
 
     return instruction
 
@@ -160,6 +210,33 @@ def _transfer(target: str, team: Mapping[str, Agent]) -> Callable[[], Result]:
     transfer.__name__ = transfer.__qualname__ = f"transfer_to_{target}"
     transfer.__doc__ = _HANDOFF_DOCS[target]
     return transfer
+
+
+def _hand_back(source: str, team: Mapping[str, Agent]) -> Callable[[str, ContextVariables], Result]:
+    """The hand-back function a specialist calls to return a request that is not its own."""
+
+    def transfer_to_triage(reason: str, context: Context) -> Result:
+        reason = " ".join(str(reason).split())[:_REASON_CAP] or "no reason given"
+        return Result(
+            value="Triage takes the request back.",
+            agent=team[TRIAGE],
+            # the turn's intent is no longer this specialist's: the next agent that acts sets it
+            context_variables={
+                "intent": None,
+                _HANDED_BACK: [*(context.get(_HANDED_BACK) or ()), {"agent": source, "reason": reason}],
+            },
+            carry_history=False,
+            reason=reason,
+        )
+
+    transfer_to_triage.__doc__ = f"""Hand the request back to the triage agent: it is not for the {source} agent.
+
+        Call this when the request is {_NOT_MINE[source]}.
+
+        Args:
+            reason: Why the request is not yours, in a few words (triage reads it).
+        """
+    return transfer_to_triage
 
 
 @router("handoff")
@@ -219,22 +296,26 @@ class HandoffRouter:
             )
         team: dict[str, Agent] = {}
         for name, tool_names in SPECIALIST_TOOLS.items():
-            handoffs = [_transfer(t, team) for t in _HANDOFF_DOCS] if name == TRIAGE else []
+            # triage hands requests out; every specialist can hand one back
+            handoffs = [_transfer(t, team) for t in _HANDOFF_DOCS] if name == TRIAGE else [_hand_back(name, team)]
             team[name] = Agent(
                 name,
-                _with_reply(self.instructions[name]),
+                _instruction(self.instructions[name], hand_backs=name == TRIAGE),
                 [*handoffs, *(available[t] for t in tool_names)],
             )
         self.team = team
         self.env = env
 
-    def _active(self, state: PipelineState) -> Agent:
-        """The agent that made the turn's latest decision, or triage on a new turn."""
+    def _active(self, state: PipelineState) -> tuple[Agent, str]:
+        """The agent that made the turn's latest decision, or triage on a new turn, and why."""
         route = state.get("route") or {}
         if route.get("strategy") == self.name and route.get("agent") in self.team:
-            return self.team[route["agent"]]
+            return self.team[route["agent"]], "resumes: it made the turn's previous call"
         records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
-        return self.team[_OWNER.get(records[0].get("name", ""), TRIAGE) if records else TRIAGE]
+        if records:
+            owner = _OWNER.get(records[0].get("name", ""), TRIAGE)
+            return self.team[owner], f"owns the turn's first call ({records[0].get('name')})"
+        return self.team[TRIAGE], "a new turn"
 
     def _terminator(self, state: PipelineState) -> Terminator:
         bound: Terminator = MaxActivations(_MAX_ACTIVATIONS) | MaxTurns(_MAX_TURNS)
@@ -245,28 +326,33 @@ class HandoffRouter:
     def decide(self, state: PipelineState) -> RouteDecision:
         """Run the swarm from the active agent until it makes a pipeline call."""
         assert self.env is not None and self.env.lm is not None
-        start = self._active(state)
+        start, why = self._active(state)
         swarm = Swarm(
             self.env.lm, terminator=self._terminator(state), tool_choice="required", max_tokens=self.max_tokens
         )
         context = {"question": state.get("question", ""), "user_reply": state.get("user_reply") or ""}
         response = swarm.run(start, to_openai_messages(state, "")[1:], context_variables=context)
-        return self._decision(state, start, response)
+        return self._decision(state, start, response, why)
 
-    def _decision(self, state: PipelineState, start: Agent, response: SwarmResponse) -> HandoffDecision:
+    def _decision(self, state: PipelineState, start: Agent, response: SwarmResponse, why: str) -> HandoffDecision:
         known = state.get("tool_calls", {})
         calls = []
         for c in response.pending[:1]:  # one step at a time: later calls must cite this one's id
             cid = c["id"] if c["id"] not in known else f"{c['id']}_{len(known)}"
             calls.append({"id": cid, "name": c["name"], "args": dict(c["args"])})
         route = state.get("route") or {}
-        if known and route.get("intent"):
+        handed_back = any(to == TRIAGE for _, to in response.switches())
+        if known and route.get("intent") and not handed_back:
             intent = route["intent"]  # the turn's intent is set by its first decision, as in ``llm``
         else:
+            # after a hand-back the intent is that of the agent that finally made the call
             intent = response.context_variables.get("intent") or (TOOL_INTENT.get(calls[0]["name"]) if calls else None)
         path = ">".join([start.name, *(to for _, to in response.switches())])
         method = f"handoff:{path}" + (":stopped" if response.stopped_by else "")
         events = [_cap(e.to_dict()) for e in response.events]
+        activations = [_cap(a.to_dict()) for a in response.activations]
+        if activations:
+            activations[0]["reason"] = why
         return HandoffDecision(
             tool_calls=calls,
             answer=None if calls else (response.answer or None),
@@ -277,6 +363,7 @@ class HandoffRouter:
             invalid_tool_calls=list(response.invalid_tool_calls),
             agent=response.agent.name,
             swarm_events=json.loads(json.dumps(events, default=str)),
+            activations=json.loads(json.dumps(activations, default=str)),
             steps=[
                 (PROGRESS_NODE[e.type], e.describe(), {"swarm": ev})
                 for e, ev in zip(response.events, events, strict=True)

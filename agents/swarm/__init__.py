@@ -13,7 +13,7 @@ from routerlab.agents.swarm.agent import Agent, Instruction
 from routerlab.agents.swarm.context import Context, ContextVariables, is_context_hint
 from routerlab.agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
 from routerlab.agents.swarm.result import Result, as_result
-from routerlab.agents.swarm.runner import DEFAULT_TERMINATOR, Swarm, SwarmResponse
+from routerlab.agents.swarm.runner import DEFAULT_TERMINATOR, Activation, Swarm, SwarmResponse
 from routerlab.agents.swarm.terminators import (
     AllOf,
     AnyOf,
@@ -29,6 +29,7 @@ from routerlab.agents.swarm.tools import FunctionTool, function_tool
 __all__ = [
     "DEFAULT_TERMINATOR",
     "PROGRESS_NODE",
+    "Activation",
     "Agent",
     "AllOf",
     "AnyOf",

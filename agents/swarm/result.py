@@ -26,6 +26,9 @@ class Result:
             False to start it from the messages the run began with (the request), leaving out
             what earlier agents said and called during the run. Context variables are kept
             either way, so they can carry what the next agent needs.
+        reason: With a handoff: why control passes (a hand-back's reason, say), recorded on the
+            next agent's :class:`~routerlab.agents.swarm.runner.Activation` for traces. It is not
+            shown to any model: put what the next agent must read in ``context_variables``.
 
     Raises:
         ContractError: For an ``agent`` that is not an :class:`Agent` or context updates that are
@@ -36,6 +39,7 @@ class Result:
     agent: Agent | None = None
     context_variables: Mapping[str, Any] = field(default_factory=dict)
     carry_history: bool = True
+    reason: str = ""
 
     def __post_init__(self) -> None:
         if self.agent is not None and not isinstance(self.agent, Agent):

@@ -17,12 +17,63 @@ from routerlab.agents.swarm.terminators import MaxTurns, RunStatus, Terminator
 from routerlab.agents.swarm.tools import FunctionTool
 from routerlab.agents.trace import Usage
 
-__all__ = ["DEFAULT_TERMINATOR", "Swarm", "SwarmResponse"]
+__all__ = ["DEFAULT_TERMINATOR", "Activation", "Swarm", "SwarmResponse"]
 
 #: used when no terminator is given: handoffs between agents could otherwise loop forever
 DEFAULT_TERMINATOR: Terminator = MaxTurns(16)
 
 _TOOL_CHOICES = ("auto", "required", "none")
+
+
+@dataclass
+class Activation:
+    """One agent's time in control during a run: from the handoff that activated it to the next.
+
+    Attributes:
+        agent: The agent's name.
+        index: Position in the run (0: the agent the run started with).
+        source: The agent that handed control to it (None for the first activation).
+        via: The tool whose result made the handoff (None for the first activation).
+        reason: The handoff's :attr:`Result.reason <routerlab.agents.swarm.result.Result.reason>`.
+        started: ``time.time()`` when it got control.
+        ended: ``time.time()`` when it lost control or the run ended (None while it runs).
+        outcome: How it ended: ``handoff`` (passed control on), ``host_call`` (made calls the
+            host runs), ``answer`` (a text reply), ``invalid`` (no usable call), ``stopped``
+            (the terminator stopped the run while it was in control; it may never have spoken).
+        usage: LM cost of its own model calls.
+        calls: Every call it made, ``{"id", "name", "args", "host"}``, in order.
+    """
+
+    agent: str
+    index: int = 0
+    source: str | None = None
+    via: str | None = None
+    reason: str = ""
+    started: float = field(default_factory=time.time)
+    ended: float | None = None
+    outcome: str = ""
+    usage: Usage = field(default_factory=Usage)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict: the fields, ``usage`` as its observed figures."""
+        u = self.usage
+        return {
+            "agent": self.agent,
+            "index": self.index,
+            "source": self.source,
+            "via": self.via,
+            "reason": self.reason,
+            "started": self.started,
+            "ended": self.ended,
+            "outcome": self.outcome,
+            "lm_calls": u.lm_calls,
+            "cache_hits": u.cache_hits,
+            "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens,
+            "latency_s": u.latency_s,
+            "calls": [dict(c) for c in self.calls],
+        }
 
 
 @dataclass
@@ -42,6 +93,7 @@ class SwarmResponse:
         stopped_by: The terminator (as text) when it ended the run.
         status: Turns, activations, elapsed time and texts at the end.
         usage: LM cost of the run's model calls.
+        activations: Every agent activation, in order (the last one is :attr:`agent`'s).
     """
 
     agent: Agent
@@ -54,6 +106,7 @@ class SwarmResponse:
     stopped_by: str | None = None
     status: RunStatus = field(default_factory=RunStatus)
     usage: Usage = field(default_factory=Usage)
+    activations: list[Activation] = field(default_factory=list)
 
     def switches(self) -> list[tuple[str, str]]:
         """``(from, to)`` agent names of every handoff, in order."""
@@ -75,6 +128,7 @@ class _Run:
         self.texts: list[str] = []
         self.usage = Usage()
         self.started = swarm.clock()
+        self.log: list[Activation] = [Activation(agent.name)]
 
     def emit(self, type_: SwarmEventType, **data: Any) -> None:
         event = SwarmEvent(type_, self.agent.name, data)
@@ -85,7 +139,8 @@ class _Run:
     def status(self) -> RunStatus:
         return RunStatus(self.turns, self.activations, self.swarm.clock() - self.started, tuple(self.texts))
 
-    def response(self, **kw: Any) -> SwarmResponse:
+    def response(self, outcome: str, **kw: Any) -> SwarmResponse:
+        self.log[-1].ended, self.log[-1].outcome = time.time(), outcome
         return SwarmResponse(
             agent=self.agent,
             messages=self.history,
@@ -93,6 +148,7 @@ class _Run:
             events=self.events,
             status=self.status(),
             usage=self.usage,
+            activations=self.log,
             **kw,
         )
 
@@ -110,8 +166,11 @@ class _Run:
             self.emit(SwarmEventType.CONTEXT_UPDATE, updates=dict(result.context_variables))
         return result
 
-    def switch(self, to: Agent, carry_history: bool) -> None:
+    def switch(self, to: Agent, handoff: Result, via: str) -> None:
+        carry_history = handoff.carry_history
         self.emit(SwarmEventType.AGENT_SWITCH, to=to.name, carry_history=carry_history)
+        self.log[-1].ended, self.log[-1].outcome = time.time(), "handoff"
+        self.log.append(Activation(to.name, len(self.log), self.agent.name, via, handoff.reason))
         self.agent = to
         self.activations += 1
         if not carry_history:
@@ -196,7 +255,7 @@ class Swarm:
             run.emit(SwarmEventType.USER_MESSAGE, text=str(base[-1].get("content") or ""))
         while True:
             if self.terminator.should_stop(run.status()):
-                return run.response(stopped_by=str(self.terminator))
+                return run.response("stopped", stopped_by=str(self.terminator))
             system = run.agent.instructions(run.context)
             schemas = run.agent.schemas()
             reply = chat(
@@ -207,15 +266,16 @@ class Swarm:
                 max_tokens=self.max_tokens,
             )
             run.usage = run.usage.add(reply.usage)
+            run.log[-1].usage = run.log[-1].usage.add(reply.usage)
             run.turns += 1
             if reply.text:
                 run.texts.append(reply.text)
                 run.emit(SwarmEventType.AGENT_MESSAGE, text=reply.text)
             if not reply.tool_calls:
                 if reply.invalid_tool_calls:
-                    return run.response(invalid_tool_calls=list(reply.invalid_tool_calls))
+                    return run.response("invalid", invalid_tool_calls=list(reply.invalid_tool_calls))
                 run.history.append({"role": "assistant", "content": reply.text})
-                return run.response(answer=reply.text)
+                return run.response("answer", answer=reply.text)
             run.history.append(
                 {
                     "role": "assistant",
@@ -227,18 +287,20 @@ class Swarm:
                 }
             )
             pending: list[dict[str, Any]] = []
-            handoff: Result | None = None
+            handoff: tuple[Result, str] | None = None
             for call in reply.tool_calls:
                 target = run.agent.tool(call["name"])
                 host = not isinstance(target, FunctionTool)
                 run.emit(SwarmEventType.TOOL_CALL, id=call["id"], name=call["name"], args=call["args"], host=host)
+                made = {"id": call["id"], "name": call["name"], "args": dict(call["args"]), "host": host}
+                run.log[-1].calls.append(made)
                 if isinstance(target, FunctionTool):
                     result = run.execute(target, call)
-                    handoff = result if result.agent is not None else handoff
+                    handoff = (result, call["name"]) if result.agent is not None else handoff
                 else:
                     pending.append({"id": call["id"], "name": call["name"], "args": dict(call["args"])})
-            if handoff is not None and handoff.agent is not None:
+            if handoff is not None and handoff[0].agent is not None:
                 # the last handoff of a reply wins: the model asked for it last
-                run.switch(handoff.agent, handoff.carry_history)
+                run.switch(handoff[0].agent, *handoff)
             if pending:
-                return run.response(pending=pending)
+                return run.response("host_call", pending=pending)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -15,7 +16,7 @@ from routerlab.agents.lm.messages import text_of
 from routerlab.agents.registry import component_spec
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import INTENTS, initial_state
-from routerlab.agents.swarm import SwarmEvent, SwarmEventType, to_progress_event
+from routerlab.agents.swarm import FunctionTool, SwarmEvent, SwarmEventType, to_progress_event
 from routerlab.agents.tools import DEFAULT_TOOLS, ToolSettings
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.routers.handoff import HandoffDecision, HandoffRouter
@@ -41,7 +42,14 @@ def _results(request) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def _triage(request, user: str) -> dict:
+def _handed_back(request) -> bool:
+    return "handed this request back" in str(request.system or "")
+
+
+def _triage(request, user: str, *, misroute: bool = False) -> dict:
+    if misroute and not _handed_back(request):
+        # a triage that sends everything to the sql agent first: the sql agent must hand it back
+        return {"name": "transfer_to_sql", "args": {}}
     if "answered the clarifying question" in str(request.system):
         return {"name": "transfer_to_sql", "args": {}}
     if re.search(r"delete|drop", user, re.I):
@@ -57,8 +65,16 @@ def _triage(request, user: str) -> dict:
     return {"name": "transfer_to_sql", "args": {}}
 
 
+#: requests the scripted sql agent knows are not its own, with the reason it hands them back with
+_NOT_SQL = {"hello": "a greeting, not a data question", "Fix": "a failing query to repair, not a data question"}
+
+
 def _sql_agent(request, user: str) -> dict:
     results = _results(request)
+    if not results:
+        reason = next((r for cue, r in _NOT_SQL.items() if user.startswith(cue)), None)
+        if reason:
+            return {"name": "transfer_to_triage", "args": {"reason": reason}}
     if not results or results[-1][0] == "ask_human":
         return {"name": "data_discovery", "args": {"question": user}}
     tool, cid, _, content = results[-1]
@@ -70,8 +86,14 @@ def _sql_agent(request, user: str) -> dict:
     return {"name": "fix_sql", "args": {"sql": failed_sql, "error": content, "failed_call_id": cid}}
 
 
-def team_script(sql: str = GOOD_SQL):
-    """A scripted LM playing every agent (told apart by their tools) and the sub-agent programs."""
+def team_script(sql: str = GOOD_SQL, *, misroute: bool = False, ping_pong: bool = False):
+    """A scripted LM playing every agent (told apart by their tools) and the sub-agent programs.
+
+    Args:
+        sql: What ``generate_sql`` writes.
+        misroute: Triage sends every request to the sql agent until it is handed back.
+        ping_pong: Triage always sends to the sql agent, which always hands back.
+    """
 
     def reply(request):
         if not request.tools:
@@ -86,8 +108,12 @@ def team_script(sql: str = GOOD_SQL):
         tools = {t.name for t in request.tools}
         user = text_of(request.messages[0])
         if "transfer_to_sql" in tools:
-            return _triage(request, user)
+            if ping_pong:
+                return {"name": "transfer_to_sql", "args": {}}
+            return _triage(request, user, misroute=misroute)
         if "data_discovery" in tools:
+            if ping_pong:
+                return {"name": "transfer_to_triage", "args": {"reason": "not mine"}}
             return _sql_agent(request, user)
         if "fix_sql" in tools:
             results = _results(request)
@@ -105,8 +131,8 @@ def _has_tool(request, name: str) -> bool:
     return any(t.name == name for t in request.tools)
 
 
-def run(db, question: str, *, sql: str = GOOD_SQL, repair: bool = True, **kw):
-    lm = team_script(sql)
+def run(db, question: str, *, sql: str = GOOD_SQL, repair: bool = True, misroute=False, ping_pong=False, **kw):
+    lm = team_script(sql, misroute=misroute, ping_pong=ping_pong)
     config = PipelineConfig(tools=ToolSettings(repair=repair))
     pipeline = Pipeline(routers.router.build("handoff"), lm, config=config)
     return pipeline.run(question, str(db), **kw), lm
@@ -279,10 +305,23 @@ def test_bad_arguments_and_missing_parts_fail_when_built():
         Pipeline(HandoffRouter(), None)
 
 
-def test_the_team():
+def _team_topology(r: HandoffRouter) -> dict:
+    """Each agent's tools and, for the handoff functions the swarm runs, the schema the model sees."""
+    out = {}
+    for name, agent in r.team.items():
+        functions = [t for t in agent.tools if isinstance(t, FunctionTool)]
+        out[name] = {
+            "tools": [t.name for t in agent.tools],
+            "handoffs": {t.name: t.openai_schema()["function"] for t in functions},
+        }
+    return out
+
+
+def test_the_team(golden):
     r = _bound(HandoffRouter())
-    tools = {name: [t.name for t in agent.tools] for name, agent in r.team.items()}
-    assert tools["triage"] == [
+    team = _team_topology(r)
+    golden("handoff_team", team)
+    assert team["triage"]["tools"] == [
         "transfer_to_sql",
         "transfer_to_fix",
         "transfer_to_explain",
@@ -291,10 +330,122 @@ def test_the_team():
         "refuse",
         "abstain",
     ]
-    assert tools["sql"] == ["data_discovery", "generate_sql", "execute_sql_and_analyze_result", "fix_sql"]
-    assert tools["explain"] == ["explain_sql"] and tools["chat"] == ["chat"]
+    assert team["sql"]["tools"] == [
+        "transfer_to_triage",
+        "data_discovery",
+        "generate_sql",
+        "execute_sql_and_analyze_result",
+        "fix_sql",
+    ]
+    assert team["explain"]["tools"] == ["transfer_to_triage", "explain_sql"]
+    assert team["chat"]["tools"] == ["transfer_to_triage", "chat"]
     # handoff functions take no arguments: cheap for a small model to call
     assert r.team["triage"].schemas()[0]["function"]["parameters"]["properties"] == {}
+    # a hand-back takes one required argument, its reason; each specialist's says what is not its own
+    for name in ("sql", "fix", "explain", "chat"):
+        back = team[name]["handoffs"]["transfer_to_triage"]
+        assert back["parameters"]["required"] == ["reason"] and list(back["parameters"]["properties"]) == ["reason"]
+        assert f"not for the {name} agent" in back["description"]
+    assert "greeting" in team["sql"]["handoffs"]["transfer_to_triage"]["description"]
+
+
+# -- hand-back -----------------------------------------------------------------------------------
+
+
+def _triage_systems(lm) -> list[str]:
+    return [str(r.system) for r in lm.routerlab_engine.requests if r.tools and _has_tool(r, "refuse")]
+
+
+def test_a_specialist_hands_back_and_triage_decides_again_in_the_same_decision(sales_db):
+    t, lm = run(sales_db, "hello there!", misroute=True)
+    assert t.tool_names == ["chat"] and t.error is None and t.answer.startswith("Hello!")
+    assert methods(t) == ["handoff:triage>sql>triage>chat"]
+    d = t.route_decisions[0]
+    # the intent follows the specialist that made the call, not the one triage first picked
+    assert d["intent"] == "chat" and t.intent == "chat" and d["agent"] == "chat"
+    assert switches(d) == [("triage", "sql"), ("sql", "triage"), ("triage", "chat")]
+    # triage read the reason the second time, and only then
+    first, second = _triage_systems(lm)
+    assert "handed this request back" not in first
+    assert "The sql agent handed this request back: a greeting, not a data question." in second
+    # one activation per agent that took control, with who handed over, why, its tokens and calls
+    acts = d["activations"]
+    assert [(a["agent"], a["source"], a["via"], a["outcome"]) for a in acts] == [
+        ("triage", None, None, "handoff"),
+        ("sql", "triage", "transfer_to_sql", "handoff"),
+        ("triage", "sql", "transfer_to_triage", "handoff"),
+        ("chat", "triage", "transfer_to_chat", "host_call"),
+    ]
+    assert acts[0]["reason"] == "a new turn" and acts[2]["reason"] == "a greeting, not a data question"
+    assert [[c["name"] for c in a["calls"]] for a in acts] == [
+        ["transfer_to_sql"],
+        ["transfer_to_triage"],
+        ["transfer_to_chat"],
+        ["chat"],
+    ]
+    assert acts[1]["calls"][0]["args"] == {"reason": "a greeting, not a data question"}
+    assert [a["lm_calls"] for a in acts] == [1, 1, 1, 1] and d["lm_calls"] == 4
+    assert sum(a["prompt_tokens"] for a in acts) == d["prompt_tokens"] > 0
+    assert all(a["started"] <= a["ended"] for a in acts)
+    assert all(x["ended"] <= y["started"] for x, y in itertools.pairwise(acts))
+    json.dumps(t.to_dict())
+
+
+def test_intent_after_a_hand_back_and_the_specialist_resumes_on_the_next_decision(sales_db):
+    question = 'Fix: SELECT nme FROM areas\nError: Binder Error: Referenced column "nme" not found'
+    t, _ = run(sales_db, question, repair=False, misroute=True)
+    assert t.tool_names == ["fix_sql", "execute_sql_and_analyze_result"] and t.error is None
+    assert methods(t) == ["handoff:triage>sql>triage>fix", "handoff:fix"]
+    assert [d["intent"] for d in t.route_decisions] == ["fix", "fix"] and t.intent == "fix"
+    # the agent that made the first call is the one the second decision starts with
+    assert t.route_decisions[1]["activations"][0]["agent"] == "fix"
+    assert t.route_decisions[1]["activations"][0]["reason"] == "resumes: it made the turn's previous call"
+    assert len(t.route_decisions[1]["activations"]) == 1 and t.sql == FIXED_SQL
+
+
+def test_a_hand_back_in_a_later_decision_resets_the_intent():
+    lm = team_script()
+    r = _bound(HandoffRouter(), lm)
+    state = initial_state("hello", "db.duckdb")
+    # as if the sql agent had made the turn's first decision (intent sql) and now resumes
+    state["route"] = {"strategy": "handoff", "agent": "sql", "intent": "sql"}
+    state["tool_calls"] = {"c0": {"id": "c0", "name": "data_discovery", "step": 0, "status": "success"}}
+    d = r.decide(state)
+    assert d.method == "handoff:sql>triage>chat" and d.intent == "chat" and d.agent == "chat"
+    assert d.activations[0]["reason"] == "resumes: it made the turn's previous call"
+
+
+def test_a_ping_pong_is_stopped_and_scored_as_a_failure(sales_db):
+    t, lm = run(sales_db, "How many areas have EV charging?", ping_pong=True)
+    (d,) = t.route_decisions
+    assert d["method"] == "handoff:triage>sql>triage>sql>triage:stopped"
+    assert d["tools"] == [] and d["intent"] is None and d["confidence"] == 0.0
+    assert t.tool_names == [] and t.error_class == "no_decision" and not t.executed
+    # four agents spoke once each; the fifth activation was stopped before its model call
+    assert d["lm_calls"] == 4 and len(lm.routerlab_engine.requests) == 4
+    acts = d["activations"]
+    assert [a["agent"] for a in acts] == ["triage", "sql", "triage", "sql", "triage"]
+    assert acts[-1]["outcome"] == "stopped" and acts[-1]["lm_calls"] == 0 and acts[-1]["calls"] == []
+
+
+def test_a_ping_pong_in_a_run_is_a_scored_failure_not_a_crash(sales_db):
+    from routerlab.benchmarks.example import Example
+    from routerlab.runner import RouterRun, RunConfig, build_scorers
+
+    config = RunConfig(lm="scripted")
+    example = Example(
+        id="pp",
+        question="How many areas have EV charging?",
+        db_id="sales",
+        db_path=str(sales_db),
+        intent="sql",
+        gold_sql=GOOD_SQL,
+    )
+    run_ = RouterRun("handoff", {}, team_script(ping_pong=True), config, build_scorers(config))
+    result = run_.run_example(example)
+    assert result.outcome != "crash" and result.error_class == "no_decision"
+    assert result.scores["route"].value == 0.0 and result.scores["success"].value == 0.0
+    assert result.trace.route_decisions[0]["method"].endswith(":stopped")
 
 
 @pytest.mark.model

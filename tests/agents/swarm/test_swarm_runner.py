@@ -245,3 +245,54 @@ def test_contract_errors_when_the_swarm_is_built():
         Swarm(scripted_lm(["x"]), tool_choice="sometimes")
     with pytest.raises(ContractError, match="Terminator"):
         Swarm(scripted_lm(["x"]), terminator=5)  # type: ignore[arg-type]
+
+
+def test_every_activation_is_recorded_with_its_source_reason_cost_and_calls():
+    triage, _shop = make_team(carry_history=False)
+    r = Swarm(scripted_lm(SCRIPT)).run(triage, "How much is tea? I am Ann.")
+    first, second = r.activations
+    assert (first.agent, first.index, first.source, first.via, first.outcome) == ("triage", 0, None, None, "handoff")
+    assert (second.agent, second.index, second.source, second.via) == ("shop", 1, "triage", "transfer_to_shop")
+    assert second.outcome == "answer" and second.reason == ""
+    assert [c["name"] for c in first.calls] == ["remember", "transfer_to_shop"]
+    assert [(c["name"], c["args"], c["host"]) for c in second.calls] == [("lookup", {"item": "tea"}, False)]
+    # the run's cost is the sum of its activations'
+    assert (first.usage.lm_calls, second.usage.lm_calls) == (2, 2)
+    assert first.usage.prompt_tokens + second.usage.prompt_tokens == r.usage.prompt_tokens > 0
+    assert first.started <= first.ended <= second.started <= second.ended
+    d = second.to_dict()
+    assert d["agent"] == "shop" and d["lm_calls"] == 2 and d["calls"][0]["name"] == "lookup"
+
+
+def test_a_handoff_reason_lands_on_the_next_activation_and_a_stopped_one_is_kept():
+    ping = Agent("ping", "Pass.")
+
+    def back(why: str) -> Result:
+        """Pass back to ping.
+
+        Args:
+            why: The reason.
+        """
+        return Result(value="back", agent=ping, reason=why)
+
+    pong = Agent("pong", "Pass.", [back])
+
+    def to_pong() -> Agent:
+        """Pass to pong."""
+        return pong
+
+    ping = Agent("ping", "Pass.", [to_pong])
+
+    def reply(request):
+        name = request.tools[0].name
+        return {"name": name, "args": {"why": "not mine"} if name == "back" else {}}
+
+    r = Swarm(scripted_lm(reply), terminator=MaxActivations(3)).run(ping, "go")
+    assert [(a.agent, a.via, a.reason, a.outcome) for a in r.activations] == [
+        ("ping", None, "", "handoff"),
+        ("pong", "to_pong", "", "handoff"),
+        ("ping", "back", "not mine", "handoff"),
+        ("pong", "to_pong", "", "stopped"),
+    ]
+    assert r.activations[-1].usage.lm_calls == 0 and r.activations[-1].ended is not None
+    assert r.status.activations == len(r.activations) == 4
