@@ -12,8 +12,11 @@ Layout:
 * the replayed examples as a **dataset input** (``mlflow.data.from_pandas``, context = split);
 * **metrics** from :func:`routerlab.eval.metrics.summarize` (rates, CI bounds, latency percentiles...);
 * the per-example **table** ``examples.json`` (``mlflow.log_table``);
-* one **trace** per example: a root span for the example, a CHAIN span per graph node, an AGENT
-  span per router decision and a TOOL span per tool call, linked to its run.
+* one **trace** per example: a root span for the example, a CHAIN span per graph node, a span
+  per router decision, an AGENT span per agent activation and a TOOL span per tool call, linked
+  to its run. A decision made by one agent (every router but ``handoff``) is one AGENT span; a
+  decision that several agents took part in (the ``handoff`` router's ``activations``) is a
+  CHAIN span with an AGENT span per activation under it.
 
 Thread safety: the runner logs from worker threads, and MLflow's fluent API keeps the active
 run in thread-local state, so everything here goes through :class:`mlflow.MlflowClient` with
@@ -433,36 +436,95 @@ class _TraceWriter:
         self.client.end_span(self.trace_id, span.span_id, outputs=outputs, status=status, end_time_ns=self.cursor)
         return span.span_id
 
-    def open(self, name: str, span_type: str, attributes: Mapping[str, Any]) -> tuple[str, int]:
-        """Start a child of the root at the cursor; returns its id and start time."""
+    def open(
+        self,
+        name: str,
+        span_type: str,
+        attributes: Mapping[str, Any],
+        *,
+        parent: str | None = None,
+        inputs: Any = None,
+    ) -> tuple[str, int]:
+        """Start a child of ``parent`` (default: the root) at the cursor; returns its id and start time."""
         start = self.cursor
         span = self.client.start_span(
             name,
             self.trace_id,
-            self.root_id,
+            parent or self.root_id,
             span_type=span_type,
+            inputs=inputs,
             attributes=dict(attributes),
             start_time_ns=start,
         )
         return span.span_id, start
 
-    def close(self, span_id: str, start_ns: int, min_duration_ns: int, outputs: Any = None) -> None:
+    def close(
+        self, span_id: str, start_ns: int, min_duration_ns: int, outputs: Any = None, status: SpanStatus | str = "OK"
+    ) -> None:
         """End a span from :meth:`open`, lasting at least ``min_duration_ns`` and covering its children."""
         self.cursor = max(self.cursor, start_ns + min_duration_ns)
-        self.client.end_span(self.trace_id, span_id, outputs=outputs, end_time_ns=self.cursor)
+        self.client.end_span(self.trace_id, span_id, outputs=outputs, status=status, end_time_ns=self.cursor)
 
     def decisions(self, parent: str, decisions: Sequence[Mapping[str, Any]], budget_ns: int) -> None:
-        """An AGENT span per router decision, sharing ``budget_ns`` evenly (no per-decision stamps)."""
+        """A span per router decision, sharing ``budget_ns`` evenly (no per-decision stamps).
+
+        A decision without ``activations`` is one AGENT span. One with them is a CHAIN span with
+        an AGENT span per activation (:meth:`activations`), lasting at least their real durations.
+        """
         each = budget_ns // max(len(decisions), 1)
         for i, d in enumerate(decisions):
-            self.span(
+            attributes = {k: d.get(k) for k in ("strategy", "intent", "confidence", "method") if k in d}
+            activations = d.get("activations") or []
+            if not activations:
+                self.span(
+                    f"decision {i}",
+                    SpanType.AGENT,
+                    parent,
+                    inputs={"step": i},
+                    outputs=_capped(dict(d)),
+                    attributes=attributes,
+                    duration_ns=each,
+                )
+                continue
+            span_id, started = self.open(
                 f"decision {i}",
+                SpanType.CHAIN,
+                {**attributes, "routerlab.agents": [str(a.get("agent")) for a in activations]},
+                parent=parent,
+                inputs={"step": i},
+            )
+            self.activations(span_id, activations)
+            # the activations are spans of their own: the decision's output leaves them out
+            outputs = _capped({k: v for k, v in d.items() if k != "activations"})
+            self.close(span_id, started, each, outputs=outputs)
+
+    def activations(self, parent: str, activations: Sequence[Mapping[str, Any]]) -> None:
+        """An AGENT span per agent activation (name = agent), with its real duration.
+
+        Attributes say who handed control over and why (``routerlab.source``, ``routerlab.via``,
+        ``routerlab.reason``), how it ended, its tokens and the calls it made; a stopped or
+        invalid activation has ERROR status.
+        """
+        for a in activations:
+            started, ended = a.get("started"), a.get("ended")
+            duration = int((ended - started) * 1e9) if started is not None and ended is not None else 0
+            calls = [str(c.get("name")) for c in a.get("calls") or []]
+            outcome = str(a.get("outcome") or "")
+            attributes = {f"routerlab.{k}": a.get(k) for k in ("index", "source", "via", "reason", "outcome")}
+            attributes |= {
+                f"routerlab.{k}": a.get(k, 0) for k in ("lm_calls", "prompt_tokens", "completion_tokens", "latency_s")
+            }
+            attributes |= {"routerlab.calls": calls, "routerlab.started": started, "routerlab.ended": ended}
+            failed = outcome in ("stopped", "invalid")
+            self.span(
+                str(a.get("agent", "agent")),
                 SpanType.AGENT,
                 parent,
-                inputs={"step": i},
-                outputs=_capped(dict(d)),
-                attributes={k: d.get(k) for k in ("strategy", "intent", "confidence", "method") if k in d},
-                duration_ns=each,
+                inputs={"source": a.get("source"), "via": a.get("via"), "reason": a.get("reason")},
+                outputs=_capped({"outcome": outcome, "calls": a.get("calls") or []}),
+                attributes=attributes,
+                duration_ns=duration,
+                status=SpanStatus(SpanStatusCode.ERROR, outcome) if failed else "OK",
             )
 
     def tool_calls(self, parent: str, calls: Sequence[Mapping[str, Any]]) -> None:
@@ -868,9 +930,10 @@ class MlflowSink:
         """Log one example as a trace linked to ``run_id`` (safe from worker threads).
 
         The root span is the example (inputs: question; outputs: answer, sql, error); under it a
-        CHAIN span per graph node, an AGENT span per router decision (under ``route``) and a TOOL
-        span per tool call (under ``tools``; name = tool, inputs = args, outputs = output, status
-        ERROR when the call failed). Tags: ``routerlab.run_id``, ``routerlab.example_id``,
+        CHAIN span per graph node, a span per router decision (under ``route``: an AGENT span, or
+        for a decision with agent ``activations`` a CHAIN span with an AGENT span per activation,
+        name = agent) and a TOOL span per tool call (under ``tools``; name = tool, inputs = args,
+        outputs = output, status ERROR when the call failed). Tags: ``routerlab.run_id``, ``routerlab.example_id``,
         ``routerlab.attempt``, router, LM, outcome and ``routerlab.score.<name>``.
 
         Args:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass
 
@@ -354,3 +355,102 @@ def test_fixed_experiment_name_and_unknown_experiment(uri, make_dataset):
         load_examples(parent, uri)
     with MlflowSink(uri, traces=False) as fresh, pytest.raises(ConfigError, match="no MLflow experiment"):
         fresh.start_parent("compare y", {})
+
+
+def _hand_back_script():
+    """A scripted LM: triage sends a greeting to the sql agent, which hands it back; then chat."""
+    import re
+
+    from routerlab.agents.lm import scripted_lm
+
+    def reply(request):
+        if not request.tools:  # the chat sub-agent's program
+            field = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
+            return {"fields": {field.group(1) if field else "reply": "Hello! Ask me about your data."}}
+        tools = {t.name for t in request.tools}
+        if "transfer_to_sql" in tools:
+            back = "handed this request back" in str(request.system)
+            return {"name": "transfer_to_chat" if back else "transfer_to_sql", "args": {}}
+        if "data_discovery" in tools:
+            return {"name": "transfer_to_triage", "args": {"reason": "a greeting, not a data question"}}
+        return {"name": "chat", "args": {"message": "hello there"}}
+
+    return scripted_lm(reply)
+
+
+def test_every_agent_activation_is_an_agent_span_under_its_decision(sink, uri, make_dataset, sales_db):
+    # the real runner, pipeline and handoff router; only the LM is scripted
+    from routerlab.benchmarks.example import Example
+    from routerlab.runner import RouterRun, RunConfig, build_scorers
+
+    config = RunConfig(lm="scripted")
+    run = RouterRun("handoff", {}, _hand_back_script(), config, build_scorers(config))
+    example = Example(id="hb", question="hello there", db_id="sales", db_path=str(sales_db), intent="chat")
+    result = run.run_example(example)
+    assert result.outcome == "ok" and result.trace.tool_names == ["chat"]
+    assert result.trace.route_decisions[0]["method"] == "handoff:triage>sql>triage>chat"
+
+    run_id = sink.start_run("handoff", "scripted", make_dataset(name="handback-ds"), {"split": "dev"})
+    trace_id = sink.log_example(run_id, result)
+    sink.finish_run(run_id, [result])
+    trace = MlflowClient(uri).get_trace(trace_id)
+    spans = trace.data.spans
+    by_id = {s.span_id: s for s in spans}
+    (decision,) = [s for s in spans if s.name == "decision 0"]
+    assert decision.span_type == SpanType.CHAIN and by_id[decision.parent_id].name == "route"
+    assert decision.attributes["method"] == "handoff:triage>sql>triage>chat"
+    assert decision.attributes["routerlab.agents"] == ["triage", "sql", "triage", "chat"]
+    assert "activations" not in decision.outputs and decision.outputs["intent"] == "chat"
+    agents = sorted((s for s in spans if s.span_type == SpanType.AGENT), key=lambda s: s.start_time_ns)
+    assert [s.name for s in agents] == ["triage", "sql", "triage", "chat"]
+    assert {s.parent_id for s in agents} == {decision.span_id}
+    attrs = [s.attributes for s in agents]
+    assert [(a["routerlab.source"], a["routerlab.via"]) for a in attrs] == [
+        (None, None),
+        ("triage", "transfer_to_sql"),
+        ("sql", "transfer_to_triage"),
+        ("triage", "transfer_to_chat"),
+    ]
+    assert attrs[0]["routerlab.reason"] == "a new turn"
+    assert attrs[2]["routerlab.reason"] == agents[2].inputs["reason"] == "a greeting, not a data question"
+    calls = [a["routerlab.calls"] for a in attrs]
+    assert calls == [["transfer_to_sql"], ["transfer_to_triage"], ["transfer_to_chat"], ["chat"]]
+    assert [a["routerlab.outcome"] for a in attrs] == ["handoff", "handoff", "handoff", "host_call"]
+    assert all(a["routerlab.lm_calls"] == 1 and a["routerlab.prompt_tokens"] > 0 for a in attrs)
+    assert agents[1].outputs["calls"][0]["args"] == {"reason": "a greeting, not a data question"}
+    assert all(s.status.status_code == SpanStatusCode.OK for s in agents)
+    # spans are laid end to end inside their decision, which covers them
+    assert all(a.end_time_ns <= b.start_time_ns for a, b in itertools.pairwise(agents))
+    assert decision.start_time_ns <= agents[0].start_time_ns and agents[-1].end_time_ns <= decision.end_time_ns
+    (tool,) = [s for s in spans if s.span_type == SpanType.TOOL]
+    assert tool.name == "chat" and by_id[tool.parent_id].name == "tools"
+
+
+def test_a_stopped_ping_pong_shows_its_stopped_activation_as_an_error_span(sink, uri, make_dataset, sales_db):
+    from routerlab.agents.lm import scripted_lm
+    from routerlab.benchmarks.example import Example
+    from routerlab.runner import RouterRun, RunConfig, build_scorers
+
+    def reply(request):
+        tools = {t.name for t in request.tools}
+        if "transfer_to_sql" in tools:
+            return {"name": "transfer_to_sql", "args": {}}
+        return {"name": "transfer_to_triage", "args": {"reason": "not mine"}}
+
+    config = RunConfig(lm="scripted")
+    run = RouterRun("handoff", {}, scripted_lm(reply), config, build_scorers(config))
+    example = Example(
+        id="pp", question="How many areas?", db_id="sales", db_path=str(sales_db), intent="sql", gold_sql="SELECT 1"
+    )
+    result = run.run_example(example)
+    assert result.outcome == "error" and result.error_class == "no_decision"
+    run_id = sink.start_run("handoff", "scripted", make_dataset(name="pingpong-ds"), {"split": "dev"})
+    trace_id = sink.log_example(run_id, result)
+    sink.finish_run(run_id, [result])  # flushes the traces exported in the background
+    trace = MlflowClient(uri).get_trace(trace_id)
+    agents = sorted((s for s in trace.data.spans if s.span_type == SpanType.AGENT), key=lambda s: s.start_time_ns)
+    assert [s.name for s in agents] == ["triage", "sql", "triage", "sql", "triage"]
+    assert agents[-1].status.status_code == SpanStatusCode.ERROR and agents[-1].attributes["routerlab.lm_calls"] == 0
+    assert all(s.status.status_code == SpanStatusCode.OK for s in agents[:-1])
+    root = next(s for s in trace.data.spans if s.parent_id is None)
+    assert root.status.status_code == SpanStatusCode.ERROR
