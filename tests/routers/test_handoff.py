@@ -349,6 +349,28 @@ def test_the_team(golden):
     assert "greeting" in team["sql"]["handoffs"]["transfer_to_triage"]["description"]
 
 
+def assert_activations_fit(d: dict, r: HandoffRouter) -> None:
+    """A decision's activations are its method's path: each handed over by the one before, by a
+    handoff tool it called, with calls only to its own tools and the decision's LM cost split among them."""
+    path = d["method"].removeprefix("handoff:").removesuffix(":stopped").split(">")
+    acts = d["activations"]
+    assert [a["agent"] for a in acts] == path and [a["index"] for a in acts] == list(range(len(acts)))
+    assert acts[0]["source"] is None and acts[0]["via"] is None and acts[0]["reason"]
+    for prev, a in itertools.pairwise(acts):
+        assert prev["outcome"] == "handoff" and a["source"] == prev["agent"]
+        assert a["via"] == f"transfer_to_{a['agent']}" and a["via"] in [c["name"] for c in prev["calls"]]
+        if a["agent"] == "triage":
+            assert a["reason"]  # a hand-back carries its reason
+    for a in acts:
+        assert {c["name"] for c in a["calls"]} <= {t.name for t in r.team[a["agent"]].tools}
+        assert a["ended"] is not None and a["started"] <= a["ended"]
+    assert sum(a["lm_calls"] for a in acts) == d["lm_calls"]
+    assert (acts[-1]["outcome"] == "stopped") == d["method"].endswith(":stopped")
+    if d["tools"]:
+        assert acts[-1]["outcome"] == "host_call" and d["tools"][0] in [c["name"] for c in acts[-1]["calls"]]
+        assert d["agent"] == acts[-1]["agent"]
+
+
 # -- hand-back -----------------------------------------------------------------------------------
 
 
@@ -386,8 +408,8 @@ def test_a_specialist_hands_back_and_triage_decides_again_in_the_same_decision(s
     assert acts[1]["calls"][0]["args"] == {"reason": "a greeting, not a data question"}
     assert [a["lm_calls"] for a in acts] == [1, 1, 1, 1] and d["lm_calls"] == 4
     assert sum(a["prompt_tokens"] for a in acts) == d["prompt_tokens"] > 0
-    assert all(a["started"] <= a["ended"] for a in acts)
     assert all(x["ended"] <= y["started"] for x, y in itertools.pairwise(acts))
+    assert_activations_fit(d, _bound(HandoffRouter()))
     json.dumps(t.to_dict())
 
 
@@ -426,6 +448,7 @@ def test_a_ping_pong_is_stopped_and_scored_as_a_failure(sales_db):
     acts = d["activations"]
     assert [a["agent"] for a in acts] == ["triage", "sql", "triage", "sql", "triage"]
     assert acts[-1]["outcome"] == "stopped" and acts[-1]["lm_calls"] == 0 and acts[-1]["calls"] == []
+    assert_activations_fit(d, _bound(HandoffRouter()))
 
 
 def test_a_ping_pong_in_a_run_is_a_scored_failure_not_a_crash(sales_db):
@@ -466,3 +489,52 @@ def test_handoff_router_on_the_embedded_model(sales_db):
         for c in d.tool_calls:
             assert c["id"] and c["name"] in names and isinstance(c["args"], dict)
         assert d.usage.lm_calls >= 1
+
+
+@pytest.mark.model
+def test_a_request_that_can_be_handed_back_leaves_a_valid_trace_on_the_embedded_model(sales_db, tmp_path):
+    """The 0.5B model on a greeting that triage is told to send to the sql agent first: whatever
+    the model then does (hand back, answer it, loop until stopped), the trace must hold together."""
+    from mlflow import MlflowClient
+    from mlflow.entities import SpanType
+
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.benchmarks.dataset import Dataset
+    from routerlab.benchmarks.example import Example
+    from routerlab.eval.tracking import MlflowSink
+    from routerlab.routers.handoff import INSTRUCTIONS
+    from routerlab.runner import RouterRun, RunConfig, build_scorers
+
+    triage = INSTRUCTIONS["triage"] + "\nUntil an agent hands the request back, always call transfer_to_sql first."
+    config = RunConfig(lm="local:0.5b")
+    args = {"max_tokens": 96, "instructions": {"triage": triage}}
+    run_ = RouterRun("handoff", args, resolve_lm("local:0.5b", max_tokens=96), config, build_scorers(config))
+    example = Example(
+        id="hello", question="Hello! Thanks for your help.", db_id="sales", db_path=str(sales_db), intent="chat"
+    )
+    result = run_.run_example(example)
+    t = result.trace
+    assert result.outcome != "crash", result.error
+    # which agents the model picks is its business; that the record of it holds together is ours
+    assert t.route_decisions and t.route_decisions[0]["method"].startswith("handoff:triage")
+    for d in t.route_decisions:
+        assert_activations_fit(d, run_.router)
+    assert result.scores["chain_valid"].value in (0.0, 1.0)
+    if result.outcome == "ok" and t.tool_names == ["chat"]:
+        assert result.scores["chain_valid"].value == 1.0
+    if result.outcome != "ok":  # a loop or an unusable reply ends the turn as a scored failure with its class
+        assert result.error_class in ("no_decision", "invalid_tool_call", "step_limit", "timeout"), result.error
+    json.dumps(t.to_dict())
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with MlflowSink(uri) as sink:
+        dataset = Dataset(name="handback-model", version="1", examples=[example], source="tests")
+        run_id = sink.start_run("handoff", "local:0.5b", dataset, {"split": "dev"})
+        trace_id = sink.log_example(run_id, result)
+        sink.finish_run(run_id, [result])
+    spans = MlflowClient(uri).get_trace(trace_id).data.spans
+    for i, d in enumerate(t.route_decisions):
+        (span,) = [s for s in spans if s.name == f"decision {i}"]
+        agents = sorted((s for s in spans if s.parent_id == span.span_id), key=lambda s: s.start_time_ns)
+        assert [s.name for s in agents] == [a["agent"] for a in d["activations"]]
+        assert all(s.span_type == SpanType.AGENT for s in agents)
