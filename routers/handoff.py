@@ -241,7 +241,7 @@ def _hand_back(source: str, team: Mapping[str, Agent]) -> Callable[[str, Context
 
 @router("handoff")
 class HandoffRouter:
-    """Swarm-style routing: triage hands the request to a specialist agent.
+    """Swarm-style routing: triage hands the request to a specialist agent, which may hand it back.
 
     Args:
         max_tokens: Completion budget of one agent's model call.
