@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
 
 from routerlab.agents.registry import Registry
 from routerlab.benchmarks.example import SPLITS, Example
 
-__all__ = ["Dataset", "dataset"]
+__all__ = ["Dataset", "LayoutCheck", "dataset", "layout_loaders", "loaders_for", "recognizes"]
 
 
 @dataclass
@@ -62,3 +65,41 @@ class Dataset:
 
 dataset: Registry[Dataset] = Registry("dataset", returns=Dataset)
 """Registry of loaders: ``@dataset("spider") def load_spider(path: str, ...) -> Dataset``."""
+
+
+LayoutCheck = Callable[[Path], bool]
+"""``path -> bool``: whether a file or directory has the layout a loader reads (no parsing)."""
+
+#: attribute under which a loader keeps its :data:`LayoutCheck`
+_LAYOUT_ATTR = "recognizes"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def recognizes(check: LayoutCheck) -> Callable[[_F], _F]:
+    """Declare how a loader's on-disk layout looks, so a path alone can name its loader.
+
+    Used under ``@dataset``: ``@dataset("spider") @recognizes(is_spider_dir) def load_spider``.
+    The check only looks at names on disk (files, folders, suffixes); it reads no records.
+    """
+
+    def mark(loader: _F) -> _F:
+        setattr(loader, _LAYOUT_ATTR, check)
+        return loader
+
+    return mark
+
+
+def layout_loaders() -> dict[str, LayoutCheck]:
+    """Registered loaders that declared their layout (:func:`recognizes`), by name, sorted."""
+    checks = {name: getattr(dataset.get(name), _LAYOUT_ATTR, None) for name in dataset.names()}
+    return {name: check for name, check in checks.items() if check is not None}
+
+
+def loaders_for(path: str | Path) -> list[str]:
+    """Registered loaders whose layout ``path`` has, sorted (empty for a path none recognises).
+
+    Only loaders registered so far are asked: import :mod:`routerlab.benchmarks.loaders` first.
+    """
+    target = Path(path)
+    return [name for name, check in layout_loaders().items() if check(target)]

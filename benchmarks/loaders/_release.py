@@ -61,6 +61,18 @@ class Release:
     extra_version_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
     fallback_db_dir: str | None = None
 
+    def recognizes(self, path: Path) -> bool:
+        """Whether ``path`` is a directory with a split's questions file next to its databases folder.
+
+        Spider keeps its databases in ``database/``, BIRD in ``dev_databases/`` (per split), so a
+        questions file alone (both have ``dev.json``) cannot tell them apart; the pair can.
+        """
+        if not path.is_dir():
+            return False
+        dirs = [d for d in (*(d for _, d in self.files.values()), self.fallback_db_dir) if d]
+        questions = any((path / q).is_file() for q, _ in self.files.values())
+        return questions and any((path / d).is_dir() for d in dirs)
+
 
 RecordReader = Callable[[dict[str, Any], int, Path, str, str], dict[str, Any]]
 """``(record, index, file, label, split) -> extra example fields`` (``id``, ``hint``, ``meta``...).

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.dataset import Dataset, dataset, recognizes
 from routerlab.benchmarks.loaders._common import field_error, get_str
 from routerlab.benchmarks.loaders._release import Release, load_release
 
@@ -89,6 +89,7 @@ class _BirdRecords:
 
 
 @dataset("bird")
+@recognizes(_RELEASE.recognizes)
 def load_bird(path: str, split: str = "dev", limit: int = 0) -> Dataset:
     """Load one split of BIRD.
 

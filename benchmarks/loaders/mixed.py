@@ -55,7 +55,7 @@ from routerlab.agents.db import Database, open_database
 from routerlab.agents.errors import ConfigError, DatabaseError, GuardViolation, QueryTimeout, SQLExecutionError
 from routerlab.agents.state import INTENTS
 from routerlab.benchmarks.chains import CHAINS
-from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.dataset import Dataset, dataset, layout_loaders, loaders_for
 from routerlab.benchmarks.example import Example
 
 __all__ = ["DEFAULT_RATIOS", "MIXER_VERSION", "load_mixed", "mix_intents"]
@@ -720,9 +720,35 @@ def mix_intents(ds: Dataset, *, seed: int = 0, ratios: Mapping[str, float] | Non
     )
 
 
+def _base_of(path: str | None) -> str:
+    """The one registered loader whose layout ``path`` has; a ConfigError naming the choices otherwise."""
+    found = loaders_for(path) if path else []
+    if len(found) == 1:
+        return found[0]
+    bases = ", ".join(n for n in dataset.names() if n != "mixed")
+    layout_fix = (
+        "pass the base in a run config: routerlab run --config mixed.yaml with "
+        "`dataset: mixed` and `dataset_args: {base: spider, seed: 0}` (base one of the choices above)"
+    )
+    if not path:
+        found_text = "no base and no path"
+    elif found:
+        found_text = f"{path!r} has the layout of several loaders: {', '.join(found)}"
+    else:
+        known = ", ".join(layout_loaders())
+        found_text = f"{path!r} has the layout of none of the loaders that can tell theirs ({known})"
+    raise ConfigError(
+        "the mixer needs a base dataset",
+        expected=f"dataset_args.base, one of: {bases}; or a --dataset-path whose layout names it",
+        found=found_text,
+        fix=layout_fix,
+        details={"field": "dataset_args.base"},
+    )
+
+
 @dataset("mixed")
 def load_mixed(
-    base: str,
+    base: str | None = None,
     seed: int = 0,
     ratios: Mapping[str, float] | None = None,
     path: str | None = None,
@@ -737,7 +763,9 @@ def load_mixed(
     arguments of a run rebuild the same dataset; those left at None are not forwarded.
 
     Args:
-        base: Registered name of the SQL-only dataset (``spider``, ``bird``, ``jsonl``...).
+        base: Registered name of the SQL-only dataset (``spider``, ``bird``, ``jsonl``...). None:
+            the one loader whose layout ``path`` has (:func:`~routerlab.benchmarks.dataset.loaders_for`:
+            a Spider or a BIRD folder, a ``.jsonl`` or ``.csv`` file); ``meta["base"]`` records it.
         seed: Mixing seed.
         ratios: Share of each intent (default :data:`DEFAULT_RATIOS`).
         path: Forwarded to the base loader (the CLI's ``--dataset-path``).
@@ -751,11 +779,13 @@ def load_mixed(
 
     Raises:
         ConfigError: ``base`` is ``mixed``, unknown, or does not take a forwarded argument;
-            invalid ratios.
+            no ``base`` and ``path`` matches no loader's layout, or several; invalid ratios.
         DatasetError: The base dataset is malformed.
     """
     import routerlab.benchmarks.loaders  # registers the on-disk base loaders
 
+    if base is None:
+        base = _base_of(path)
     if base not in dataset:
         # the built-in package pulls in pandas: import it only when the base may live there
         import routerlab.benchmarks.builtin  # noqa: F401

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.dataset import Dataset, dataset, recognizes
 from routerlab.benchmarks.loaders._release import Release, load_release
 
 __all__ = ["LAYOUT", "load_spider"]
@@ -49,6 +49,7 @@ def _no_extra_fields(rec: dict[str, Any], index: int, file: Path, label: str, sp
 
 
 @dataset("spider")
+@recognizes(_RELEASE.recognizes)
 def load_spider(path: str, split: str = "dev", limit: int = 0) -> Dataset:
     """Load one split of Spider.
 

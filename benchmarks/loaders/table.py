@@ -24,7 +24,7 @@ from typing import Any
 
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import DatabaseError
-from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.dataset import Dataset, LayoutCheck, dataset, recognizes
 from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.loaders._common import (
     build_example,
@@ -219,7 +219,12 @@ def _dataset(name: str, file: Path, examples: list[Example], records: int) -> Da
     )
 
 
+def _file_with_suffix(*suffixes: str) -> LayoutCheck:
+    return lambda path: path.is_file() and path.suffix.lower() in suffixes
+
+
 @dataset("jsonl")
+@recognizes(_file_with_suffix(".jsonl", ".ndjson"))
 def load_jsonl(path: str, db: str | None = None, limit: int = 0) -> Dataset:
     """Load a JSON Lines file of examples (keys in the module docstring).
 
@@ -242,6 +247,7 @@ def load_jsonl(path: str, db: str | None = None, limit: int = 0) -> Dataset:
 
 
 @dataset("csv")
+@recognizes(_file_with_suffix(".csv"))
 def load_csv(path: str, db: str | None = None, limit: int = 0) -> Dataset:
     """Load a CSV file of examples with a header row (columns in the module docstring).
 

@@ -267,3 +267,82 @@ def test_mixed_refuses_bad_bases(tmp_path: Path):
         dataset.build("mixed", base="mixed")
     with pytest.raises(ConfigError):
         dataset.build("mixed", base="jsonl", path=str(tmp_path / "q.jsonl"), split="dev")  # jsonl takes no split
+
+
+def test_layouts_name_their_loader(spider_dir: Path, bird_dir: Path, tmp_path: Path):
+    """A Spider folder, a BIRD folder and a .jsonl file each match exactly one registered loader."""
+    from routerlab.benchmarks.dataset import layout_loaders, loaders_for
+
+    assert {"spider", "bird", "jsonl", "csv"} <= set(layout_loaders())
+    assert loaders_for(spider_dir) == ["spider"]
+    assert loaders_for(bird_dir) == ["bird"]
+    lines = tmp_path / "q.jsonl"
+    lines.write_text('{"question": "How many singers?"}\n', encoding="utf-8")
+    assert loaders_for(lines) == ["jsonl"]
+    assert loaders_for(tmp_path / "missing") == [] and loaders_for(spider_dir / "database") == []
+
+
+def test_mixed_infers_its_base_from_the_folder(spider_dir: Path, bird_dir: Path):
+    inferred = dataset.build("mixed", path=str(spider_dir), seed=1)
+    explicit = dataset.build("mixed", base="spider", path=str(spider_dir), seed=1)
+    assert inferred.meta["base"] == "spider" and inferred.digest() == explicit.digest()
+    assert inferred.version == explicit.version
+    assert dataset.build("mixed", path=str(bird_dir)).meta["base"] == "bird"
+    # the recorded arguments rebuild the same examples (the layout is read again)
+    assert dataset.rebuild(component_spec(inferred)).digest() == inferred.digest()
+
+
+def test_mixed_without_a_recognisable_base_names_the_choices_and_the_config_fix(tmp_path: Path):
+    for args in ({}, {"path": str(tmp_path)}):
+        with pytest.raises(ConfigError) as caught:
+            dataset.build("mixed", **args)
+        err = caught.value
+        assert "spider" in err.expected and "bird" in err.expected and "jsonl" in err.expected
+        assert "--config" in err.fix and "base:" in err.fix
+    both = tmp_path / "both"
+    (both / "database").mkdir(parents=True)
+    (both / "dev_databases").mkdir()
+    (both / "dev.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(ConfigError, match="base") as caught:
+        dataset.build("mixed", path=str(both))
+    assert "bird, spider" in caught.value.found  # the folder looks like both: never a guess
+
+
+def test_cli_mixed_over_a_folder_needs_no_config(spider_dir: Path, tmp_path: Path):
+    """`routerlab route` and `routerlab run --dataset mixed --dataset-path DIR` work without --config."""
+    from typer.testing import CliRunner
+
+    from routerlab.cli import app
+
+    runner = CliRunner()
+    out = runner.invoke(
+        app, ["route", "--dataset", "mixed", "--dataset-path", str(spider_dir), "--router", "oracle", "--limit", "0"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "oracle" in out.output
+    store, mlflow = tmp_path / "r.duckdb", tmp_path / "m.db"
+    run = runner.invoke(
+        app,
+        [
+            "run",
+            "--dataset",
+            "mixed",
+            "--dataset-path",
+            str(spider_dir),
+            "--router",
+            "rules",
+            "--lm",
+            "scripted:basic",
+            "--limit",
+            "0",
+            "--store",
+            str(store),
+            "--tracking-uri",
+            f"sqlite:///{mlflow}",
+        ],
+    )
+    assert run.exit_code == 0, run.output
+    assert "rules" in run.output
+    bad = runner.invoke(app, ["route", "--dataset", "mixed", "--dataset-path", str(tmp_path), "--router", "oracle"])
+    assert bad.exit_code == 2
+    assert "base" in bad.output and "--config" in bad.output and "spider" in bad.output
