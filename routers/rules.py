@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 
 from routerlab.agents.answerability import check_question
-from routerlab.agents.errors import RouterlabError
+from routerlab.agents.errors import ConfigError, RouterlabError
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
@@ -286,14 +286,30 @@ class RulesRouter(IntentRouter):
     Args:
         rules: The rule table (default :data:`DEFAULT_RULES`), as rules or as their dicts.
         fix_budget: fix_sql calls a failed execution may trigger.
+        without: Names of rules left out of the table, for an ablation that stays rebuildable
+            from its recorded arguments (``--router-arg 'rules.without=["schema_gap"]'``).
     """
 
     name = "rules"
 
-    def __init__(self, rules: Sequence[Rule | dict[str, Any]] | None = None, fix_budget: int = 1) -> None:
+    def __init__(
+        self, rules: Sequence[Rule | dict[str, Any]] | None = None, fix_budget: int = 1, without: Sequence[str] = ()
+    ) -> None:
         super().__init__(fix_budget=fix_budget)
         # recorded runs store the table as dicts; accept them back so a run rebuilds exactly
-        self.rules = tuple(r if isinstance(r, Rule) else Rule(**r) for r in (rules or DEFAULT_RULES))
+        table = tuple(r if isinstance(r, Rule) else Rule(**r) for r in (rules or DEFAULT_RULES))
+        names = [r.name for r in table]
+        unknown = sorted(set(without) - set(names))
+        if unknown or "default" in without:
+            raise ConfigError(
+                "bad value for rules router argument 'without'",
+                expected=f"names of rules of the table other than 'default': {', '.join(names)}",
+                found=repr(list(without)),
+                fix="""pass rule names, e.g. --router-arg 'rules.without=["schema_gap"]'""",
+                details={"kind": "router", "name": "rules", "argument": "without"},
+            )
+        self.without = tuple(without)
+        self.rules = tuple(r for r in table if r.name not in self.without)
         self._compiled = [(r, re.compile(r.pattern, re.I | re.S) if r.pattern else None) for r in self.rules]
 
     def match(self, text: str, db: Any = None) -> tuple[Rule, list[str]]:

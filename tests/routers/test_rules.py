@@ -148,3 +148,26 @@ def test_a_missing_period_is_asked_only_on_a_database_that_records_time(rules, s
         assert rules.match(with_period, timed)[0].intent == "sql", with_period
     explain = "Explain how much revenue this makes: SELECT SUM(amount) FROM revenue"
     assert rules.match(explain, timed)[0].intent == "explain"
+
+
+def test_without_leaves_named_rules_out_and_is_recorded(spiderlike_db):
+    """An ablation of one rule is a router argument, so the run that used it rebuilds exactly."""
+    from routerlab.agents.db import open_database
+    from routerlab.agents.errors import ConfigError
+    from routerlab.agents.registry import component_spec
+    from routerlab.routers import router
+
+    db = open_database(str(spiderlike_db))
+    question = "What is the average salary of the pet owners?"
+    assert RulesRouter().match(question, db)[0].name == "schema_gap"
+    ablated = router.build("rules", without=["schema_gap"])
+    rule, hits = ablated.match(question, db)
+    assert rule.intent == "sql" and "schema_gap" not in hits
+    assert [r.name for r in ablated.rules] == [r.name for r in DEFAULT_RULES if r.name != "schema_gap"]
+    rebuilt = router.rebuild(component_spec(ablated))
+    assert rebuilt.match(question, db)[0].intent == "sql" and component_spec(rebuilt)["args"]["without"] == [
+        "schema_gap"
+    ]
+    for bad in (["no_such_rule"], ["default"]):
+        with pytest.raises(ConfigError, match="without"):
+            RulesRouter(without=bad)
