@@ -12,7 +12,7 @@ from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.rules import RulesRouter
-from routerlab.routers.schema_outline import check_view, schema_view
+from routerlab.routers.schema_outline import check_view, schema_finding, schema_view
 
 __all__ = ["HybridRouter"]
 
@@ -38,6 +38,10 @@ class HybridRouter(IntentRouter):
         schema: What the LM path sees of the database: ``columns`` (every table with its column
             names, so it can tell what the database does not hold), ``tables`` (names only, the
             former prompt) or ``none``. It is part of the cached prompt prefix.
+        schema_check: Add the schema check's finding to the request the LM path reads, when it
+            finds a gap (:func:`~routerlab.routers.schema_outline.schema_finding`). With the
+            default thresholds this rarely matters: a gap in a data request is the rules'
+            ``schema_gap`` (confidence 0.84), which already decides above ``threshold``.
     """
 
     name = "hybrid"
@@ -51,8 +55,10 @@ class HybridRouter(IntentRouter):
         max_tokens: int = 256,
         one_pass: bool = True,
         schema: str = "columns",
+        schema_check: bool = False,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.schema_check = schema_check
         self.schema = check_view("hybrid", schema)
         self.one_pass = one_pass
         self.threshold = threshold
@@ -80,6 +86,7 @@ class HybridRouter(IntentRouter):
             tables=schema_view(self.env, state, self.schema),
             request=state.get("question", ""),
             conversation=history_text(history_of(state)),
+            note=schema_finding(self.env, state) if self.schema_check else "",
         )
         if scored is not None:
             if scored.confidence >= self.lm_threshold:
@@ -89,7 +96,8 @@ class HybridRouter(IntentRouter):
 
     def _generation(self, state: PipelineState, intent: str, conf: float, method: str) -> Classification:
         assert self.env is not None
-        found, usage = intent_by_tool_call(self.env, state, self.max_tokens)
+        note = schema_finding(self.env, state) if self.schema_check else ""
+        found, usage = intent_by_tool_call(self.env, state, self.max_tokens, note)
         if found is not None:
             return Classification(found, 1.0, "hybrid:generation", usage)  # type: ignore[arg-type]
         return Classification(intent, conf, f"hybrid:{method}(llm-invalid)", usage)  # type: ignore[arg-type]

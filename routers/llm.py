@@ -31,7 +31,7 @@ from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
-from routerlab.routers.schema_outline import check_view, schema_view
+from routerlab.routers.schema_outline import check_view, schema_finding, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
 
@@ -48,11 +48,12 @@ citing the fix_sql tool_call_id.
 - If execute_sql_and_analyze_result failed with an SQL error, call fix_sql citing the failed call."""
 
 
-def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:
+def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT, note: str = "") -> list[dict[str, Any]]:
     """The conversation as OpenAI-style messages: earlier turns, then this turn's messages.
 
     Tool results carry their tool_call_id in the text, because local chat templates do not show
-    ids and later calls must cite them.
+    ids and later calls must cite them. ``note`` (evidence about the request, such as the schema
+    check's finding) follows the turn's first user message on a line of its own.
     """
     out: list[dict[str, Any]] = [{"role": "system", "content": system}]
     # earlier turns of the conversation come first, as plain exchanges (their tool calls are gone)
@@ -62,7 +63,8 @@ def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT) -> lis
         out.append({"role": "assistant", "content": said + (f"\n(SQL: {turn['sql']})" if turn.get("sql") else "")})
     for m in state.get("messages", []):
         if isinstance(m, HumanMessage):
-            out.append({"role": "user", "content": str(m.content)})
+            out.append({"role": "user", "content": str(m.content) + (f"\n\n{note}" if note else "")})
+            note = ""  # evidence about the request, not about a later reply
         elif isinstance(m, AIMessage):
             msg: dict[str, Any] = {"role": "assistant", "content": str(m.content or "")}
             if m.tool_calls:
@@ -81,8 +83,12 @@ def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT) -> lis
     return out
 
 
-def intent_by_tool_call(env: RouterEnv, state: PipelineState, max_tokens: int) -> tuple[str | None, Usage]:
+def intent_by_tool_call(
+    env: RouterEnv, state: PipelineState, max_tokens: int, note: str = ""
+) -> tuple[str | None, Usage]:
     """Ask the LM for one tool call and read the intent it implies (the generation path of a classifier).
+
+    ``note`` is evidence about the request shown after it (see :func:`to_openai_messages`).
 
     Returns:
         ``(intent, usage)``; the intent is None when the reply named no known tool.
@@ -90,7 +96,7 @@ def intent_by_tool_call(env: RouterEnv, state: PipelineState, max_tokens: int) -
     assert env.lm is not None
     result = chat(
         env.lm,
-        to_openai_messages(state, SYSTEM_PROMPT),
+        to_openai_messages(state, SYSTEM_PROMPT, note),
         tools=[t.openai_schema() for t in env.tools],
         tool_choice="required",
         max_tokens=max_tokens,
@@ -182,13 +188,22 @@ class LLMRouter:
         schema: What the system prompt shows of the turn's database: ``columns`` (tables with
             their column names: what ``abstain`` needs to be chosen), ``tables`` or ``none``. It
             sits in the prompt prefix, so its tokens are evaluated once per database.
+        schema_check: Add the deterministic schema check's finding to the request ("Schema
+            check: no column measures 'salary'.", :func:`~routerlab.routers.schema_outline.schema_finding`)
+            when it finds a gap, so the LM chooses with that evidence; nothing is added otherwise.
     """
 
     name = "llm"
 
     def __init__(
-        self, max_tokens: int = 256, system_prompt: str | None = None, one_pass: bool = True, schema: str = "columns"
+        self,
+        max_tokens: int = 256,
+        system_prompt: str | None = None,
+        one_pass: bool = True,
+        schema: str = "columns",
+        schema_check: bool = False,
     ) -> None:
+        self.schema_check = schema_check
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt or SYSTEM_PROMPT
         self.one_pass = one_pass
@@ -218,6 +233,11 @@ class LLMRouter:
         outline = schema_view(self.env, state, self.schema)
         return self.system_prompt + (f"\n\nThe database holds: {outline}" if outline else "")
 
+    def _messages(self, state: PipelineState) -> list[dict[str, Any]]:
+        """The conversation with the turn's schema outline, and the schema check's finding if asked."""
+        note = schema_finding(self.env, state) if self.schema_check else ""
+        return to_openai_messages(state, self._system(state), note)
+
     def _intent(self, state: PipelineState, first: str | None) -> str | None:
         route = state.get("route") or {}
         known = state.get("tool_calls", {})
@@ -226,7 +246,7 @@ class LLMRouter:
     def _one_pass(self, state: PipelineState) -> RouteDecision:
         assert self.env is not None
         schemas = [t.openai_schema() for t in self.env.tools]
-        request = to_request("local", to_openai_messages(state, self._system(state)), schemas, tool_choice="required")
+        request = to_request("local", self._messages(state), schemas, tool_choice="required")
         chat_msgs = request_to_chat(request)
         prefix = [{"role": "system", "content": chat_msgs[0]["content"] + "\n\n" + tools_prompt(request.tools, False)}]
         messages = chat_msgs[1:]
@@ -285,7 +305,7 @@ class LLMRouter:
         schemas = [t.openai_schema() for t in self.env.tools]
         result = chat(
             self.env.lm,
-            to_openai_messages(state, self._system(state)),
+            self._messages(state),
             tools=schemas,
             tool_choice="required",
             max_tokens=self.max_tokens,

@@ -29,8 +29,9 @@ __all__ = ["IntentPrompt", "OnePass", "classify_one_pass", "tables_of"]
 ANSWER_RULE = "Answer with the intent only, one word: " + ", ".join(INTENTS) + "."
 
 
-def _user_turn(request: str, conversation: str) -> str:
-    return (f"Conversation: {conversation}\n" if conversation else "") + f"Request: {request}"
+def _user_turn(request: str, conversation: str, note: str = "") -> str:
+    head = f"Conversation: {conversation}\n" if conversation else ""
+    return head + f"Request: {request}" + (f"\n{note}" if note else "")
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,12 @@ class IntentPrompt:
         return out
 
     @staticmethod
-    def request(request: str, conversation: str = "") -> list[dict[str, Any]]:
-        """The per-request messages (the only tokens a decision evaluates)."""
-        return [{"role": "user", "content": _user_turn(request, conversation)}]
+    def request(request: str, conversation: str = "", note: str = "") -> list[dict[str, Any]]:
+        """The per-request messages (the only tokens a decision evaluates).
+
+        ``note`` is evidence about the request, on a line after it (the schema check's finding).
+        """
+        return [{"role": "user", "content": _user_turn(request, conversation, note)}]
 
 
 @dataclass(frozen=True)
@@ -98,11 +102,15 @@ class OnePass:
 
 
 def classify_one_pass(
-    lm: Any, prompt: IntentPrompt, *, tables: str, request: str, conversation: str = ""
+    lm: Any, prompt: IntentPrompt, *, tables: str, request: str, conversation: str = "", note: str = ""
 ) -> OnePass | None:
-    """Classify ``request`` in one forward pass, or None when ``lm`` cannot score labels."""
+    """Classify ``request`` in one forward pass, or None when ``lm`` cannot score labels.
+
+    ``note`` (evidence about the request, such as the schema check's finding) is part of the
+    per-request message, never of the cached prefix.
+    """
     with usage_scope() as log:
-        scores = score_choices(lm, prompt.prefix(tables), prompt.request(request, conversation), INTENTS)
+        scores = score_choices(lm, prompt.prefix(tables), prompt.request(request, conversation, note), INTENTS)
     if scores is None:
         return None
     return OnePass(scores.best, scores.confidence, scores, log.total())

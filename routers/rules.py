@@ -15,7 +15,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from routerlab.agents.answerability import check_question
+from routerlab.agents.answerability import Gap, check_question
 from routerlab.agents.errors import ConfigError, RouterlabError
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
@@ -23,7 +23,7 @@ from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
 from routerlab.routers.intent import Classification, IntentRouter
 
-__all__ = ["DEFAULT_RULES", "Rule", "RulesRouter", "normalise_request"]
+__all__ = ["DEFAULT_RULES", "Rule", "RulesRouter", "normalise_request", "schema_gaps"]
 
 #: characters that render as nothing: a zero-width letter splits "DR\u200bOP" so no pattern matches
 _INVISIBLE = dict.fromkeys(
@@ -165,6 +165,22 @@ _DATA_WORDS = (
     r"\b(how many|how much|total|average|avg|sum|count|list|show|which|what (?:is|was|were|are) the|"
     r"top \d+|highest|lowest|most|least|per|each|revenue|traffic|number of|compare|trend)\b"
 )
+
+_DATA_REQUEST_RX = re.compile(_DATA_REQUEST, re.I | re.S)
+
+
+def schema_gaps(text: str, db: Any) -> tuple[Gap, ...]:
+    """What the schema check finds missing in a data request, as the ``schema_gap`` rule reads it.
+
+    Only a data request is checked (a question word or request verb, no quoted SQL, not "what is
+    a ...?"): small talk or an explanation request names things no database holds, and that is
+    no gap. Empty without a database.
+    """
+    text = normalise_request(text)
+    if db is None or not _DATA_REQUEST_RX.search(text) or extract_sql(text) is not None or _QUOTES_SQL.search(text):
+        return ()
+    return check_question(text, db).gaps
+
 
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(

@@ -4,6 +4,12 @@ An LM can only say "this database does not hold that" if it sees what the databa
 Table names alone (what the intent classifiers read before) name the entities but not the
 measures, attributes or dates. The outline goes into the router's stable prompt prefix, so it is
 evaluated once per database and every request of that database reuses its KV state.
+
+A small LM that sees the outline still rarely concludes that a term is absent from it. The
+deterministic schema check can: :func:`schema_finding` turns what it found missing into one line
+of the per-request part ("Schema check: no column measures 'departure delay'."), so the LM decides
+with that evidence. It is empty when the check finds nothing, so answerable requests cost no
+extra tokens.
 """
 
 from __future__ import annotations
@@ -11,13 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import ConfigError, RouterlabError
+from routerlab.routers.rules import schema_gaps
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
     from routerlab.agents.routing import RouterEnv
     from routerlab.agents.state import PipelineState
 
-__all__ = ["SCHEMA_VIEWS", "SchemaView", "check_view", "schema_outline", "schema_view"]
+__all__ = ["SCHEMA_VIEWS", "SchemaView", "check_view", "schema_finding", "schema_outline", "schema_view"]
 
 SchemaView = Literal["none", "tables", "columns"]
 SCHEMA_VIEWS: tuple[str, ...] = ("none", "tables", "columns")
@@ -69,3 +76,19 @@ def schema_view(env: RouterEnv | None, state: PipelineState, view: SchemaView) -
     if view == "tables":
         return ", ".join(t.name for t in db.tables())
     return schema_outline(db)
+
+
+def schema_finding(env: RouterEnv | None, state: PipelineState) -> str:
+    """The schema check's finding on the turn's request as one line, or ``""`` when it found no gap.
+
+    The request is checked as the ``rules`` router's ``schema_gap`` rule checks it (data requests
+    only, :func:`~routerlab.routers.rules.schema_gaps`); without a database there is no finding.
+    """
+    if env is None or env.open_db is None or not state.get("database"):
+        return ""
+    try:
+        db = env.open_db(state["database"])
+    except RouterlabError:
+        return ""
+    gaps = schema_gaps(str(state.get("question", "") or ""), db)
+    return f"Schema check: {'; '.join(g.reason for g in gaps)}." if gaps else ""

@@ -99,3 +99,21 @@ def test_llm_router_turn_cites_ids_it_did_not_generate(small_lm, sales_db):
                 assert value in ids  # a citation always names a call of this turn
     if calls[0]["name"] in ("data_discovery", "chat"):
         assert next(iter(calls[0]["args"].values())) == "How many service areas are in Shaanxi?"
+
+
+@pytest.mark.model
+def test_llm_router_reads_the_schema_check_finding_in_its_one_pass_request(small_lm, sales_db):
+    """The finding lengthens the per-request part only; the decision stays one forward pass."""
+    from routerlab.routers.schema_outline import schema_finding
+
+    question = "What is the average salary of the cashiers in each area?"
+    state = initial_state(question, str(sales_db))
+    env = RouterEnv(tools=DEFAULT_TOOLS, lm=small_lm, open_db=open_database)
+    assert "salary" in schema_finding(env, state)  # the check does find the gap here
+    plain = _bound("llm", small_lm).decide(state)
+    told = _bound("llm", small_lm, schema_check=True).decide(state)
+    for d in (plain, told):
+        assert d.method.startswith("llm:logprob") and d.tool_calls[0]["name"] in TOOL_NAMES
+        assert 0.0 < d.confidence < 1.0
+    # the same cached prefix, a longer request: the finding's tokens are the only extra ones
+    assert told.usage.prompt_tokens > plain.usage.prompt_tokens
