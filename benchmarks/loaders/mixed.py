@@ -44,7 +44,7 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any
 
 import sqlglot
 from sqlglot import exp
@@ -53,12 +53,13 @@ from sqlglot.errors import ParseError, TokenError
 from routerlab.agents.answerability import schema_lacks, temporal_level
 from routerlab.agents.db import Database, open_database
 from routerlab.agents.errors import ConfigError, DatabaseError, GuardViolation, QueryTimeout, SQLExecutionError
+from routerlab.agents.registry import Range
 from routerlab.agents.state import INTENTS
 from routerlab.benchmarks.chains import CHAINS
 from routerlab.benchmarks.dataset import Dataset, dataset, layout_loaders, loaders_for
 from routerlab.benchmarks.example import Example
 
-__all__ = ["DEFAULT_RATIOS", "MIXER_VERSION", "load_mixed", "mix_intents"]
+__all__ = ["DEFAULT_RATIOS", "MIXER_VERSION", "load_mixed", "mix_intents", "sample_mixed"]
 
 MIXER_VERSION = "3"
 """Bumped whenever the same seed would derive different examples; part of the dataset version."""
@@ -756,6 +757,7 @@ def load_mixed(
     db: str | None = None,
     limit: int | None = None,
     split_field: str | None = None,
+    sample: Annotated[int, Range(0)] = 0,
 ) -> Dataset:
     """Load the registered dataset ``base`` and mix intents into it (see :func:`mix_intents`).
 
@@ -773,6 +775,11 @@ def load_mixed(
         db: Forwarded to the base loader.
         limit: Forwarded to the base loader.
         split_field: Forwarded to the base loader (``text2sql_data``).
+        sample: Keep this many mixed examples (0: all), split over the gold intents in
+            proportion to ``ratios`` and drawn per intent in an order hashed from ``seed`` and the
+            id (:func:`sample_mixed`), so they spread over the base's databases. ``--limit``
+            takes the first examples by id instead, which in Spider's order means one or two
+            databases.
 
     Returns:
         The mixed dataset, named ``mixed``.
@@ -800,4 +807,40 @@ def load_mixed(
     weights = _check_ratios(DEFAULT_RATIOS if ratios is None else ratios)
     forwarded = {"path": path, "split": split, "db": db, "limit": limit, "split_field": split_field}
     base_ds = dataset.build(base, **{k: v for k, v in forwarded.items() if v is not None})
-    return mix_intents(base_ds, seed=seed, ratios=weights)
+    mixed = mix_intents(base_ds, seed=seed, ratios=weights)
+    return sample_mixed(mixed, sample, seed=seed, ratios=weights) if sample else mixed
+
+
+def sample_mixed(ds: Dataset, n: int, *, seed: int = 0, ratios: Mapping[str, float] | None = None) -> Dataset:
+    """``n`` examples of a mixed dataset, split over gold intents in proportion to ``ratios``.
+
+    Within an intent, examples are taken in the order of a hash of ``(seed, id)`` (independent of
+    the hash that dealt the intents), so the sample spreads over the databases and adding one
+    example to the base changes at most one pick per intent. An intent with fewer examples than
+    its share gives all it has (an example the mixer could not rewrite stays ``sql``).
+
+    Raises:
+        ConfigError: A negative ``n``.
+    """
+    if n < 0:
+        raise ConfigError(
+            "invalid sample size for the mixer",
+            expected="sample >= 0 (0: every example)",
+            found=repr(n),
+            fix="pass dataset_args.sample as a non-negative integer",
+        )
+    weights = _check_ratios(DEFAULT_RATIOS if ratios is None else ratios)
+    counts = _allocate(n, weights)
+    picked: set[str] = set()
+    for intent in INTENTS:
+        of_intent = sorted(
+            (e for e in ds.examples if e.intent == intent), key=lambda e: (_order_key(seed, f"sample:{e.id}"), e.id)
+        )
+        picked.update(e.id for e in of_intent[: counts[intent]])
+    return Dataset(
+        name=ds.name,
+        version=f"{ds.version}.n{n}",
+        examples=[e for e in ds.examples if e.id in picked],
+        source=ds.source,
+        meta={**ds.meta, "sample": str(n)},
+    )

@@ -346,3 +346,29 @@ def test_cli_mixed_over_a_folder_needs_no_config(spider_dir: Path, tmp_path: Pat
     bad = runner.invoke(app, ["route", "--dataset", "mixed", "--dataset-path", str(tmp_path), "--router", "oracle"])
     assert bad.exit_code == 2
     assert "base" in bad.output and "--config" in bad.output and "spider" in bad.output
+
+
+def test_a_sample_follows_the_ratios_and_spreads_over_databases(spider_dir: Path):
+    whole = dataset.build("mixed", path=str(spider_dir), seed=0, ratios={"sql": 1, "chat": 1})
+    assert len(whole.examples) == 4
+    picked = dataset.build("mixed", path=str(spider_dir), seed=0, ratios={"sql": 1, "chat": 1}, sample=2)
+    assert sorted(e.intent for e in picked.examples) == ["chat", "sql"]
+    assert {e.id for e in picked.examples} <= {e.id for e in whole.examples}
+    assert picked.meta["sample"] == "2" and picked.version != whole.version
+    again = dataset.build("mixed", path=str(spider_dir), seed=0, ratios={"sql": 1, "chat": 1}, sample=2)
+    assert [e.id for e in again.examples] == [e.id for e in picked.examples]
+    with pytest.raises(ConfigError, match="sample"):
+        dataset.build("mixed", path=str(spider_dir), sample=-1)
+
+
+def test_a_sample_of_spider_dev_a_covers_its_databases(spider_dev_a):
+    """The first examples by id are one or two databases; a sample reaches most of them."""
+    from routerlab.benchmarks.loaders.mixed import sample_mixed
+    from tests.conftest import SPIDER_DEV_A
+
+    ratios = {"sql": 0.6, "unanswerable": 0.4}
+    mixed = dataset.build("mixed", path=str(SPIDER_DEV_A), seed=0, ratios=ratios)
+    sample = sample_mixed(mixed, 50, seed=0, ratios=ratios)
+    intents = [e.intent for e in sample.examples]
+    assert intents.count("sql") == 30 and intents.count("unanswerable") == 20
+    assert len({e.db_id for e in sample.examples}) >= 6
