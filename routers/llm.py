@@ -163,6 +163,8 @@ ARG_FILLERS: dict[tuple[str, str], Callable[[PipelineState], Any]] = {
     ("fix_sql", "failed_call_id"): _failed_id,
     ("explain_sql", "sql"): lambda state: extract_sql(_request(state)) or _request(state),
     ("chat", "message"): _request,
+    # the question abstain checks is the user's own; what is missing it finds itself
+    ("abstain", "question"): _request,
 }
 
 
