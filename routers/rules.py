@@ -309,9 +309,14 @@ class RulesRouter(IntentRouter):
     name = "rules"
 
     def __init__(
-        self, rules: Sequence[Rule | dict[str, Any]] | None = None, fix_budget: int = 1, without: Sequence[str] = ()
+        self,
+        rules: Sequence[Rule | dict[str, Any]] | None = None,
+        fix_budget: int = 1,
+        without: Sequence[str] | str = (),
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        if isinstance(without, str):
+            without = (without,)  # --router-arg rules.without=schema_gap: one name
         # recorded runs store the table as dicts; accept them back so a run rebuilds exactly
         table = tuple(r if isinstance(r, Rule) else Rule(**r) for r in (rules or DEFAULT_RULES))
         names = [r.name for r in table]
@@ -321,7 +326,7 @@ class RulesRouter(IntentRouter):
                 "bad value for rules router argument 'without'",
                 expected=f"names of rules of the table other than 'default': {', '.join(names)}",
                 found=repr(list(without)),
-                fix="""pass rule names, e.g. --router-arg 'rules.without=["schema_gap"]'""",
+                fix="pass rule names, e.g. --router-arg rules.without=schema_gap (a JSON list for several)",
                 details={"kind": "router", "name": "rules", "argument": "without"},
             )
         self.without = tuple(without)

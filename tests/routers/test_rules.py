@@ -168,6 +168,7 @@ def test_without_leaves_named_rules_out_and_is_recorded(spiderlike_db):
     assert rebuilt.match(question, db)[0].intent == "sql" and component_spec(rebuilt)["args"]["without"] == [
         "schema_gap"
     ]
-    for bad in (["no_such_rule"], ["default"]):
+    assert [r.name for r in RulesRouter(without="schema_gap").rules] == [r.name for r in ablated.rules]
+    for bad in (["no_such_rule"], ["default"], "no_such_rule"):
         with pytest.raises(ConfigError, match="without"):
             RulesRouter(without=bad)
