@@ -60,7 +60,18 @@ class Rule:
     detector: str | None = None
 
 
-_WRITE_NODES = (exp.Insert, exp.Update, exp.Delete, exp.Drop, exp.Create, exp.Alter, exp.Merge, exp.Command)
+# not exp.Command: sqlglot's fallback for text it cannot parse ("create dates of ...") is prose, not a write
+_WRITE_NODES = (
+    exp.Insert,
+    exp.Update,
+    exp.Delete,
+    exp.Drop,
+    exp.Create,
+    exp.Alter,
+    exp.Merge,
+    exp.TruncateTable,
+    exp.Grant,
+)
 
 
 def _has_write_sql(text: str) -> bool:

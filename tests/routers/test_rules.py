@@ -172,3 +172,30 @@ def test_without_leaves_named_rules_out_and_is_recorded(spiderlike_db):
     for bad in (["no_such_rule"], ["default"], "no_such_rule"):
         with pytest.raises(ConfigError, match="without"):
             RulesRouter(without=bad)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What are the create dates of all documents?",
+        "Which alter egos appear in the comics?",
+        "Show the create time of each order.",
+    ],
+)
+def test_prose_with_a_write_verb_is_not_refused(rules, text):
+    """sqlglot reads unparseable text after CREATE/ALTER as a generic Command: that is prose, not a write."""
+    assert rules.match(text)[0].intent == "sql"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TRUNCATE TABLE staff",
+        "GRANT ALL ON staff TO bob",
+        "CREATE TABLE notes (a INT)",
+        "ALTER TABLE staff ADD COLUMN x INT",
+        "Please run: INSERT INTO staff VALUES (1)",
+    ],
+)
+def test_real_write_statements_are_refused(rules, text):
+    assert rules.match(text)[0].intent == "refuse"
