@@ -32,7 +32,7 @@ from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.example import Example
 from routerlab.objective import RoutingObjective, intent_correct, routing_score
 from routerlab.optimizers import optimizer as optimizer_registry
-from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta, schema_summary
+from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta
 
 __all__ = [
     "Figures",
@@ -75,6 +75,7 @@ class OptimizeReport:
         seed: Seed of the fit / held-out division and of the fit order.
         lm: The LM spec the program was compiled on (and should route with).
         one_pass: Whether program calls read intents in one pass.
+        schema: What the program's ``tables`` input shows of the database (``tables``, ``columns``).
         heldout_fraction: Share of each intent's train examples held out.
         safety: The clarify / refuse multiplier of the objective.
         zero_shot_heldout: The uncompiled program on the held-out part (None when skipped: it is
@@ -84,6 +85,7 @@ class OptimizeReport:
         dev: The compiled program on dev, once, when :func:`score_program` was run for it.
         compile_seconds: Wall time of the optimizer's ``compile``.
         seconds: Wall time of everything (the zero-shot and compiled scorings included).
+        calibration: The program's per-intent log-prior offsets (empty: uncalibrated).
     """
 
     optimizer: str
@@ -107,6 +109,8 @@ class OptimizeReport:
     program_file: str
     demos: int
     dev: Figures | None = None
+    schema: str = "tables"
+    calibration: dict[str, float] = field(default_factory=dict)
 
 
 def to_dspy_examples(examples: Sequence[Example], tables_of: dict[str, str]) -> list[dspy.Example]:
@@ -181,10 +185,19 @@ def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: flo
     )
 
 
-def _tables(examples: Sequence[Example]) -> dict[str, str]:
+def _tables(examples: Sequence[Example], schema: str = "tables") -> dict[str, str]:
+    """Each database of ``examples`` as the program's ``tables`` input shows it (the router's view)."""
     from routerlab.agents.db import open_database
+    from routerlab.agents.routing import RouterEnv
+    from routerlab.routers.schema_outline import check_view, schema_view
 
-    return {p: schema_summary([t.name for t in open_database(p).tables()]) for p in {e.db_path for e in examples}}
+    view = check_view("dspy", schema)
+    env = RouterEnv(tools=[], open_db=open_database)
+    out = {}
+    for path in {e.db_path for e in examples}:
+        open_database(path)  # a database that cannot be opened fails the compile, not a silent empty view
+        out[path] = schema_view(env, {"database": path}, view)  # type: ignore[typeddict-item]
+    return out
 
 
 def optimize_router(
@@ -198,6 +211,7 @@ def optimize_router(
     heldout_fraction: float = 1 / 3,
     safety: float = 2.0,
     one_pass: bool = True,
+    schema: str = "tables",
     train_limit: int | None = None,
     out: Path | None = None,
     zero_shot: bool = True,
@@ -217,6 +231,8 @@ def optimize_router(
         heldout_fraction: Share of each intent's train examples held out.
         safety: Clarify / refuse multiplier of the objective (docs/metrics.md §9).
         one_pass: Program calls read intents in one pass when the LM can score labels.
+        schema: What the program sees of the database: ``tables`` (names) or ``columns`` (tables
+            with their columns); saved in the program, so the router shows it the same view.
         train_limit: Cap on the train examples used before the division (None: all).
         out: Program file (default ``routers/programs/dspy_router_<dataset>.json``).
         zero_shot: Also score the uncompiled program on the held-out part.
@@ -233,14 +249,15 @@ def optimize_router(
     train_ex = dataset.split("train")[: train_limit or None]
     fit_ex, held_ex = holdout_split(train_ex, heldout_fraction, seed)
     random.Random(seed).shuffle(fit_ex)
-    tables_of = _tables(train_ex)
+    tables_of = _tables(train_ex, schema)
     fit, held = to_dspy_examples(fit_ex, tables_of), to_dspy_examples(held_ex, tables_of)
     objective = RoutingObjective.from_intents([e.intent for e in train_ex], safety=safety)
     t0 = time.perf_counter()
     with lm_context(lm), dspy.context(num_threads=1):
-        zero = score_set(RouteProgram(one_pass=one_pass), held, safety=safety) if zero_shot else None
+        zero = score_set(RouteProgram(one_pass=one_pass, schema=schema), held, safety=safety) if zero_shot else None
         t1 = time.perf_counter()
-        compiled = opt.compile(RouteProgram(one_pass=one_pass), trainset=fit, valset=held, metric=objective, lm=lm)
+        student = RouteProgram(one_pass=one_pass, schema=schema)
+        compiled = opt.compile(student, trainset=fit, valset=held, metric=objective, lm=lm)
         compile_seconds = time.perf_counter() - t1
         fit_fig = score_set(compiled, fit, safety=safety) if score_fit else None
         held_fig = score_set(compiled, held, safety=safety)
@@ -268,6 +285,8 @@ def optimize_router(
         dspy_version=dspy.__version__,
         program_file=path.name,
         demos=len(compiled.route.demos),
+        schema=compiled.route.schema,
+        calibration=dict(compiled.route.calibration),
     )
     save_meta(path, asdict(report))
     return report
@@ -312,7 +331,7 @@ def score_program(
     else:
         fit_ex, held_ex = holdout_split(dataset.split("train"), fraction, seed)
         examples = held_ex if on == "heldout" else fit_ex
-    data = to_dspy_examples(examples, _tables(examples))
+    data = to_dspy_examples(examples, _tables(examples, program.route.schema))
     with lm_context(lm), dspy.context(num_threads=1):
         figures = score_set(program, data, safety=safety)
     meta[on] = asdict(figures)

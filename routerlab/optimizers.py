@@ -14,6 +14,8 @@ the machine has two cores.
 - ``stratified``: labelled demos, ``per_intent`` of every intent of the train set (DSPy's
   ``LabeledFewShot`` draws at random, so the rare intents seldom make it into the prompt); no search.
 - ``gepa``: ``GEPA``, instructions; ``metric_calls`` metric calls, the LM reflecting on its mistakes.
+- ``calibrated``: any of the above (``base``), then per-intent log-prior offsets of the one-pass
+  distribution fitted on the train set to maximise the routing score (:mod:`routerlab.calibration`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import dspy
 
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
 
 __all__ = ["Optimizer", "optimizer"]
@@ -231,3 +234,96 @@ class Gepa:
             warn_on_score_mismatch=False,
         )
         return tp.compile(student, trainset=trainset, valset=valset)
+
+
+@optimizer("calibrated")
+class Calibrated:
+    """A ``base`` optimizer's program, then per-intent log-prior offsets fitted on the train set.
+
+    The base optimizer compiles first (``stratified`` by default: a demo of every intent). Then
+    every train example that is not one of the program's demos (a demo would read its own label
+    back) is scored once in one pass with the compiled prompt, and
+    :func:`routerlab.calibration.fit_offsets` chooses the offsets that maximise the routing score
+    of the calibrated decisions on those distributions. The offsets are saved in the program; the
+    held-out set is never read (the caller scores it afterwards, as for every optimizer). The
+    routing score is the metric's (its ``safety`` multiplier).
+
+    Args:
+        base: The optimizer whose program is calibrated (any registered one but ``calibrated``).
+        base_args: Its settings (its ``seed`` defaults to ``seed``).
+        max_offset: Bound on every offset, in nats.
+        seed: The base optimizer's seed; the fit itself is deterministic.
+
+    Raises:
+        ConfigError: ``base`` is ``calibrated`` or unknown, or ``base_args`` do not fit it.
+    """
+
+    def __init__(
+        self,
+        base: str = "stratified",
+        base_args: dict[str, Any] | None = None,
+        max_offset: float = 3.0,
+        seed: int = 0,
+    ) -> None:
+        if base == "calibrated":
+            raise ConfigError(
+                "the calibrated optimizer cannot calibrate itself",
+                expected="a base optimizer among " + ", ".join(n for n in optimizer.names() if n != "calibrated"),
+                found="base=calibrated",
+                fix="pass --optimizer-arg base=stratified (or bootstrap, random_search, mipro, gepa)",
+            )
+        if max_offset < 0:
+            raise ConfigError(
+                "max_offset must be non-negative",
+                expected="a bound in nats, e.g. 3.0",
+                found=str(max_offset),
+                fix="pass --optimizer-arg max_offset=3",
+            )
+        self.base = base
+        self.base_args = dict(base_args or {})
+        self.max_offset = max_offset
+        self.seed = seed
+        self._base = optimizer.build(base, **{"seed": seed, **self.base_args})
+
+    def compile(
+        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
+    ) -> dspy.Module:
+        """Compile with the base optimizer, read the train distributions, fit and set the offsets."""
+        from routerlab.agents.state import INTENTS
+        from routerlab.calibration import fit_offsets
+        from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
+
+        program = self._base.compile(student, trainset=trainset, valset=valset, metric=metric, lm=lm)
+        prompt = IntentPrompt.from_predict(program.route)
+        shown = {request for _, request, _ in prompt.demos}
+        dists, gold, accepted = [], [], []
+        for ex in trainset:
+            if ex.request in shown:
+                continue
+            one = classify_one_pass(lm, prompt, tables=ex.tables, request=ex.request, conversation=ex.conversation)
+            if one is None:
+                raise ConfigError(
+                    "calibration needs the LM's label probabilities",
+                    expected="an LM that scores labels in one pass (the embedded engine, or log probabilities)",
+                    found=f"{getattr(lm, 'model', lm)!r} cannot score labels",
+                    fix="compile with --lm local, or use an optimizer other than calibrated",
+                )
+            dists.append(one.scores.probs)
+            gold.append(ex.intent)
+            accepted.append(list(ex.accepted))
+        if not dists:
+            raise ConfigError(
+                "no train example left to fit the calibration on",
+                expected="train examples that are not among the program's demos",
+                found=f"{len(trainset)} train examples, all shown as demos",
+                fix="use more train examples or fewer demos",
+            )
+        program.route.calibration = fit_offsets(
+            dists,
+            gold,
+            accepted,
+            labels=INTENTS,
+            safety=float(getattr(metric, "safety", 2.0)),
+            max_offset=self.max_offset,
+        )
+        return program

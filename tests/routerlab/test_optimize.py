@@ -105,7 +105,7 @@ def test_unknown_optimizer_and_bad_settings_are_named():
         optimizer.build("random-search")
     with pytest.raises(ConfigError, match="candidates"):
         optimizer.build("bootstrap", candidates=3)
-    assert set(optimizer.names()) == {"bootstrap", "random_search", "mipro", "gepa", "stratified"}
+    assert set(optimizer.names()) == {"bootstrap", "random_search", "mipro", "gepa", "stratified", "calibrated"}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,217 @@
+"""Fitting per-intent offsets (``routerlab.calibration``) and the ``calibrated`` optimizer.
+
+The optimizer runs against a scripted engine that scores labels like a prompt biased towards
+``sql``: it knows each train request's gold intent but gives ``sql`` more probability than the
+gold label of every clarify, refuse and unanswerable request. Only calibration can fix that;
+demos cannot (the engine ignores them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import dspy
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.lm.scoring import ChoiceScores
+from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply
+from routerlab.agents.lm.usage import UsageCallback
+from routerlab.agents.state import INTENTS
+from routerlab.benchmarks.builtin import load_builtin
+from routerlab.calibration import fit_offsets, score_with_offsets
+from routerlab.objective import routing_score
+from routerlab.optimize import optimize_router
+from routerlab.optimizers import optimizer
+from routerlab.routers.dspy_router import load_program
+
+_dist = st.lists(st.floats(0.001, 1.0), min_size=len(INTENTS), max_size=len(INTENTS)).map(
+    lambda xs: {k: x / sum(xs) for k, x in zip(INTENTS, xs, strict=True)}
+)
+_data = st.lists(st.tuples(_dist, st.sampled_from(INTENTS)), min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_data, st.floats(0.0, 4.0))
+def test_fitted_offsets_never_score_worse_on_the_fit_set_and_stay_bounded(data, bound):
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=bound)
+    assert set(offsets) == set(INTENTS) and all(abs(v) <= bound + 1e-9 for v in offsets.values())
+    before = score_with_offsets(dists, gold, [[g] for g in gold], {}, labels=INTENTS)
+    after = score_with_offsets(dists, gold, [[g] for g in gold], offsets, labels=INTENTS)
+    assert after >= before - 1e-12
+    assert fit_offsets(dists, gold, labels=INTENTS, max_offset=bound) == offsets  # deterministic
+
+
+@settings(max_examples=40, deadline=None)
+@given(_data, st.lists(st.floats(0.01, 100.0), min_size=30, max_size=30))
+def test_scaling_an_examples_probabilities_changes_no_decision(data, scales):
+    # only each example's ratios between labels matter (what a softmax keeps); exact ties are
+    # left out, as rounding may break them either way once scaled
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    assume(all(abs(math.log(x / y)) > 1e-6 for d in dists for x in d.values() for y in d.values() if x != y))
+    assume(all(len(set(d.values())) == len(d) for d in dists))
+    scaled = [{k: v * c for k, v in d.items()} for d, c in zip(dists, scales, strict=False)]
+    a = fit_offsets(dists, gold, labels=INTENTS)
+    b = fit_offsets(scaled, gold, labels=INTENTS)
+    acc = [[g] for g in gold]
+    assert math.isclose(
+        score_with_offsets(dists, gold, acc, a, labels=INTENTS),
+        score_with_offsets(scaled, gold, acc, b, labels=INTENTS),
+        abs_tol=1e-9,
+    )
+
+
+@given(st.lists(st.sampled_from(INTENTS), min_size=2, max_size=40), st.floats(0.2, 2.0))
+def test_a_prior_the_prompt_put_on_sql_is_found_and_undone(gold, margin):
+    # every request's gold label is the runner-up behind sql by `margin` nats, except sql's own
+    assume(any(g != "sql" for g in gold))
+    dists = []
+    for g in gold:
+        logits = {k: -6.0 for k in INTENTS} | {g: 0.0}
+        if g != "sql":
+            logits["sql"] = margin
+        z = sum(math.exp(v) for v in logits.values())
+        dists.append({k: math.exp(v) / z for k, v in logits.items()})
+    offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=3.0)
+    assert score_with_offsets(dists, gold, [[g] for g in gold], offsets, labels=INTENTS) == 1.0
+    assert score_with_offsets(dists, gold, [[g] for g in gold], {}, labels=INTENTS) < 1.0
+
+
+def test_accepted_alternates_count_and_bad_input_is_named():
+    dists = [{"sql": 0.6, "unanswerable": 0.4}, {"sql": 0.9, "unanswerable": 0.1}]
+    # the first request also accepts sql: nothing to fix, no offset moves
+    assert fit_offsets(dists, ["unanswerable", "sql"], [["unanswerable", "sql"], ["sql"]], labels=INTENTS) == (
+        dict.fromkeys(INTENTS, 0.0)
+    )
+    assert routing_score(["unanswerable", "sql"], [True, True]) == 1.0
+    with pytest.raises(ValueError, match="differ in length"):
+        fit_offsets(dists, ["sql"], labels=INTENTS)
+    with pytest.raises(ValueError, match="at least one"):
+        fit_offsets([], [], labels=INTENTS)
+    with pytest.raises(ValueError, match="non-negative"):
+        fit_offsets(dists, ["sql", "sql"], labels=INTENTS, max_offset=-1)
+
+
+class _SqlBiasedEngine(ScriptedEngine):
+    """Scores labels from the gold intent of known requests, with sql ahead of the rare intents."""
+
+    def __init__(self, gold: dict[str, str]) -> None:
+        super().__init__(lambda request: adapter_reply({"intent": "sql"}))
+        self.gold = gold
+        self.scored = 0
+
+    def score_choices(self, prefix, messages, choices, *, reply_prefix=""):
+        self.scored += 1
+        request = messages[-1]["content"].removeprefix("Request: ")
+        g = self.gold.get(request, "sql")
+        logits = dict.fromkeys(choices, -4.0) | {g: 0.0}
+        if g in ("clarify", "refuse", "unanswerable"):
+            logits["sql"] = 0.7  # the prompt's bias: sql first, the right label second
+        z = sum(math.exp(v) for v in logits.values())
+        probs = {k: math.exp(v) / z for k, v in logits.items()}
+        return ChoiceScores(probs, 0.9, 100, 80, 20, "live", 0.0)
+
+    def continue_reply(self, prefix, messages, reply_prefix, *, stop, max_tokens=64):
+        raise AssertionError("intent routing never continues a reply")
+
+
+@pytest.fixture(scope="module")
+def builtin():
+    return load_builtin()
+
+
+def _biased_lm(builtin) -> dspy.LM:
+    gold = {e.question: e.intent for s in ("train", "dev") for e in builtin.split(s)}
+    return dspy.LM("scripted/biased", engine=_SqlBiasedEngine(gold), cache=False, callbacks=[UsageCallback()])
+
+
+def test_calibrated_compiles_its_base_then_fits_offsets_that_fix_the_rare_intents(builtin, tmp_path):
+    lm = _biased_lm(builtin)
+    out = tmp_path / "cal.json"
+    report = optimize_router(
+        builtin,
+        lm,
+        lm_spec="scripted:biased",
+        optimizer="calibrated",
+        optimizer_args={"base": "stratified", "base_args": {"per_intent": 1}},
+        out=out,
+        score_fit=False,
+    )
+    zero = report.zero_shot_heldout
+    assert zero is not None and zero.recall["clarify"] == zero.recall["refuse"] == 0.0
+    assert report.heldout.recall["clarify"] == report.heldout.recall["refuse"] == 1.0
+    assert report.heldout.recall["sql"] == 1.0 and report.heldout.score > zero.score
+    # the rare intents were lifted above sql, sql was never lifted above them
+    cal = report.calibration
+    assert min(cal["clarify"], cal["refuse"], cal["unanswerable"]) > 0.7 + cal["sql"]
+    # the calibration read every fit example but the 7 demos once, then held-out was scored
+    assert lm.engine.scored == report.heldout_size * 2 + (report.fit_size - report.demos)
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["optimizer"] == "calibrated" and meta["calibration"] == cal and meta["schema"] == "tables"
+    assert meta["optimizer_args"] == {
+        "base": "stratified",
+        "base_args": {"per_intent": 1},
+        "max_offset": 3.0,
+        "seed": 0,
+    }
+    loaded, _ = load_program(str(out))
+    assert loaded.route.calibration == cal and len(loaded.route.demos) == 7
+
+
+def test_the_saved_settings_rebuild_the_same_program(builtin, tmp_path):
+    # what `routerlab optimize` records is enough to compile the same program again
+    first = tmp_path / "a.json"
+    optimize_router(
+        builtin,
+        _biased_lm(builtin),
+        lm_spec="scripted:biased",
+        optimizer="calibrated",
+        optimizer_args={"base": "stratified", "base_args": {"per_intent": 2}},
+        schema="columns",
+        out=first,
+        zero_shot=False,
+        score_fit=False,
+    )
+    meta = json.loads(first.with_suffix(".meta.json").read_text())
+    again = tmp_path / "b.json"
+    optimize_router(
+        builtin,
+        _biased_lm(builtin),
+        lm_spec=meta["lm"],
+        optimizer=meta["optimizer"],
+        optimizer_args=meta["optimizer_args"],
+        seed=meta["seed"],
+        heldout_fraction=meta["heldout_fraction"],
+        safety=meta["safety"],
+        schema=meta["schema"],
+        out=again,
+        zero_shot=False,
+        score_fit=False,
+    )
+    a, b = json.loads(first.read_text()), json.loads(again.read_text())
+    a.pop("metadata", None), b.pop("metadata", None)
+    assert a == b and a["route"]["schema"] == "columns" and "(" in a["route"]["demos"][0]["tables"]
+
+
+def test_calibration_needs_label_probabilities_and_a_base(builtin, tmp_path):
+    with pytest.raises(ConfigError, match="cannot calibrate itself"):
+        optimizer.build("calibrated", base="calibrated")
+    with pytest.raises(ConfigError, match="per_intent|bad arguments"):
+        optimizer.build("calibrated", base="bootstrap", base_args={"per_intent": 1})
+    from routerlab.agents.lm import resolve_lm
+
+    with pytest.raises(ConfigError, match="label probabilities"):
+        optimize_router(
+            builtin,
+            resolve_lm("scripted:basic"),
+            lm_spec="scripted:basic",
+            optimizer="calibrated",
+            train_limit=30,
+            out=tmp_path / "x.json",
+            zero_shot=False,
+            score_fit=False,
+        )
