@@ -671,6 +671,7 @@ def optimize_cmd(
             }
         )
         metrics = {"compile_seconds": report.compile_seconds, "seconds": report.seconds, "demos": report.demos}
+        metrics.update({k: float(v) for k, v in report.optimizer_notes.items() if isinstance(v, int | float)})
         for name in ("zero_shot_heldout", "fit", "heldout"):
             if getattr(report, name) is not None:
                 metrics.update(_figure_metrics(name, asdict(getattr(report, name))))
@@ -682,6 +683,9 @@ def _figure_metrics(prefix: str, figures: dict) -> dict[str, float]:
     """MLflow metrics of one set's figures: ``<prefix>_score``, ``_accuracy``, ``_recall_<intent>``, ``_seconds``."""
     out = {f"{prefix}_{k}": float(figures[k]) for k in ("score", "accuracy", "seconds")}
     out.update({f"{prefix}_recall_{k}": float(v) for k, v in figures["recall"].items()})
+    if figures.get("uncalibrated"):  # a calibrated program's same calls before its offsets
+        out.update(_figure_metrics(f"{prefix}_uncalibrated", {"seconds": 0.0, **figures["uncalibrated"]}))
+        del out[f"{prefix}_uncalibrated_seconds"]
     return out
 
 

@@ -56,6 +56,8 @@ class Figures:
         accuracy: Fraction whose predicted intent was accepted.
         recall: Gold intent -> accuracy over its examples.
         seconds: Wall time of the scoring.
+        uncalibrated: For a calibrated program, the same calls' decisions before its offsets
+            (``{score, accuracy, recall}``, no extra call); None otherwise.
     """
 
     n: int
@@ -63,6 +65,7 @@ class Figures:
     accuracy: float
     recall: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    uncalibrated: dict[str, Any] | None = None
 
 
 @dataclass
@@ -86,6 +89,8 @@ class OptimizeReport:
         compile_seconds: Wall time of the optimizer's ``compile``.
         seconds: Wall time of everything (the zero-shot and compiled scorings included).
         calibration: The program's per-intent log-prior offsets (empty: uncalibrated).
+        optimizer_notes: What the optimizer reported about its compile (``notes``; the
+            calibrated optimizer: the fit distributions' score before and after its offsets).
     """
 
     optimizer: str
@@ -111,6 +116,7 @@ class OptimizeReport:
     dev: Figures | None = None
     schema: str = "tables"
     calibration: dict[str, float] = field(default_factory=dict)
+    optimizer_notes: dict[str, Any] = field(default_factory=dict)
 
 
 def to_dspy_examples(examples: Sequence[Example], tables_of: dict[str, str]) -> list[dspy.Example]:
@@ -159,29 +165,47 @@ def holdout_split(examples: Sequence[Example], fraction: float, seed: int) -> tu
     return fit, [e for i, e in enumerate(examples) if i in held]
 
 
-def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: float = 2.0) -> Figures:
-    """Route every example of ``data`` with ``program`` once; an unparsable or failed call is wrong."""
-    t0 = time.perf_counter()
-    gold: list[str] = []
-    correct: list[bool] = []
-    for ex in data:
-        try:
-            ok = intent_correct(ex, program(**ex.inputs()))
-        except (AdapterParseError, ValueError, RuntimeError):
-            ok = False  # a failed prediction is a wrong decision, never a crashed compile
-        gold.append(ex.intent)
-        correct.append(ok)
+def _summary(gold: list[str], correct: list[bool], safety: float) -> dict[str, Any]:
     recall: dict[str, float] = {}
     for intent in sorted(set(gold)):
         hits = [c for g, c in zip(gold, correct, strict=True) if g == intent]
         recall[intent] = round(sum(hits) / len(hits), 4)
     n = len(gold)
+    return {
+        "score": round(routing_score(gold, correct, safety=safety), 4) if n else float("nan"),
+        "accuracy": round(sum(correct) / n, 4) if n else float("nan"),
+        "recall": recall,
+    }
+
+
+def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: float = 2.0) -> Figures:
+    """Route every example of ``data`` with ``program`` once; an unparsable or failed call is wrong.
+
+    For a calibrated program scored in one pass, the figures also hold the same calls' decisions
+    before the offsets (``uncalibrated``), so the offsets' effect costs no second scoring.
+    """
+    t0 = time.perf_counter()
+    gold: list[str] = []
+    correct: list[bool] = []
+    raw: list[bool | None] = []
+    for ex in data:
+        try:
+            pred = program(**ex.inputs())
+            ok = intent_correct(ex, pred)
+            before = getattr(pred, "_uncalibrated", None)
+            raw.append(None if before is None else intent_correct(ex, dspy.Prediction(intent=before)))
+        except (AdapterParseError, ValueError, RuntimeError):
+            ok = False  # a failed prediction is a wrong decision, never a crashed compile
+            raw.append(False)
+        gold.append(ex.intent)
+        correct.append(ok)
+    calibrated = bool(getattr(getattr(program, "route", None), "calibration", None))
+    uncalibrated = _summary(gold, [bool(r) for r in raw], safety) if calibrated and gold and None not in raw else None
     return Figures(
-        n=n,
-        score=round(routing_score(gold, correct, safety=safety), 4) if n else float("nan"),
-        accuracy=round(sum(correct) / n, 4) if n else float("nan"),
-        recall=recall,
+        n=len(gold),
+        **_summary(gold, correct, safety),
         seconds=round(time.perf_counter() - t0, 1),
+        uncalibrated=uncalibrated,
     )
 
 
@@ -287,6 +311,7 @@ def optimize_router(
         demos=len(compiled.route.demos),
         schema=compiled.route.schema,
         calibration=dict(compiled.route.calibration),
+        optimizer_notes=dict(getattr(opt, "notes", None) or {}),
     )
     save_meta(path, asdict(report))
     return report

@@ -246,7 +246,8 @@ class Calibrated:
     :func:`routerlab.calibration.fit_offsets` chooses the offsets that maximise the routing score
     of the calibrated decisions on those distributions. The offsets are saved in the program; the
     held-out set is never read (the caller scores it afterwards, as for every optimizer). The
-    routing score is the metric's (its ``safety`` multiplier).
+    routing score is the metric's (its ``safety`` multiplier). After a compile, ``notes`` holds the
+    routing score of those train distributions before and after the offsets.
 
     Args:
         base: The optimizer whose program is calibrated (any registered one but ``calibrated``).
@@ -284,13 +285,14 @@ class Calibrated:
         self.max_offset = max_offset
         self.seed = seed
         self._base = optimizer.build(base, **{"seed": seed, **self.base_args})
+        self.notes: dict[str, Any] = {}
 
     def compile(
         self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
     ) -> dspy.Module:
         """Compile with the base optimizer, read the train distributions, fit and set the offsets."""
         from routerlab.agents.state import INTENTS
-        from routerlab.calibration import fit_offsets
+        from routerlab.calibration import fit_offsets, score_with_offsets
         from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 
         program = self._base.compile(student, trainset=trainset, valset=valset, metric=metric, lm=lm)
@@ -318,12 +320,16 @@ class Calibrated:
                 found=f"{len(trainset)} train examples, all shown as demos",
                 fix="use more train examples or fewer demos",
             )
-        program.route.calibration = fit_offsets(
-            dists,
-            gold,
-            accepted,
-            labels=INTENTS,
-            safety=float(getattr(metric, "safety", 2.0)),
-            max_offset=self.max_offset,
-        )
+        safety = float(getattr(metric, "safety", 2.0))
+        offsets = fit_offsets(dists, gold, accepted, labels=INTENTS, safety=safety, max_offset=self.max_offset)
+        program.route.calibration = offsets
+        self.notes = {
+            "calibration_examples": len(dists),
+            "calibration_score_before": round(
+                score_with_offsets(dists, gold, accepted, {}, labels=INTENTS, safety=safety), 4
+            ),
+            "calibration_score_after": round(
+                score_with_offsets(dists, gold, accepted, offsets, labels=INTENTS, safety=safety), 4
+            ),
+        }
         return program

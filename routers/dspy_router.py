@@ -131,8 +131,8 @@ class IntentPredict(dspy.Predict):
         )
         if scored is None:  # this call cannot be scored (a provider without log probabilities)
             return super().forward(**given)
-        scored = shift(scored, self.calibration)
-        pred = dspy.Prediction(intent=scored.intent)
+        pred = dspy.Prediction(intent=shift(scored, self.calibration).intent)
+        pred._uncalibrated = scored.intent  # not an output field: what the intent was before the offsets
         trace = dspy.settings.trace
         if trace is not None and dspy.settings.max_trace_size > 0:
             # what Predict records, so bootstrapping and GEPA's reflection see a normal call

@@ -145,6 +145,11 @@ def test_calibrated_compiles_its_base_then_fits_offsets_that_fix_the_rare_intent
     assert zero is not None and zero.recall["clarify"] == zero.recall["refuse"] == 0.0
     assert report.heldout.recall["clarify"] == report.heldout.recall["refuse"] == 1.0
     assert report.heldout.recall["sql"] == 1.0 and report.heldout.score > zero.score
+    # the same held-out calls before the offsets: the engine ignores demos, so what zero-shot did
+    assert report.heldout.uncalibrated == {"score": zero.score, "accuracy": zero.accuracy, "recall": zero.recall}
+    notes = report.optimizer_notes
+    assert notes["calibration_examples"] == report.fit_size - report.demos
+    assert notes["calibration_score_after"] > notes["calibration_score_before"]
     # the rare intents were lifted above sql, sql was never lifted above them
     cal = report.calibration
     assert min(cal["clarify"], cal["refuse"], cal["unanswerable"]) > 0.7 + cal["sql"]
@@ -251,3 +256,15 @@ def test_on_the_real_model_the_offsets_are_fitted_on_its_distributions_and_the_p
     with dspy.context(lm=lm):
         for ex, r in zip(rest, raw, strict=True):
             assert program(**ex.inputs()).intent == shift(r, offsets).intent  # the program reads calibrated
+
+
+def test_cli_rejects_a_self_calibration_and_an_unknown_schema_view_before_the_model():
+    from typer.testing import CliRunner
+
+    from routerlab.cli import app
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--optimizer-arg", "base=calibrated"])
+    assert bad.exit_code == 2 and "cannot calibrate itself" in bad.output
+    bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--schema", "everything"])
+    assert bad.exit_code == 2 and "tables" in bad.output and "columns" in bad.output
