@@ -247,7 +247,8 @@ class Calibrated:
     of the calibrated decisions on those distributions. The offsets are saved in the program; the
     held-out set is never read (the caller scores it afterwards, as for every optimizer). The
     routing score is the metric's (its ``safety`` multiplier). After a compile, ``notes`` holds the
-    routing score of those train distributions before and after the offsets.
+    routing score of those train distributions before and after the offsets, and the
+    distributions themselves (``calibration_data``: gold, accepted, probabilities).
 
     Args:
         base: The optimizer whose program is calibrated (any registered one but ``calibrated``).
@@ -331,5 +332,10 @@ class Calibrated:
             "calibration_score_after": round(
                 score_with_offsets(dists, gold, accepted, offsets, labels=INTENTS, safety=safety), 4
             ),
+            # what the offsets were fitted on, so they can be refitted (and checked) without the model
+            "calibration_data": [
+                {"gold": g, "accepted": a, "probs": {k: float(v) for k, v in d.items()}}
+                for d, g, a in zip(dists, gold, accepted, strict=True)
+            ],
         }
         return program
