@@ -21,7 +21,7 @@ import numpy as np
 from routerlab.objective import routing_score
 from routerlab.routers.calibration import FLOOR
 
-__all__ = ["fit_offsets", "score_with_offsets"]
+__all__ = ["choose_bound", "fit_offsets", "score_with_offsets"]
 
 _SAME = 1e-9  # nats: two decision boundaries closer than this are one
 
@@ -113,3 +113,58 @@ def fit_offsets(
         if not moved:
             break
     return {k: float(v) for k, v in zip(labels, b, strict=True)}
+
+
+def choose_bound(
+    dists: Sequence[Mapping[str, float]],
+    gold: Sequence[str],
+    accepted: Sequence[Sequence[str]] | None = None,
+    *,
+    labels: Sequence[str],
+    bounds: Sequence[float],
+    folds: int = 5,
+    safety: float = 2.0,
+) -> tuple[float, dict[float, float]]:
+    """The offset bound whose fits score best on the examples they did not see (k-fold, per intent).
+
+    Fitting offsets to maximise the score of a few examples per rare intent overfits; the bound
+    limits how far they move. Each intent's examples are dealt round-robin into ``folds`` folds
+    (in input order, so deterministic); for each bound, offsets fitted on the other folds decide
+    each fold's examples, and the pooled decisions are scored. Ties go to the smaller bound.
+
+    Returns:
+        The chosen bound, and every bound's cross-validated routing score.
+
+    Raises:
+        ValueError: ``folds`` below 2, no bounds, or a negative bound.
+    """
+    if folds < 2 or not bounds or min(bounds) < 0:
+        raise ValueError(f"need folds >= 2 and non-negative bounds, got folds={folds}, bounds={list(bounds)}")
+    accepted = [list(a) for a in accepted] if accepted is not None else [[g] for g in gold]
+    fold_of: list[int] = [0] * len(gold)
+    seen: dict[str, int] = {}
+    for i, g in enumerate(gold):
+        fold_of[i] = seen.get(g, 0) % folds
+        seen[g] = seen.get(g, 0) + 1
+    scores: dict[float, float] = {}
+    for bound in sorted(set(float(b) for b in bounds)):
+        correct = [False] * len(gold)
+        for f in range(folds):
+            train = [i for i in range(len(gold)) if fold_of[i] != f]
+            test = [i for i in range(len(gold)) if fold_of[i] == f]
+            if not test or not train:
+                continue
+            offsets = fit_offsets(
+                [dists[i] for i in train],
+                [gold[i] for i in train],
+                [accepted[i] for i in train],
+                labels=labels,
+                safety=safety,
+                max_offset=bound,
+            )
+            logs = _log_matrix([dists[i] for i in test], labels) + np.array([offsets[k] for k in labels])
+            for i, c in zip(test, np.argmax(logs, axis=1), strict=True):
+                correct[i] = labels[int(c)] in accepted[i]
+        scores[bound] = round(routing_score(gold, correct, safety=safety), 4)
+    best = max(scores.values())
+    return min(b for b, s in scores.items() if s == best), scores

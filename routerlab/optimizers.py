@@ -236,6 +236,9 @@ class Gepa:
         return tp.compile(student, trainset=trainset, valset=valset)
 
 
+_BOUNDS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)  # nats; the bounds cross-validation chooses among
+
+
 @optimizer("calibrated")
 class Calibrated:
     """A ``base`` optimizer's program, then per-intent log-prior offsets fitted on the train set.
@@ -254,6 +257,9 @@ class Calibrated:
         base: The optimizer whose program is calibrated (any registered one but ``calibrated``).
         base_args: Its settings (its ``seed`` defaults to ``seed``).
         max_offset: Bound on every offset, in nats.
+        folds: 0: fit with ``max_offset``; 2 or more: choose the bound among 0, 0.25, 0.5, 1, 1.5,
+            2, 3 (up to ``max_offset``) by ``folds``-fold cross-validation on the same train
+            distributions (:func:`routerlab.calibration.choose_bound`), then fit with it.
         seed: The base optimizer's seed; the fit itself is deterministic.
 
     Raises:
@@ -265,6 +271,7 @@ class Calibrated:
         base: str = "stratified",
         base_args: dict[str, Any] | None = None,
         max_offset: float = 3.0,
+        folds: int = 0,
         seed: int = 0,
     ) -> None:
         if base == "calibrated":
@@ -284,6 +291,14 @@ class Calibrated:
         self.base = base
         self.base_args = dict(base_args or {})
         self.max_offset = max_offset
+        if folds == 1 or folds < 0:
+            raise ConfigError(
+                "folds must be 0 (no cross-validation) or at least 2",
+                expected="0, or a number of folds >= 2",
+                found=str(folds),
+                fix="pass --optimizer-arg folds=5",
+            )
+        self.folds = folds
         self.seed = seed
         self._base = optimizer.build(base, **{"seed": seed, **self.base_args})
         self.notes: dict[str, Any] = {}
@@ -293,7 +308,7 @@ class Calibrated:
     ) -> dspy.Module:
         """Compile with the base optimizer, read the train distributions, fit and set the offsets."""
         from routerlab.agents.state import INTENTS
-        from routerlab.calibration import fit_offsets, score_with_offsets
+        from routerlab.calibration import choose_bound, fit_offsets, score_with_offsets
         from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 
         program = self._base.compile(student, trainset=trainset, valset=valset, metric=metric, lm=lm)
@@ -322,10 +337,18 @@ class Calibrated:
                 fix="use more train examples or fewer demos",
             )
         safety = float(getattr(metric, "safety", 2.0))
-        offsets = fit_offsets(dists, gold, accepted, labels=INTENTS, safety=safety, max_offset=self.max_offset)
+        bound, cv = self.max_offset, {}
+        if self.folds:
+            grid = [b for b in _BOUNDS if b < self.max_offset] + [self.max_offset]
+            bound, cv = choose_bound(
+                dists, gold, accepted, labels=INTENTS, bounds=grid, folds=self.folds, safety=safety
+            )
+        offsets = fit_offsets(dists, gold, accepted, labels=INTENTS, safety=safety, max_offset=bound)
         program.route.calibration = offsets
         self.notes = {
             "calibration_examples": len(dists),
+            "calibration_bound": bound,
+            **{f"calibration_cv_score_{b:g}": s for b, s in cv.items()},
             "calibration_score_before": round(
                 score_with_offsets(dists, gold, accepted, {}, labels=INTENTS, safety=safety), 4
             ),

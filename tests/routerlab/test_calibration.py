@@ -22,7 +22,7 @@ from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply
 from routerlab.agents.lm.usage import UsageCallback
 from routerlab.agents.state import INTENTS
 from routerlab.benchmarks.builtin import load_builtin
-from routerlab.calibration import fit_offsets, score_with_offsets
+from routerlab.calibration import choose_bound, fit_offsets, score_with_offsets
 from routerlab.objective import routing_score
 from routerlab.optimize import optimize_router
 from routerlab.optimizers import optimizer
@@ -79,6 +79,37 @@ def test_a_prior_the_prompt_put_on_sql_is_found_and_undone(gold, margin):
     offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=3.0)
     assert score_with_offsets(dists, gold, [[g] for g in gold], offsets, labels=INTENTS) == 1.0
     assert score_with_offsets(dists, gold, [[g] for g in gold], {}, labels=INTENTS) < 1.0
+
+
+def _planted(gold, margin):
+    dists = []
+    for g in gold:
+        logits = {k: -6.0 for k in INTENTS} | {g: 0.0}
+        if g != "sql":
+            logits["sql"] = margin
+        z = sum(math.exp(v) for v in logits.values())
+        dists.append({k: math.exp(v) / z for k, v in logits.items()})
+    return dists
+
+
+@settings(max_examples=30, deadline=None)
+@given(_data, st.integers(2, 5))
+def test_cross_validation_chooses_the_smallest_of_the_best_bounds(data, folds):
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    bound, scores = choose_bound(dists, gold, labels=INTENTS, bounds=[2.0, 0.0, 1.0], folds=folds)
+    assert set(scores) == {0.0, 1.0, 2.0} and all(0.0 <= v <= 1.0 for v in scores.values())
+    assert scores[bound] == max(scores.values()) and all(b >= bound for b, v in scores.items() if v == scores[bound])
+    assert fit_offsets(dists, gold, labels=INTENTS, max_offset=0.0) == dict.fromkeys(INTENTS, 0.0)
+
+
+def test_cross_validation_keeps_a_prior_every_fold_shares_and_rejects_bad_settings():
+    gold = ["sql"] * 12 + ["clarify"] * 5 + ["refuse"] * 5
+    bound, scores = choose_bound(_planted(gold, 0.8), gold, labels=INTENTS, bounds=[0.0, 0.5, 1.0, 3.0], folds=5)
+    assert bound == 1.0 and scores[1.0] == 1.0 > scores[0.5]  # 0.5 cannot undo a 0.8 nat prior
+    with pytest.raises(ValueError, match="folds >= 2"):
+        choose_bound(_planted(gold, 0.8), gold, labels=INTENTS, bounds=[1.0], folds=1)
+    with pytest.raises(ConfigError, match="folds"):
+        optimizer.build("calibrated", folds=1)
 
 
 def test_accepted_alternates_count_and_bad_input_is_named():
@@ -150,6 +181,12 @@ def test_calibrated_compiles_its_base_then_fits_offsets_that_fix_the_rare_intent
     notes = report.optimizer_notes
     assert notes["calibration_examples"] == report.fit_size - report.demos
     assert notes["calibration_score_after"] > notes["calibration_score_before"]
+    data = notes["calibration_data"]
+    assert len(data) == notes["calibration_examples"]
+    refit = fit_offsets(
+        [d["probs"] for d in data], [d["gold"] for d in data], [d["accepted"] for d in data], labels=INTENTS
+    )
+    assert refit == report.calibration  # the saved distributions give the offsets back
     # the rare intents were lifted above sql, sql was never lifted above them
     cal = report.calibration
     assert min(cal["clarify"], cal["refuse"], cal["unanswerable"]) > 0.7 + cal["sql"]
@@ -161,6 +198,7 @@ def test_calibrated_compiles_its_base_then_fits_offsets_that_fix_the_rare_intent
         "base": "stratified",
         "base_args": {"per_intent": 1},
         "max_offset": 3.0,
+        "folds": 0,
         "seed": 0,
     }
     loaded, _ = load_program(str(out))
