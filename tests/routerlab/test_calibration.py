@@ -306,3 +306,43 @@ def test_cli_rejects_a_self_calibration_and_an_unknown_schema_view_before_the_mo
     assert bad.exit_code == 2 and "cannot calibrate itself" in bad.output
     bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--schema", "everything"])
     assert bad.exit_code == 2 and "tables" in bad.output and "columns" in bad.output
+
+
+def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_path):
+    # `routerlab optimize` with the settings in the .meta.json compiles the committed program
+    # again: the same schema view, instructions and demos (the stratified draw needs no LM). The
+    # offsets were fitted on the real model's distributions, so a scripted LM cannot give them
+    # back; the real-model test above checks how they are fitted.
+    from routerlab.routers.dspy_router import program_path
+
+    meta = json.loads(program_path("builtin").with_suffix(".meta.json").read_text())
+    committed, _ = load_program("builtin")
+    assert committed.route.calibration == meta["calibration"] and committed.route.schema == meta["schema"]
+    out = tmp_path / "again.json"
+    optimize_router(
+        builtin,
+        _biased_lm(builtin),
+        lm_spec="scripted:biased",
+        optimizer=meta["optimizer"],
+        optimizer_args=meta["optimizer_args"],
+        seed=meta["seed"],
+        heldout_fraction=meta["heldout_fraction"],
+        safety=meta["safety"],
+        schema=meta["schema"],
+        out=out,
+        zero_shot=False,
+        score_fit=False,
+    )
+    again, _ = load_program(str(out))
+    assert again.route.signature.instructions == committed.route.signature.instructions
+    assert [dict(d) for d in again.route.demos] == [dict(d) for d in committed.route.demos]
+    assert again.route.schema == committed.route.schema and set(again.route.calibration) == set(meta["calibration"])
+    # and the offsets come back from the distributions the compile kept, with the recorded settings
+    notes = meta["optimizer_notes"]
+    data = notes["calibration_data"]
+    dists, gold, acc = [d["probs"] for d in data], [d["gold"] for d in data], [d["accepted"] for d in data]
+    bound, _ = choose_bound(
+        dists, gold, acc, labels=INTENTS, bounds=[0, 0.25, 0.5, 1, 1.5, 2, 3], folds=meta["optimizer_args"]["folds"]
+    )
+    assert bound == notes["calibration_bound"]
+    assert fit_offsets(dists, gold, acc, labels=INTENTS, max_offset=bound) == committed.route.calibration
