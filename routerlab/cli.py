@@ -525,7 +525,11 @@ def toolscale_cmd(
 def optimize_cmd(
     router_name: Annotated[str, typer.Option("--router", help="Only 'dspy' has a program to compile.")] = "dspy",
     optimizer: Annotated[
-        str, typer.Option("--optimizer", help="bootstrap, random_search, mipro or gepa (routerlab/optimizers.py).")
+        str,
+        typer.Option(
+            "--optimizer",
+            help="bootstrap, random_search, mipro, gepa, stratified or calibrated (routerlab/optimizers.py).",
+        ),
     ] = "bootstrap",
     optimizer_arg: Annotated[
         list[str] | None, typer.Option("--optimizer-arg", help="PARAM=VALUE of the optimizer, repeatable.")
@@ -553,6 +557,10 @@ def optimize_cmd(
     train_limit: Annotated[
         int | None, typer.Option("--train-limit", min=1, help="Use the first N train examples.")
     ] = None,
+    schema: Annotated[
+        str,
+        typer.Option("--schema", help="What the program sees of a database: tables (names) or columns; saved in it."),
+    ] = "tables",
     out: Annotated[
         Path | None, typer.Option("--out", help="Program file (default: the dataset's committed one).")
     ] = None,
@@ -611,8 +619,10 @@ def optimize_cmd(
     ds = load_dataset(config)
     if evaluate is None:
         from routerlab.optimizers import optimizer as optimizer_registry
+        from routerlab.routers.schema_outline import check_view
 
         optimizer_registry.build(optimizer, **{"seed": seed, **args})  # bad settings exit 2 before the model loads
+        check_view("dspy", schema)
     model = resolve_lm(lm, api_base=lm_api_base, cache=cache)
     import mlflow
 
@@ -637,6 +647,7 @@ def optimize_cmd(
             heldout_fraction=heldout,
             safety=safety,
             one_pass=one_pass,
+            schema=schema,
             train_limit=train_limit,
             out=out,
             zero_shot=zero_shot,
@@ -650,6 +661,8 @@ def optimize_cmd(
                 "lm": lm,
                 "dataset": ds.name,
                 "one_pass": one_pass,
+                "schema": schema,
+                **{f"calibration.{k}": round(v, 4) for k, v in report.calibration.items()},
                 "heldout_fraction": report.heldout_fraction,
                 "safety": safety,
                 "fit_size": report.fit_size,
@@ -658,6 +671,7 @@ def optimize_cmd(
             }
         )
         metrics = {"compile_seconds": report.compile_seconds, "seconds": report.seconds, "demos": report.demos}
+        metrics.update({k: float(v) for k, v in report.optimizer_notes.items() if isinstance(v, int | float)})
         for name in ("zero_shot_heldout", "fit", "heldout"):
             if getattr(report, name) is not None:
                 metrics.update(_figure_metrics(name, asdict(getattr(report, name))))
@@ -669,6 +683,9 @@ def _figure_metrics(prefix: str, figures: dict) -> dict[str, float]:
     """MLflow metrics of one set's figures: ``<prefix>_score``, ``_accuracy``, ``_recall_<intent>``, ``_seconds``."""
     out = {f"{prefix}_{k}": float(figures[k]) for k in ("score", "accuracy", "seconds")}
     out.update({f"{prefix}_recall_{k}": float(v) for k, v in figures["recall"].items()})
+    if figures.get("uncalibrated"):  # a calibrated program's same calls before its offsets
+        out.update(_figure_metrics(f"{prefix}_uncalibrated", {"seconds": 0.0, **figures["uncalibrated"]}))
+        del out[f"{prefix}_uncalibrated_seconds"]
     return out
 
 

@@ -32,7 +32,7 @@ from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.example import Example
 from routerlab.objective import RoutingObjective, intent_correct, routing_score
 from routerlab.optimizers import optimizer as optimizer_registry
-from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta, schema_summary
+from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta
 
 __all__ = [
     "Figures",
@@ -56,6 +56,8 @@ class Figures:
         accuracy: Fraction whose predicted intent was accepted.
         recall: Gold intent -> accuracy over its examples.
         seconds: Wall time of the scoring.
+        uncalibrated: For a calibrated program, the same calls' decisions before its offsets
+            (``{score, accuracy, recall}``, no extra call); None otherwise.
     """
 
     n: int
@@ -63,6 +65,7 @@ class Figures:
     accuracy: float
     recall: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    uncalibrated: dict[str, Any] | None = None
 
 
 @dataclass
@@ -75,6 +78,7 @@ class OptimizeReport:
         seed: Seed of the fit / held-out division and of the fit order.
         lm: The LM spec the program was compiled on (and should route with).
         one_pass: Whether program calls read intents in one pass.
+        schema: What the program's ``tables`` input shows of the database (``tables``, ``columns``).
         heldout_fraction: Share of each intent's train examples held out.
         safety: The clarify / refuse multiplier of the objective.
         zero_shot_heldout: The uncompiled program on the held-out part (None when skipped: it is
@@ -84,6 +88,9 @@ class OptimizeReport:
         dev: The compiled program on dev, once, when :func:`score_program` was run for it.
         compile_seconds: Wall time of the optimizer's ``compile``.
         seconds: Wall time of everything (the zero-shot and compiled scorings included).
+        calibration: The program's per-intent log-prior offsets (empty: uncalibrated).
+        optimizer_notes: What the optimizer reported about its compile (``notes``; the
+            calibrated optimizer: the fit distributions' score before and after its offsets).
     """
 
     optimizer: str
@@ -107,6 +114,9 @@ class OptimizeReport:
     program_file: str
     demos: int
     dev: Figures | None = None
+    schema: str = "tables"
+    calibration: dict[str, float] = field(default_factory=dict)
+    optimizer_notes: dict[str, Any] = field(default_factory=dict)
 
 
 def to_dspy_examples(examples: Sequence[Example], tables_of: dict[str, str]) -> list[dspy.Example]:
@@ -155,36 +165,63 @@ def holdout_split(examples: Sequence[Example], fraction: float, seed: int) -> tu
     return fit, [e for i, e in enumerate(examples) if i in held]
 
 
-def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: float = 2.0) -> Figures:
-    """Route every example of ``data`` with ``program`` once; an unparsable or failed call is wrong."""
-    t0 = time.perf_counter()
-    gold: list[str] = []
-    correct: list[bool] = []
-    for ex in data:
-        try:
-            ok = intent_correct(ex, program(**ex.inputs()))
-        except (AdapterParseError, ValueError, RuntimeError):
-            ok = False  # a failed prediction is a wrong decision, never a crashed compile
-        gold.append(ex.intent)
-        correct.append(ok)
+def _summary(gold: list[str], correct: list[bool], safety: float) -> dict[str, Any]:
     recall: dict[str, float] = {}
     for intent in sorted(set(gold)):
         hits = [c for g, c in zip(gold, correct, strict=True) if g == intent]
         recall[intent] = round(sum(hits) / len(hits), 4)
     n = len(gold)
+    return {
+        "score": round(routing_score(gold, correct, safety=safety), 4) if n else float("nan"),
+        "accuracy": round(sum(correct) / n, 4) if n else float("nan"),
+        "recall": recall,
+    }
+
+
+def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: float = 2.0) -> Figures:
+    """Route every example of ``data`` with ``program`` once; an unparsable or failed call is wrong.
+
+    For a calibrated program scored in one pass, the figures also hold the same calls' decisions
+    before the offsets (``uncalibrated``), so the offsets' effect costs no second scoring.
+    """
+    t0 = time.perf_counter()
+    gold: list[str] = []
+    correct: list[bool] = []
+    raw: list[bool | None] = []
+    for ex in data:
+        try:
+            pred = program(**ex.inputs())
+            ok = intent_correct(ex, pred)
+            before = getattr(pred, "_uncalibrated", None)
+            raw.append(None if before is None else intent_correct(ex, dspy.Prediction(intent=before)))
+        except (AdapterParseError, ValueError, RuntimeError):
+            ok = False  # a failed prediction is a wrong decision, never a crashed compile
+            raw.append(False)
+        gold.append(ex.intent)
+        correct.append(ok)
+    calibrated = bool(getattr(getattr(program, "route", None), "calibration", None))
+    uncalibrated = _summary(gold, [bool(r) for r in raw], safety) if calibrated and gold and None not in raw else None
     return Figures(
-        n=n,
-        score=round(routing_score(gold, correct, safety=safety), 4) if n else float("nan"),
-        accuracy=round(sum(correct) / n, 4) if n else float("nan"),
-        recall=recall,
+        n=len(gold),
+        **_summary(gold, correct, safety),
         seconds=round(time.perf_counter() - t0, 1),
+        uncalibrated=uncalibrated,
     )
 
 
-def _tables(examples: Sequence[Example]) -> dict[str, str]:
+def _tables(examples: Sequence[Example], schema: str = "tables") -> dict[str, str]:
+    """Each database of ``examples`` as the program's ``tables`` input shows it (the router's view)."""
     from routerlab.agents.db import open_database
+    from routerlab.agents.routing import RouterEnv
+    from routerlab.routers.schema_outline import check_view, schema_view
 
-    return {p: schema_summary([t.name for t in open_database(p).tables()]) for p in {e.db_path for e in examples}}
+    view = check_view("dspy", schema)
+    env = RouterEnv(tools=[], open_db=open_database)
+    out = {}
+    for path in {e.db_path for e in examples}:
+        open_database(path)  # a database that cannot be opened fails the compile, not a silent empty view
+        out[path] = schema_view(env, {"database": path}, view)  # type: ignore[typeddict-item]
+    return out
 
 
 def optimize_router(
@@ -198,6 +235,7 @@ def optimize_router(
     heldout_fraction: float = 1 / 3,
     safety: float = 2.0,
     one_pass: bool = True,
+    schema: str = "tables",
     train_limit: int | None = None,
     out: Path | None = None,
     zero_shot: bool = True,
@@ -217,6 +255,8 @@ def optimize_router(
         heldout_fraction: Share of each intent's train examples held out.
         safety: Clarify / refuse multiplier of the objective (docs/metrics.md §9).
         one_pass: Program calls read intents in one pass when the LM can score labels.
+        schema: What the program sees of the database: ``tables`` (names) or ``columns`` (tables
+            with their columns); saved in the program, so the router shows it the same view.
         train_limit: Cap on the train examples used before the division (None: all).
         out: Program file (default ``routers/programs/dspy_router_<dataset>.json``).
         zero_shot: Also score the uncompiled program on the held-out part.
@@ -233,14 +273,15 @@ def optimize_router(
     train_ex = dataset.split("train")[: train_limit or None]
     fit_ex, held_ex = holdout_split(train_ex, heldout_fraction, seed)
     random.Random(seed).shuffle(fit_ex)
-    tables_of = _tables(train_ex)
+    tables_of = _tables(train_ex, schema)
     fit, held = to_dspy_examples(fit_ex, tables_of), to_dspy_examples(held_ex, tables_of)
     objective = RoutingObjective.from_intents([e.intent for e in train_ex], safety=safety)
     t0 = time.perf_counter()
     with lm_context(lm), dspy.context(num_threads=1):
-        zero = score_set(RouteProgram(one_pass=one_pass), held, safety=safety) if zero_shot else None
+        zero = score_set(RouteProgram(one_pass=one_pass, schema=schema), held, safety=safety) if zero_shot else None
         t1 = time.perf_counter()
-        compiled = opt.compile(RouteProgram(one_pass=one_pass), trainset=fit, valset=held, metric=objective, lm=lm)
+        student = RouteProgram(one_pass=one_pass, schema=schema)
+        compiled = opt.compile(student, trainset=fit, valset=held, metric=objective, lm=lm)
         compile_seconds = time.perf_counter() - t1
         fit_fig = score_set(compiled, fit, safety=safety) if score_fit else None
         held_fig = score_set(compiled, held, safety=safety)
@@ -268,6 +309,9 @@ def optimize_router(
         dspy_version=dspy.__version__,
         program_file=path.name,
         demos=len(compiled.route.demos),
+        schema=compiled.route.schema,
+        calibration=dict(compiled.route.calibration),
+        optimizer_notes=dict(getattr(opt, "notes", None) or {}),
     )
     save_meta(path, asdict(report))
     return report
@@ -312,7 +356,7 @@ def score_program(
     else:
         fit_ex, held_ex = holdout_split(dataset.split("train"), fraction, seed)
         examples = held_ex if on == "heldout" else fit_ex
-    data = to_dspy_examples(examples, _tables(examples))
+    data = to_dspy_examples(examples, _tables(examples, program.route.schema))
     with lm_context(lm), dspy.context(num_threads=1):
         figures = score_set(program, data, safety=safety)
     meta[on] = asdict(figures)

@@ -14,6 +14,8 @@ the machine has two cores.
 - ``stratified``: labelled demos, ``per_intent`` of every intent of the train set (DSPy's
   ``LabeledFewShot`` draws at random, so the rare intents seldom make it into the prompt); no search.
 - ``gepa``: ``GEPA``, instructions; ``metric_calls`` metric calls, the LM reflecting on its mistakes.
+- ``calibrated``: any of the above (``base``), then per-intent log-prior offsets of the one-pass
+  distribution fitted on the train set to maximise the routing score (:mod:`routerlab.calibration`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import dspy
 
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
 
 __all__ = ["Optimizer", "optimizer"]
@@ -231,3 +234,131 @@ class Gepa:
             warn_on_score_mismatch=False,
         )
         return tp.compile(student, trainset=trainset, valset=valset)
+
+
+_BOUNDS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)  # nats; the bounds cross-validation chooses among
+
+
+@optimizer("calibrated")
+class Calibrated:
+    """A ``base`` optimizer's program, then per-intent log-prior offsets fitted on the train set.
+
+    The base optimizer compiles first (``stratified`` by default: a demo of every intent). Then
+    every train example that is not one of the program's demos (a demo would read its own label
+    back) is scored once in one pass with the compiled prompt, and
+    :func:`routerlab.calibration.fit_offsets` chooses the offsets that maximise the routing score
+    of the calibrated decisions on those distributions. The offsets are saved in the program; the
+    held-out set is never read (the caller scores it afterwards, as for every optimizer). The
+    routing score is the metric's (its ``safety`` multiplier). After a compile, ``notes`` holds the
+    routing score of those train distributions before and after the offsets, and the
+    distributions themselves (``calibration_data``: gold, accepted, probabilities).
+
+    Args:
+        base: The optimizer whose program is calibrated (any registered one but ``calibrated``).
+        base_args: Its settings (its ``seed`` defaults to ``seed``).
+        max_offset: Bound on every offset, in nats.
+        folds: 0: fit with ``max_offset``; 2 or more: choose the bound among 0, 0.25, 0.5, 1, 1.5,
+            2, 3 (up to ``max_offset``) by ``folds``-fold cross-validation on the same train
+            distributions (:func:`routerlab.calibration.choose_bound`), then fit with it.
+        seed: The base optimizer's seed; the fit itself is deterministic.
+
+    Raises:
+        ConfigError: ``base`` is ``calibrated`` or unknown, or ``base_args`` do not fit it.
+    """
+
+    def __init__(
+        self,
+        base: str = "stratified",
+        base_args: dict[str, Any] | None = None,
+        max_offset: float = 3.0,
+        folds: int = 0,
+        seed: int = 0,
+    ) -> None:
+        if base == "calibrated":
+            raise ConfigError(
+                "the calibrated optimizer cannot calibrate itself",
+                expected="a base optimizer among " + ", ".join(n for n in optimizer.names() if n != "calibrated"),
+                found="base=calibrated",
+                fix="pass --optimizer-arg base=stratified (or bootstrap, random_search, mipro, gepa)",
+            )
+        if max_offset < 0:
+            raise ConfigError(
+                "max_offset must be non-negative",
+                expected="a bound in nats, e.g. 3.0",
+                found=str(max_offset),
+                fix="pass --optimizer-arg max_offset=3",
+            )
+        self.base = base
+        self.base_args = dict(base_args or {})
+        self.max_offset = max_offset
+        if folds == 1 or folds < 0:
+            raise ConfigError(
+                "folds must be 0 (no cross-validation) or at least 2",
+                expected="0, or a number of folds >= 2",
+                found=str(folds),
+                fix="pass --optimizer-arg folds=5",
+            )
+        self.folds = folds
+        self.seed = seed
+        self._base = optimizer.build(base, **{"seed": seed, **self.base_args})
+        self.notes: dict[str, Any] = {}
+
+    def compile(
+        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
+    ) -> dspy.Module:
+        """Compile with the base optimizer, read the train distributions, fit and set the offsets."""
+        from routerlab.agents.state import INTENTS
+        from routerlab.calibration import choose_bound, fit_offsets, score_with_offsets
+        from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
+
+        program = self._base.compile(student, trainset=trainset, valset=valset, metric=metric, lm=lm)
+        prompt = IntentPrompt.from_predict(program.route)
+        shown = {request for _, request, _ in prompt.demos}
+        dists, gold, accepted = [], [], []
+        for ex in trainset:
+            if ex.request in shown:
+                continue
+            one = classify_one_pass(lm, prompt, tables=ex.tables, request=ex.request, conversation=ex.conversation)
+            if one is None:
+                raise ConfigError(
+                    "calibration needs the LM's label probabilities",
+                    expected="an LM that scores labels in one pass (the embedded engine, or log probabilities)",
+                    found=f"{getattr(lm, 'model', lm)!r} cannot score labels",
+                    fix="compile with --lm local, or use an optimizer other than calibrated",
+                )
+            dists.append(one.scores.probs)
+            gold.append(ex.intent)
+            accepted.append(list(ex.accepted))
+        if not dists:
+            raise ConfigError(
+                "no train example left to fit the calibration on",
+                expected="train examples that are not among the program's demos",
+                found=f"{len(trainset)} train examples, all shown as demos",
+                fix="use more train examples or fewer demos",
+            )
+        safety = float(getattr(metric, "safety", 2.0))
+        bound, cv = self.max_offset, {}
+        if self.folds:
+            grid = [b for b in _BOUNDS if b < self.max_offset] + [self.max_offset]
+            bound, cv = choose_bound(
+                dists, gold, accepted, labels=INTENTS, bounds=grid, folds=self.folds, safety=safety
+            )
+        offsets = fit_offsets(dists, gold, accepted, labels=INTENTS, safety=safety, max_offset=bound)
+        program.route.calibration = offsets
+        self.notes = {
+            "calibration_examples": len(dists),
+            "calibration_bound": bound,
+            **{f"calibration_cv_score_{b:g}": s for b, s in cv.items()},
+            "calibration_score_before": round(
+                score_with_offsets(dists, gold, accepted, {}, labels=INTENTS, safety=safety), 4
+            ),
+            "calibration_score_after": round(
+                score_with_offsets(dists, gold, accepted, offsets, labels=INTENTS, safety=safety), 4
+            ),
+            # what the offsets were fitted on, so they can be refitted (and checked) without the model
+            "calibration_data": [
+                {"gold": g, "accepted": a, "probs": {k: float(v) for k, v in d.items()}}
+                for d, g, a in zip(dists, gold, accepted, strict=True)
+            ],
+        }
+        return program

@@ -704,8 +704,9 @@ def routing_prefix_reuse(spec: str = "local", questions: int = 6) -> list[PerfFi
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.agents.tools.programs import SQLPrograms
     from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
-    from routerlab.routers.dspy_router import RouteProgram, load_program, schema_summary
+    from routerlab.routers.dspy_router import RouteProgram, load_program
     from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
+    from routerlab.routers.schema_outline import schema_outline
 
     lm = resolve_lm(spec, cache=False, max_tokens=48)
     engine = getattr(lm, "engine", None)
@@ -715,7 +716,9 @@ def routing_prefix_reuse(spec: str = "local", questions: int = 6) -> list[PerfFi
     program, _ = load_program("builtin")
     prompt = IntentPrompt.from_predict(program.route)
     db = open_database(builtin_database_path())
-    tables = schema_summary([t.name for t in db.tables()])
+    # the database as the program sees it (its saved schema view), so the prefix is the router's
+    names = ", ".join(t.name for t in db.tables())
+    tables = {"columns": schema_outline(db), "tables": names}.get(program.route.schema, "")
     dev = load_builtin().split("dev")
     by_intent: dict[str, list[str]] = {}
     for e in dev:

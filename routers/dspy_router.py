@@ -21,8 +21,10 @@ from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
+from routerlab.routers.calibration import shift
 from routerlab.routers.intent import Classification, IntentRouter
-from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass, tables_of
+from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
+from routerlab.routers.schema_outline import SchemaView, check_view, schema_view
 
 __all__ = [
     "PROGRAM_DIR",
@@ -66,15 +68,44 @@ class IntentPredict(dspy.Predict):
     The prediction holds the intent only, as a generated one does, and is recorded in DSPy's
     trace like one, so bootstrapped demos and reflection traces are the same on both paths.
 
+    Two more parts of the program are saved with its demos: ``schema``, what the ``tables`` input
+    shows of the database (:mod:`~routerlab.routers.schema_outline`: table names, or tables with
+    their columns so the program can tell what a database does not hold), and ``calibration``,
+    per-intent log-prior offsets added to the one-pass distribution before the intent is read
+    (:mod:`~routerlab.routers.calibration`; empty: none). Generation ignores the offsets.
+
     Args:
         signature: The signature (:class:`RouteRequest`).
         one_pass: Score labels when the LM can; False always generates.
+        schema: What the ``tables`` input holds: ``tables`` (names) or ``columns`` (tables and columns).
         **config: ``dspy.Predict`` configuration.
     """
 
-    def __init__(self, signature: type[dspy.Signature] = RouteRequest, one_pass: bool = True, **config: object) -> None:
+    def __init__(
+        self,
+        signature: type[dspy.Signature] = RouteRequest,
+        one_pass: bool = True,
+        schema: str = "tables",
+        **config: object,
+    ) -> None:
         super().__init__(signature, **config)
         self.one_pass = one_pass
+        self.schema: SchemaView = check_view("dspy", schema)
+        self.calibration: dict[str, float] = {}
+
+    def dump_state(self, json_mode: bool = True) -> dict:
+        """DSPy's saved state plus the schema view and the calibration offsets."""
+        state = super().dump_state(json_mode=json_mode)
+        state["schema"] = self.schema
+        state["calibration"] = dict(self.calibration)
+        return state
+
+    def load_state(self, state: dict, **kwargs: object) -> IntentPredict:
+        """Restore a saved state; a program saved before schema views and calibration gets the defaults."""
+        super().load_state(state, **kwargs)  # type: ignore[arg-type]
+        self.schema = check_view("dspy", str(state.get("schema", "tables")))
+        self.calibration = {str(k): float(v) for k, v in (state.get("calibration") or {}).items()}
+        return self
 
     def forward(self, **kwargs: object) -> dspy.Prediction:
         """Predict the intent: one pass when the LM can score labels, else DSPy generation."""
@@ -100,7 +131,8 @@ class IntentPredict(dspy.Predict):
         )
         if scored is None:  # this call cannot be scored (a provider without log probabilities)
             return super().forward(**given)
-        pred = dspy.Prediction(intent=scored.intent)
+        pred = dspy.Prediction(intent=shift(scored, self.calibration).intent)
+        pred._uncalibrated = scored.intent  # not an output field: what the intent was before the offsets
         trace = dspy.settings.trace
         if trace is not None and dspy.settings.max_trace_size > 0:
             # what Predict records, so bootstrapping and GEPA's reflection see a normal call
@@ -115,11 +147,12 @@ class RouteProgram(dspy.Module):
 
     Args:
         one_pass: Read the intent from label probabilities when the LM can score them.
+        schema: What the ``tables`` input shows of the database (``tables`` or ``columns``).
     """
 
-    def __init__(self, one_pass: bool = True) -> None:
+    def __init__(self, one_pass: bool = True, schema: str = "tables") -> None:
         super().__init__()
-        self.route = IntentPredict(RouteRequest, one_pass=one_pass)
+        self.route = IntentPredict(RouteRequest, one_pass=one_pass, schema=schema)
 
     def forward(self, tables: str, request: str, conversation: str = "") -> dspy.Prediction:
         """Predict the intent."""
@@ -207,12 +240,14 @@ class DSPyRouter(IntentRouter):
         """One pass over the label probabilities when the LM can score them, else one program call.
 
         The one-pass path reads the compiled program's instructions and demos as a cached prompt
-        prefix (``method`` ends in ``:logprob``; confidence is the intent's probability). The
+        prefix, with the database shown as the program's ``schema`` view, and applies the
+        program's calibration offsets (``method`` ends in ``:logprob``; confidence is the intent's
+        calibrated probability). The
         generation path runs the program through DSPy (``:generation``); its confidence is 1.0 for a
         parsed intent and 0.0 for an unparsable reply, which falls back to ``sql``.
         """
         assert self.env is not None
-        tables = tables_of(self.env, state)
+        tables = schema_view(self.env, state, self.program.route.schema)
         request = state.get("question", "")
         conversation = history_text(history_of(state))
         scored = (
@@ -221,6 +256,7 @@ class DSPyRouter(IntentRouter):
             else None
         )
         if scored is not None:
+            scored = shift(scored, self.program.route.calibration)
             return Classification(scored.intent, scored.confidence, f"dspy:{self.version}:logprob", scored.usage)
         from routerlab.agents.lm.usage import usage_scope
 

@@ -105,7 +105,7 @@ def test_unknown_optimizer_and_bad_settings_are_named():
         optimizer.build("random-search")
     with pytest.raises(ConfigError, match="candidates"):
         optimizer.build("bootstrap", candidates=3)
-    assert set(optimizer.names()) == {"bootstrap", "random_search", "mipro", "gepa", "stratified"}
+    assert set(optimizer.names()) == {"bootstrap", "random_search", "mipro", "gepa", "stratified", "calibrated"}
 
 
 @pytest.mark.parametrize(
@@ -128,6 +128,7 @@ def test_each_optimizer_compiles_on_fit_chooses_on_heldout_and_records_provenanc
     assert meta["optimizer"] == name and meta["optimizer_args"] == {**args, "seed": 0}
     assert meta["fit_size"] + meta["heldout_size"] == len(builtin.split("train"))
     assert meta["dev"] is None  # dev is never scored by a compile
+    assert meta["heldout"]["uncalibrated"] is None and meta["calibration"] == {}  # no offsets to undo
     assert meta["zero_shot_heldout"]["accuracy"] == pytest.approx(
         sum(e.intent == "sql" for e in holdout_split(builtin.split("train"), 1 / 3, 0)[1]) / meta["heldout_size"],
         abs=1e-4,

@@ -68,13 +68,21 @@ def small_lm():
 
 
 @pytest.mark.model
-def test_dspy_and_hybrid_read_the_intent_from_label_probabilities(small_lm, sales_db):
+def test_dspy_and_hybrid_read_the_intent_from_label_probabilities(small_lm, sales_db, tmp_path):
     state = initial_state(UNSURE, str(sales_db))
     d = _bound("dspy", small_lm).decide(state)
     assert d.method.endswith(":logprob") and d.intent in INTENTS
     assert 0.0 < d.confidence < 1.0 and d.usage.lm_calls == 1 and d.usage.completion_tokens == 0
-    # with the table names dspy sees, hybrid's LM path is dspy's prompt: the same distribution
-    h = _bound("hybrid", small_lm, schema="tables").decide(state)
+    # with the database view dspy's program sees, hybrid's LM path is dspy's prompt: the same
+    # distribution (hybrid applies no calibration offsets, so compare with the program without them)
+    from routerlab.routers.dspy_router import load_program
+
+    program, _ = load_program("builtin")
+    program.route.calibration = {}
+    plain = tmp_path / "plain.json"
+    program.save(str(plain))
+    d = _bound("dspy", small_lm, program=str(plain)).decide(state)
+    h = _bound("hybrid", small_lm, program=str(plain), schema=program.route.schema).decide(state)
     assert h.method == "hybrid:logprob" and h.intent == d.intent and math.isclose(h.confidence, d.confidence)
     # by default it sees the columns too (so it can tell what the database lacks): still one pass
     cols = _bound("hybrid", small_lm).decide(state)

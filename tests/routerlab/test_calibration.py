@@ -1,0 +1,348 @@
+"""Fitting per-intent offsets (``routerlab.calibration``) and the ``calibrated`` optimizer.
+
+The optimizer runs against a scripted engine that scores labels like a prompt biased towards
+``sql``: it knows each train request's gold intent but gives ``sql`` more probability than the
+gold label of every clarify, refuse and unanswerable request. Only calibration can fix that;
+demos cannot (the engine ignores them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import dspy
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.lm.scoring import ChoiceScores
+from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply
+from routerlab.agents.lm.usage import UsageCallback
+from routerlab.agents.state import INTENTS
+from routerlab.benchmarks.builtin import load_builtin
+from routerlab.calibration import choose_bound, fit_offsets, score_with_offsets
+from routerlab.objective import routing_score
+from routerlab.optimize import optimize_router
+from routerlab.optimizers import optimizer
+from routerlab.routers.dspy_router import load_program
+
+_dist = st.lists(st.floats(0.001, 1.0), min_size=len(INTENTS), max_size=len(INTENTS)).map(
+    lambda xs: {k: x / sum(xs) for k, x in zip(INTENTS, xs, strict=True)}
+)
+_data = st.lists(st.tuples(_dist, st.sampled_from(INTENTS)), min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_data, st.floats(0.0, 4.0))
+def test_fitted_offsets_never_score_worse_on_the_fit_set_and_stay_bounded(data, bound):
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=bound)
+    assert set(offsets) == set(INTENTS) and all(abs(v) <= bound + 1e-9 for v in offsets.values())
+    before = score_with_offsets(dists, gold, [[g] for g in gold], {}, labels=INTENTS)
+    after = score_with_offsets(dists, gold, [[g] for g in gold], offsets, labels=INTENTS)
+    assert after >= before - 1e-12
+    assert fit_offsets(dists, gold, labels=INTENTS, max_offset=bound) == offsets  # deterministic
+
+
+@settings(max_examples=40, deadline=None)
+@given(_data, st.lists(st.floats(0.01, 100.0), min_size=30, max_size=30))
+def test_scaling_an_examples_probabilities_changes_no_decision(data, scales):
+    # only each example's ratios between labels matter (what a softmax keeps); exact ties are
+    # left out, as rounding may break them either way once scaled
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    assume(all(abs(math.log(x / y)) > 1e-6 for d in dists for x in d.values() for y in d.values() if x != y))
+    assume(all(len(set(d.values())) == len(d) for d in dists))
+    scaled = [{k: v * c for k, v in d.items()} for d, c in zip(dists, scales, strict=False)]
+    a = fit_offsets(dists, gold, labels=INTENTS)
+    b = fit_offsets(scaled, gold, labels=INTENTS)
+    acc = [[g] for g in gold]
+    assert math.isclose(
+        score_with_offsets(dists, gold, acc, a, labels=INTENTS),
+        score_with_offsets(scaled, gold, acc, b, labels=INTENTS),
+        abs_tol=1e-9,
+    )
+
+
+@given(st.lists(st.sampled_from(INTENTS), min_size=2, max_size=40), st.floats(0.2, 2.0))
+def test_a_prior_the_prompt_put_on_sql_is_found_and_undone(gold, margin):
+    # every request's gold label is the runner-up behind sql by `margin` nats, except sql's own
+    assume(any(g != "sql" for g in gold))
+    dists = []
+    for g in gold:
+        logits = {k: -6.0 for k in INTENTS} | {g: 0.0}
+        if g != "sql":
+            logits["sql"] = margin
+        z = sum(math.exp(v) for v in logits.values())
+        dists.append({k: math.exp(v) / z for k, v in logits.items()})
+    offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=3.0)
+    assert score_with_offsets(dists, gold, [[g] for g in gold], offsets, labels=INTENTS) == 1.0
+    assert score_with_offsets(dists, gold, [[g] for g in gold], {}, labels=INTENTS) < 1.0
+
+
+def _planted(gold, margin):
+    dists = []
+    for g in gold:
+        logits = {k: -6.0 for k in INTENTS} | {g: 0.0}
+        if g != "sql":
+            logits["sql"] = margin
+        z = sum(math.exp(v) for v in logits.values())
+        dists.append({k: math.exp(v) / z for k, v in logits.items()})
+    return dists
+
+
+@settings(max_examples=30, deadline=None)
+@given(_data, st.integers(2, 5))
+def test_cross_validation_chooses_the_smallest_of_the_best_bounds(data, folds):
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    bound, scores = choose_bound(dists, gold, labels=INTENTS, bounds=[2.0, 0.0, 1.0], folds=folds)
+    assert set(scores) == {0.0, 1.0, 2.0} and all(0.0 <= v <= 1.0 for v in scores.values())
+    assert scores[bound] == max(scores.values()) and all(b >= bound for b, v in scores.items() if v == scores[bound])
+    assert fit_offsets(dists, gold, labels=INTENTS, max_offset=0.0) == dict.fromkeys(INTENTS, 0.0)
+
+
+def test_cross_validation_keeps_a_prior_every_fold_shares_and_rejects_bad_settings():
+    gold = ["sql"] * 12 + ["clarify"] * 5 + ["refuse"] * 5
+    bound, scores = choose_bound(_planted(gold, 0.8), gold, labels=INTENTS, bounds=[0.0, 0.5, 1.0, 3.0], folds=5)
+    assert bound == 1.0 and scores[1.0] == 1.0 > scores[0.5]  # 0.5 cannot undo a 0.8 nat prior
+    with pytest.raises(ValueError, match="folds >= 2"):
+        choose_bound(_planted(gold, 0.8), gold, labels=INTENTS, bounds=[1.0], folds=1)
+    with pytest.raises(ConfigError, match="folds"):
+        optimizer.build("calibrated", folds=1)
+
+
+def test_accepted_alternates_count_and_bad_input_is_named():
+    dists = [{"sql": 0.6, "unanswerable": 0.4}, {"sql": 0.9, "unanswerable": 0.1}]
+    # the first request also accepts sql: nothing to fix, no offset moves
+    assert fit_offsets(dists, ["unanswerable", "sql"], [["unanswerable", "sql"], ["sql"]], labels=INTENTS) == (
+        dict.fromkeys(INTENTS, 0.0)
+    )
+    assert routing_score(["unanswerable", "sql"], [True, True]) == 1.0
+    with pytest.raises(ValueError, match="differ in length"):
+        fit_offsets(dists, ["sql"], labels=INTENTS)
+    with pytest.raises(ValueError, match="at least one"):
+        fit_offsets([], [], labels=INTENTS)
+    with pytest.raises(ValueError, match="non-negative"):
+        fit_offsets(dists, ["sql", "sql"], labels=INTENTS, max_offset=-1)
+
+
+class _SqlBiasedEngine(ScriptedEngine):
+    """Scores labels from the gold intent of known requests, with sql ahead of the rare intents."""
+
+    def __init__(self, gold: dict[str, str]) -> None:
+        super().__init__(lambda request: adapter_reply({"intent": "sql"}))
+        self.gold = gold
+        self.scored = 0
+
+    def score_choices(self, prefix, messages, choices, *, reply_prefix=""):
+        self.scored += 1
+        request = messages[-1]["content"].removeprefix("Request: ")
+        g = self.gold.get(request, "sql")
+        logits = dict.fromkeys(choices, -4.0) | {g: 0.0}
+        if g in ("clarify", "refuse", "unanswerable"):
+            logits["sql"] = 0.7  # the prompt's bias: sql first, the right label second
+        z = sum(math.exp(v) for v in logits.values())
+        probs = {k: math.exp(v) / z for k, v in logits.items()}
+        return ChoiceScores(probs, 0.9, 100, 80, 20, "live", 0.0)
+
+    def continue_reply(self, prefix, messages, reply_prefix, *, stop, max_tokens=64):
+        raise AssertionError("intent routing never continues a reply")
+
+
+@pytest.fixture(scope="module")
+def builtin():
+    return load_builtin()
+
+
+def _biased_lm(builtin) -> dspy.LM:
+    gold = {e.question: e.intent for s in ("train", "dev") for e in builtin.split(s)}
+    return dspy.LM("scripted/biased", engine=_SqlBiasedEngine(gold), cache=False, callbacks=[UsageCallback()])
+
+
+def test_calibrated_compiles_its_base_then_fits_offsets_that_fix_the_rare_intents(builtin, tmp_path):
+    lm = _biased_lm(builtin)
+    out = tmp_path / "cal.json"
+    report = optimize_router(
+        builtin,
+        lm,
+        lm_spec="scripted:biased",
+        optimizer="calibrated",
+        optimizer_args={"base": "stratified", "base_args": {"per_intent": 1}},
+        out=out,
+        score_fit=False,
+    )
+    zero = report.zero_shot_heldout
+    assert zero is not None and zero.recall["clarify"] == zero.recall["refuse"] == 0.0
+    assert report.heldout.recall["clarify"] == report.heldout.recall["refuse"] == 1.0
+    assert report.heldout.recall["sql"] == 1.0 and report.heldout.score > zero.score
+    # the same held-out calls before the offsets: the engine ignores demos, so what zero-shot did
+    assert report.heldout.uncalibrated == {"score": zero.score, "accuracy": zero.accuracy, "recall": zero.recall}
+    notes = report.optimizer_notes
+    assert notes["calibration_examples"] == report.fit_size - report.demos
+    assert notes["calibration_score_after"] > notes["calibration_score_before"]
+    data = notes["calibration_data"]
+    assert len(data) == notes["calibration_examples"]
+    refit = fit_offsets(
+        [d["probs"] for d in data], [d["gold"] for d in data], [d["accepted"] for d in data], labels=INTENTS
+    )
+    assert refit == report.calibration  # the saved distributions give the offsets back
+    # the rare intents were lifted above sql, sql was never lifted above them
+    cal = report.calibration
+    assert min(cal["clarify"], cal["refuse"], cal["unanswerable"]) > 0.7 + cal["sql"]
+    # the calibration read every fit example but the 7 demos once, then held-out was scored
+    assert lm.engine.scored == report.heldout_size * 2 + (report.fit_size - report.demos)
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["optimizer"] == "calibrated" and meta["calibration"] == cal and meta["schema"] == "tables"
+    assert meta["optimizer_args"] == {
+        "base": "stratified",
+        "base_args": {"per_intent": 1},
+        "max_offset": 3.0,
+        "folds": 0,
+        "seed": 0,
+    }
+    loaded, _ = load_program(str(out))
+    assert loaded.route.calibration == cal and len(loaded.route.demos) == 7
+
+
+def test_the_saved_settings_rebuild_the_same_program(builtin, tmp_path):
+    # what `routerlab optimize` records is enough to compile the same program again
+    first = tmp_path / "a.json"
+    optimize_router(
+        builtin,
+        _biased_lm(builtin),
+        lm_spec="scripted:biased",
+        optimizer="calibrated",
+        optimizer_args={"base": "stratified", "base_args": {"per_intent": 2}},
+        schema="columns",
+        out=first,
+        zero_shot=False,
+        score_fit=False,
+    )
+    meta = json.loads(first.with_suffix(".meta.json").read_text())
+    again = tmp_path / "b.json"
+    optimize_router(
+        builtin,
+        _biased_lm(builtin),
+        lm_spec=meta["lm"],
+        optimizer=meta["optimizer"],
+        optimizer_args=meta["optimizer_args"],
+        seed=meta["seed"],
+        heldout_fraction=meta["heldout_fraction"],
+        safety=meta["safety"],
+        schema=meta["schema"],
+        out=again,
+        zero_shot=False,
+        score_fit=False,
+    )
+    a, b = json.loads(first.read_text()), json.loads(again.read_text())
+    a.pop("metadata", None), b.pop("metadata", None)
+    assert a == b and a["route"]["schema"] == "columns" and "(" in a["route"]["demos"][0]["tables"]
+
+
+def test_calibration_needs_label_probabilities_and_a_base(builtin, tmp_path):
+    with pytest.raises(ConfigError, match="cannot calibrate itself"):
+        optimizer.build("calibrated", base="calibrated")
+    with pytest.raises(ConfigError, match="bad arguments"):
+        optimizer.build("calibrated", base="bootstrap", base_args={"per_intent": 1})
+    from routerlab.agents.lm import resolve_lm
+
+    with pytest.raises(ConfigError, match="label probabilities"):
+        optimize_router(
+            builtin,
+            resolve_lm("scripted:basic"),
+            lm_spec="scripted:basic",
+            optimizer="calibrated",
+            train_limit=30,
+            out=tmp_path / "x.json",
+            zero_shot=False,
+            score_fit=False,
+        )
+
+
+@pytest.mark.model
+def test_on_the_real_model_the_offsets_are_fitted_on_its_distributions_and_the_program_applies_them(builtin):
+    # the 0.5B model: the mechanics on real distributions, not routing quality (optimize measures that)
+    from routerlab.agents.db import open_database
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.optimize import to_dspy_examples
+    from routerlab.routers.calibration import shift
+    from routerlab.routers.dspy_router import RouteProgram
+    from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
+
+    lm = resolve_lm("local:0.5b", cache=False, max_tokens=16)
+    train = builtin.split("train")
+    picked = [e for intent in INTENTS for e in [x for x in train if x.intent == intent][:2]]
+    db = picked[0].db_path
+    data = to_dspy_examples(picked, {db: ", ".join(t.name for t in open_database(db).tables())})
+    opt = optimizer.build("calibrated", base="stratified", base_args={"per_intent": 1}, max_offset=2.0)
+    with dspy.context(lm=lm):
+        program = opt.compile(RouteProgram(), trainset=data, valset=[], metric=lambda *a, **k: 1.0, lm=lm)
+    offsets = program.route.calibration
+    assert set(offsets) == set(INTENTS) and all(abs(v) <= 2.0 for v in offsets.values())
+    prompt = IntentPrompt.from_predict(program.route)
+    shown = {r for _, r, _ in prompt.demos}
+    rest = [ex for ex in data if ex.request not in shown]
+    assert len(prompt.demos) == len(INTENTS) and len(rest) == len(INTENTS)
+    raw = [classify_one_pass(lm, prompt, tables=ex.tables, request=ex.request) for ex in rest]
+    assert all(r is not None and r.usage.lm_calls == 1 for r in raw)
+    gold, acc = [ex.intent for ex in rest], [list(ex.accepted) for ex in rest]
+    dists = [r.scores.probs for r in raw]
+    assert score_with_offsets(dists, gold, acc, offsets, labels=INTENTS) >= score_with_offsets(
+        dists, gold, acc, {}, labels=INTENTS
+    )
+    with dspy.context(lm=lm):
+        for ex, r in zip(rest, raw, strict=True):
+            assert program(**ex.inputs()).intent == shift(r, offsets).intent  # the program reads calibrated
+
+
+def test_cli_rejects_a_self_calibration_and_an_unknown_schema_view_before_the_model():
+    from typer.testing import CliRunner
+
+    from routerlab.cli import app
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--optimizer-arg", "base=calibrated"])
+    assert bad.exit_code == 2 and "cannot calibrate itself" in bad.output
+    bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--schema", "everything"])
+    assert bad.exit_code == 2 and "tables" in bad.output and "columns" in bad.output
+
+
+def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_path):
+    # `routerlab optimize` with the settings in the .meta.json compiles the committed program
+    # again: the same schema view, instructions and demos (the stratified draw needs no LM). The
+    # offsets were fitted on the real model's distributions, so a scripted LM cannot give them
+    # back; the real-model test above checks how they are fitted.
+    from routerlab.routers.dspy_router import program_path
+
+    meta = json.loads(program_path("builtin").with_suffix(".meta.json").read_text())
+    committed, _ = load_program("builtin")
+    assert committed.route.calibration == meta["calibration"] and committed.route.schema == meta["schema"]
+    out = tmp_path / "again.json"
+    optimize_router(
+        builtin,
+        _biased_lm(builtin),
+        lm_spec="scripted:biased",
+        optimizer=meta["optimizer"],
+        optimizer_args=meta["optimizer_args"],
+        seed=meta["seed"],
+        heldout_fraction=meta["heldout_fraction"],
+        safety=meta["safety"],
+        schema=meta["schema"],
+        out=out,
+        zero_shot=False,
+        score_fit=False,
+    )
+    again, _ = load_program(str(out))
+    assert again.route.signature.instructions == committed.route.signature.instructions
+    assert [dict(d) for d in again.route.demos] == [dict(d) for d in committed.route.demos]
+    assert again.route.schema == committed.route.schema and set(again.route.calibration) == set(meta["calibration"])
+    # and the offsets come back from the distributions the compile kept, with the recorded settings
+    notes = meta["optimizer_notes"]
+    data = notes["calibration_data"]
+    dists, gold, acc = [d["probs"] for d in data], [d["gold"] for d in data], [d["accepted"] for d in data]
+    bound, _ = choose_bound(
+        dists, gold, acc, labels=INTENTS, bounds=[0, 0.25, 0.5, 1, 1.5, 2, 3], folds=meta["optimizer_args"]["folds"]
+    )
+    assert bound == notes["calibration_bound"]
+    assert fit_offsets(dists, gold, acc, labels=INTENTS, max_offset=bound) == committed.route.calibration
