@@ -205,6 +205,25 @@ def test_calibrated_compiles_its_base_then_fits_offsets_that_fix_the_rare_intent
     assert loaded.route.calibration == cal and len(loaded.route.demos) == 7
 
 
+def _recompile(builtin, meta: dict, out, *, lm_spec: str):
+    """Run ``optimize`` again with the settings a ``.meta.json`` recorded; returns ``out``."""
+    optimize_router(
+        builtin,
+        _biased_lm(builtin),
+        lm_spec=lm_spec,
+        optimizer=meta["optimizer"],
+        optimizer_args=meta["optimizer_args"],
+        seed=meta["seed"],
+        heldout_fraction=meta["heldout_fraction"],
+        safety=meta["safety"],
+        schema=meta["schema"],
+        out=out,
+        zero_shot=False,
+        score_fit=False,
+    )
+    return out
+
+
 def test_the_saved_settings_rebuild_the_same_program(builtin, tmp_path):
     # what `routerlab optimize` records is enough to compile the same program again
     first = tmp_path / "a.json"
@@ -220,21 +239,7 @@ def test_the_saved_settings_rebuild_the_same_program(builtin, tmp_path):
         score_fit=False,
     )
     meta = json.loads(first.with_suffix(".meta.json").read_text())
-    again = tmp_path / "b.json"
-    optimize_router(
-        builtin,
-        _biased_lm(builtin),
-        lm_spec=meta["lm"],
-        optimizer=meta["optimizer"],
-        optimizer_args=meta["optimizer_args"],
-        seed=meta["seed"],
-        heldout_fraction=meta["heldout_fraction"],
-        safety=meta["safety"],
-        schema=meta["schema"],
-        out=again,
-        zero_shot=False,
-        score_fit=False,
-    )
+    again = _recompile(builtin, meta, tmp_path / "b.json", lm_spec=meta["lm"])
     a, b = json.loads(first.read_text()), json.loads(again.read_text())
     a.pop("metadata", None), b.pop("metadata", None)
     assert a == b and a["route"]["schema"] == "columns" and "(" in a["route"]["demos"][0]["tables"]
@@ -318,21 +323,7 @@ def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_
     meta = json.loads(program_path("builtin").with_suffix(".meta.json").read_text())
     committed, _ = load_program("builtin")
     assert committed.route.calibration == meta["calibration"] and committed.route.schema == meta["schema"]
-    out = tmp_path / "again.json"
-    optimize_router(
-        builtin,
-        _biased_lm(builtin),
-        lm_spec="scripted:biased",
-        optimizer=meta["optimizer"],
-        optimizer_args=meta["optimizer_args"],
-        seed=meta["seed"],
-        heldout_fraction=meta["heldout_fraction"],
-        safety=meta["safety"],
-        schema=meta["schema"],
-        out=out,
-        zero_shot=False,
-        score_fit=False,
-    )
+    out = _recompile(builtin, meta, tmp_path / "again.json", lm_spec="scripted:biased")
     again, _ = load_program(str(out))
     assert again.route.signature.instructions == committed.route.signature.instructions
     assert [dict(d) for d in again.route.demos] == [dict(d) for d in committed.route.demos]
