@@ -7,6 +7,11 @@ to it) or in a small store of saved prefix states (another prompt ran in between
 restored). Only the request's tokens are then evaluated, and the labels are read from the logits
 of the last position.
 
+Tokenizing costs too: the prompt is 500-1,000 tokens and each label is tokenized after it. The
+prompt's head (the prefix and the request turn's opening) is tokenized once per prefix; a
+tokenizer splits text at control tokens before anything else, so only the text after the head's
+last control token is tokenized per request.
+
 Saved prefix states here hold the KV cache and token ids only. ``Llama.save_state`` also copies
 the whole logits buffer (``n_batch x n_vocab`` floats, about 310 MB for Qwen2.5), which scoring
 never needs; without it a 600-token prefix of the 1.5B model is about 17 MB.
@@ -26,7 +31,9 @@ import numpy as np
 
 from routerlab.agents.lm.scoring import ChoiceScores, normalise
 
-__all__ = ["Continuation", "PrefixStore", "continue_reply", "label_tokens", "render", "score_labels"]
+__all__ = ["Continuation", "PrefixStore", "continue_reply", "label_tokens", "render", "score_labels", "tokenize"]
+
+_HEADS = 16  # tokenized heads kept per model: one per routing prompt in use
 
 
 @dataclass(frozen=True)
@@ -104,18 +111,20 @@ def render(llm: Any, messages: Sequence[dict[str, Any]], *, generation_prompt: b
     return fmt(messages=list(messages)).prompt
 
 
-def label_tokens(llm: Any, text: str, choices: Sequence[str]) -> tuple[list[int], dict[str, list[int]]]:
+def label_tokens(
+    llm: Any, text: str, choices: Sequence[str], head: _Head | None = None
+) -> tuple[list[int], dict[str, list[int]]]:
     """The prompt's tokens and each label's tokens, tokenized together as the model would read them.
 
     Each label is tokenized after the prompt, so a merge across the boundary (``"`` + ``data``
     into one token, say) is the model's own; the prompt tokens are those all labels share with the
-    prompt alone.
+    prompt alone. ``head`` (see :func:`tokenize`) saves re-tokenizing the prompt's stable head.
 
     Raises:
         ValueError: A label's tokens are a prefix of another's (one pass cannot tell them apart).
     """
-    alone = [int(t) for t in llm.tokenize(text.encode(), special=True)]
-    joint = {c: [int(t) for t in llm.tokenize((text + c).encode(), special=True)] for c in choices}
+    alone = tokenize(llm, text, head)
+    joint = {c: tokenize(llm, text + c, head) for c in choices}
     n = min([len(alone), *(_common(alone, toks) for toks in joint.values())])
     labels = {c: toks[n:] for c, toks in joint.items()}
     for a, ta in labels.items():
@@ -127,6 +136,72 @@ def label_tokens(llm: Any, text: str, choices: Sequence[str]) -> tuple[list[int]
     return alone[:n], labels
 
 
+@dataclass(frozen=True)
+class _Head:
+    """A prompt head's text and tokens, and where its control tokens end (char end, tokens up to it).
+
+    ``checked`` remembers which split points were found to reproduce the head's own tokenization.
+    """
+
+    text: str
+    tokens: list[int]
+    controls: tuple[tuple[int, int], ...]
+    checked: dict[int, bool]
+
+
+def _piece(llm: Any, text: str) -> list[int]:
+    return [int(t) for t in llm.tokenize(text.encode(), add_bos=False, special=True)] if text else []
+
+
+def _head(llm: Any, text: str) -> _Head:
+    """The tokenized head ``text``, cached per model (least recently used dropped)."""
+    cache = getattr(llm, "_routerlab_heads", None)
+    if cache is None:
+        cache = llm._routerlab_heads = OrderedDict()
+    head = cache.get(text)
+    if head is None:
+        head = cache[text] = _split_head(llm, text)
+        while len(cache) > _HEADS:
+            cache.popitem(last=False)
+    cache.move_to_end(text)
+    return head
+
+
+def _split_head(llm: Any, text: str) -> _Head:
+    import llama_cpp
+
+    tokens = [int(t) for t in llm.tokenize(text.encode(), special=True)]
+    controls, at = [], 0
+    for i, t in enumerate(tokens):
+        if llm._model.token_get_attr(t) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL:
+            piece = llm._model.token_get_text(t)
+            at = text.find(piece, at)
+            if at < 0:
+                break
+            at += len(piece)
+            controls.append((at, i + 1))
+    return _Head(text, tokens, tuple(controls), {})
+
+
+def tokenize(llm: Any, text: str, head: _Head | None = None) -> list[int]:
+    """``text``'s tokens (special tokens parsed), reusing ``head``'s as far as ``text`` shares them.
+
+    Equal to tokenizing ``text`` whole: the tokenizer splits at control tokens first, so the text
+    after the last control token it shares with the head is tokenized on its own either way (each
+    split point is also checked once against the head's own tokenization).
+    """
+    if head is not None:
+        for end, n in reversed(head.controls):
+            if not text.startswith(head.text[:end]):
+                continue
+            if end not in head.checked:
+                head.checked[end] = head.tokens[:n] + _piece(llm, head.text[end:]) == head.tokens
+            if head.checked[end]:
+                return head.tokens[:n] + _piece(llm, text[end:])
+            break
+    return [int(t) for t in llm.tokenize(text.encode(), special=True)]
+
+
 def _common(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
@@ -136,19 +211,21 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def _stable_length(
-    llm: Any, prefix: Sequence[dict[str, Any]], messages: Sequence[dict[str, Any]], prompt: list[int]
-) -> int:
-    r"""How many leading tokens of ``prompt`` every request after ``prefix`` shares.
+def _head_of(llm: Any, prefix: Sequence[dict[str, Any]], messages: Sequence[dict[str, Any]]) -> _Head:
+    r"""The head every request after ``prefix`` shares: the prefix and the request turn's opening.
 
-    That is the prefix and, when the request begins with a turn of a fixed role, that turn's
-    opening tokens (``<|im_start|>user\n`` for Qwen): they do not depend on the request, so they
-    are evaluated once with the prefix instead of once per decision. The length is found by
-    rendering the same turn with empty content, so it holds for any chat template.
+    When the request begins with a turn of a fixed role, that turn's opening tokens
+    (``<|im_start|>user\n`` for Qwen) do not depend on the request, so they are evaluated once with
+    the prefix instead of once per decision. The head is the same turn rendered with empty
+    content, so it holds for any chat template.
     """
     probe = [*prefix, {"role": messages[0]["role"], "content": ""}] if messages else list(prefix)
-    shared = llm.tokenize(render(llm, probe, generation_prompt=False).encode(), special=True)
-    return min(_common(prompt, shared), len(prompt) - 1)
+    return _head(llm, render(llm, probe, generation_prompt=False))
+
+
+def _stable_length(head: _Head, prompt: list[int]) -> int:
+    """How many leading tokens of ``prompt`` every request sharing ``head`` shares."""
+    return min(_common(prompt, head.tokens), len(prompt) - 1)
 
 
 def _start(llm: Any, store: PrefixStore, prompt: list[int], stable: int) -> tuple[str, int]:
@@ -215,9 +292,10 @@ def score_labels(
 ) -> ChoiceScores:
     """Score ``choices`` as the reply to ``prefix + messages`` (see the module docstring)."""
     t0 = time.perf_counter()
+    head = _head_of(llm, prefix, messages)
     text = render(llm, [*prefix, *messages], generation_prompt=True) + reply_prefix
-    prompt, labels = label_tokens(llm, text, choices)
-    stable = _stable_length(llm, prefix, messages, prompt)
+    prompt, labels = label_tokens(llm, text, choices, head)
+    stable = _stable_length(head, prompt)
     source, evaluated = _start(llm, store, prompt, stable)
     rest = prompt[llm.n_tokens :]
     llm.eval(rest)
@@ -270,9 +348,10 @@ def continue_reply(
 
     A JSON string value is generated this way (``stop='"'``): an escaped quote does not stop it.
     """
+    head = _head_of(llm, prefix, messages)
     text = render(llm, [*prefix, *messages], generation_prompt=True) + reply_prefix
-    prompt = [int(t) for t in llm.tokenize(text.encode(), special=True)]
-    stable = _stable_length(llm, prefix, messages, prompt)
+    prompt = tokenize(llm, text, head)
+    stable = _stable_length(head, prompt)
     _, evaluated = _start(llm, store, prompt, stable)
     rest = prompt[llm.n_tokens :]
     llm.eval(rest)

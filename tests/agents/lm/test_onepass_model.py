@@ -9,7 +9,7 @@ import pytest
 
 from routerlab.agents.errors import LMError
 from routerlab.agents.lm import chat, resolve_lm, usage_scope
-from routerlab.agents.lm.onepass import render
+from routerlab.agents.lm.onepass import _head_of, label_tokens, render, tokenize
 from routerlab.agents.lm.scoring import score_choices
 
 pytestmark = pytest.mark.model
@@ -123,3 +123,22 @@ def test_scores_do_not_depend_on_the_request_before(lm):
         score_choices(lm, PREFIX, _user(before), LABELS)
         runs.append(score_choices(lm, PREFIX, request, LABELS).probs)
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    ["how many staff are there?", "¿Cuántos empleados hay? 数据", "SELECT a<|x|> FROM t -- \n\n  trailing ", ""],
+)
+def test_tokenizing_after_the_cached_head_equals_tokenizing_whole(lm, request_text):
+    """Only the text after the head's last control token is tokenized per request; same tokens."""
+    llm = lm.engine.llama()
+    head = _head_of(llm, PREFIX, _user(request_text))
+    assert len(head.controls) >= 2 * len(PREFIX)  # each turn opens and closes with a control token
+    for reply_prefix in ("", "intent: "):
+        text = render(llm, [*PREFIX, *_user(request_text)], generation_prompt=True) + reply_prefix
+        whole = [int(t) for t in llm.tokenize(text.encode(), special=True)]
+        assert tokenize(llm, text, head) == whole
+        prompt, labels = label_tokens(llm, text, LABELS, head)
+        assert (prompt, labels) == label_tokens(llm, text, LABELS)
+    # the split really is used: the request's turn is the only text tokenized anew
+    assert any(head.checked.values())
