@@ -414,7 +414,7 @@ def route_cmd(
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     for label, decisions in by_router.items():
         # the matrix counts raw predictions; recall above also accepts an example's alternates
-        print(f"\n{label}: gold intent (rows) x first-decision intent (columns; recall_* also counts accepted alternates)")
+        print(f"\n{label}: gold intent (rows) x first-decision intent (columns; recall_* also counts alternates)")
         print(intent_confusion(decisions).to_string())
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
