@@ -6,6 +6,8 @@ over the request or a detector over the SQL found in it. The highest-confidence 
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as _dt
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -17,9 +19,11 @@ from sqlglot import exp
 
 from routerlab.agents.answerability import Gap, check_question
 from routerlab.agents.errors import ConfigError, RouterlabError
+from routerlab.agents.routing import RouteDecision
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
+from routerlab.routers.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
 from routerlab.routers.base import router
 from routerlab.routers.intent import Classification, IntentRouter
 
@@ -132,6 +136,18 @@ SCHEMA_DETECTORS: dict[str, Callable[[str, Any], bool]] = {
     ),
     "records_time": lambda text, db: _records_time(db),
 }
+
+
+def _ambiguity_detectors(today: _dt.date | None) -> dict[str, Callable[[str, Any], bool]]:
+    """``ambiguity:<kind>`` detectors: the schema-derived ambiguity check of one kind (``routers/ambiguity.py``)."""
+
+    def detector(kind: str) -> Callable[[str, Any], bool]:
+        return lambda text, db: bool(find_ambiguities(text, db, kinds=(kind,), today=today))
+
+    return {f"ambiguity:{kind}": detector(kind) for kind in AMBIGUITY_KINDS}
+
+
+SCHEMA_DETECTORS.update(_ambiguity_detectors(None))
 
 #: a request quoting a query (explain / fix) is never an ambiguous data question
 _NO_QUOTED_SQL = r"(?!.*\bselect\b.*\bfrom\b)"
@@ -293,6 +309,14 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"year|date|person|customer|one|place|team|product))\b",
     ),
     Rule("open_measure", "clarify", 0.82, "^" + _NO_QUOTED_SQL + _OPEN_MEASURE),
+    # schema-derived ambiguity (routers/ambiguity.py): what this database cannot settle by itself
+    Rule("relative_period", "clarify", 0.83, detector="ambiguity:relative_period"),
+    # above schema_gap (0.84): which dates is asked first ("customers at the weekend")
+    Rule("unnamed_period", "clarify", 0.85, detector="ambiguity:unnamed_period"),
+    Rule("several_values", "clarify", 0.83, detector="ambiguity:several_values"),
+    Rule("unspecified_value", "clarify", 0.83, detector="ambiguity:unspecified_value"),
+    Rule("unnamed_entity", "clarify", 0.83, detector="ambiguity:unnamed_entity"),
+    Rule("vague_quantity", "clarify", 0.82, detector="ambiguity:vague_quantity"),
     Rule(
         "missing_period",
         "clarify",
@@ -315,6 +339,11 @@ class RulesRouter(IntentRouter):
         fix_budget: fix_sql calls a failed execution may trigger.
         without: Names of rules left out of the table, for an ablation that stays rebuildable
             from its recorded arguments (``--router-arg 'rules.without=["schema_gap"]'``).
+        today: The date (ISO ``YYYY-MM-DD``) the ``relative_period`` rule reads "last month"
+            against; None: the machine's date. Pass it to rebuild a run exactly.
+
+    A clarification asks what the ambiguity check found open ("Which one do you mean: Qinling
+    North or Qinling South?"), and the generic question only when it found nothing.
     """
 
     name = "rules"
@@ -324,8 +353,22 @@ class RulesRouter(IntentRouter):
         rules: Sequence[Rule | dict[str, Any]] | None = None,
         fix_budget: int = 1,
         without: Sequence[str] | str = (),
+        today: str | None = None,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.today = today
+        try:
+            day = _dt.date.fromisoformat(today) if today is not None else None
+        except (TypeError, ValueError):
+            raise ConfigError(
+                "bad value for rules router argument 'today'",
+                expected="a date as YYYY-MM-DD, or nothing for the machine's date",
+                found=repr(today),
+                fix="pass e.g. --router-arg rules.today=2025-01-15",
+                details={"kind": "router", "name": "rules", "argument": "today"},
+            ) from None
+        self._schema_detectors = {**SCHEMA_DETECTORS, **_ambiguity_detectors(day)}
+        self._today = day
         if isinstance(without, str):
             without = (without,)  # --router-arg rules.without=schema_gap: one name
         # recorded runs store the table as dicts; accept them back so a run rebuilds exactly
@@ -343,6 +386,8 @@ class RulesRouter(IntentRouter):
         self.without = tuple(without)
         self.rules = tuple(r for r in table if r.name not in self.without)
         self._compiled = [(r, re.compile(r.pattern, re.I | re.S) if r.pattern else None) for r in self.rules]
+        # the ambiguity kinds whose rules are in the table: an ablated kind is not asked about either
+        self._kinds = tuple(k for k in AMBIGUITY_KINDS if any(r.detector == f"ambiguity:{k}" for r in self.rules))
 
     def match(self, text: str, db: Any = None) -> tuple[Rule, list[str]]:
         """The winning rule for ``text`` and the names of all matching rules.
@@ -355,8 +400,8 @@ class RulesRouter(IntentRouter):
         for rule, rx in self._compiled:
             if rx is not None and not rx.search(text):
                 continue
-            if rule.detector in SCHEMA_DETECTORS:
-                if db is None or not SCHEMA_DETECTORS[rule.detector](text, db):
+            if rule.detector in self._schema_detectors:
+                if db is None or not self._schema_detectors[rule.detector](text, db):
                     continue
             elif rule.detector is not None and not DETECTORS[rule.detector](text):
                 continue
@@ -376,3 +421,24 @@ class RulesRouter(IntentRouter):
         """Highest-confidence matching rule."""
         rule, _ = self.match(state.get("question", "") or "", self._database(state))
         return rule.intent, rule.confidence, f"rule:{rule.name}", Usage()
+
+    def decide(self, state: PipelineState) -> RouteDecision:
+        """The plan's next call; a clarification asks what the ambiguity check found open."""
+        return self.ask_specifically(super().decide(state), state)
+
+    def ask_specifically(self, decision: RouteDecision, state: PipelineState) -> RouteDecision:
+        """``decision`` with its ``ask_human`` question replaced by the ambiguity check's, if it found any.
+
+        The plan's generic question ("which service area, time period or measure?") names one
+        domain's words; the check's question names what this request leaves open on this database.
+        """
+        calls = decision.tool_calls
+        if not calls or calls[0]["name"] != "ask_human" or not self._kinds:
+            return decision
+        text = normalise_request(state.get("question", "") or "")
+        found = find_ambiguities(text, self._database(state), kinds=self._kinds, today=self._today)
+        question = clarifying_question(found)
+        if question is None:
+            return decision
+        call = {**calls[0], "args": {**calls[0].get("args", {}), "question": question}}
+        return dataclasses.replace(decision, tool_calls=[call, *calls[1:]])

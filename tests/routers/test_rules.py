@@ -139,13 +139,18 @@ def test_a_missing_period_is_asked_only_on_a_database_that_records_time(rules, s
     assert rules.match(question, untimed)[0].name != "missing_period"
     assert rules.match(question, untimed)[0].intent in ("sql", "unanswerable")
     assert rules.match(question)[0].intent == "sql"  # no database: the rule cannot tell
+    # the data end in January 2024: "last year" is a period when the data reach it
+    in_2025 = RulesRouter(today="2025-06-01")
     for with_period in (
         "How much revenue did the fuel stations make in March 2024?",
         "How much revenue did the fuel stations make per day on average?",
         "How much revenue did the fuel stations make last year?",
         "What is the earliest date with revenue?",
     ):
-        assert rules.match(with_period, timed)[0].intent == "sql", with_period
+        assert in_2025.match(with_period, timed)[0].intent == "sql", with_period
+    # ... and a question when they do not: which year does the user mean?
+    in_2027 = RulesRouter(today="2027-06-01")
+    assert in_2027.match("How much revenue did the fuel stations make last year?", timed)[0].name == "relative_period"
     explain = "Explain how much revenue this makes: SELECT SUM(amount) FROM revenue"
     assert rules.match(explain, timed)[0].intent == "explain"
 

@@ -1,0 +1,411 @@
+"""Is this data request ambiguous on *this* database? A schema- and data-derived ambiguity signal.
+
+A request is ambiguous when its answer depends on something the user has not said and the
+database cannot settle. Every kind below reads the turn's database, not a list of one domain's
+phrases, so it carries over to databases it has never seen:
+
+* **relative_period**: a period relative to today ("last month", "this year's", "yesterday") with
+  no year or date named, on a database whose dated rows end before that period begins: the user's
+  "now" is not the data's, so the period must be asked for;
+* **unnamed_period**: a period named by a common noun alone ("at the weekend", "over the holiday")
+  with no year or date, on a database with date or time columns;
+* **several_values**: a name that is part of several stored values of one column and equal to
+  none ("Qinling" when ``name`` holds "Qinling North" and "Qinling South"): which one?
+* **unspecified_value**: a value referred to without being named ("a certain country", "that year",
+  "the maker we talked about"), whose noun names a column or table of the schema, and which the
+  request has not introduced earlier ("at what hour ... in that hour" refers back, not out);
+* **unnamed_entity**: the request ends on a singular entity of the schema with no name ("list the
+  staff at the service area"), and that table has more than one row;
+* **vague_quantity**: a count or threshold left vague where the query needs a number ("the a few
+  oldest", "top several", "with a lot of ...", "recently").
+
+Each finding carries the clarifying question to ask, built from the schema's own words, so a
+router that asks says what it needs ("Which one do you mean: Qinling North or Qinling South?").
+Detectors are a table (:data:`DETECTORS`), so each kind can be ablated (the ``rules`` router's
+``without=``) and new ones added without touching the others. Database reads are bounded and
+cached per database file: one ``MAX`` per date column, distinct text values up to a cap.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from routerlab.agents.errors import RouterlabError
+
+if TYPE_CHECKING:
+    from routerlab.agents.db import Database
+    from routerlab.agents.db.database import TableInfo
+
+__all__ = [
+    "AMBIGUITY_KINDS",
+    "DETECTORS",
+    "Ambiguity",
+    "AmbiguityKind",
+    "clarifying_question",
+    "find_ambiguities",
+]
+
+AmbiguityKind = Literal[
+    "relative_period", "unnamed_period", "several_values", "unspecified_value", "unnamed_entity", "vague_quantity"
+]
+AMBIGUITY_KINDS: tuple[str, ...] = (
+    "relative_period",
+    "unnamed_period",
+    "several_values",
+    "unspecified_value",
+    "unnamed_entity",
+    "vague_quantity",
+)
+
+
+@dataclass(frozen=True)
+class Ambiguity:
+    """One thing a request leaves open that the database cannot settle.
+
+    Attributes:
+        kind: One of :data:`AMBIGUITY_KINDS`.
+        term: The request's words that leave it open.
+        question: The clarifying question to ask the user about it.
+    """
+
+    kind: AmbiguityKind
+    term: str
+    question: str
+
+
+# -- what the database holds (bounded reads, cached per file) ------------------------------------
+_TEMPORAL_TYPE = re.compile(r"\b(DATE|TIMESTAMP|DATETIME)\b", re.I)
+_TEXT_TYPE = re.compile(r"char|text|string|varchar|clob", re.I)
+_MAX_COLUMNS = 60
+_MAX_VALUES = 2000
+_cache_lock = threading.Lock()
+_latest: dict[str, _dt.date | None] = {}
+_values: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {}
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _as_date(value: object) -> _dt.date | None:
+    if isinstance(value, _dt.datetime):
+        return value.date()
+    if isinstance(value, _dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return _dt.date.fromisoformat(value[:10])
+        except ValueError:
+            return None
+    return None
+
+
+def latest_date(db: Database) -> _dt.date | None:
+    """The latest date stored in any DATE/TIMESTAMP column of ``db`` (None: no dated rows).
+
+    One ``MAX`` per typed date column, computed once per database file.
+    """
+    with _cache_lock:
+        if db.path in _latest:
+            return _latest[db.path]
+    found: _dt.date | None = None
+    for table in db.tables():
+        for column in table.columns:
+            if not _TEMPORAL_TYPE.search(column.type or ""):
+                continue
+            try:
+                sql = f"SELECT MAX({_q(column.name)}) FROM {_q(table.name)}"
+                rows = db.execute(sql, timeout_s=2.0, max_rows=1).rows
+            except RouterlabError:
+                continue  # an odd column says nothing either way
+            day = _as_date(rows[0][0]) if rows else None
+            if day is not None and (found is None or day > found):
+                found = day
+    with _cache_lock:
+        _latest[db.path] = found
+    return found
+
+
+def _text_values(db: Database) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """``(table, column, distinct values)`` of the text columns of ``db``, bounded, cached per file."""
+    with _cache_lock:
+        if db.path in _values:
+            return _values[db.path]
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    for table in db.tables():
+        for column in table.columns:
+            if len(out) >= _MAX_COLUMNS:
+                break
+            if column.type and not _TEXT_TYPE.search(column.type):
+                continue
+            sql = f"SELECT DISTINCT CAST({_q(column.name)} AS VARCHAR) FROM {_q(table.name)} LIMIT {_MAX_VALUES + 1}"
+            try:
+                rows = db.execute(sql, timeout_s=2.0, max_rows=_MAX_VALUES + 1).rows
+            except RouterlabError:
+                continue
+            if len(rows) > _MAX_VALUES:
+                continue  # free text (descriptions, notes): its words are not names to pick from
+            out.append((table.name, column.name, tuple(str(r[0]) for r in rows if r and r[0] is not None)))
+    result = tuple(out)
+    with _cache_lock:
+        _values[db.path] = result
+    return result
+
+
+def _schema_words(db: Database) -> frozenset[str]:
+    """Stems of table and column names only (no values): the nouns a request can point at."""
+    words: set[str] = set()
+    for table in db.tables():
+        words |= _stems(table.name)
+        for column in table.columns:
+            words |= _stems(column.name)
+    return frozenset(words)
+
+
+def _stems(text: str) -> set[str]:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text)
+    return {_stem(w) for w in re.findall(r"[a-z0-9]+", spaced.lower().replace("_", " ")) if len(w) > 1}
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _names_schema(words: str, db: Database) -> bool:
+    """Whether the last word of ``words`` (the head noun) names a table or column of ``db``."""
+    head = re.findall(r"[a-z0-9]+", words.lower())
+    return bool(head) and _stem(head[-1]) in _schema_words(db)
+
+
+# -- detectors -----------------------------------------------------------------------------------
+#: a year or a calendar date pins the period, whatever else the request says
+_ABSOLUTE = re.compile(
+    r"\b(19|20)\d\d\b|\b\d{1,2}(st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+    r"|\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b",
+    re.I,
+)
+_RELATIVE = re.compile(
+    r"\b(?P<which>last|this|past|previous|current)\s+(?P<unit>day|week|weekend|month|quarter|year)"
+    r"(?!\s+(before|of|in|after)\b)('s)?\b"
+    r"|\b(?P<day>yesterday|today|year[- ]to[- ]date)\b",
+    re.I,
+)
+
+
+def _period_start(which: str, unit: str, today: _dt.date) -> _dt.date:
+    """The first day of the period "this <unit>" (``which`` = this/current) or "last <unit>" before ``today``."""
+    unit = "week" if unit == "weekend" else unit
+    if unit == "day":
+        start = today
+    elif unit == "week":
+        start = today - _dt.timedelta(days=today.weekday())
+    elif unit == "month":
+        start = today.replace(day=1)
+    elif unit == "quarter":
+        start = today.replace(month=3 * ((today.month - 1) // 3) + 1, day=1)
+    else:
+        start = today.replace(month=1, day=1)
+    if which in ("this", "current"):
+        return start
+    before = start - _dt.timedelta(days=1)  # a day of the previous period
+    return _period_start("this", unit, before)
+
+
+def _relative_period(text: str, db: Database, today: _dt.date) -> list[Ambiguity]:
+    if _ABSOLUTE.search(text):
+        return []
+    m = _RELATIVE.search(text)
+    if m is None:
+        return []
+    latest = latest_date(db)
+    if latest is None:
+        return []  # nothing dated: the schema check's period gap, not a question to ask
+    if m.group("day"):
+        day = m.group("day").lower()
+        which, unit = ("last", "day") if day == "yesterday" else ("this", "year" if "date" in day else "day")
+    else:
+        which, unit = m.group("which").lower(), m.group("unit").lower()
+    if latest >= _period_start(which, unit, today):
+        return []  # the data reach into that period: it means what the user means
+    term = m.group(0)
+    return [
+        Ambiguity(
+            "relative_period",
+            term,
+            f"The data end on {latest.isoformat()}: which period do you mean by '{term}'?",
+        )
+    ]
+
+
+_UNNAMED_PERIOD = re.compile(
+    r"\b(at|over|during|on|in|for|from|around)\s+(the|that)\s+(weekend|holidays?|summer|winter|spring|autumn|fall"
+    r"|season|festival|break|vacation|peak|rush)\b",
+    re.I,
+)
+
+
+def _unnamed_period(text: str, db: Database, _today: _dt.date) -> list[Ambiguity]:
+    if _ABSOLUTE.search(text):
+        return []
+    m = next((m for m in _UNNAMED_PERIOD.finditer(text) if m.group(3)[0].islower()), None)
+    if m is None or latest_date(db) is None:
+        return []  # none, or a named one ("the Spring Festival"), or nothing dated to choose from
+    term = f"the {m.group(3).lower()}"
+    return [Ambiguity("unnamed_period", term, f"Which dates do you mean by '{term}'?")]
+
+
+#: a run of capitalised words (a name), not at the start of a sentence, outside quotes
+_NAME = re.compile(r"(?<![.?!]\s)(?<!^)(?<![\w'\"])([A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)(?=(?:'s)?(?:[^\w'\"]|$))")
+#: quoted text is a literal the user spelled out (often a substring to search for), not a name to pick
+_QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")
+
+
+def _several_values(text: str, db: Database, _today: _dt.date) -> list[Ambiguity]:
+    names = [m.group(1) for m in _NAME.finditer(_QUOTED.sub(lambda q: " " * len(q.group(0)), text))]
+    if not names:
+        return []
+    schema = _schema_words(db)
+    values = _text_values(db)
+    found: list[Ambiguity] = []
+    for name in names:
+        low = name.lower()
+        if all(_stem(w) in schema for w in re.findall(r"[a-z0-9]+", low)):
+            continue  # "TV Channel", "Service Area": the schema's own nouns, not a value
+        if any(low in {v.lower() for v in vals} for _, _, vals in values):
+            continue  # a whole value somewhere: the name is exact
+        word = re.compile(rf"(?<!\w){re.escape(low)}(?!\w)")
+        for _table, _column, vals in values:
+            matches = sorted({v for v in vals if word.search(v.lower())})
+            if 2 <= len(matches) <= 8:
+                shown = " or ".join(matches) if len(matches) <= 4 else ", ".join(matches[:4]) + ", ..."
+                found.append(Ambiguity("several_values", name, f"Which one do you mean: {shown}?"))
+                break
+    return found
+
+
+_REFERRING = re.compile(
+    r"\b(?:a certain|a particular|one specific|a specific|some specific|some particular|a given)\s+"
+    r"(?P<a>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)(?=\s*(?:[.,;:?!]|$|\s+(?:or|and|with|of|in|who|that|which|from)\b))"
+    r"|\b(?:the|that)\s+(?P<b>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)\s+(?:i|we|you)\s+"
+    r"(?:mentioned|meant|said|talked about|discussed|asked about|chose|picked|gave you|told you)\b"
+    r"|(?:^|\b(?:in|from|of|at|for|with|to|by|about|on|under|during)\s+)(?:that|this)\s+"
+    r"(?P<c>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)(?=\s*(?:[.,;:?!]|$))",
+    re.I,
+)
+
+
+def _unspecified_value(text: str, db: Database, _today: _dt.date) -> list[Ambiguity]:
+    found: list[Ambiguity] = []
+    for m in _REFERRING.finditer(text):
+        what = (m.group("a") or m.group("b") or m.group("c") or "").strip()
+        if not what or not _names_schema(what, db):
+            continue
+        before = text[: m.start()].lower()
+        if m.group("a") and re.search(r"\b(rather than|instead of)\s*$", before):
+            continue  # "rather than a particular branch": a kind of thing, not a value the user has in mind
+        if m.group("c") and _stem(what.lower().split()[-1]) in {_stem(w) for w in re.findall(r"[a-z0-9]+", before)}:
+            continue  # "at what hour ... in that hour": it refers back to the request itself
+        found.append(Ambiguity("unspecified_value", m.group(0).strip(), f"Which {what} do you mean?"))
+    return found
+
+
+_ENDS_ON_ENTITY = re.compile(
+    r"\b(?:at|in|for|from|on)\s+the\s+(?P<n>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s*[.?!]?\s*$", re.I
+)
+
+
+def _singular_table(words: str, db: Database) -> TableInfo | None:
+    """The table named exactly ``words`` in the singular (``service area``: ``service_areas``)."""
+    low = words.lower().split()
+    if _stem(low[-1]) != low[-1]:
+        return None  # plural: "the service areas" means all of them
+    for table in db.tables():
+        parts = [_stem(w) for w in re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", table.name).lower())]
+        if parts == low:
+            return table
+    return None
+
+
+def _unnamed_entity(text: str, db: Database, _today: _dt.date) -> list[Ambiguity]:
+    m = _ENDS_ON_ENTITY.search(text)
+    if m is None:
+        return []
+    words = m.group("n")
+    # the whole phrase must be the table's name: a modifier ("the youngest singer", "the math
+    # course") already picks the row
+    table = _singular_table(words, db)
+    if table is None or table.row_count == 1:
+        return []  # not an entity of the schema, or the only one: nothing to choose
+    return [Ambiguity("unnamed_entity", f"the {words}", f"Which {words} do you mean?")]
+
+
+_VAGUE_QUANTITY = re.compile(
+    r"\b(?:top|the|first|last|bottom)\s+(?:a few|several|some|a handful of|a couple of)\b"
+    r"|\b(?:a few|several|a handful of|a couple of)\s+(?:of the\s+)?(?:\w+est|most|least|top|highest|lowest)\b"
+    r"|\b(?:has|have|had|with|get|got|gets|sold|made)\s+(?:a lot of|lots of|plenty of|a large number of|loads of)\s+\w+"
+    r"|(?<!\bmost )(?<!\bleast )\brecent(?:ly)?\b|\blately\b",
+    re.I,
+)
+
+
+def _vague_quantity(text: str, _db: Database, _today: _dt.date) -> list[Ambiguity]:
+    m = _VAGUE_QUANTITY.search(text)
+    if m is None:
+        return []
+    term = m.group(0)
+    if re.search(r"recent|lately", term, re.I):
+        return [Ambiguity("vague_quantity", term, f"How far back do you mean by '{term}'?")]
+    return [Ambiguity("vague_quantity", term, f"How many exactly do you mean by '{term}'?")]
+
+
+Detector = Callable[[str, "Database", _dt.date], list[Ambiguity]]
+
+#: one detector per kind; the ``rules`` router turns each into a rule of the same name
+DETECTORS: dict[str, Detector] = {
+    "relative_period": _relative_period,
+    "unnamed_period": _unnamed_period,
+    "several_values": _several_values,
+    "unspecified_value": _unspecified_value,
+    "unnamed_entity": _unnamed_entity,
+    "vague_quantity": _vague_quantity,
+}
+
+#: a request quoting a query (explain / fix) is about that query, never an ambiguous data question
+_QUOTES_SQL = re.compile(r"\bselect\b.+\bfrom\b", re.I | re.S)
+
+
+def find_ambiguities(
+    text: str, db: Database | None, *, kinds: tuple[str, ...] = AMBIGUITY_KINDS, today: _dt.date | None = None
+) -> tuple[Ambiguity, ...]:
+    """What ``text`` leaves open that ``db`` cannot settle, kind by kind (empty: nothing found).
+
+    Args:
+        text: The request.
+        db: The turn's database (None: no finding, the signal is schema-derived).
+        kinds: The detectors to run (:data:`AMBIGUITY_KINDS` by default), for ablations.
+        today: The date relative periods are read against (default: the machine's date).
+    """
+    if db is None or not text.strip() or _QUOTES_SQL.search(text):
+        return ()
+    today = today or _dt.date.today()
+    found: list[Ambiguity] = []
+    for kind in kinds:
+        found += DETECTORS[kind](text, db, today)
+    return tuple(found)
+
+
+def clarifying_question(found: tuple[Ambiguity, ...]) -> str | None:
+    """One question asking about every finding (None when there is none)."""
+    questions = list(dict.fromkeys(a.question for a in found))
+    return " ".join(questions) if questions else None
