@@ -198,7 +198,8 @@ _ABSOLUTE = re.compile(
 _RELATIVE = re.compile(
     r"\b(?P<which>last|this|past|previous|current)\s+(?P<unit>day|week|weekend|month|quarter|year)"
     r"(?!\s+(before|of|in|after)\b)('s)?\b"
-    r"|\b(?P<day>yesterday|today|year[- ]to[- ]date)\b",
+    # not "today": "how are you today?" is small talk far more often than a question about the data
+    r"|\b(?P<day>yesterday|year[- ]to[- ]date)\b",
     re.I,
 )
 
@@ -233,7 +234,7 @@ def _relative_period(text: str, db: Database, today: _dt.date) -> list[Ambiguity
         return []  # nothing dated: the schema check's period gap, not a question to ask
     if m.group("day"):
         day = m.group("day").lower()
-        which, unit = ("last", "day") if day == "yesterday" else ("this", "year" if "date" in day else "day")
+        which, unit = ("last", "day") if day == "yesterday" else ("this", "year")
     else:
         which, unit = m.group("which").lower(), m.group("unit").lower()
     if latest >= _period_start(which, unit, today):

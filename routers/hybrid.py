@@ -12,7 +12,7 @@ from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.rules import RulesRouter
-from routerlab.routers.schema_outline import check_view, schema_finding, schema_view
+from routerlab.routers.schema_outline import check_view, request_note, schema_view
 
 __all__ = ["HybridRouter"]
 
@@ -42,6 +42,10 @@ class HybridRouter(IntentRouter):
             finds a gap (:func:`~routerlab.routers.schema_outline.schema_finding`). With the
             default thresholds this rarely matters: a gap in a data request is the rules'
             ``schema_gap`` (confidence 0.84), which already decides above ``threshold``.
+        ambiguity_check: Add the ambiguity check's question to the request the LM path reads
+            (:func:`~routerlab.routers.schema_outline.ambiguity_finding`). The same caveat: each
+            kind it finds is also a clarify rule at 0.82-0.85, which decides before the LM is asked,
+            so this matters only with those rules ablated (``rules`` router's ``without``).
     """
 
     name = "hybrid"
@@ -56,9 +60,11 @@ class HybridRouter(IntentRouter):
         one_pass: bool = True,
         schema: str = "columns",
         schema_check: bool = False,
+        ambiguity_check: bool = False,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
         self.schema_check = schema_check
+        self.ambiguity_check = ambiguity_check
         self.schema = check_view("hybrid", schema)
         self.one_pass = one_pass
         self.threshold = threshold
@@ -90,7 +96,7 @@ class HybridRouter(IntentRouter):
             tables=schema_view(self.env, state, self.schema),
             request=state.get("question", ""),
             conversation=history_text(history_of(state)),
-            note=schema_finding(self.env, state) if self.schema_check else "",
+            note=self._note(state),
         )
         if scored is not None:
             if scored.confidence >= self.lm_threshold:
@@ -98,9 +104,12 @@ class HybridRouter(IntentRouter):
             return Classification(intent, conf, f"hybrid:{method}(lm-unsure)", scored.usage)
         return self._generation(state, intent, conf, method)
 
+    def _note(self, state: PipelineState) -> str:
+        return request_note(self.env, state, schema_check=self.schema_check, ambiguity_check=self.ambiguity_check)
+
     def _generation(self, state: PipelineState, intent: str, conf: float, method: str) -> Classification:
         assert self.env is not None
-        note = schema_finding(self.env, state) if self.schema_check else ""
+        note = self._note(state)
         found, usage = intent_by_tool_call(self.env, state, self.max_tokens, note)
         if found is not None:
             return Classification(found, 1.0, "hybrid:generation", usage)  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
-from routerlab.routers.schema_outline import check_view, schema_finding, schema_view
+from routerlab.routers.schema_outline import check_view, request_note, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
 
@@ -193,6 +193,11 @@ class LLMRouter:
         schema_check: Add the deterministic schema check's finding to the request ("Schema
             check: no column measures 'salary'.", :func:`~routerlab.routers.schema_outline.schema_finding`)
             when it finds a gap, so the LM chooses with that evidence; nothing is added otherwise.
+        ambiguity_check: Add the ambiguity check's question to the request ("Ambiguity check: Which
+            one do you mean: Qinling North or Qinling South?",
+            :func:`~routerlab.routers.schema_outline.ambiguity_finding`) when it finds the request
+            open on this database; nothing is added otherwise. Off by default: it adds tokens to
+            the decisions it fires on (README, "Clarify, refuse and the `dspy` optimizers").
     """
 
     name = "llm"
@@ -204,8 +209,10 @@ class LLMRouter:
         one_pass: bool = True,
         schema: str = "columns",
         schema_check: bool = False,
+        ambiguity_check: bool = False,
     ) -> None:
         self.schema_check = schema_check
+        self.ambiguity_check = ambiguity_check
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt or SYSTEM_PROMPT
         self.one_pass = one_pass
@@ -236,8 +243,8 @@ class LLMRouter:
         return self.system_prompt + (f"\n\nThe database holds: {outline}" if outline else "")
 
     def _messages(self, state: PipelineState) -> list[dict[str, Any]]:
-        """The conversation with the turn's schema outline, and the schema check's finding if asked."""
-        note = schema_finding(self.env, state) if self.schema_check else ""
+        """The conversation with the turn's schema outline, and the checks' findings if asked."""
+        note = request_note(self.env, state, schema_check=self.schema_check, ambiguity_check=self.ambiguity_check)
         return to_openai_messages(state, self._system(state), note)
 
     def _intent(self, state: PipelineState, first: str | None) -> str | None:

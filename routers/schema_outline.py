@@ -17,14 +17,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import ConfigError, RouterlabError
-from routerlab.routers.rules import schema_gaps
+from routerlab.routers.ambiguity import clarifying_question, find_ambiguities
+from routerlab.routers.rules import normalise_request, schema_gaps
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
     from routerlab.agents.routing import RouterEnv
     from routerlab.agents.state import PipelineState
 
-__all__ = ["SCHEMA_VIEWS", "SchemaView", "check_view", "schema_finding", "schema_outline", "schema_view"]
+__all__ = [
+    "SCHEMA_VIEWS",
+    "SchemaView",
+    "ambiguity_finding",
+    "check_view",
+    "request_note",
+    "schema_finding",
+    "schema_outline",
+    "schema_view",
+]
 
 SchemaView = Literal["none", "tables", "columns"]
 SCHEMA_VIEWS: tuple[str, ...] = ("none", "tables", "columns")
@@ -78,17 +88,45 @@ def schema_view(env: RouterEnv | None, state: PipelineState, view: SchemaView) -
     return schema_outline(db)
 
 
+def _turn_db(env: RouterEnv | None, state: PipelineState) -> Database | None:
+    if env is None or env.open_db is None or not state.get("database"):
+        return None
+    try:
+        return env.open_db(state["database"])
+    except RouterlabError:
+        return None
+
+
+def ambiguity_finding(env: RouterEnv | None, state: PipelineState) -> str:
+    """The ambiguity check's question about the turn's request as one line, or ``""`` when it found nothing.
+
+    ``Ambiguity check: Which one do you mean: Qinling North or Qinling South?``
+    (:func:`~routerlab.routers.ambiguity.find_ambiguities`); without a database there is no finding.
+    """
+    db = _turn_db(env, state)
+    if db is None:
+        return ""
+    question = clarifying_question(find_ambiguities(normalise_request(str(state.get("question", "") or "")), db))
+    return f"Ambiguity check: {question}" if question else ""
+
+
+def request_note(env: RouterEnv | None, state: PipelineState, *, schema_check: bool, ambiguity_check: bool) -> str:
+    """The evidence lines an LM router adds to the request: the findings it was asked for, one per line."""
+    lines = [
+        schema_finding(env, state) if schema_check else "",
+        ambiguity_finding(env, state) if ambiguity_check else "",
+    ]
+    return "\n".join(line for line in lines if line)
+
+
 def schema_finding(env: RouterEnv | None, state: PipelineState) -> str:
     """The schema check's finding on the turn's request as one line, or ``""`` when it found no gap.
 
     The request is checked as the ``rules`` router's ``schema_gap`` rule checks it (data requests
     only, :func:`~routerlab.routers.rules.schema_gaps`); without a database there is no finding.
     """
-    if env is None or env.open_db is None or not state.get("database"):
-        return ""
-    try:
-        db = env.open_db(state["database"])
-    except RouterlabError:
+    db = _turn_db(env, state)
+    if db is None:
         return ""
     gaps = schema_gaps(str(state.get("question", "") or ""), db)
     return f"Schema check: {'; '.join(g.reason for g in gaps)}." if gaps else ""

@@ -313,3 +313,53 @@ def test_hybrid_asks_the_specific_question_too(stations_path):
     d = bound("hybrid").decide(initial_state(text, str(stations_path)))
     assert d.intent == "clarify"
     assert d.tool_calls[0]["args"]["question"] == "Which one do you mean: Qinling North or Qinling South?"
+
+
+# -- as evidence for the LM routers --------------------------------------------------------------
+def _seen_user_messages(router_name, question, db_path, **kwargs):
+    from routerlab.agents.graph import Pipeline
+    from routerlab.agents.lm import scripted_lm
+    from routerlab.agents.lm.messages import request_to_chat
+
+    users, systems = [], []
+
+    def reply(request):
+        if request.tools:
+            chat = request_to_chat(request)
+            users.extend(m["content"] for m in chat if m["role"] == "user")
+            systems.extend(m["content"] for m in chat if m["role"] == "system")
+            return {"name": "ask_human", "args": {"question": "Which one?"}}
+        return {"fields": {"reply": "unused"}}
+
+    Pipeline(router.build(router_name, **kwargs), scripted_lm(reply)).run(question, str(db_path))
+    return users, systems
+
+
+@pytest.mark.parametrize("name", ["llm", "hybrid"])
+def test_the_ambiguity_note_is_per_request_evidence_only_when_asked(stations_path, name):
+    from routerlab.agents.registry import component_spec
+
+    extra = {"threshold": 1.0} if name == "hybrid" else {}  # hybrid: ask the LM on every request
+    users, systems = _seen_user_messages(name, "How is Qinling doing?", stations_path, ambiguity_check=True, **extra)
+    assert users and users[0].endswith("Ambiguity check: Which one do you mean: Qinling North or Qinling South?")
+    assert all("Ambiguity check" not in s for s in systems)  # never in the cached prefix
+    plain, _ = _seen_user_messages(name, "How is Qinling doing?", stations_path, **extra)
+    assert plain and all("Ambiguity check" not in u for u in plain)  # off by default
+    settled, _ = _seen_user_messages(
+        name, "How many cars came to Qinling North in 2024?", stations_path, ambiguity_check=True, **extra
+    )
+    assert settled and all("Ambiguity check" not in u for u in settled)
+    assert component_spec(router.build(name, ambiguity_check=True))["args"]["ambiguity_check"] is True
+
+
+def test_request_note_puts_each_finding_on_its_own_line(stations_path):
+    from routerlab.routers.schema_outline import ambiguity_finding, request_note
+
+    env = RouterEnv(tools=(), lm=None, open_db=open_database)
+    state = initial_state("What is the average salary at Qinling?", str(stations_path))
+    note = request_note(env, state, schema_check=True, ambiguity_check=True)
+    schema_line, ambiguity_line = note.split("\n")
+    assert schema_line.startswith("Schema check: ") and "salary" in schema_line
+    assert ambiguity_line == ambiguity_finding(env, state) and ambiguity_line.startswith("Ambiguity check: Which one")
+    assert request_note(env, state, schema_check=False, ambiguity_check=False) == ""
+    assert ambiguity_finding(None, state) == ""
