@@ -311,10 +311,12 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("open_measure", "clarify", 0.82, "^" + _NO_QUOTED_SQL + _OPEN_MEASURE),
     # schema-derived ambiguity (routers/ambiguity.py): what this database cannot settle by itself
     Rule("relative_period", "clarify", 0.83, detector="ambiguity:relative_period"),
-    # above schema_gap (0.84): which dates is asked first ("customers at the weekend")
+    # these two above schema_gap (0.84): the dates or the value the request leaves unnamed are asked
+    # for first ("customers at the weekend", "the word a certain song name in its title"); asking
+    # runs nothing, and the reply may settle what the check took for a gap
     Rule("unnamed_period", "clarify", 0.85, detector="ambiguity:unnamed_period"),
     Rule("several_values", "clarify", 0.83, detector="ambiguity:several_values"),
-    Rule("unspecified_value", "clarify", 0.83, detector="ambiguity:unspecified_value"),
+    Rule("unspecified_value", "clarify", 0.85, detector="ambiguity:unspecified_value"),
     Rule("unnamed_entity", "clarify", 0.83, detector="ambiguity:unnamed_entity"),
     Rule("vague_quantity", "clarify", 0.82, detector="ambiguity:vague_quantity"),
     Rule(
