@@ -86,6 +86,7 @@ _MAX_VALUES = 2000
 _cache_lock = threading.Lock()
 _latest: dict[str, _dt.date | None] = {}
 _values: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {}
+_words: dict[str, frozenset[str]] = {}
 
 
 def _q(name: str) -> str:
@@ -158,13 +159,18 @@ def _text_values(db: Database) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
 
 
 def _schema_words(db: Database) -> frozenset[str]:
-    """Stems of table and column names only (no values): the nouns a request can point at."""
+    """Stems of table and column names only (no values): the nouns a request can point at (cached per file)."""
+    with _cache_lock:
+        if db.path in _words:
+            return _words[db.path]
     words: set[str] = set()
     for table in db.tables():
         words |= _stems(table.name)
         for column in table.columns:
             words |= _stems(column.name)
-    return frozenset(words)
+    with _cache_lock:
+        _words[db.path] = frozenset(words)
+    return _words[db.path]
 
 
 def _stems(text: str) -> set[str]:
