@@ -129,8 +129,10 @@ def test_cold_cost_including_latency_is_identical_in_the_other_order_on_a_shared
     for router in ("rules", "oracle"):
         assert _per_example(ab[router], cold) == _per_example(ba[router], cold), router
         assert all(r.subagent_usage.cache_hits == r.subagent_usage.lm_calls for r in ba[router])
-        # observed: the second session paid (almost) nothing
-        assert sum(r.subagent_usage.latency_s for r in ba[router]) < sum(r.subagent_usage.latency_s for r in ab[router])
+        # observed: the second session paid (almost) nothing, less than one computed call in all (not
+        # "less than the first session": when the first router already routes like the oracle, the
+        # oracle's calls were hits in both sessions)
+        assert sum(r.subagent_usage.latency_s for r in ba[router]) < CALL_S
     a, b = cold_cost_summary(ab["oracle"]), cold_cost_summary(ba["oracle"])
     assert a["cold.subagent_lm_latency_per_ex_s"] == b["cold.subagent_lm_latency_per_ex_s"] > 0
 
