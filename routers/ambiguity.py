@@ -17,7 +17,7 @@ phrases, so it carries over to databases it has never seen:
 * **unnamed_entity**: the request ends on a singular entity of the schema with no name ("list the
   staff at the service area"), and that table has more than one row;
 * **vague_quantity**: a count or threshold left vague where the query needs a number ("the a few
-  oldest", "top several", "with a lot of ...", "recently").
+  oldest", "top several", "with a lot of ...").
 
 Each finding carries the clarifying question to ask, built from the schema's own words, so a
 router that asks says what it needs ("Which one do you mean: Qinling North or Qinling South?").
@@ -360,8 +360,9 @@ def _unnamed_entity(text: str, db: Database, _today: _dt.date) -> list[Ambiguity
 _VAGUE_QUANTITY = re.compile(
     r"\b(?:top|the|first|last|bottom)\s+(?:a few|several|some|a handful of|a couple of)\b"
     r"|\b(?:a few|several|a handful of|a couple of)\s+(?:of the\s+)?(?:\w+est|most|least|top|highest|lowest)\b"
-    r"|\b(?:has|have|had|with|get|got|gets|sold|made)\s+(?:a lot of|lots of|plenty of|a large number of|loads of)\s+\w+"
-    r"|(?<!\bmost )(?<!\bleast )\brecent(?:ly)?\b|\blately\b",
+    # not "recently": the rules' vague_reference (0.62) reads it and leaves hybrid's LM to decide
+    r"|\b(?:has|have|had|with|get|got|gets|sold|made)\s+"
+    r"(?:a lot of|lots of|plenty of|a large number of|loads of)\s+\w+",
     re.I,
 )
 
@@ -371,8 +372,6 @@ def _vague_quantity(text: str, _db: Database, _today: _dt.date) -> list[Ambiguit
     if m is None:
         return []
     term = m.group(0)
-    if re.search(r"recent|lately", term, re.I):
-        return [Ambiguity("vague_quantity", term, f"How far back do you mean by '{term}'?")]
     return [Ambiguity("vague_quantity", term, f"How many exactly do you mean by '{term}'?")]
 
 

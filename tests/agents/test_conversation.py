@@ -81,8 +81,7 @@ def test_an_ambiguous_request_after_a_data_turn_is_a_follow_up(sales_db):
     assert alone.intent == "clarify"
     history = [turn_from_trace(FIRST, pipeline.run(FIRST, str(sales_db)))]
     after = pipeline.run(vague, str(sales_db), history=history)
-    # "recently" is the ambiguity check's vague_quantity (0.82), above the older vague_reference rule
-    assert after.intent == "sql" and after.route_decisions[0]["method"] == "rule:vague_quantity:follow-up"
+    assert after.intent == "sql" and after.route_decisions[0]["method"] == "rule:vague_reference:follow-up"
     assert "ask_human" not in after.tool_names
     # a chat turn gives no data to follow up on: still a clarifying question
     chat = [{"question": "hi", "answer": "Hello", "intent": "chat", "sql": None}]
