@@ -343,6 +343,7 @@ def concurrency_scaling(workers: Sequence[int] = (1, 2, 4, 8, 16), n_examples: i
     exactly as a remote provider, with the response cache off.
     """
     from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.tools import DEFAULT_TOOLS
     from routerlab.benchmarks.builtin import load_builtin
     from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
 
@@ -373,11 +374,14 @@ def router_replay(n_examples: int = 24, delay_s: float = 0.2) -> list[PerfFigure
     Against the loopback stub LM (``delay_s`` per call, as a remote provider): ``rules`` runs
     fresh and stores its outcomes; then ``oracle`` runs fresh (nothing stored) and replaying
     what ``rules`` stored, on every example and on those where the two routed alike (the goal's
-    condition). A replayed call makes no LM call and no query; routing always runs.
+    condition). A replayed call makes no LM call and no query; routing always runs. The
+    share of calls replayed counts sub-agent calls only: a call that waits for the user
+    (``ask_human``) computes nothing, so nothing is stored for it.
     """
     from dataclasses import replace as _replace
 
     from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.tools import DEFAULT_TOOLS
     from routerlab.benchmarks.builtin import load_builtin
     from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
     from routerlab.selection import stratified_subset
@@ -406,7 +410,8 @@ def router_replay(n_examples: int = 24, delay_s: float = 0.2) -> list[PerfFigure
         ):
             fresh_s, _ = timed("oracle", str(Path(d) / f"fresh-{len(figures)}.sqlite"), chosen)
             replay_s, replayed = timed("oracle", stored, chosen)
-            calls = [c for r in replayed if r.trace is not None for c in r.trace.tool_calls]
+            waits = {t.name for t in DEFAULT_TOOLS if t.interrupts}
+            calls = [c for r in replayed if r.trace is not None for c in r.trace.tool_calls if c["name"] not in waits]
             alike = sum(
                 1 for r in replayed if r.trace and [c["name"] for c in r.trace.tool_calls] == chains.get(r.example_id)
             )

@@ -5,8 +5,10 @@ database cannot settle. Every kind below reads the turn's database, not a list o
 phrases, so it carries over to databases it has never seen:
 
 * **relative_period**: a period relative to today ("last month", "this year's", "yesterday") with
-  no year or date named, on a database whose dated rows end before that period begins: the user's
-  "now" is not the data's, so the period must be asked for;
+  no year or date named, on a database with dated rows. A stored database has no "now" of its
+  own, so by default the period is always asked for, naming the data's last date; the answer
+  never depends on the day the benchmark runs. Given a reference date (``today=``, e.g. a live
+  database's), it is asked for only when the dated rows end before that period begins;
 * **unnamed_period**: a period named by a common noun alone ("at the weekend", "over the holiday")
   with no year or date, on a database with date or time columns;
 * **several_values**: a name that is part of several stored values of one column and equal to
@@ -229,7 +231,7 @@ def _period_start(which: str, unit: str, today: _dt.date) -> _dt.date:
     return _period_start("this", unit, before)
 
 
-def _relative_period(text: str, db: Database, today: _dt.date) -> list[Ambiguity]:
+def _relative_period(text: str, db: Database, today: _dt.date | None) -> list[Ambiguity]:
     if _ABSOLUTE.search(text):
         return []
     m = _RELATIVE.search(text)
@@ -243,7 +245,7 @@ def _relative_period(text: str, db: Database, today: _dt.date) -> list[Ambiguity
         which, unit = ("last", "day") if day == "yesterday" else ("this", "year")
     else:
         which, unit = m.group("which").lower(), m.group("unit").lower()
-    if latest >= _period_start(which, unit, today):
+    if today is not None and latest >= _period_start(which, unit, today):
         return []  # the data reach into that period: it means what the user means
     term = m.group(0)
     return [
@@ -262,7 +264,7 @@ _UNNAMED_PERIOD = re.compile(
 )
 
 
-def _unnamed_period(text: str, db: Database, _today: _dt.date) -> list[Ambiguity]:
+def _unnamed_period(text: str, db: Database, _today: _dt.date | None) -> list[Ambiguity]:
     if _ABSOLUTE.search(text):
         return []
     m = next((m for m in _UNNAMED_PERIOD.finditer(text) if m.group(3)[0].islower()), None)
@@ -278,7 +280,7 @@ _NAME = re.compile(r"(?<![.?!]\s)(?<!^)(?<![\w'\"])([A-Z][\w-]*(?:\s+[A-Z][\w-]*
 _QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")
 
 
-def _several_values(text: str, db: Database, _today: _dt.date) -> list[Ambiguity]:
+def _several_values(text: str, db: Database, _today: _dt.date | None) -> list[Ambiguity]:
     names = [m.group(1) for m in _NAME.finditer(_QUOTED.sub(lambda q: " " * len(q.group(0)), text))]
     if not names:
         return []
@@ -312,7 +314,7 @@ _REFERRING = re.compile(
 )
 
 
-def _unspecified_value(text: str, db: Database, _today: _dt.date) -> list[Ambiguity]:
+def _unspecified_value(text: str, db: Database, _today: _dt.date | None) -> list[Ambiguity]:
     found: list[Ambiguity] = []
     for m in _REFERRING.finditer(text):
         what = (m.group("a") or m.group("b") or m.group("c") or "").strip()
@@ -344,7 +346,7 @@ def _singular_table(words: str, db: Database) -> TableInfo | None:
     return None
 
 
-def _unnamed_entity(text: str, db: Database, _today: _dt.date) -> list[Ambiguity]:
+def _unnamed_entity(text: str, db: Database, _today: _dt.date | None) -> list[Ambiguity]:
     m = _ENDS_ON_ENTITY.search(text)
     if m is None:
         return []
@@ -367,7 +369,7 @@ _VAGUE_QUANTITY = re.compile(
 )
 
 
-def _vague_quantity(text: str, _db: Database, _today: _dt.date) -> list[Ambiguity]:
+def _vague_quantity(text: str, _db: Database, _today: _dt.date | None) -> list[Ambiguity]:
     m = _VAGUE_QUANTITY.search(text)
     if m is None:
         return []
@@ -375,7 +377,7 @@ def _vague_quantity(text: str, _db: Database, _today: _dt.date) -> list[Ambiguit
     return [Ambiguity("vague_quantity", term, f"How many exactly do you mean by '{term}'?")]
 
 
-Detector = Callable[[str, "Database", _dt.date], list[Ambiguity]]
+Detector = Callable[[str, "Database", _dt.date | None], list[Ambiguity]]
 
 #: one detector per kind; the ``rules`` router turns each into a rule of the same name
 DETECTORS: dict[str, Detector] = {
@@ -400,11 +402,12 @@ def find_ambiguities(
         text: The request.
         db: The turn's database (None: no finding, the signal is schema-derived).
         kinds: The detectors to run (:data:`AMBIGUITY_KINDS` by default), for ablations.
-        today: The date relative periods are read against (default: the machine's date).
+        today: The date relative periods are read against. None (the default): no reference
+            date, so any relative period over dated rows is asked for; never the machine's clock,
+            so a benchmark's figures do not depend on the day it runs.
     """
     if db is None or not text.strip() or _QUOTES_SQL.search(text):
         return ()
-    today = today or _dt.date.today()
     found: list[Ambiguity] = []
     for kind in kinds:
         found += DETECTORS[kind](text, db, today)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from routerlab.agents.conversation import history_of, history_text
-from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
@@ -78,10 +78,6 @@ class HybridRouter(IntentRouter):
         """Needs the plan's tools; the LM is optional (without one, rules always decide)."""
         super().bind(env)
         self._rules.bind(env)
-
-    def decide(self, state: PipelineState) -> RouteDecision:
-        """The plan's next call; a clarification asks what the ambiguity check found open (as ``rules``)."""
-        return self._rules.ask_specifically(super().decide(state), state)
 
     def classify(self, state: PipelineState) -> Classification:
         """Rules, then the LM when the rules' confidence is below the threshold."""

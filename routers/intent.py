@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as _dt
 from typing import Any, NamedTuple
 
 from routerlab.agents.conversation import history_of, last_data_turn
+from routerlab.agents.errors import RouterlabError
 from routerlab.agents.plan import TOOL_INTENT, next_call
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import Intent, PipelineState
+from routerlab.agents.tools.text import normalise_request
 from routerlab.agents.trace import Usage
+from routerlab.routers.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
 from routerlab.routers.base import require_tools
 
 __all__ = ["DONE_ANSWER", "TOOL_INTENT", "Classification", "IntentRouter"]
@@ -40,6 +45,11 @@ class IntentRouter:
     (the earlier turn supplies what it leaves open): it is answered as ``sql``, method
     ``<method>:follow-up``.
 
+    A clarification asks what the schema-derived ambiguity check (``routers/ambiguity.py``) finds
+    open in the request on its database ("Which one do you mean: Qinling North or Qinling
+    South?"), and the plan's generic question only when it finds nothing. Every intent router
+    asks the same way, so routers differ in whether they ask, not in what they ask.
+
     Subclasses implement :meth:`classify` and set ``name``.
 
     Args:
@@ -49,6 +59,10 @@ class IntentRouter:
     name = "intent"
     #: tools the canonical plan may call; checked against the pipeline's tools at bind time
     needs_tools: tuple[str, ...] = tuple(TOOL_INTENT)
+    #: ambiguity kinds a clarifying question may name (``rules`` narrows it to its table's)
+    clarify_kinds: tuple[str, ...] = AMBIGUITY_KINDS
+    #: the date relative periods are read against (None: none, see ``routers/ambiguity.py``)
+    reference_date: _dt.date | None = None
 
     def __init__(self, fix_budget: int = 1) -> None:
         self.fix_budget = fix_budget
@@ -81,4 +95,31 @@ class IntentRouter:
                 # the plan has nothing left to try: no decision, the pipeline ends with that error
                 return RouteDecision(intent=intent, confidence=conf, method=f"{method}:gave-up", usage=usage)
             return RouteDecision(answer=DONE_ANSWER, intent=intent, confidence=conf, method=method, usage=usage)
-        return RouteDecision(tool_calls=[call], intent=intent, confidence=conf, method=method, usage=usage)
+        decision = RouteDecision(tool_calls=[call], intent=intent, confidence=conf, method=method, usage=usage)
+        return self.ask_specifically(decision, state)
+
+    def ask_specifically(self, decision: RouteDecision, state: PipelineState) -> RouteDecision:
+        """``decision`` with its ``ask_human`` question replaced by the ambiguity check's, if it found any.
+
+        The plan's generic question ("which service area, time period or measure?") names one
+        domain's words; the check's question names what this request leaves open on this database.
+        """
+        calls = decision.tool_calls
+        if not calls or calls[0]["name"] != "ask_human" or not self.clarify_kinds:
+            return decision
+        text = normalise_request(state.get("question", "") or "")
+        found = find_ambiguities(text, self._database(state), kinds=self.clarify_kinds, today=self.reference_date)
+        question = clarifying_question(found)
+        if question is None:
+            return decision
+        call = {**calls[0], "args": {**calls[0].get("args", {}), "question": question}}
+        return dataclasses.replace(decision, tool_calls=[call, *calls[1:]])
+
+    def _database(self, state: PipelineState) -> Any:
+        """The turn's database, or None when there is none to read (the text alone decides)."""
+        if self.env is None or self.env.open_db is None or not state.get("database"):
+            return None
+        try:
+            return self.env.open_db(state["database"])
+        except RouterlabError:
+            return None

@@ -6,10 +6,8 @@ over the request or a detector over the SQL found in it. The highest-confidence 
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,30 +16,15 @@ import sqlglot
 from sqlglot import exp
 
 from routerlab.agents.answerability import Gap, check_question
-from routerlab.agents.errors import ConfigError, RouterlabError
-from routerlab.agents.routing import RouteDecision
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.state import PipelineState
-from routerlab.agents.tools.text import extract_error, extract_sql
+from routerlab.agents.tools.text import extract_error, extract_sql, normalise_request
 from routerlab.agents.trace import Usage
-from routerlab.routers.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
+from routerlab.routers.ambiguity import AMBIGUITY_KINDS, find_ambiguities
 from routerlab.routers.base import router
 from routerlab.routers.intent import Classification, IntentRouter
 
 __all__ = ["DEFAULT_RULES", "Rule", "RulesRouter", "normalise_request", "schema_gaps"]
-
-#: characters that render as nothing: a zero-width letter splits "DR\u200bOP" so no pattern matches
-_INVISIBLE = dict.fromkeys(
-    map(ord, "\u00ad\u034f\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff")
-)
-
-
-def normalise_request(text: str) -> str:
-    """Return ``text`` as the rules read it: NFKC-normalised, invisible characters removed.
-
-    Full-width and compatibility letters become ASCII, so a disguised keyword matches like the
-    plain one.
-    """
-    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
 
 
 @dataclass(frozen=True)
@@ -342,10 +325,12 @@ class RulesRouter(IntentRouter):
         without: Names of rules left out of the table, for an ablation that stays rebuildable
             from its recorded arguments (``--router-arg 'rules.without=["schema_gap"]'``).
         today: The date (ISO ``YYYY-MM-DD``) the ``relative_period`` rule reads "last month"
-            against; None: the machine's date. Pass it to rebuild a run exactly.
+            against (a live database's date); None: no reference date, so any relative period
+            over dated rows is asked about. Never the machine's clock: a run's decisions do not
+            depend on the day it runs.
 
-    A clarification asks what the ambiguity check found open ("Which one do you mean: Qinling
-    North or Qinling South?"), and the generic question only when it found nothing.
+    A clarification asks what the ambiguity check found open (as every intent router does), over
+    the ambiguity kinds whose rules are in this table.
     """
 
     name = "rules"
@@ -370,7 +355,7 @@ class RulesRouter(IntentRouter):
                 details={"kind": "router", "name": "rules", "argument": "today"},
             ) from None
         self._schema_detectors = {**SCHEMA_DETECTORS, **_ambiguity_detectors(day)}
-        self._today = day
+        self.reference_date = day
         if isinstance(without, str):
             without = (without,)  # --router-arg rules.without=schema_gap: one name
         # recorded runs store the table as dicts; accept them back so a run rebuilds exactly
@@ -389,7 +374,9 @@ class RulesRouter(IntentRouter):
         self.rules = tuple(r for r in table if r.name not in self.without)
         self._compiled = [(r, re.compile(r.pattern, re.I | re.S) if r.pattern else None) for r in self.rules]
         # the ambiguity kinds whose rules are in the table: an ablated kind is not asked about either
-        self._kinds = tuple(k for k in AMBIGUITY_KINDS if any(r.detector == f"ambiguity:{k}" for r in self.rules))
+        self.clarify_kinds = tuple(
+            k for k in AMBIGUITY_KINDS if any(r.detector == f"ambiguity:{k}" for r in self.rules)
+        )
 
     def match(self, text: str, db: Any = None) -> tuple[Rule, list[str]]:
         """The winning rule for ``text`` and the names of all matching rules.
@@ -411,36 +398,7 @@ class RulesRouter(IntentRouter):
         best = max(hits, key=lambda r: r.confidence)  # the default rule always matches
         return best, [r.name for r in hits]
 
-    def _database(self, state: PipelineState) -> Any:
-        if self.env is None or self.env.open_db is None or not state.get("database"):
-            return None
-        try:
-            return self.env.open_db(state["database"])
-        except RouterlabError:
-            return None  # no schema to check: the text rules still decide
-
     def classify(self, state: PipelineState) -> Classification:
         """Highest-confidence matching rule."""
         rule, _ = self.match(state.get("question", "") or "", self._database(state))
         return rule.intent, rule.confidence, f"rule:{rule.name}", Usage()
-
-    def decide(self, state: PipelineState) -> RouteDecision:
-        """The plan's next call; a clarification asks what the ambiguity check found open."""
-        return self.ask_specifically(super().decide(state), state)
-
-    def ask_specifically(self, decision: RouteDecision, state: PipelineState) -> RouteDecision:
-        """``decision`` with its ``ask_human`` question replaced by the ambiguity check's, if it found any.
-
-        The plan's generic question ("which service area, time period or measure?") names one
-        domain's words; the check's question names what this request leaves open on this database.
-        """
-        calls = decision.tool_calls
-        if not calls or calls[0]["name"] != "ask_human" or not self._kinds:
-            return decision
-        text = normalise_request(state.get("question", "") or "")
-        found = find_ambiguities(text, self._database(state), kinds=self._kinds, today=self._today)
-        question = clarifying_question(found)
-        if question is None:
-            return decision
-        call = {**calls[0], "args": {**calls[0].get("args", {}), "question": question}}
-        return dataclasses.replace(decision, tool_calls=[call, *calls[1:]])

@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import sqlglot
 from sqlglot.errors import SqlglotError
 
-__all__ = ["extract_error", "extract_sql", "parses_as_sql", "tokens"]
+__all__ = ["extract_error", "extract_sql", "normalise_request", "parses_as_sql", "tokens"]
+
+#: characters that render as nothing: a zero-width letter splits "DR\u200bOP" so no pattern matches
+_INVISIBLE = dict.fromkeys(
+    map(ord, "\u00ad\u034f\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff")
+)
+
+
+def normalise_request(text: str) -> str:
+    """Return ``text`` as the routers' checks read it: NFKC-normalised, invisible characters removed.
+
+    Full-width and compatibility letters become ASCII, so a disguised keyword matches like the
+    plain one.
+    """
+    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+
 
 _SQL_START = re.compile(r"\b(SELECT|WITH)\b", re.I)
 _ERROR_MARK = re.compile(

@@ -55,6 +55,36 @@ def kinds(text, db, today=LATER):
     return [a.kind for a in find_ambiguities(text, db, today=today)]
 
 
+def test_without_a_reference_date_a_relative_period_is_always_asked_and_the_clock_is_never_read(stations, monkeypatch):
+    """The default reads no clock: the same request routes the same way on any day the benchmark runs."""
+    import types
+
+    import routerlab.routers.ambiguity as module
+
+    class _Clockless(dt.date):
+        @classmethod
+        def today(cls):
+            raise AssertionError("the ambiguity check read the machine's clock")
+
+    monkeypatch.setattr(module, "_dt", types.SimpleNamespace(date=_Clockless, datetime=dt.datetime, timedelta=dt.timedelta))
+    (found,) = find_ambiguities("How many cars came last month?", stations)
+    assert found.kind == "relative_period" and "2024-12-31" in found.question
+    # with a reference date inside the data's reach the same request is not asked
+    assert kinds("How many cars came last month?", stations, today=dt.date(2025, 1, 20)) == []
+
+
+def test_every_intent_router_asks_the_checks_question(stations, stations_path):
+    """Routers differ in whether they ask, not in what: the oracle asks what rules would ask."""
+    text = "How is Qinling doing at the weekend?"
+    oracle = router.build("oracle")
+    oracle.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=None, open_db=open_database))
+    state = {**initial_state(text, str(stations_path)), "oracle_intent": "clarify"}
+    d = oracle.decide(state)
+    assert d.tool_calls[0]["name"] == "ask_human"
+    assert d.tool_calls[0]["args"]["question"] == clarifying_question(find_ambiguities(text, stations))
+    assert "Qinling North" in d.tool_calls[0]["args"]["question"]
+
+
 # -- relative_period -----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "text",
