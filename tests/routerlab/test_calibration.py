@@ -200,6 +200,9 @@ def test_calibrated_compiles_its_base_then_fits_offsets_that_fix_the_rare_intent
         "max_offset": 3.0,
         "folds": 0,
         "seed": 0,
+        "map": "offsets",
+        "l2": None,
+        "instructions": None,
     }
     loaded, _ = load_program(str(out))
     assert loaded.route.calibration == cal and len(loaded.route.demos) == 7
