@@ -336,6 +336,12 @@ def test_cli_rejects_a_self_calibration_and_an_unknown_schema_view_before_the_mo
     assert bad.exit_code == 2 and "cannot calibrate itself" in bad.output
     bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--schema", "everything"])
     assert bad.exit_code == 2 and "tables" in bad.output and "columns" in bad.output
+    bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--optimizer-arg", "map=isotonic"])
+    assert bad.exit_code == 2 and "unknown calibration map" in bad.output and "affine" in bad.output
+    bad = runner.invoke(
+        app, ["optimize", "--optimizer", "calibrated", "--optimizer-arg", 'instructions=["brief", "tools"]']
+    )
+    assert bad.exit_code == 2 and "folds=5" in bad.output
 
 
 def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_path):
