@@ -347,27 +347,42 @@ def test_cli_rejects_a_self_calibration_and_an_unknown_schema_view_before_the_mo
 def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_path):
     # `routerlab optimize` with the settings in the .meta.json compiles the committed program
     # again: the same schema view, instructions and demos (the stratified draw needs no LM). The
-    # offsets were fitted on the real model's distributions, so a scripted LM cannot give them
-    # back; the real-model test above checks how they are fitted.
+    # calibration, and the instruction variant when it chose among several, came from the real
+    # model's distributions, so a scripted LM cannot give them back: the recompile is given the
+    # variant the model chose, and the calibration is refitted from the distributions the
+    # compile kept; the real-model test above checks how they are fitted.
+    from routerlab.calibration import MAPS
     from routerlab.routers.dspy_router import program_path
 
     meta = json.loads(program_path("builtin").with_suffix(".meta.json").read_text())
     committed, _ = load_program("builtin")
     assert committed.route.calibration == meta["calibration"] and committed.route.schema == meta["schema"]
-    out = _recompile(builtin, meta, tmp_path / "again.json", lm_spec="scripted:biased")
+    assert committed.route.calibration_weights == meta.get("calibration_weights", {})
+    notes, args = meta["optimizer_notes"], dict(meta["optimizer_args"])
+    if "instructions" in notes:
+        assert notes["instructions"] in args["instructions"]
+        args["instructions"] = [notes["instructions"]]
+    out = _recompile(builtin, {**meta, "optimizer_args": args}, tmp_path / "again.json", lm_spec="scripted:biased")
     again, _ = load_program(str(out))
     assert again.route.signature.instructions == committed.route.signature.instructions
     assert [dict(d) for d in again.route.demos] == [dict(d) for d in committed.route.demos]
     assert again.route.schema == committed.route.schema and set(again.route.calibration) == set(meta["calibration"])
-    # and the offsets come back from the distributions the compile kept, with the recorded settings
-    notes = meta["optimizer_notes"]
+    # and the calibration comes back from the distributions the compile kept, with the recorded settings
     data = notes["calibration_data"]
     dists, gold, acc = [d["probs"] for d in data], [d["gold"] for d in data], [d["accepted"] for d in data]
-    bound, _ = choose_bound(
-        dists, gold, acc, labels=INTENTS, bounds=[0, 0.25, 0.5, 1, 1.5, 2, 3], folds=meta["optimizer_args"]["folds"]
+    fitted = MAPS[args.get("map", "offsets")](
+        dists,
+        gold,
+        acc,
+        labels=INTENTS,
+        safety=meta["safety"],
+        folds=args["folds"],
+        max_offset=args["max_offset"],
+        l2=args.get("l2"),
     )
-    assert bound == notes["calibration_bound"]
-    assert fit_offsets(dists, gold, acc, labels=INTENTS, max_offset=bound) == committed.route.calibration
+    assert {k: notes.get(k) for k in fitted.notes} == fitted.notes  # the same setting chosen, the same CV scores
+    assert fitted.offsets == committed.route.calibration
+    assert fitted.weights == committed.route.calibration_weights
 
 
 # --- the affine map (map=affine) ------------------------------------------------------------
