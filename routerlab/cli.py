@@ -664,6 +664,8 @@ def optimize_cmd(
                 "one_pass": one_pass,
                 "schema": schema,
                 **{f"calibration.{k}": round(v, 4) for k, v in report.calibration.items()},
+                # the affine map's matrix is in the program and its .meta.json; its kind is a param
+                **{k: v for k, v in report.optimizer_notes.items() if k in ("calibration_map", "instructions")},
                 "heldout_fraction": report.heldout_fraction,
                 "safety": safety,
                 "fit_size": report.fit_size,

@@ -89,6 +89,7 @@ class OptimizeReport:
         compile_seconds: Wall time of the optimizer's ``compile``.
         seconds: Wall time of everything (the zero-shot and compiled scorings included).
         calibration: The program's per-intent log-prior offsets (empty: uncalibrated).
+        calibration_weights: The matrix of its affine calibration map (empty: offsets alone).
         optimizer_notes: What the optimizer reported about its compile (``notes``; the
             calibrated optimizer: the fit distributions' score before and after its offsets).
     """
@@ -116,6 +117,7 @@ class OptimizeReport:
     dev: Figures | None = None
     schema: str = "tables"
     calibration: dict[str, float] = field(default_factory=dict)
+    calibration_weights: dict[str, dict[str, float]] = field(default_factory=dict)
     optimizer_notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -199,7 +201,8 @@ def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: flo
             raw.append(False)
         gold.append(ex.intent)
         correct.append(ok)
-    calibrated = bool(getattr(getattr(program, "route", None), "calibration", None))
+    route = getattr(program, "route", None)
+    calibrated = bool(getattr(route, "calibration", None) or getattr(route, "calibration_weights", None))
     uncalibrated = _summary(gold, [bool(r) for r in raw], safety) if calibrated and gold and None not in raw else None
     return Figures(
         n=len(gold),
@@ -311,6 +314,7 @@ def optimize_router(
         demos=len(compiled.route.demos),
         schema=compiled.route.schema,
         calibration=dict(compiled.route.calibration),
+        calibration_weights={k: dict(row) for k, row in compiled.route.calibration_weights.items()},
         optimizer_notes=dict(getattr(opt, "notes", None) or {}),
     )
     save_meta(path, asdict(report))

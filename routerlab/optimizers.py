@@ -14,8 +14,10 @@ the machine has two cores.
 - ``stratified``: labelled demos, ``per_intent`` of every intent of the train set (DSPy's
   ``LabeledFewShot`` draws at random, so the rare intents seldom make it into the prompt); no search.
 - ``gepa``: ``GEPA``, instructions; ``metric_calls`` metric calls, the LM reflecting on its mistakes.
-- ``calibrated``: any of the above (``base``), then per-intent log-prior offsets of the one-pass
-  distribution fitted on the train set to maximise the routing score (:mod:`routerlab.calibration`).
+- ``calibrated``: any of the above (``base``), then a calibration of the one-pass distribution
+  fitted on the train set (:mod:`routerlab.calibration`): per-intent log-prior offsets that
+  maximise the routing score (``map=offsets``) or an L2-regularised affine map of the labels' log
+  probabilities (``map=affine``), optionally choosing among instruction variants (``instructions``).
 """
 
 from __future__ import annotations
@@ -236,34 +238,44 @@ class Gepa:
         return tp.compile(student, trainset=trainset, valset=valset)
 
 
-_BOUNDS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)  # nats; the bounds cross-validation chooses among
-
-
 @optimizer("calibrated")
 class Calibrated:
-    """A ``base`` optimizer's program, then per-intent log-prior offsets fitted on the train set.
+    """A ``base`` optimizer's program, then a calibration of its one-pass distribution fitted on the train set.
 
     The base optimizer compiles first (``stratified`` by default: a demo of every intent). Then
     every train example that is not one of the program's demos (a demo would read its own label
-    back) is scored once in one pass with the compiled prompt, and
-    :func:`routerlab.calibration.fit_offsets` chooses the offsets that maximise the routing score
-    of the calibrated decisions on those distributions. The offsets are saved in the program; the
-    held-out set is never read (the caller scores it afterwards, as for every optimizer). The
-    routing score is the metric's (its ``safety`` multiplier). After a compile, ``notes`` holds the
-    routing score of those train distributions before and after the offsets, and the
+    back) is scored once in one pass with the compiled prompt, and the ``map``
+    (:data:`routerlab.calibration.MAPS`) is fitted on those distributions: ``offsets``, one
+    log-prior offset per intent chosen to maximise the routing score
+    (:func:`routerlab.calibration.fit_offsets`), or ``affine``, a matrix and offsets over the
+    labels' log probabilities, L2-regularised towards the identity
+    (:func:`routerlab.calibration.fit_affine`). With ``instructions``, each named instruction
+    variant (:data:`routerlab.routers.dspy_router.INSTRUCTIONS`) replaces the program's
+    instructions in turn, its train distributions are read and its map fitted, and the variant
+    whose cross-validated routing score on those distributions is highest is kept (ties: the
+    first named). The calibration is saved in the program; the held-out set is never read (the
+    caller scores it afterwards, as for every optimizer). The routing score is the metric's (its
+    ``safety`` multiplier). After a compile, ``notes`` holds the routing score of the train
+    distributions before and after the calibration, what cross-validation chose, and the
     distributions themselves (``calibration_data``: gold, accepted, probabilities).
 
     Args:
         base: The optimizer whose program is calibrated (any registered one but ``calibrated``).
         base_args: Its settings (its ``seed`` defaults to ``seed``).
-        max_offset: Bound on every offset, in nats.
-        folds: 0: fit with ``max_offset``; 2 or more: choose the bound among 0, 0.25, 0.5, 1, 1.5,
-            2, 3 (up to ``max_offset``) by ``folds``-fold cross-validation on the same train
-            distributions (:func:`routerlab.calibration.choose_bound`), then fit with it.
+        max_offset: ``map=offsets``: bound on every offset, in nats.
+        folds: 0: no cross-validation (``offsets`` fits with ``max_offset``, ``affine`` with
+            ``l2``); 2 or more: ``offsets`` chooses its bound among 0, 0.25, 0.5, 1, 1.5, 2, 3
+            (up to ``max_offset``), ``affine`` its L2 strength among
+            :data:`routerlab.calibration.L2_GRID` unless ``l2`` is given, by ``folds``-fold
+            cross-validation on the same train distributions.
         seed: The base optimizer's seed; the fit itself is deterministic.
+        map: ``offsets`` (the default) or ``affine``.
+        l2: ``map=affine``: the L2 strength (None: chosen by cross-validation, which needs folds).
+        instructions: Instruction variants to choose among (None: the base program's own).
 
     Raises:
-        ConfigError: ``base`` is ``calibrated`` or unknown, or ``base_args`` do not fit it.
+        ConfigError: ``base`` is ``calibrated`` or unknown, ``base_args`` do not fit it, or a
+            map, instruction variant or number of folds that cannot be used.
     """
 
     def __init__(
@@ -273,7 +285,13 @@ class Calibrated:
         max_offset: float = 3.0,
         folds: int = 0,
         seed: int = 0,
+        map: str = "offsets",  # shadows the builtin: it is the argument's name on the command line
+        l2: float | None = None,
+        instructions: list[str] | None = None,
     ) -> None:
+        from routerlab.calibration import MAPS
+        from routerlab.routers.dspy_router import INSTRUCTIONS
+
         if base == "calibrated":
             raise ConfigError(
                 "the calibrated optimizer cannot calibrate itself",
@@ -288,9 +306,6 @@ class Calibrated:
                 found=str(max_offset),
                 fix="pass --optimizer-arg max_offset=3",
             )
-        self.base = base
-        self.base_args = dict(base_args or {})
-        self.max_offset = max_offset
         if folds == 1 or folds < 0:
             raise ConfigError(
                 "folds must be 0 (no cross-validation) or at least 2",
@@ -298,20 +313,57 @@ class Calibrated:
                 found=str(folds),
                 fix="pass --optimizer-arg folds=5",
             )
+        if map not in MAPS:
+            raise ConfigError(
+                f"unknown calibration map {map!r}",
+                expected="one of " + ", ".join(MAPS),
+                found=repr(map),
+                fix="pass --optimizer-arg map=offsets or map=affine",
+            )
+        if l2 is not None and l2 < 0:
+            raise ConfigError(
+                "l2 must be non-negative",
+                expected="an L2 strength, e.g. 0.1",
+                found=str(l2),
+                fix="pass --optimizer-arg l2=0.1, or leave it out and pass folds=5 to choose it",
+            )
+        if map == "affine" and l2 is None and not folds:
+            raise ConfigError(
+                "map=affine needs an L2 strength or cross-validation to choose one",
+                expected="l2=VALUE, or folds >= 2",
+                found="neither l2 nor folds",
+                fix="pass --optimizer-arg folds=5 (or --optimizer-arg l2=0.1)",
+            )
+        unknown = [v for v in instructions or [] if v not in INSTRUCTIONS]
+        if instructions is not None and (not instructions or unknown):
+            raise ConfigError(
+                "instructions must name known instruction variants",
+                expected="a non-empty list among " + ", ".join(INSTRUCTIONS),
+                found=repr(instructions),
+                fix='pass --optimizer-arg \'instructions=["brief", "tools"]\'',
+            )
+        if instructions and len(instructions) > 1 and not folds:
+            raise ConfigError(
+                "choosing among instruction variants needs cross-validation",
+                expected="folds >= 2 with two or more instruction variants",
+                found=f"folds=0, instructions={instructions}",
+                fix="pass --optimizer-arg folds=5",
+            )
+        self.base = base
+        self.base_args = dict(base_args or {})
+        self.max_offset = max_offset
         self.folds = folds
         self.seed = seed
+        self.map = map
+        self.l2 = l2
+        self.instructions = list(instructions) if instructions is not None else None
         self._base = optimizer.build(base, **{"seed": seed, **self.base_args})
         self.notes: dict[str, Any] = {}
 
-    def compile(
-        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
-    ) -> dspy.Module:
-        """Compile with the base optimizer, read the train distributions, fit and set the offsets."""
-        from routerlab.agents.state import INTENTS
-        from routerlab.calibration import choose_bound, fit_offsets, score_with_offsets
+    def _read(self, program: dspy.Module, trainset: list[dspy.Example], lm: Any) -> tuple[list, list, list]:
+        """The one-pass distributions of the train examples the program does not show as demos."""
         from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 
-        program = self._base.compile(student, trainset=trainset, valset=valset, metric=metric, lm=lm)
         prompt = IntentPrompt.from_predict(program.route)
         shown = {request for _, request, _ in prompt.demos}
         dists, gold, accepted = [], [], []
@@ -336,26 +388,49 @@ class Calibrated:
                 found=f"{len(trainset)} train examples, all shown as demos",
                 fix="use more train examples or fewer demos",
             )
+        return dists, gold, accepted
+
+    def compile(
+        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
+    ) -> dspy.Module:
+        """Compile with the base optimizer, read the train distributions, fit and set the calibration."""
+        from routerlab.agents.state import INTENTS
+        from routerlab.calibration import MAPS, score_with_map
+        from routerlab.routers.dspy_router import INSTRUCTIONS
+
+        base = self._base.compile(student, trainset=trainset, valset=valset, metric=metric, lm=lm)
         safety = float(getattr(metric, "safety", 2.0))
-        bound, cv = self.max_offset, {}
-        if self.folds:
-            grid = [b for b in _BOUNDS if b < self.max_offset] + [self.max_offset]
-            bound, cv = choose_bound(
-                dists, gold, accepted, labels=INTENTS, bounds=grid, folds=self.folds, safety=safety
+        fit_map = MAPS[self.map]
+        tried: list[tuple[float, str | None, dspy.Module, Any, tuple[list, list, list]]] = []
+        for variant in self.instructions or [None]:
+            program = base.deepcopy()
+            if variant is not None:
+                program.route.signature = program.route.signature.with_instructions(INSTRUCTIONS[variant])
+            data = self._read(program, trainset, lm)
+            fitted = fit_map(
+                *data, labels=INTENTS, safety=safety, folds=self.folds, max_offset=self.max_offset, l2=self.l2
             )
-        offsets = fit_offsets(dists, gold, accepted, labels=INTENTS, safety=safety, max_offset=bound)
-        program.route.calibration = offsets
+            cv = [v for k, v in fitted.notes.items() if k.startswith("calibration_cv_score")]
+            tried.append((max(cv, default=float("nan")), variant, program, fitted, data))
+        # the best cross-validated score; ties (and a single variant) keep the first named
+        best = max(range(len(tried)), key=lambda i: (tried[i][0], -i)) if len(tried) > 1 else 0
+        _, variant, program, fitted, (dists, gold, accepted) = tried[best]
+        program.route.calibration = dict(fitted.offsets)
+        program.route.calibration_weights = {k: dict(row) for k, row in fitted.weights.items()}
         self.notes = {
+            "calibration_map": self.map,
             "calibration_examples": len(dists),
-            "calibration_bound": bound,
-            **{f"calibration_cv_score_{b:g}": s for b, s in cv.items()},
+            **fitted.notes,
+            **({"instructions": variant} if variant is not None else {}),
+            **{f"instructions_cv_score_{v}": round(s, 4) for s, v, *_ in tried if v is not None and len(tried) > 1},
             "calibration_score_before": round(
-                score_with_offsets(dists, gold, accepted, {}, labels=INTENTS, safety=safety), 4
+                score_with_map(dists, gold, accepted, {}, {}, labels=INTENTS, safety=safety), 4
             ),
             "calibration_score_after": round(
-                score_with_offsets(dists, gold, accepted, offsets, labels=INTENTS, safety=safety), 4
+                score_with_map(dists, gold, accepted, fitted.weights, fitted.offsets, labels=INTENTS, safety=safety),
+                4,
             ),
-            # what the offsets were fitted on, so they can be refitted (and checked) without the model
+            # what the calibration was fitted on, so it can be refitted (and checked) without the model
             "calibration_data": [
                 {"gold": g, "accepted": a, "probs": {k: float(v) for k, v in d.items()}}
                 for d, g, a in zip(dists, gold, accepted, strict=True)

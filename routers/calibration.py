@@ -1,4 +1,4 @@
-"""Per-intent label calibration of a one-pass intent distribution: fixed log-prior offsets.
+"""Label calibration of a one-pass intent distribution: log-prior offsets, optionally an affine map.
 
 A few-shot prompt shifts an LM's label probabilities as a whole: a label the demos show often,
 or one the model favours anyway (``sql`` for anything that mentions data), wins requests it
@@ -9,8 +9,15 @@ those decision boundaries without another LM call:
 
     calibrated(p)_k = softmax_k(log p_k + b_k)
 
-The offsets are part of a compiled ``dspy`` program (saved in its JSON), fitted once on train and
-frozen; a router applies them to every distribution it reads.
+The affine map (``--optimizer-arg map=affine``) also mixes the labels' log probabilities: with
+``x = log p - mean_j log p_j`` (centred, so only the ratios between labels count),
+
+    calibrated(p)_k = softmax_k(sum_j W_kj x_j + b_k)
+
+so one label's probability can move another's logit (a request the model finds half ``sql``,
+half ``clarify`` reads differently from one it finds half ``sql``, half ``chat``). ``W = I``
+is the offsets alone. Offsets and map are part of a compiled ``dspy`` program (saved in its
+JSON), fitted once on train and frozen; a router applies them to every distribution it reads.
 """
 
 from __future__ import annotations
@@ -22,28 +29,49 @@ from collections.abc import Mapping
 from routerlab.agents.lm.scoring import normalise
 from routerlab.routers.lm_intent import OnePass
 
-__all__ = ["FLOOR", "calibrated", "shift"]
+__all__ = ["FLOOR", "Weights", "calibrated", "shift"]
 
 FLOOR = 1e-12
 """Smallest probability a log is taken of (a label the LM gave exactly 0 stays last, not -inf)."""
 
+Weights = Mapping[str, Mapping[str, float]]
+"""An affine map's matrix, row by row: output label -> input label -> weight (empty: identity).
 
-def calibrated(probs: Mapping[str, float], offsets: Mapping[str, float]) -> dict[str, float]:
-    """``softmax(log p_k + b_k)`` over the labels of ``probs``; labels without an offset get 0.
+A label without a row keeps its own centred log probability (an identity row); a missing entry
+in a row is 0.
+"""
 
-    The label order of ``probs`` is kept, so ties still go to the first label.
+
+def _mixed(logs: dict[str, float], weights: Weights) -> dict[str, float]:
+    """``W x`` over the labels of ``logs``, with ``x`` the centred log probabilities."""
+    mean = sum(logs.values()) / len(logs)
+    x = {k: v - mean for k, v in logs.items()}
+    return {k: sum(float(w) * x.get(j, 0.0) for j, w in weights[k].items()) if k in weights else x[k] for k in x}
+
+
+def calibrated(
+    probs: Mapping[str, float], offsets: Mapping[str, float], weights: Weights | None = None
+) -> dict[str, float]:
+    """``softmax(W x + b)`` over the labels of ``probs`` (``x``: centred log probabilities).
+
+    Labels without an offset get 0; without ``weights`` the map is the identity, i.e.
+    ``softmax(log p_k + b_k)``. The label order of ``probs`` is kept, so ties still go to the
+    first label.
     """
-    if not offsets:
+    if not offsets and not weights:
         return dict(probs)
-    return normalise({k: math.log(max(p, FLOOR)) + float(offsets.get(k, 0.0)) for k, p in probs.items()})
+    logs = {k: math.log(max(p, FLOOR)) for k, p in probs.items()}
+    if weights:
+        logs = _mixed(logs, weights)
+    return normalise({k: v + float(offsets.get(k, 0.0)) for k, v in logs.items()})
 
 
-def shift(one: OnePass, offsets: Mapping[str, float]) -> OnePass:
-    """``one`` with its distribution calibrated by ``offsets``: the intent and confidence re-read.
+def shift(one: OnePass, offsets: Mapping[str, float], weights: Weights | None = None) -> OnePass:
+    """``one`` with its distribution calibrated by ``offsets`` (and ``weights``): intent and confidence re-read.
 
     The usage and token accounting are the call's own (calibration costs no LM call).
     """
-    if not offsets:
+    if not offsets and not weights:
         return one
-    scores = dataclasses.replace(one.scores, probs=calibrated(one.scores.probs, offsets))
+    scores = dataclasses.replace(one.scores, probs=calibrated(one.scores.probs, offsets, weights))
     return OnePass(scores.best, scores.confidence, scores, one.usage)

@@ -22,7 +22,16 @@ from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply
 from routerlab.agents.lm.usage import UsageCallback
 from routerlab.agents.state import INTENTS
 from routerlab.benchmarks.builtin import load_builtin
-from routerlab.calibration import choose_bound, fit_offsets, score_with_offsets
+from routerlab.calibration import (
+    L2_GRID,
+    affine_loss,
+    choose_bound,
+    choose_l2,
+    fit_affine,
+    fit_offsets,
+    score_with_map,
+    score_with_offsets,
+)
 from routerlab.objective import routing_score
 from routerlab.optimize import optimize_router
 from routerlab.optimizers import optimizer
@@ -200,6 +209,9 @@ def test_calibrated_compiles_its_base_then_fits_offsets_that_fix_the_rare_intent
         "max_offset": 3.0,
         "folds": 0,
         "seed": 0,
+        "map": "offsets",
+        "l2": None,
+        "instructions": None,
     }
     loaded, _ = load_program(str(out))
     assert loaded.route.calibration == cal and len(loaded.route.demos) == 7
@@ -266,7 +278,8 @@ def test_calibration_needs_label_probabilities_and_a_base(builtin, tmp_path):
 
 
 @pytest.mark.model
-def test_on_the_real_model_the_offsets_are_fitted_on_its_distributions_and_the_program_applies_them(builtin):
+@pytest.mark.parametrize("fit", [{"max_offset": 2.0}, {"map": "affine", "l2": 0.1}], ids=["offsets", "affine"])
+def test_on_the_real_model_the_calibration_is_fitted_on_its_distributions_and_the_program_applies_it(builtin, fit):
     # the 0.5B model: the mechanics on real distributions, not routing quality (optimize measures that)
     from routerlab.agents.db import open_database
     from routerlab.agents.lm import resolve_lm
@@ -280,11 +293,13 @@ def test_on_the_real_model_the_offsets_are_fitted_on_its_distributions_and_the_p
     picked = [e for intent in INTENTS for e in [x for x in train if x.intent == intent][:2]]
     db = picked[0].db_path
     data = to_dspy_examples(picked, {db: ", ".join(t.name for t in open_database(db).tables())})
-    opt = optimizer.build("calibrated", base="stratified", base_args={"per_intent": 1}, max_offset=2.0)
+    opt = optimizer.build("calibrated", base="stratified", base_args={"per_intent": 1}, **fit)
     with dspy.context(lm=lm):
         program = opt.compile(RouteProgram(), trainset=data, valset=[], metric=lambda *a, **k: 1.0, lm=lm)
-    offsets = program.route.calibration
-    assert set(offsets) == set(INTENTS) and all(abs(v) <= 2.0 for v in offsets.values())
+    offsets, weights = program.route.calibration, program.route.calibration_weights
+    assert set(offsets) == set(INTENTS) and bool(weights) == (fit.get("map") == "affine")
+    if not weights:
+        assert all(abs(v) <= 2.0 for v in offsets.values())
     prompt = IntentPrompt.from_predict(program.route)
     shown = {r for _, r, _ in prompt.demos}
     rest = [ex for ex in data if ex.request not in shown]
@@ -293,12 +308,22 @@ def test_on_the_real_model_the_offsets_are_fitted_on_its_distributions_and_the_p
     assert all(r is not None and r.usage.lm_calls == 1 for r in raw)
     gold, acc = [ex.intent for ex in rest], [list(ex.accepted) for ex in rest]
     dists = [r.scores.probs for r in raw]
-    assert score_with_offsets(dists, gold, acc, offsets, labels=INTENTS) >= score_with_offsets(
-        dists, gold, acc, {}, labels=INTENTS
-    )
+    # these are the distributions the calibration was fitted on: it did not make its objective worse
+    if weights:
+        kept = opt.notes["calibration_data"]  # exactly what was fitted on
+        d, g, a = [x["probs"] for x in kept], [x["gold"] for x in kept], [x["accepted"] for x in kept]
+        assert sorted(g) == sorted(gold) and len(d) == len(dists)
+        assert affine_loss(d, g, a, weights, offsets, labels=INTENTS, l2=0.1) <= affine_loss(
+            d, g, a, {}, {}, labels=INTENTS, l2=0.1
+        )
+    else:
+        assert score_with_offsets(dists, gold, acc, offsets, labels=INTENTS) >= score_with_offsets(
+            dists, gold, acc, {}, labels=INTENTS
+        )
     with dspy.context(lm=lm):
         for ex, r in zip(rest, raw, strict=True):
-            assert program(**ex.inputs()).intent == shift(r, offsets).intent  # the program reads calibrated
+            # the program reads calibrated
+            assert program(**ex.inputs()).intent == shift(r, offsets, weights).intent
 
 
 def test_cli_rejects_a_self_calibration_and_an_unknown_schema_view_before_the_model():
@@ -311,29 +336,225 @@ def test_cli_rejects_a_self_calibration_and_an_unknown_schema_view_before_the_mo
     assert bad.exit_code == 2 and "cannot calibrate itself" in bad.output
     bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--schema", "everything"])
     assert bad.exit_code == 2 and "tables" in bad.output and "columns" in bad.output
+    bad = runner.invoke(app, ["optimize", "--optimizer", "calibrated", "--optimizer-arg", "map=isotonic"])
+    assert bad.exit_code == 2 and "unknown calibration map" in bad.output and "affine" in bad.output
+    bad = runner.invoke(
+        app, ["optimize", "--optimizer", "calibrated", "--optimizer-arg", 'instructions=["brief", "tools"]']
+    )
+    assert bad.exit_code == 2 and "folds=5" in bad.output
 
 
 def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_path):
     # `routerlab optimize` with the settings in the .meta.json compiles the committed program
     # again: the same schema view, instructions and demos (the stratified draw needs no LM). The
-    # offsets were fitted on the real model's distributions, so a scripted LM cannot give them
-    # back; the real-model test above checks how they are fitted.
+    # calibration, and the instruction variant when it chose among several, came from the real
+    # model's distributions, so a scripted LM cannot give them back: the recompile is given the
+    # variant the model chose, and the calibration is refitted from the distributions the
+    # compile kept; the real-model test above checks how they are fitted.
+    from routerlab.calibration import MAPS
     from routerlab.routers.dspy_router import program_path
 
     meta = json.loads(program_path("builtin").with_suffix(".meta.json").read_text())
     committed, _ = load_program("builtin")
     assert committed.route.calibration == meta["calibration"] and committed.route.schema == meta["schema"]
-    out = _recompile(builtin, meta, tmp_path / "again.json", lm_spec="scripted:biased")
+    assert committed.route.calibration_weights == meta.get("calibration_weights", {})
+    notes, args = meta["optimizer_notes"], dict(meta["optimizer_args"])
+    if "instructions" in notes:
+        assert notes["instructions"] in args["instructions"]
+        args["instructions"] = [notes["instructions"]]
+    out = _recompile(builtin, {**meta, "optimizer_args": args}, tmp_path / "again.json", lm_spec="scripted:biased")
     again, _ = load_program(str(out))
     assert again.route.signature.instructions == committed.route.signature.instructions
     assert [dict(d) for d in again.route.demos] == [dict(d) for d in committed.route.demos]
     assert again.route.schema == committed.route.schema and set(again.route.calibration) == set(meta["calibration"])
-    # and the offsets come back from the distributions the compile kept, with the recorded settings
-    notes = meta["optimizer_notes"]
+    # and the calibration comes back from the distributions the compile kept, with the recorded settings
     data = notes["calibration_data"]
     dists, gold, acc = [d["probs"] for d in data], [d["gold"] for d in data], [d["accepted"] for d in data]
-    bound, _ = choose_bound(
-        dists, gold, acc, labels=INTENTS, bounds=[0, 0.25, 0.5, 1, 1.5, 2, 3], folds=meta["optimizer_args"]["folds"]
+    fitted = MAPS[args.get("map", "offsets")](
+        dists,
+        gold,
+        acc,
+        labels=INTENTS,
+        safety=meta["safety"],
+        folds=args["folds"],
+        max_offset=args["max_offset"],
+        l2=args.get("l2"),
     )
-    assert bound == notes["calibration_bound"]
-    assert fit_offsets(dists, gold, acc, labels=INTENTS, max_offset=bound) == committed.route.calibration
+    assert {k: notes.get(k) for k in fitted.notes} == fitted.notes  # the same setting chosen, the same CV scores
+    assert fitted.offsets == committed.route.calibration
+    assert fitted.weights == committed.route.calibration_weights
+
+
+# --- the affine map (map=affine) ------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(_data, st.sampled_from([0.0, 0.01, 0.1, 1.0]))
+def test_the_affine_fit_is_deterministic_and_never_worse_than_the_identity_on_its_own_loss(data, l2):
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    weights, offsets = fit_affine(dists, gold, labels=INTENTS, l2=l2)
+    assert fit_affine(dists, gold, labels=INTENTS, l2=l2) == (weights, offsets)
+    assert set(weights) == set(INTENTS) and all(set(row) == set(INTENTS) for row in weights.values())
+    fitted = affine_loss(dists, gold, None, weights, offsets, labels=INTENTS, l2=l2)
+    assert fitted <= affine_loss(dists, gold, None, {}, {}, labels=INTENTS, l2=l2) + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(_data)
+def test_offsets_are_the_affine_map_with_the_identity_matrix(data):
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=2.0)
+    identity = {k: {j: float(k == j) for j in INTENTS} for k in INTENTS}
+    acc = [[g] for g in gold]
+    expected = score_with_offsets(dists, gold, acc, offsets, labels=INTENTS)
+    assert score_with_map(dists, gold, acc, identity, offsets, labels=INTENTS) == pytest.approx(expected, abs=1e-12)
+    assert score_with_map(dists, gold, acc, {}, offsets, labels=INTENTS) == pytest.approx(expected, abs=1e-12)
+    # the loss the affine fit minimises sees the same thing for both spellings of the identity
+    assert affine_loss(dists, gold, acc, identity, offsets, labels=INTENTS) == pytest.approx(
+        affine_loss(dists, gold, acc, {}, offsets, labels=INTENTS)
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(_data, st.lists(st.floats(0.01, 100.0), min_size=30, max_size=30))
+def test_the_affine_map_reads_only_ratios_and_strong_regularisation_is_the_identity(data, scales):
+    dists, gold = [d for d, _ in data], [g for _, g in data]
+    scaled = [{k: v * c for k, v in d.items()} for d, c in zip(dists, scales, strict=False)]
+    w1, b1 = fit_affine(dists, gold, labels=INTENTS, l2=0.1)
+    w2, b2 = fit_affine(scaled, gold, labels=INTENTS, l2=0.1)
+    assert all(w1[k][j] == pytest.approx(w2[k][j], abs=1e-4) for k in INTENTS for j in INTENTS)
+    assert all(b1[k] == pytest.approx(b2[k], abs=1e-4) for k in INTENTS)
+    w, b = fit_affine(dists, gold, labels=INTENTS, l2=1e6)
+    assert all(abs(w[k][j] - (k == j)) < 1e-3 for k in INTENTS for j in INTENTS)
+    assert all(abs(v) < 1e-3 for v in b.values())
+
+
+def _mixed_cue(n_sql: int, n_clarify: int):
+    # both intents put sql first and clarify second by the same margin; only the chat label's
+    # probability tells them apart (a clarify request is also half chat): no offset can separate
+    # them, a map that lets chat's log probability move clarify's logit can
+    dists, gold = [], []
+    for g, chat in [("sql", -4.0)] * n_sql + [("clarify", 0.5)] * n_clarify:
+        logits = dict.fromkeys(INTENTS, -4.0) | {"sql": 1.0, "clarify": 0.0, "chat": chat}
+        z = sum(math.exp(v) for v in logits.values())
+        dists.append({k: math.exp(v) / z for k, v in logits.items()})
+        gold.append(g)
+    return dists, gold
+
+
+def test_the_affine_map_separates_what_no_offset_can():
+    dists, gold = _mixed_cue(12, 6)
+    acc = [[g] for g in gold]
+    offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=3.0)
+    best_offsets = score_with_offsets(dists, gold, acc, offsets, labels=INTENTS)
+    weights, b = fit_affine(dists, gold, labels=INTENTS, l2=0.001)
+    assert score_with_map(dists, gold, acc, weights, b, labels=INTENTS) == 1.0 > best_offsets
+    l2, scores = choose_l2(dists, gold, labels=INTENTS, folds=3)
+    assert set(scores) == set(L2_GRID) and scores[l2] == max(scores.values()) == 1.0
+    assert all(v <= l2 for v, s in scores.items() if s == 1.0)  # ties: the strongest regularisation
+    with pytest.raises(ValueError, match="folds >= 2"):
+        choose_l2(dists, gold, labels=INTENTS, folds=1)
+    with pytest.raises(ValueError, match="non-negative"):
+        fit_affine(dists, gold, labels=INTENTS, l2=-1.0)
+
+
+def test_the_calibrated_optimizer_rejects_maps_and_instructions_it_cannot_use():
+    with pytest.raises(ConfigError, match="unknown calibration map") as err:
+        optimizer.build("calibrated", map="isotonic")
+    assert "offsets" in str(err.value) and "affine" in str(err.value)
+    with pytest.raises(ConfigError, match="needs an L2 strength"):
+        optimizer.build("calibrated", map="affine")
+    with pytest.raises(ConfigError, match="l2 must be non-negative"):
+        optimizer.build("calibrated", map="affine", l2=-0.5)
+    with pytest.raises(ConfigError, match="known instruction variants") as err:
+        optimizer.build("calibrated", instructions=["brief", "poetic"], folds=5)
+    assert "tools" in str(err.value)
+    with pytest.raises(ConfigError, match="needs cross-validation"):
+        optimizer.build("calibrated", instructions=["brief", "tools"])
+    built = optimizer.build("calibrated", map="affine", folds=5, instructions=["tools"])
+    assert (built.map, built.l2, built.instructions) == ("affine", None, ["tools"])
+
+
+def test_the_affine_optimizer_end_to_end_saves_and_applies_its_map(builtin, tmp_path):
+    lm = _biased_lm(builtin)
+    out = tmp_path / "affine.json"
+    report = optimize_router(
+        builtin,
+        lm,
+        lm_spec="scripted:biased",
+        optimizer="calibrated",
+        optimizer_args={"base": "stratified", "base_args": {"per_intent": 1}, "map": "affine", "folds": 5},
+        out=out,
+        score_fit=False,
+    )
+    assert report.heldout.recall["clarify"] == report.heldout.recall["refuse"] == 1.0
+    assert report.heldout.score > report.zero_shot_heldout.score
+    notes = report.optimizer_notes
+    assert notes["calibration_map"] == "affine" and notes["calibration_l2"] in L2_GRID
+    assert notes["calibration_score_after"] > notes["calibration_score_before"]
+    assert set(report.calibration_weights) == set(INTENTS)
+    data = notes["calibration_data"]
+    refit = fit_affine(
+        [d["probs"] for d in data],
+        [d["gold"] for d in data],
+        [d["accepted"] for d in data],
+        labels=INTENTS,
+        l2=notes["calibration_l2"],
+    )
+    assert refit == (report.calibration_weights, report.calibration)  # the saved distributions give the map back
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["calibration_weights"] == report.calibration_weights and meta["optimizer_args"]["map"] == "affine"
+    loaded, _ = load_program(str(out))
+    assert loaded.route.calibration_weights == report.calibration_weights
+    assert loaded.route.calibration == report.calibration
+    # and the saved settings compile the same program again
+    again = _recompile(builtin, meta, tmp_path / "again.json", lm_spec=meta["lm"])
+    a, b = json.loads(out.read_text()), json.loads(again.read_text())
+    a.pop("metadata", None), b.pop("metadata", None)
+    assert a == b
+
+
+class _InstructionEngine(_SqlBiasedEngine):
+    """Knows each request's intent only under instructions that contain ``marker``; else says sql."""
+
+    def __init__(self, gold: dict[str, str], marker: str) -> None:
+        super().__init__(gold)
+        self.marker = marker
+        self.systems: set[str] = set()
+
+    def score_choices(self, prefix, messages, choices, *, reply_prefix=""):
+        self.systems.add(prefix[0]["content"].split("\n")[0])
+        if self.marker in prefix[0]["content"]:
+            return super().score_choices(prefix, messages, choices, reply_prefix=reply_prefix)
+        self.scored += 1
+        logits = dict.fromkeys(choices, -4.0) | {"sql": 0.0}
+        z = sum(math.exp(v) for v in logits.values())
+        return ChoiceScores({k: math.exp(v) / z for k, v in logits.items()}, 0.9, 100, 80, 20, "live", 0.0)
+
+
+def test_the_instruction_variant_with_the_best_cross_validated_score_is_kept(builtin, tmp_path):
+    from routerlab.routers.dspy_router import INSTRUCTIONS
+
+    gold = {e.question: e.intent for s in ("train", "dev") for e in builtin.split(s)}
+    engine = _InstructionEngine(gold, marker=INSTRUCTIONS["tools"].split("\n")[-1])
+    lm = dspy.LM("scripted/instr", engine=engine, cache=False, callbacks=[UsageCallback()])
+    out = tmp_path / "instr.json"
+    report = optimize_router(
+        builtin,
+        lm,
+        lm_spec="scripted:instr",
+        optimizer="calibrated",
+        optimizer_args={"base_args": {"per_intent": 1}, "folds": 3, "instructions": ["brief", "tools"]},
+        out=out,
+        zero_shot=False,
+        score_fit=False,
+    )
+    notes = report.optimizer_notes
+    assert notes["instructions"] == "tools"
+    assert notes["instructions_cv_score_tools"] > notes["instructions_cv_score_brief"]
+    assert report.heldout.accuracy == 1.0
+    loaded, _ = load_program(str(out))
+    assert loaded.route.signature.instructions == INSTRUCTIONS["tools"]
+    assert len(engine.systems) == 2  # both variants were read
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["optimizer_args"]["instructions"] == ["brief", "tools"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from routerlab.agents.errors import ConfigError
@@ -118,3 +118,68 @@ def test_the_dspy_router_applies_its_programs_offsets_and_schema_view(tmp_path, 
     assert f"Tables of the database: {', '.join(tables)}" in engine.prefixes[0]  # names only
     assert "(" in engine.prefixes[1].split("Tables of the database: ")[1]  # tables with their columns
     assert not engine.requests  # both decided in one pass
+
+
+_weights = st.dictionaries(
+    st.sampled_from(INTENTS), st.dictionaries(st.sampled_from(INTENTS), st.floats(-3.0, 3.0)), max_size=4
+)
+
+
+@given(_probs, _offsets, _weights, st.floats(0.01, 100.0))
+def test_an_affine_map_gives_a_distribution_and_reads_only_the_ratios_between_labels(probs, offsets, weights, c):
+    assume(offsets or weights)  # with neither, the distribution is returned as given
+    out = calibrated(probs, offsets, weights)
+    assert list(out) == list(probs) and math.isclose(sum(out.values()), 1.0, rel_tol=1e-9)
+    scaled = calibrated({k: v * c for k, v in probs.items()}, offsets, weights)
+    assert all(math.isclose(scaled[k], out[k], rel_tol=1e-6, abs_tol=1e-9) for k in INTENTS)
+
+
+@given(_probs, _offsets)
+def test_the_identity_matrix_is_the_offsets_alone(probs, offsets):
+    identity = {k: {j: float(k == j) for j in INTENTS} for k in INTENTS}
+    a, b = calibrated(probs, offsets, identity), calibrated(probs, offsets)
+    assert all(math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-12) for k in INTENTS)
+    partial = {"sql": identity["sql"]}  # a label without a row keeps its own log probability
+    c = calibrated(probs, offsets, partial)
+    assert all(math.isclose(c[k], b[k], rel_tol=1e-9, abs_tol=1e-12) for k in INTENTS)
+
+
+def test_a_matrix_lets_one_labels_probability_move_anothers_decision():
+    probs = {k: 0.02 for k in INTENTS} | {"sql": 0.5, "clarify": 0.2, "chat": 0.2}
+    probs = {k: v / sum(probs.values()) for k, v in probs.items()}
+    weights = {"clarify": {"clarify": 1.0, "chat": 1.0}}  # chat's evidence also counts for clarify
+    one = shift(_one(probs), {}, weights)
+    assert one.intent == "clarify" and shift(_one(probs), {}, {}).intent == "sql"
+
+
+def test_the_program_saves_its_affine_map_and_the_router_applies_it(tmp_path, sales_db):
+    import dspy
+
+    from routerlab import routers
+    from routerlab.agents.db import open_database
+    from routerlab.agents.routing import RouterEnv
+    from routerlab.agents.state import initial_state
+    from routerlab.agents.tools import DEFAULT_TOOLS
+
+    prog = RouteProgram()
+    # the engine below puts sql (0.55) ahead of clarify (0.35): a matrix row that doubles
+    # clarify's centred log probability is not an offset, and it flips the decision
+    prog.route.calibration_weights = {"clarify": {"clarify": 2.0}}
+    path = tmp_path / "affine.json"
+    prog.save(str(path))
+    loaded, _ = load_program(str(path))
+    assert loaded.route.calibration_weights == {"clarify": {"clarify": 2.0}} and loaded.route.calibration == {}
+    plain = tmp_path / "plain.json"
+    RouteProgram().save(str(plain))
+    assert "calibration_weights" not in plain.read_text()  # a program without a map saves as before
+    lm = dspy.LM("scripted/cal", engine=_Engine(), cache=False)
+    r = routers.router.build("dspy", program=str(path))
+    r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
+    decision = r.classify(initial_state("How did that area do recently?", str(sales_db)))
+    probs = {k: 0.02 for k in INTENTS} | {"sql": 0.55, "clarify": 0.35}
+    probs = {k: v / sum(probs.values()) for k, v in probs.items()}
+    expected = calibrated(probs, {}, {"clarify": {"clarify": 2.0}})
+    assert decision.intent == max(expected, key=expected.__getitem__)
+    assert decision.confidence == pytest.approx(expected[decision.intent], rel=1e-6)
+    with dspy.context(lm=lm):
+        assert loaded(tables="t", request="How did that area do recently?").intent == decision.intent
