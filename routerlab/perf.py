@@ -343,7 +343,6 @@ def concurrency_scaling(workers: Sequence[int] = (1, 2, 4, 8, 16), n_examples: i
     exactly as a remote provider, with the response cache off.
     """
     from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.tools import DEFAULT_TOOLS
     from routerlab.benchmarks.builtin import load_builtin
     from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
 

@@ -66,7 +66,8 @@ def test_without_a_reference_date_a_relative_period_is_always_asked_and_the_cloc
         def today(cls):
             raise AssertionError("the ambiguity check read the machine's clock")
 
-    monkeypatch.setattr(module, "_dt", types.SimpleNamespace(date=_Clockless, datetime=dt.datetime, timedelta=dt.timedelta))
+    clockless = types.SimpleNamespace(date=_Clockless, datetime=dt.datetime, timedelta=dt.timedelta)
+    monkeypatch.setattr(module, "_dt", clockless)
     (found,) = find_ambiguities("How many cars came last month?", stations)
     assert found.kind == "relative_period" and "2024-12-31" in found.question
     # with a reference date inside the data's reach the same request is not asked
