@@ -254,7 +254,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"\b(explain|what does|what is this|meaning of|describe|walk me through|understand|tell me what)\b",
         detector="sql_present",
     ),
-    Rule("sql_only", "explain", 0.7, detector="sql_present"),
+    # a quoted query with no fix, error or refusal cue: the request is about that query
+    Rule("sql_only", "explain", 0.81, detector="sql_present"),
     Rule(
         "greeting",
         "chat",
@@ -310,7 +311,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         detector="records_time",
     ),
     Rule("schema_gap", "unanswerable", 0.84, _DATA_REQUEST, detector="schema_gap"),
-    Rule("data_question", "sql", 0.8, _DATA_WORDS),
+    # read in the prose only: a quoted query's own words ("count", "sum", "per") are not a data request
+    Rule("data_question", "sql", 0.8, "^" + _NO_QUOTED_SQL + r".*?" + _DATA_WORDS),
     Rule("default", "sql", 0.5),
 )
 

@@ -34,6 +34,22 @@ _ERROR_MARK = re.compile(
 _ENGINE_ERROR = re.compile(
     r"((?:Binder|Parser|Catalog|Conversion|Invalid Input|Syntax|Operational|Programming)\s*Error\b.*)", re.S
 )
+_IDENT = r"(?:\"[^\"]+\"|'[^']+'|`[^`]+`|\[[^\]]+\]|[\w.]+)"
+#: engines' own messages, which carry no "Error" word when a user quotes them bare ("It answers:
+#: no such column: x"); each is cut at the message's end so the request's prose stays out
+_BARE_ENGINE_ERROR = re.compile(
+    # SQLite
+    rf"(no such (?:column|table|function|collation)\s*:\s*{_IDENT}"
+    rf"|ambiguous column name\s*:\s*{_IDENT}"
+    r"|near \"[^\"]*\"\s*:\s*syntax error"
+    r"|misuse of (?:aggregate|window) function\s*\w*\(?\)?"
+    # PostgreSQL
+    rf"|(?:column|relation|function|table|schema)\s+{_IDENT}\s+does not exist"
+    # MySQL
+    rf"|Unknown column\s+{_IDENT}\s+in\s+{_IDENT}"
+    rf"|Table\s+{_IDENT}\s+doesn't exist)",
+    re.I,
+)
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -71,8 +87,16 @@ def extract_sql(text: str, dialect: str = "duckdb") -> str | None:
 
 
 def extract_error(text: str) -> str | None:
-    """Return the error message quoted in a request, or None."""
+    """Return the error message quoted in a request, or None.
+
+    Found by an engine's error class ("Binder Error: ...", "OperationalError: ..."), by an
+    engine's own bare message (SQLite's "no such column: x", PostgreSQL's "column "x" does not
+    exist", MySQL's "Unknown column 'x' in 'field list'"), or after "error:" / "exception:".
+    """
     m = _ENGINE_ERROR.search(text)
+    if m:
+        return m.group(1).strip()
+    m = _BARE_ENGINE_ERROR.search(text)
     if m:
         return m.group(1).strip()
     m = re.search(r"\b(?:error|exception)\s*:\s*(.+)$", text, re.I | re.S)
