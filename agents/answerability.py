@@ -41,7 +41,9 @@ __all__ = [
     "noun_phrases",
     "schema_lacks",
     "schema_vocabulary",
+    "stem",
     "temporal_level",
+    "word_stems",
 ]
 
 GapKind = Literal["period", "measure", "entity", "attribute"]
@@ -127,7 +129,8 @@ class Answerability:
 
 
 # -- the schema's words --------------------------------------------------------------------------
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A light English singular of ``word`` ("companies" -> "company", "boxes" -> "box", "cars" -> "car")."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
@@ -142,20 +145,21 @@ def _split_identifier(name: str) -> list[str]:
     return _WORD.findall(spaced.lower().replace("_", " "))
 
 
-def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in _split_identifier(text) if len(w) > 1}
+def word_stems(text: str) -> set[str]:
+    """The stems of ``text``'s words, identifiers split at underscores and camelCase."""
+    return {stem(w) for w in _split_identifier(text) if len(w) > 1}
 
 
 def schema_vocabulary(db: Database) -> frozenset[str]:
     """Stems of every table name, column name and example value of ``db``."""
     vocab: set[str] = set()
     for table in db.tables():
-        vocab |= _stems(table.name)
+        vocab |= word_stems(table.name)
         for column in table.columns:
-            vocab |= _stems(column.name)
+            vocab |= word_stems(column.name)
             for value in column.examples:
                 if isinstance(value, str):
-                    vocab |= _stems(value)
+                    vocab |= word_stems(value)
     return frozenset(vocab)
 
 
@@ -166,7 +170,7 @@ def _value_stems(db: Database) -> frozenset[str]:
         for column in table.columns
         for value in column.examples
         if isinstance(value, str)
-        for stem in _stems(value)
+        for stem in word_stems(value)
     )
 
 
@@ -221,7 +225,7 @@ def _matches(words: list[str], vocab: frozenset[str]) -> bool:
     if _initials(words, vocab):
         return True
     for w in words:
-        s = _stem(w)
+        s = stem(w)
         if s in vocab:
             return True
         for v in vocab:
@@ -264,7 +268,7 @@ def _initialisms(question: str, vocab: frozenset[str]) -> set[str]:
 
 def _stored_value(db: Database, words: list[str], max_columns: int = 60) -> bool:
     """True when some text column holds a value containing the phrase (a bounded read-only scan)."""
-    needles = list(dict.fromkeys(n for n in (" ".join(words), " ".join(_stem(w) for w in words)) if n))
+    needles = list(dict.fromkeys(n for n in (" ".join(words), " ".join(stem(w) for w in words)) if n))
     if not needles:
         return False
     where = " OR ".join("lower(CAST({c} AS VARCHAR)) LIKE '%" + n.replace("'", "''") + "%'" for n in needles)
@@ -351,7 +355,7 @@ def _clean(token: str) -> str:
 
 
 def _generic(word: str) -> bool:
-    return word in GENERIC_NOUNS or _stem(word) in GENERIC_NOUNS
+    return word in GENERIC_NOUNS or stem(word) in GENERIC_NOUNS
 
 
 def _function_typo(word: str) -> bool:
@@ -557,7 +561,7 @@ def check_question(question: str, db: Database) -> Answerability:
     for phrase in phrases:
         if covered & set(phrase.words):
             continue
-        if any(w in _STATISTICS and _stem(w) in vocab for w in phrase.words):
+        if any(w in _STATISTICS and stem(w) in vocab for w in phrase.words):
             continue  # a column named like the statistic ("Average"): "the average attendance" reads it
         if _initials(list(phrase.content), vocab):
             continue
@@ -567,7 +571,7 @@ def check_question(question: str, db: Database) -> Answerability:
         if not missing or _stored_value(db, list(phrase.content)) or _stored_value(db, missing):
             continue
         modifiers = phrase.content[:-1] if phrase.head is not None else ()
-        if any(_stem(w) in values or _stored_value(db, [w]) for w in modifiers):
+        if any(stem(w) in values or _stored_value(db, [w]) for w in modifiers):
             continue  # a stored value picks the rows the head names: "fuel stations", "Shell stations"
         term = " ".join(phrase.content[phrase.content.index(missing[0]) :])  # "email address", not "email"
         kind, reason = _REASONS[phrase.role]

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from routerlab.agents.answerability import stem, word_stems
 from routerlab.agents.errors import RouterlabError
 
 if TYPE_CHECKING:
@@ -167,33 +168,18 @@ def _schema_words(db: Database) -> frozenset[str]:
             return _words[db.path]
     words: set[str] = set()
     for table in db.tables():
-        words |= _stems(table.name)
+        words |= word_stems(table.name)
         for column in table.columns:
-            words |= _stems(column.name)
+            words |= word_stems(column.name)
     with _cache_lock:
         _words[db.path] = frozenset(words)
     return _words[db.path]
 
 
-def _stems(text: str) -> set[str]:
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text)
-    return {_stem(w) for w in re.findall(r"[a-z0-9]+", spaced.lower().replace("_", " ")) if len(w) > 1}
-
-
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
 def _names_schema(words: str, db: Database) -> bool:
     """Whether the last word of ``words`` (the head noun) names a table or column of ``db``."""
     head = re.findall(r"[a-z0-9]+", words.lower())
-    return bool(head) and _stem(head[-1]) in _schema_words(db)
+    return bool(head) and stem(head[-1]) in _schema_words(db)
 
 
 # -- detectors -----------------------------------------------------------------------------------
@@ -289,7 +275,7 @@ def _several_values(text: str, db: Database, _today: _dt.date | None) -> list[Am
     found: list[Ambiguity] = []
     for name in names:
         low = name.lower()
-        if all(_stem(w) in schema for w in re.findall(r"[a-z0-9]+", low)):
+        if all(stem(w) in schema for w in re.findall(r"[a-z0-9]+", low)):
             continue  # "TV Channel", "Service Area": the schema's own nouns, not a value
         if any(low in {v.lower() for v in vals} for _, _, vals in values):
             continue  # a whole value somewhere: the name is exact
@@ -323,7 +309,7 @@ def _unspecified_value(text: str, db: Database, _today: _dt.date | None) -> list
         before = text[: m.start()].lower()
         if m.group("a") and re.search(r"\b(rather than|instead of)\s*$", before):
             continue  # "rather than a particular branch": a kind of thing, not a value the user has in mind
-        if m.group("c") and _stem(what.lower().split()[-1]) in {_stem(w) for w in re.findall(r"[a-z0-9]+", before)}:
+        if m.group("c") and stem(what.lower().split()[-1]) in {stem(w) for w in re.findall(r"[a-z0-9]+", before)}:
             continue  # "at what hour ... in that hour": it refers back to the request itself
         found.append(Ambiguity("unspecified_value", m.group(0).strip(), f"Which {what} do you mean?"))
     return found
@@ -337,10 +323,10 @@ _ENDS_ON_ENTITY = re.compile(
 def _singular_table(words: str, db: Database) -> TableInfo | None:
     """The table named exactly ``words`` in the singular (``service area``: ``service_areas``)."""
     low = words.lower().split()
-    if _stem(low[-1]) != low[-1]:
+    if stem(low[-1]) != low[-1]:
         return None  # plural: "the service areas" means all of them
     for table in db.tables():
-        parts = [_stem(w) for w in re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", table.name).lower())]
+        parts = [stem(w) for w in re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", table.name).lower())]
         if parts == low:
             return table
     return None
