@@ -351,7 +351,7 @@ class RulesRouter(IntentRouter):
         except (TypeError, ValueError):
             raise ConfigError(
                 "bad value for rules router argument 'today'",
-                expected="a date as YYYY-MM-DD, or nothing for the machine's date",
+                expected="a date as YYYY-MM-DD, or nothing: no reference date, relative periods always asked about",
                 found=repr(today),
                 fix="pass e.g. --router-arg rules.today=2025-01-15",
                 details={"kind": "router", "name": "rules", "argument": "today"},
