@@ -562,6 +562,13 @@ def optimize_cmd(
         str,
         typer.Option("--schema", help="What the program sees of a database: tables (names) or columns; saved in it."),
     ] = "tables",
+    checks: Annotated[
+        str,
+        typer.Option(
+            "--checks",
+            help="Checks whose findings the program reads as evidence (schema, ambiguity); saved in it.",
+        ),
+    ] = "",
     out: Annotated[
         Path | None, typer.Option("--out", help="Program file (default: the dataset's committed one).")
     ] = None,
@@ -624,6 +631,9 @@ def optimize_cmd(
 
         optimizer_registry.build(optimizer, **{"seed": seed, **args})  # bad settings exit 2 before the model loads
         check_view("dspy", schema)
+    from routerlab.routers.dspy_router import check_checks
+
+    check_list = check_checks(checks)
     model = resolve_lm(lm, api_base=lm_api_base, cache=cache)
     import mlflow
 
@@ -649,6 +659,7 @@ def optimize_cmd(
             safety=safety,
             one_pass=one_pass,
             schema=schema,
+            checks=check_list,
             train_limit=train_limit,
             out=out,
             zero_shot=zero_shot,
@@ -663,6 +674,7 @@ def optimize_cmd(
                 "dataset": ds.name,
                 "one_pass": one_pass,
                 "schema": schema,
+                "checks": ",".join(check_list),
                 **{f"calibration.{k}": round(v, 4) for k, v in report.calibration.items()},
                 # the affine map's matrix is in the program and its .meta.json; its kind is a param
                 **{k: v for k, v in report.optimizer_notes.items() if k in ("calibration_map", "instructions")},

@@ -79,6 +79,7 @@ class OptimizeReport:
         lm: The LM spec the program was compiled on (and should route with).
         one_pass: Whether program calls read intents in one pass.
         schema: What the program's ``tables`` input shows of the database (``tables``, ``columns``).
+        checks: The checks whose findings the program reads as its ``evidence`` input.
         heldout_fraction: Share of each intent's train examples held out.
         safety: The clarify / refuse multiplier of the objective.
         zero_shot_heldout: The uncompiled program on the held-out part (None when skipped: it is
@@ -116,23 +117,46 @@ class OptimizeReport:
     demos: int
     dev: Figures | None = None
     schema: str = "tables"
+    checks: list[str] = field(default_factory=list)
     calibration: dict[str, float] = field(default_factory=dict)
     calibration_weights: dict[str, dict[str, float]] = field(default_factory=dict)
     optimizer_notes: dict[str, Any] = field(default_factory=dict)
 
 
-def to_dspy_examples(examples: Sequence[Example], tables_of: dict[str, str]) -> list[dspy.Example]:
-    """DSPy examples ``(tables, conversation, request) -> intent`` (``accepted`` for scoring)."""
+def to_dspy_examples(
+    examples: Sequence[Example], tables_of: dict[str, str], checks: tuple[str, ...] = ()
+) -> list[dspy.Example]:
+    """DSPy examples ``(tables, conversation, request, evidence) -> intent`` (``accepted`` for scoring).
+
+    ``evidence`` holds the findings of ``checks`` about each request, read on its database as
+    the router reads them (no such field without checks).
+    """
+    inputs = ("tables", "conversation", "request", *(("evidence",) if checks else ()))
     return [
         dspy.Example(
             tables=tables_of.get(e.db_path, ""),
             conversation="",
             request=e.question,
+            # without checks the examples (and so the demos a program saves) have no evidence field
+            **({"evidence": _evidence(e, checks)} if checks else {}),
             intent=e.intent,
             accepted=list(e.accepted_intents),
-        ).with_inputs("tables", "conversation", "request")
+        ).with_inputs(*inputs)
         for e in examples
     ]
+
+
+def _evidence(example: Example, checks: tuple[str, ...]) -> str:
+    """The checks' findings about ``example``'s request on its database (what the router adds)."""
+    if not checks:
+        return ""
+    from routerlab.agents.db import open_database
+    from routerlab.agents.routing import RouterEnv
+    from routerlab.routers.dspy_router import request_evidence
+
+    env = RouterEnv(tools=[], open_db=open_database)
+    state = {"database": example.db_path, "question": example.question}
+    return request_evidence(env, state, checks)  # type: ignore[arg-type]
 
 
 def holdout_split(examples: Sequence[Example], fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
@@ -239,6 +263,7 @@ def optimize_router(
     safety: float = 2.0,
     one_pass: bool = True,
     schema: str = "tables",
+    checks: tuple[str, ...] = (),
     train_limit: int | None = None,
     out: Path | None = None,
     zero_shot: bool = True,
@@ -260,6 +285,8 @@ def optimize_router(
         one_pass: Program calls read intents in one pass when the LM can score labels.
         schema: What the program sees of the database: ``tables`` (names) or ``columns`` (tables
             with their columns); saved in the program, so the router shows it the same view.
+        checks: Deterministic checks whose findings the program reads as its ``evidence`` input
+            (:data:`~routerlab.routers.dspy_router.CHECKS`); saved in the program.
         train_limit: Cap on the train examples used before the division (None: all).
         out: Program file (default ``routers/programs/dspy_router_<dataset>.json``).
         zero_shot: Also score the uncompiled program on the held-out part.
@@ -277,13 +304,17 @@ def optimize_router(
     fit_ex, held_ex = holdout_split(train_ex, heldout_fraction, seed)
     random.Random(seed).shuffle(fit_ex)
     tables_of = _tables(train_ex, schema)
-    fit, held = to_dspy_examples(fit_ex, tables_of), to_dspy_examples(held_ex, tables_of)
+    fit, held = to_dspy_examples(fit_ex, tables_of, checks), to_dspy_examples(held_ex, tables_of, checks)
     objective = RoutingObjective.from_intents([e.intent for e in train_ex], safety=safety)
     t0 = time.perf_counter()
     with lm_context(lm), dspy.context(num_threads=1):
-        zero = score_set(RouteProgram(one_pass=one_pass, schema=schema), held, safety=safety) if zero_shot else None
+        zero = (
+            score_set(RouteProgram(one_pass=one_pass, schema=schema, checks=checks), held, safety=safety)
+            if zero_shot
+            else None
+        )
         t1 = time.perf_counter()
-        student = RouteProgram(one_pass=one_pass, schema=schema)
+        student = RouteProgram(one_pass=one_pass, schema=schema, checks=checks)
         compiled = opt.compile(student, trainset=fit, valset=held, metric=objective, lm=lm)
         compile_seconds = time.perf_counter() - t1
         fit_fig = score_set(compiled, fit, safety=safety) if score_fit else None
@@ -313,6 +344,7 @@ def optimize_router(
         program_file=path.name,
         demos=len(compiled.route.demos),
         schema=compiled.route.schema,
+        checks=list(compiled.route.checks),
         calibration=dict(compiled.route.calibration),
         calibration_weights={k: dict(row) for k, row in compiled.route.calibration_weights.items()},
         optimizer_notes=dict(getattr(opt, "notes", None) or {}),
@@ -360,7 +392,7 @@ def score_program(
     else:
         fit_ex, held_ex = holdout_split(dataset.split("train"), fraction, seed)
         examples = held_ex if on == "heldout" else fit_ex
-    data = to_dspy_examples(examples, _tables(examples, program.route.schema))
+    data = to_dspy_examples(examples, _tables(examples, program.route.schema), program.route.checks)
     with lm_context(lm), dspy.context(num_threads=1):
         figures = score_set(program, data, safety=safety)
     meta[on] = asdict(figures)

@@ -365,12 +365,19 @@ class Calibrated:
         from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 
         prompt = IntentPrompt.from_predict(program.route)
-        shown = {request for _, request, _ in prompt.demos}
+        shown = {demo[1] for demo in prompt.demos}
         dists, gold, accepted = [], [], []
         for ex in trainset:
             if ex.request in shown:
                 continue
-            one = classify_one_pass(lm, prompt, tables=ex.tables, request=ex.request, conversation=ex.conversation)
+            one = classify_one_pass(
+                lm,
+                prompt,
+                tables=ex.tables,
+                request=ex.request,
+                conversation=ex.conversation,
+                note=str(ex.get("evidence", "") or ""),
+            )
             if one is None:
                 raise ConfigError(
                     "calibration needs the LM's label probabilities",

@@ -24,21 +24,49 @@ from routerlab.routers.base import router
 from routerlab.routers.calibration import shift
 from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
-from routerlab.routers.schema_outline import SchemaView, check_view, schema_view
+from routerlab.routers.schema_outline import SchemaView, check_view, request_note, schema_view
 
 __all__ = [
+    "CHECKS",
     "INSTRUCTIONS",
     "PROGRAM_DIR",
     "DSPyRouter",
     "IntentPredict",
     "RouteProgram",
     "RouteRequest",
+    "check_checks",
     "load_program",
     "program_path",
+    "request_evidence",
     "schema_summary",
 ]
 
 PROGRAM_DIR = Path(__file__).parent / "programs"
+
+CHECKS: tuple[str, ...] = ("schema", "ambiguity")
+"""Deterministic checks whose findings a program can read as its ``evidence`` input."""
+
+
+def check_checks(checks: object) -> tuple[str, ...]:
+    """``checks`` as a tuple of known check names; a :class:`ConfigError` listing them otherwise."""
+    names = tuple(checks) if isinstance(checks, list | tuple) else tuple(str(checks).split(",")) if checks else ()
+    names = tuple(n.strip() for n in names if str(n).strip())
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise ConfigError(
+            "unknown check for the dspy program's evidence",
+            expected="a subset of " + ", ".join(CHECKS),
+            found=", ".join(map(repr, unknown)),
+            fix="pass --checks schema,ambiguity (or one of them, or leave it out)",
+        )
+    return names
+
+
+def request_evidence(env: RouterEnv | None, state: PipelineState, checks: tuple[str, ...]) -> str:
+    """The ``evidence`` input of a turn: the named checks' findings about its request, one per line."""
+    if not checks:
+        return ""
+    return request_note(env, state, schema_check="schema" in checks, ambiguity_check="ambiguity" in checks)
 
 
 class RouteRequest(dspy.Signature):
@@ -55,6 +83,7 @@ class RouteRequest(dspy.Signature):
     tables: str = dspy.InputField(desc="tables of the database")
     conversation: str = dspy.InputField(desc="earlier turns, may be empty")
     request: str = dspy.InputField()
+    evidence: str = dspy.InputField(desc="findings of the schema and ambiguity checks about the request, may be empty")
     intent: Intent = dspy.OutputField()
 
 
@@ -97,6 +126,14 @@ INSTRUCTIONS: dict[str, str] = {
         "of entity, measure or period)."
     ),
 }
+# "cues" plus what the evidence lines after a request mean, for a program compiled with checks
+INSTRUCTIONS["evidence"] = INSTRUCTIONS["cues"] + (
+    "\nA request may be followed by findings of deterministic checks of the database. "
+    '"Schema check: ..." says the database records nothing for part of the request (usually '
+    'unanswerable, unless the request is not a data question). "Ambiguity check: ..." is the '
+    "question the assistant would have to ask first (usually clarify). No finding means the "
+    "checks saw no gap and no ambiguity, not that the request is a data question."
+)
 """Instruction variants the ``calibrated`` optimizer can choose among (``instructions=[...]``)."""
 
 
@@ -117,12 +154,16 @@ class IntentPredict(dspy.Predict):
     per-intent log-prior offsets added to the one-pass distribution before the intent is read
     (:mod:`~routerlab.routers.calibration`; empty: none), with ``calibration_weights``, the
     matrix of an affine map over the labels' log probabilities (empty: the offsets alone).
-    Generation ignores both.
+    Generation ignores both. A third, ``checks``, names the deterministic checks
+    (:data:`CHECKS`) whose findings the program reads as its ``evidence`` input: in one pass the
+    evidence is a line after the request, in the demos as in each decision, so the model learns
+    from its demos what a finding means.
 
     Args:
         signature: The signature (:class:`RouteRequest`).
         one_pass: Score labels when the LM can; False always generates.
         schema: What the ``tables`` input holds: ``tables`` (names) or ``columns`` (tables and columns).
+        checks: Checks whose findings the ``evidence`` input holds (empty: none, always empty).
         **config: ``dspy.Predict`` configuration.
     """
 
@@ -131,11 +172,13 @@ class IntentPredict(dspy.Predict):
         signature: type[dspy.Signature] = RouteRequest,
         one_pass: bool = True,
         schema: str = "tables",
+        checks: tuple[str, ...] = (),
         **config: object,
     ) -> None:
         super().__init__(signature, **config)
         self.one_pass = one_pass
         self.schema: SchemaView = check_view("dspy", schema)
+        self.checks: tuple[str, ...] = check_checks(checks)
         self.calibration: dict[str, float] = {}
         self.calibration_weights: dict[str, dict[str, float]] = {}
 
@@ -143,15 +186,26 @@ class IntentPredict(dspy.Predict):
         """DSPy's saved state plus the schema view and the calibration (offsets, affine matrix)."""
         state = super().dump_state(json_mode=json_mode)
         state["schema"] = self.schema
+        if self.checks:  # a program without evidence saves as it always did
+            state["checks"] = list(self.checks)
         state["calibration"] = dict(self.calibration)
         if self.calibration_weights:  # a program with offsets alone saves as it always did
             state["calibration_weights"] = {k: dict(row) for k, row in self.calibration_weights.items()}
         return state
 
     def load_state(self, state: dict, **kwargs: object) -> IntentPredict:
-        """Restore a saved state; a program saved before schema views and calibration gets the defaults."""
+        """Restore a saved state; a program saved before schema views, calibration or checks gets the defaults."""
+        saved = state.get("signature") or {}
+        fields = list(saved.get("fields") or [])
+        names = list(self.signature.fields)
+        if fields and len(fields) == len(names) - 1 and "evidence" in names:
+            # saved before the evidence input existed: DSPy pairs saved fields with ours by position
+            ours = self.signature.fields["evidence"].json_schema_extra
+            fields.insert(names.index("evidence"), {"prefix": ours["prefix"], "description": ours["desc"]})
+            state = {**state, "signature": {**saved, "fields": fields}}
         super().load_state(state, **kwargs)  # type: ignore[arg-type]
         self.schema = check_view("dspy", str(state.get("schema", "tables")))
+        self.checks = check_checks(state.get("checks") or ())
         self.calibration = {str(k): float(v) for k, v in (state.get("calibration") or {}).items()}
         self.calibration_weights = {
             str(k): {str(j): float(w) for j, w in row.items()}
@@ -180,6 +234,7 @@ class IntentPredict(dspy.Predict):
             tables=str(kwargs.get("tables", "") or ""),
             request=str(kwargs.get("request", "") or ""),
             conversation=str(kwargs.get("conversation", "") or ""),
+            note=str(kwargs.get("evidence", "") or ""),
         )
         if scored is None:  # this call cannot be scored (a provider without log probabilities)
             return super().forward(**given)
@@ -200,15 +255,16 @@ class RouteProgram(dspy.Module):
     Args:
         one_pass: Read the intent from label probabilities when the LM can score them.
         schema: What the ``tables`` input shows of the database (``tables`` or ``columns``).
+        checks: Checks whose findings the ``evidence`` input holds (:data:`CHECKS`).
     """
 
-    def __init__(self, one_pass: bool = True, schema: str = "tables") -> None:
+    def __init__(self, one_pass: bool = True, schema: str = "tables", checks: tuple[str, ...] = ()) -> None:
         super().__init__()
-        self.route = IntentPredict(RouteRequest, one_pass=one_pass, schema=schema)
+        self.route = IntentPredict(RouteRequest, one_pass=one_pass, schema=schema, checks=checks)
 
-    def forward(self, tables: str, request: str, conversation: str = "") -> dspy.Prediction:
+    def forward(self, tables: str, request: str, conversation: str = "", evidence: str = "") -> dspy.Prediction:
         """Predict the intent."""
-        return self.route(tables=tables, conversation=conversation, request=request)
+        return self.route(tables=tables, conversation=conversation, request=request, evidence=evidence)
 
 
 def program_path(name: str = "builtin") -> Path:
@@ -302,8 +358,11 @@ class DSPyRouter(IntentRouter):
         tables = schema_view(self.env, state, self.program.route.schema)
         request = state.get("question", "")
         conversation = history_text(history_of(state))
+        evidence = request_evidence(self.env, state, self.program.route.checks)
         scored = (
-            classify_one_pass(self.env.lm, self.prompt, tables=tables, request=request, conversation=conversation)
+            classify_one_pass(
+                self.env.lm, self.prompt, tables=tables, request=request, conversation=conversation, note=evidence
+            )
             if self.one_pass
             else None
         )
@@ -315,7 +374,7 @@ class DSPyRouter(IntentRouter):
 
         with usage_scope() as log, lm_context(self.env.lm):
             try:
-                pred = self.program(tables=tables, request=request, conversation=conversation)
+                pred = self.program(tables=tables, request=request, conversation=conversation, evidence=evidence)
                 intent, method = str(pred.intent), f"dspy:{self.version}:generation"
             except (AdapterParseError, ValueError, RuntimeError) as exc:
                 intent, method = "sql", f"dspy:{self.version}:generation(parse-failed:{type(exc).__name__})"

@@ -46,6 +46,8 @@ class HybridRouter(IntentRouter):
             (:func:`~routerlab.routers.schema_outline.ambiguity_finding`). The same caveat: each
             kind it finds is also a clarify rule at 0.82-0.85, which decides before the LM is asked,
             so this matters only with those rules ablated (``rules`` router's ``without``).
+            A program compiled with ``checks`` turns the matching finding on whatever these say:
+            its demos show the findings, so its requests do too.
     """
 
     name = "hybrid"
@@ -71,7 +73,10 @@ class HybridRouter(IntentRouter):
         self.lm_threshold = lm_threshold
         self.program_name = program
         self.max_tokens = max_tokens
-        self.prompt = IntentPrompt.from_predict(load_program(program)[0].route)
+        route = load_program(program)[0].route
+        self.prompt = IntentPrompt.from_predict(route)
+        # a program compiled with evidence shows it in its demos: the LM path adds the same findings
+        self._program_checks = route.checks
         self._rules = RulesRouter(fix_budget=fix_budget)
 
     def bind(self, env: RouterEnv) -> None:
@@ -101,7 +106,12 @@ class HybridRouter(IntentRouter):
         return self._generation(state, intent, conf, method)
 
     def _note(self, state: PipelineState) -> str:
-        return request_note(self.env, state, schema_check=self.schema_check, ambiguity_check=self.ambiguity_check)
+        return request_note(
+            self.env,
+            state,
+            schema_check=self.schema_check or "schema" in self._program_checks,
+            ambiguity_check=self.ambiguity_check or "ambiguity" in self._program_checks,
+        )
 
     def _generation(self, state: PipelineState, intent: str, conf: float, method: str) -> Classification:
         assert self.env is not None

@@ -40,11 +40,13 @@ class IntentPrompt:
 
     Attributes:
         instructions: What each intent means.
-        demos: ``(conversation, request, intent)`` examples shown before every request.
+        demos: ``(conversation, request, intent)`` examples shown before every request, or
+            ``(conversation, request, intent, evidence)`` when the program reads the checks'
+            findings (the evidence line is shown after the demo's request, as for a request).
     """
 
     instructions: str
-    demos: tuple[tuple[str, str, str], ...] = ()
+    demos: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def from_predict(cls, predict: dspy.Predict) -> IntentPrompt:
@@ -55,13 +57,16 @@ class IntentPrompt:
     def of(cls, instructions: str, demos: Sequence[Any]) -> IntentPrompt:
         """The prompt of ``instructions`` and DSPy demos (dicts or ``dspy.Example``s).
 
-        Demos without a request or with an intent outside the six are left out.
+        Demos without a request or with an intent outside the six are left out; a demo's
+        ``evidence`` (the checks' findings it was recorded with) is kept when it has one.
         """
-        kept = []
+        kept: list[tuple[str, ...]] = []
         for d in demos:
             get = d.get if isinstance(d, dict) else lambda k, default="", d=d: getattr(d, k, default)
             if get("intent", "") in INTENTS and get("request", ""):
-                kept.append((str(get("conversation", "") or ""), str(get("request", "")), str(get("intent", ""))))
+                demo = (str(get("conversation", "") or ""), str(get("request", "")), str(get("intent", "")))
+                evidence = str(get("evidence", "") or "")
+                kept.append((*demo, evidence) if evidence else demo)
         return cls(instructions, tuple(kept))
 
     def prefix(self, tables: str) -> list[dict[str, Any]]:
@@ -70,8 +75,8 @@ class IntentPrompt:
         if tables:
             system += f"\nTables of the database: {tables}"
         out: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        for conversation, request, intent in self.demos:
-            out.append({"role": "user", "content": _user_turn(request, conversation)})
+        for conversation, request, intent, *evidence in self.demos:
+            out.append({"role": "user", "content": _user_turn(request, conversation, "".join(evidence))})
             out.append({"role": "assistant", "content": intent})
         return out
 
