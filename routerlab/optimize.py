@@ -33,6 +33,7 @@ from routerlab.benchmarks.example import Example
 from routerlab.objective import RoutingObjective, intent_correct, routing_score
 from routerlab.optimizers import optimizer as optimizer_registry
 from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta
+from routerlab.routers.neighbours import Neighbours
 
 __all__ = [
     "Figures",
@@ -124,12 +125,16 @@ class OptimizeReport:
 
 
 def to_dspy_examples(
-    examples: Sequence[Example], tables_of: dict[str, str], checks: tuple[str, ...] = ()
+    examples: Sequence[Example],
+    tables_of: dict[str, str],
+    checks: tuple[str, ...] = (),
+    neighbours: Neighbours | None = None,
 ) -> list[dspy.Example]:
     """DSPy examples ``(tables, conversation, request, evidence) -> intent`` (``accepted`` for scoring).
 
     ``evidence`` holds the findings of ``checks`` about each request, read on its database as
-    the router reads them (no such field without checks).
+    the router reads them (no such field without checks); the ``neighbours`` check reads the
+    ``neighbours`` pool, in which an example is never its own neighbour.
     """
     inputs = ("tables", "conversation", "request", *(("evidence",) if checks else ()))
     return [
@@ -138,7 +143,7 @@ def to_dspy_examples(
             conversation="",
             request=e.question,
             # without checks the examples (and so the demos a program saves) have no evidence field
-            **({"evidence": _evidence(e, checks)} if checks else {}),
+            **({"evidence": _evidence(e, checks, neighbours)} if checks else {}),
             intent=e.intent,
             accepted=list(e.accepted_intents),
         ).with_inputs(*inputs)
@@ -146,7 +151,7 @@ def to_dspy_examples(
     ]
 
 
-def _evidence(example: Example, checks: tuple[str, ...]) -> str:
+def _evidence(example: Example, checks: tuple[str, ...], neighbours: Neighbours | None) -> str:
     """The checks' findings about ``example``'s request on its database (what the router adds)."""
     if not checks:
         return ""
@@ -156,7 +161,7 @@ def _evidence(example: Example, checks: tuple[str, ...]) -> str:
 
     env = RouterEnv(tools=[], open_db=open_database)
     state = {"database": example.db_path, "question": example.question}
-    return request_evidence(env, state, checks)  # type: ignore[arg-type]
+    return request_evidence(env, state, checks, neighbours)  # type: ignore[arg-type]
 
 
 def holdout_split(examples: Sequence[Example], fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
@@ -251,6 +256,13 @@ def _tables(examples: Sequence[Example], schema: str = "tables") -> dict[str, st
     return out
 
 
+def _program(one_pass: bool, schema: str, checks: tuple[str, ...], pool: Neighbours | None) -> RouteProgram:
+    """An uncompiled program with its evidence checks and the neighbours pool they read."""
+    program = RouteProgram(one_pass=one_pass, schema=schema, checks=checks)
+    program.route.neighbours = pool
+    return program
+
+
 def optimize_router(
     dataset: Any,
     lm: Any,
@@ -304,17 +316,16 @@ def optimize_router(
     fit_ex, held_ex = holdout_split(train_ex, heldout_fraction, seed)
     random.Random(seed).shuffle(fit_ex)
     tables_of = _tables(train_ex, schema)
-    fit, held = to_dspy_examples(fit_ex, tables_of, checks), to_dspy_examples(held_ex, tables_of, checks)
+    # the neighbours check retrieves from the fit part only: held-out requests stay unseen
+    pool = Neighbours([e.question for e in fit_ex], [e.intent for e in fit_ex]) if "neighbours" in checks else None
+    fit = to_dspy_examples(fit_ex, tables_of, checks, pool)
+    held = to_dspy_examples(held_ex, tables_of, checks, pool)
     objective = RoutingObjective.from_intents([e.intent for e in train_ex], safety=safety)
     t0 = time.perf_counter()
     with lm_context(lm), dspy.context(num_threads=1):
-        zero = (
-            score_set(RouteProgram(one_pass=one_pass, schema=schema, checks=checks), held, safety=safety)
-            if zero_shot
-            else None
-        )
+        zero = score_set(_program(one_pass, schema, checks, pool), held, safety=safety) if zero_shot else None
         t1 = time.perf_counter()
-        student = RouteProgram(one_pass=one_pass, schema=schema, checks=checks)
+        student = _program(one_pass, schema, checks, pool)
         compiled = opt.compile(student, trainset=fit, valset=held, metric=objective, lm=lm)
         compile_seconds = time.perf_counter() - t1
         fit_fig = score_set(compiled, fit, safety=safety) if score_fit else None
@@ -392,7 +403,8 @@ def score_program(
     else:
         fit_ex, held_ex = holdout_split(dataset.split("train"), fraction, seed)
         examples = held_ex if on == "heldout" else fit_ex
-    data = to_dspy_examples(examples, _tables(examples, program.route.schema), program.route.checks)
+    route = program.route
+    data = to_dspy_examples(examples, _tables(examples, route.schema), route.checks, route.neighbours)
     with lm_context(lm), dspy.context(num_threads=1):
         figures = score_set(program, data, safety=safety)
     meta[on] = asdict(figures)

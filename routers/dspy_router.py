@@ -24,6 +24,7 @@ from routerlab.routers.base import router
 from routerlab.routers.calibration import shift
 from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
+from routerlab.routers.neighbours import Neighbours
 from routerlab.routers.schema_outline import SchemaView, check_view, request_note, schema_view
 
 __all__ = [
@@ -43,8 +44,10 @@ __all__ = [
 
 PROGRAM_DIR = Path(__file__).parent / "programs"
 
-CHECKS: tuple[str, ...] = ("schema", "ambiguity")
-"""Deterministic checks whose findings a program can read as its ``evidence`` input."""
+CHECKS: tuple[str, ...] = ("schema", "ambiguity", "neighbours")
+"""Checks whose findings a program can read as its ``evidence`` input: the schema check, the
+ambiguity check (both on the turn's database) and the intents of the nearest labelled requests
+(:class:`~routerlab.routers.neighbours.Neighbours`, the program's own pool). None calls an LM."""
 
 
 def check_checks(checks: object) -> tuple[str, ...]:
@@ -57,16 +60,32 @@ def check_checks(checks: object) -> tuple[str, ...]:
             "unknown check for the dspy program's evidence",
             expected="a subset of " + ", ".join(CHECKS),
             found=", ".join(map(repr, unknown)),
-            fix="pass --checks schema,ambiguity (or one of them, or leave it out)",
+            fix="pass --checks " + ",".join(CHECKS) + " (or some of them, or leave it out)",
         )
     return names
 
 
-def request_evidence(env: RouterEnv | None, state: PipelineState, checks: tuple[str, ...]) -> str:
-    """The ``evidence`` input of a turn: the named checks' findings about its request, one per line."""
+def request_evidence(
+    env: RouterEnv | None, state: PipelineState, checks: tuple[str, ...], neighbours: Neighbours | None = None
+) -> str:
+    """The ``evidence`` input of a turn: the named checks' findings about its request, one per line.
+
+    Raises:
+        ContractError: ``checks`` names ``neighbours`` but no pool is given.
+    """
     if not checks:
         return ""
-    return request_note(env, state, schema_check="schema" in checks, ambiguity_check="ambiguity" in checks)
+    lines = [request_note(env, state, schema_check="schema" in checks, ambiguity_check="ambiguity" in checks)]
+    if "neighbours" in checks:
+        if neighbours is None:
+            raise ContractError(
+                "the neighbours check needs the program's pool of labelled requests",
+                expected="a program compiled with --checks neighbours (it saves its pool)",
+                found="no pool",
+                fix="recompile the program with `routerlab optimize --checks neighbours`",
+            )
+        lines.append(neighbours.finding(str(state.get("question", "") or "")))
+    return "\n".join(line for line in lines if line)
 
 
 class RouteRequest(dspy.Signature):
@@ -132,7 +151,9 @@ INSTRUCTIONS["evidence"] = INSTRUCTIONS["cues"] + (
     '"Schema check: ..." says the database records nothing for part of the request (usually '
     'unanswerable, unless the request is not a data question). "Ambiguity check: ..." is the '
     "question the assistant would have to ask first (usually clarify). No finding means the "
-    "checks saw no gap and no ambiguity, not that the request is a data question."
+    "checks saw no gap and no ambiguity, not that the request is a data question. "
+    '"Similar requests: ..." gives the intents of the most similar labelled requests, nearest '
+    "first: a hint, not the answer."
 )
 """Instruction variants the ``calibrated`` optimizer can choose among (``instructions=[...]``)."""
 
@@ -157,7 +178,8 @@ class IntentPredict(dspy.Predict):
     Generation ignores both. A third, ``checks``, names the deterministic checks
     (:data:`CHECKS`) whose findings the program reads as its ``evidence`` input: in one pass the
     evidence is a line after the request, in the demos as in each decision, so the model learns
-    from its demos what a finding means.
+    from its demos what a finding means. The ``neighbours`` check reads the program's own pool of
+    labelled requests (``neighbours``, saved with it).
 
     Args:
         signature: The signature (:class:`RouteRequest`).
@@ -179,6 +201,7 @@ class IntentPredict(dspy.Predict):
         self.one_pass = one_pass
         self.schema: SchemaView = check_view("dspy", schema)
         self.checks: tuple[str, ...] = check_checks(checks)
+        self.neighbours: Neighbours | None = None  # the pool of the neighbours check, set by the optimizer
         self.calibration: dict[str, float] = {}
         self.calibration_weights: dict[str, dict[str, float]] = {}
 
@@ -188,6 +211,8 @@ class IntentPredict(dspy.Predict):
         state["schema"] = self.schema
         if self.checks:  # a program without evidence saves as it always did
             state["checks"] = list(self.checks)
+        if self.neighbours is not None:
+            state["neighbours"] = self.neighbours.to_state()
         state["calibration"] = dict(self.calibration)
         if self.calibration_weights:  # a program with offsets alone saves as it always did
             state["calibration_weights"] = {k: dict(row) for k, row in self.calibration_weights.items()}
@@ -206,6 +231,7 @@ class IntentPredict(dspy.Predict):
         super().load_state(state, **kwargs)  # type: ignore[arg-type]
         self.schema = check_view("dspy", str(state.get("schema", "tables")))
         self.checks = check_checks(state.get("checks") or ())
+        self.neighbours = Neighbours.from_state(state["neighbours"]) if state.get("neighbours") else None
         self.calibration = {str(k): float(v) for k, v in (state.get("calibration") or {}).items()}
         self.calibration_weights = {
             str(k): {str(j): float(w) for j, w in row.items()}
@@ -332,6 +358,9 @@ class DSPyRouter(IntentRouter):
         self.program, self.program_file = load_program(program, one_pass=one_pass)
         self.version = _digest(self.program_file) if self.program_file else "zero-shot"
         self.prompt = IntentPrompt.from_predict(self.program.route)
+        route = self.program.route
+        if "neighbours" in route.checks and route.neighbours is None:
+            request_evidence(None, {}, ("neighbours",))  # raises the contract error at build time
 
     def bind(self, env: RouterEnv) -> None:
         """Needs an LM and the plan's tools."""
@@ -358,7 +387,7 @@ class DSPyRouter(IntentRouter):
         tables = schema_view(self.env, state, self.program.route.schema)
         request = state.get("question", "")
         conversation = history_text(history_of(state))
-        evidence = request_evidence(self.env, state, self.program.route.checks)
+        evidence = request_evidence(self.env, state, self.program.route.checks, self.program.route.neighbours)
         scored = (
             classify_one_pass(
                 self.env.lm, self.prompt, tables=tables, request=request, conversation=conversation, note=evidence

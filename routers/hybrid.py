@@ -7,12 +7,12 @@ from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
-from routerlab.routers.dspy_router import load_program
+from routerlab.routers.dspy_router import CHECKS, load_program, request_evidence
 from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.rules import RulesRouter
-from routerlab.routers.schema_outline import check_view, request_note, schema_view
+from routerlab.routers.schema_outline import check_view, schema_view
 
 __all__ = ["HybridRouter"]
 
@@ -76,7 +76,7 @@ class HybridRouter(IntentRouter):
         route = load_program(program)[0].route
         self.prompt = IntentPrompt.from_predict(route)
         # a program compiled with evidence shows it in its demos: the LM path adds the same findings
-        self._program_checks = route.checks
+        self._route = route
         self._rules = RulesRouter(fix_budget=fix_budget)
 
     def bind(self, env: RouterEnv) -> None:
@@ -106,12 +106,9 @@ class HybridRouter(IntentRouter):
         return self._generation(state, intent, conf, method)
 
     def _note(self, state: PipelineState) -> str:
-        return request_note(
-            self.env,
-            state,
-            schema_check=self.schema_check or "schema" in self._program_checks,
-            ambiguity_check=self.ambiguity_check or "ambiguity" in self._program_checks,
-        )
+        flags = {"schema": self.schema_check, "ambiguity": self.ambiguity_check}
+        checks = set(self._route.checks) | {c for c, on in flags.items() if on}
+        return request_evidence(self.env, state, tuple(c for c in CHECKS if c in checks), self._route.neighbours)
 
     def _generation(self, state: PipelineState, intent: str, conf: float, method: str) -> Classification:
         assert self.env is not None

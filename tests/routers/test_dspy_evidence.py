@@ -197,3 +197,64 @@ def test_the_embedded_model_reads_the_evidence_line_in_one_pass(builtin, tmp_pat
         assert d.method.endswith(":logprob") and d.intent in INTENTS and d.usage.completion_tokens == 0
     assert told.usage.prompt_tokens > bare.usage.prompt_tokens  # the finding's tokens
     assert told.confidence != bare.confidence  # the model read them
+
+
+def test_neighbours_are_the_nearest_other_labelled_requests():
+    from routerlab.routers.neighbours import Neighbours
+
+    pool = Neighbours(
+        ["How many areas are there?", "Count the service areas.", "Hello there!", "Delete every complaint."],
+        ["sql", "sql", "chat", "refuse"],
+        k=2,
+    )
+    near = pool.nearest("How many areas are there?")
+    assert len(near) == 2 and near[0][0] == "sql"  # the identical request is left out, its paraphrase is first
+    assert near[0][1] >= near[1][1]
+    assert pool.finding("Please remove all the complaints").startswith("Similar requests: refuse")
+    again = Neighbours.from_state(json.loads(json.dumps(pool.to_state())))
+    assert again.nearest("Hi!") == pool.nearest("Hi!")
+    with pytest.raises(ConfigError, match="more than k"):
+        Neighbours(["a", "b"], ["sql", "chat"], k=2)
+    with pytest.raises(ConfigError, match="unknown intents \\['smalltalk'\\]"):
+        Neighbours(["a", "b", "c"], ["sql", "chat", "smalltalk"], k=1)
+
+
+def test_a_program_reading_neighbours_needs_its_pool(tmp_path):
+    from routerlab.agents.errors import ContractError
+
+    RouteProgram(checks=("neighbours",)).save(str(tmp_path / "nopool.json"))
+    with pytest.raises(ContractError, match="pool"):
+        routers.router.build("dspy", program=str(tmp_path / "nopool.json"))
+
+
+def test_the_neighbours_pool_is_the_fit_part_and_held_out_requests_stay_unseen(builtin, tmp_path, sales_db):
+    from routerlab.optimize import holdout_split
+
+    lm = _lm()
+    out = tmp_path / "nb.json"
+    optimize_router(
+        builtin,
+        lm,
+        lm_spec="scripted:evidence",
+        optimizer="stratified",
+        optimizer_args={"per_intent": 1},
+        checks=("neighbours",),
+        out=out,
+        zero_shot=False,
+        score_fit=False,
+    )
+    program, _ = load_program(str(out))
+    fit, held = holdout_split(builtin.split("train"), 1 / 3, 0)
+    pool = program.route.neighbours
+    assert pool is not None and sorted(pool.requests) == sorted(e.question for e in fit)
+    assert not set(pool.requests) & {e.question for e in held}
+    # every held-out request was scored with its neighbours' intents on the line after it
+    held_turns = [t for t in lm.engine.turns if any(t.startswith(f"Request: {e.question}\n") for e in held)]
+    assert len(held_turns) == len(held) and all("\nSimilar requests: " in t for t in held_turns)
+    # a demo's neighbours never include itself
+    for demo in program.route.demos:
+        assert demo["evidence"] == pool.finding(demo["request"])
+    r = routers.router.build("dspy", program=str(out))
+    r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
+    r.decide(initial_state("How many areas are there?", str(sales_db)))
+    assert lm.engine.turns[-1] == "Request: How many areas are there?\n" + pool.finding("How many areas are there?")
