@@ -566,7 +566,7 @@ def optimize_cmd(
         str,
         typer.Option(
             "--checks",
-            help="Checks whose findings the program reads as evidence: schema, ambiguity, neighbours; saved in it.",
+            help="Checks whose findings the program reads as evidence: schema, ambiguity, neighbours, rules.",
         ),
     ] = "",
     out: Annotated[

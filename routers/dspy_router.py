@@ -25,7 +25,7 @@ from routerlab.routers.calibration import shift
 from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.neighbours import Neighbours
-from routerlab.routers.schema_outline import SchemaView, check_view, request_note, schema_view
+from routerlab.routers.schema_outline import SchemaView, check_view, request_note, rules_finding, schema_view
 
 __all__ = [
     "CHECKS",
@@ -44,10 +44,11 @@ __all__ = [
 
 PROGRAM_DIR = Path(__file__).parent / "programs"
 
-CHECKS: tuple[str, ...] = ("schema", "ambiguity", "neighbours")
+CHECKS: tuple[str, ...] = ("schema", "ambiguity", "neighbours", "rules")
 """Checks whose findings a program can read as its ``evidence`` input: the schema check, the
-ambiguity check (both on the turn's database) and the intents of the nearest labelled requests
-(:class:`~routerlab.routers.neighbours.Neighbours`, the program's own pool). None calls an LM."""
+ambiguity check (both on the turn's database), the intents of the nearest labelled requests
+(:class:`~routerlab.routers.neighbours.Neighbours`, the program's own pool) and the ``rules``
+router's verdict (:func:`~routerlab.routers.schema_outline.rules_finding`). None calls an LM."""
 
 
 def check_checks(checks: object) -> tuple[str, ...]:
@@ -85,6 +86,8 @@ def request_evidence(
                 fix="recompile the program with `routerlab optimize --checks neighbours`",
             )
         lines.append(neighbours.finding(str(state.get("question", "") or "")))
+    if "rules" in checks:
+        lines.append(rules_finding(env, state))
     return "\n".join(line for line in lines if line)
 
 
@@ -153,7 +156,9 @@ INSTRUCTIONS["evidence"] = INSTRUCTIONS["cues"] + (
     "question the assistant would have to ask first (usually clarify). No finding means the "
     "checks saw no gap and no ambiguity, not that the request is a data question. "
     '"Similar requests: ..." gives the intents of the most similar labelled requests, nearest '
-    "first: a hint, not the answer."
+    "first: a hint, not the answer. "
+    '"Rules: ..." is what a keyword and schema rule table decided, with the rule that fired: often '
+    "right, but it misses indirect phrasings and can be fooled by words inside quoted SQL."
 )
 """Instruction variants the ``calibrated`` optimizer can choose among (``instructions=[...]``)."""
 

@@ -14,11 +14,12 @@ extra tokens.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import ConfigError, RouterlabError
 from routerlab.routers.ambiguity import clarifying_question, find_ambiguities
-from routerlab.routers.rules import normalise_request, schema_gaps
+from routerlab.routers.rules import RulesRouter, normalise_request, schema_gaps
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
@@ -31,6 +32,7 @@ __all__ = [
     "ambiguity_finding",
     "check_view",
     "request_note",
+    "rules_finding",
     "schema_finding",
     "schema_outline",
     "schema_view",
@@ -117,6 +119,22 @@ def request_note(env: RouterEnv | None, state: PipelineState, *, schema_check: b
         ambiguity_finding(env, state) if ambiguity_check else "",
     ]
     return "\n".join(line for line in lines if line)
+
+
+def rules_finding(env: RouterEnv | None, state: PipelineState) -> str:
+    """The ``rules`` router's verdict on the turn's request as one line (``Rules: sql (data question).``).
+
+    The default rule table, on the turn's database when there is one (its schema detectors need
+    it); the winning rule's intent and name. A program that reads it learns from its demos how far
+    to trust each rule, where the ``hybrid`` router trusts a rule by a fixed threshold.
+    """
+    rule, _ = _default_rules().match(str(state.get("question", "") or ""), _turn_db(env, state))
+    return f"Rules: {rule.intent} ({rule.name.replace('_', ' ')})."
+
+
+@functools.cache
+def _default_rules() -> RulesRouter:
+    return RulesRouter()  # an immutable table: one per process is enough
 
 
 def schema_finding(env: RouterEnv | None, state: PipelineState) -> str:

@@ -258,3 +258,22 @@ def test_the_neighbours_pool_is_the_fit_part_and_held_out_requests_stay_unseen(b
     r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
     r.decide(initial_state("How many areas are there?", str(sales_db)))
     assert lm.engine.turns[-1] == "Request: How many areas are there?\n" + pool.finding("How many areas are there?")
+
+
+def test_the_rules_check_is_the_rules_routers_verdict_on_the_turns_database(sales_db):
+    from routerlab.routers.schema_outline import rules_finding
+
+    env = RouterEnv(tools=DEFAULT_TOOLS, open_db=open_database)
+    rules = routers.router.build("rules")
+    rules.bind(env)
+    for question in (GAP, "How many areas are there?", "DELETE FROM branches", "Hello!", "Which is the best one?"):
+        state = initial_state(question, str(sales_db))
+        intent, _, method, _ = rules.classify(state)
+        assert rules_finding(env, state) == f"Rules: {intent} ({method.removeprefix('rule:').replace('_', ' ')})."
+    # the schema detectors need the database: without one a gap is not found
+    gap = initial_state(GAP, str(sales_db))
+    assert rules_finding(None, gap) != rules_finding(env, gap)
+    assert request_evidence(env, gap, ("schema", "rules")).splitlines() == [
+        schema_finding(env, gap),
+        rules_finding(env, gap),
+    ]
