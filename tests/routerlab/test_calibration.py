@@ -229,6 +229,7 @@ def _recompile(builtin, meta: dict, out, *, lm_spec: str):
         heldout_fraction=meta["heldout_fraction"],
         safety=meta["safety"],
         schema=meta["schema"],
+        checks=tuple(meta.get("checks") or ()),
         out=out,
         zero_shot=False,
         score_fit=False,
@@ -344,7 +345,8 @@ def test_cli_rejects_a_self_calibration_and_an_unknown_schema_view_before_the_mo
     assert bad.exit_code == 2 and "folds=5" in bad.output
 
 
-def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_path):
+@pytest.mark.parametrize("name", ["builtin", "builtin_evidence"])
+def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_path, name):
     # `routerlab optimize` with the settings in the .meta.json compiles the committed program
     # again: the same schema view, instructions and demos (the stratified draw needs no LM). The
     # calibration, and the instruction variant when it chose among several, came from the real
@@ -354,8 +356,9 @@ def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_
     from routerlab.calibration import MAPS
     from routerlab.routers.dspy_router import program_path
 
-    meta = json.loads(program_path("builtin").with_suffix(".meta.json").read_text())
-    committed, _ = load_program("builtin")
+    meta = json.loads(program_path(name).with_suffix(".meta.json").read_text())
+    committed, _ = load_program(name)
+    assert committed.route.checks == tuple(meta.get("checks") or ())  # and its demos show that evidence
     assert committed.route.calibration == meta["calibration"] and committed.route.schema == meta["schema"]
     assert committed.route.calibration_weights == meta.get("calibration_weights", {})
     notes, args = meta["optimizer_notes"], dict(meta["optimizer_args"])

@@ -30,6 +30,7 @@ from routerlab.routers.lm_intent import IntentPrompt
 from routerlab.routers.schema_outline import ambiguity_finding, schema_finding
 
 GAP = "What is the average salary of the cashiers in each area?"  # the schema check finds 'salary' missing
+CHECKS_ALL = ("schema", "ambiguity")
 
 
 class _RecordingEngine(ScriptedEngine):
@@ -63,6 +64,21 @@ def builtin():
     return load_builtin()
 
 
+def _compile(builtin, lm, out, checks, per_intent=1):
+    """A stratified program compiled with ``checks`` on the scripted engine; its report."""
+    return optimize_router(
+        builtin,
+        lm,
+        lm_spec="scripted:evidence",
+        optimizer="stratified",
+        optimizer_args={"per_intent": per_intent},
+        checks=checks,
+        out=out,
+        zero_shot=False,
+        score_fit=False,
+    )
+
+
 def test_checks_are_named_or_refused_with_the_known_ones():
     assert check_checks("schema,ambiguity") == ("schema", "ambiguity")
     assert check_checks(["ambiguity"]) == ("ambiguity",) and check_checks("") == ()
@@ -83,9 +99,6 @@ def test_evidence_is_the_checks_findings_on_the_turns_database(sales_db):
     assert request_evidence(env, initial_state("How many areas are there?", str(sales_db)), CHECKS_ALL) == ""
 
 
-CHECKS_ALL = ("schema", "ambiguity")
-
-
 def test_train_examples_carry_the_evidence_the_router_would_add(builtin):
     env = RouterEnv(tools=[], open_db=open_database)
     train = builtin.split("train")
@@ -103,17 +116,7 @@ def test_train_examples_carry_the_evidence_the_router_would_add(builtin):
 def test_a_compiled_program_shows_evidence_in_its_demos_and_reads_it_per_request(builtin, tmp_path, sales_db):
     lm = _lm()
     out = tmp_path / "evidence.json"
-    report = optimize_router(
-        builtin,
-        lm,
-        lm_spec="scripted:evidence",
-        optimizer="stratified",
-        optimizer_args={"per_intent": 2},
-        checks=CHECKS_ALL,
-        out=out,
-        zero_shot=False,
-        score_fit=False,
-    )
+    report = _compile(builtin, lm, out, CHECKS_ALL, per_intent=2)
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert meta["checks"] == list(CHECKS_ALL) == report.checks
     program, _ = load_program(str(out))
@@ -155,17 +158,7 @@ def test_a_program_saved_before_the_evidence_input_loads_with_its_fields_in_plac
 def test_hybrid_adds_the_findings_its_programs_demos_show(builtin, tmp_path, sales_db):
     lm = _lm()
     out = tmp_path / "evidence.json"
-    optimize_router(
-        builtin,
-        lm,
-        lm_spec="scripted:evidence",
-        optimizer="stratified",
-        optimizer_args={"per_intent": 1},
-        checks=("schema",),
-        out=out,
-        zero_shot=False,
-        score_fit=False,
-    )
+    _compile(builtin, lm, out, ("schema",))
     h = routers.router.build("hybrid", program=str(out), threshold=1.01)  # the LM decides every request
     h.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
     h.decide(initial_state(GAP, str(sales_db)))
@@ -232,17 +225,7 @@ def test_the_neighbours_pool_is_the_fit_part_and_held_out_requests_stay_unseen(b
 
     lm = _lm()
     out = tmp_path / "nb.json"
-    optimize_router(
-        builtin,
-        lm,
-        lm_spec="scripted:evidence",
-        optimizer="stratified",
-        optimizer_args={"per_intent": 1},
-        checks=("neighbours",),
-        out=out,
-        zero_shot=False,
-        score_fit=False,
-    )
+    _compile(builtin, lm, out, ("neighbours",))
     program, _ = load_program(str(out))
     fit, held = holdout_split(builtin.split("train"), 1 / 3, 0)
     pool = program.route.neighbours
