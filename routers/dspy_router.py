@@ -7,6 +7,7 @@ needs no optimization step); without one it runs the program zero-shot and says 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from pathlib import Path
@@ -315,15 +316,16 @@ def _digest(path: Path) -> str:
 def load_program(program: str = "builtin", *, one_pass: bool = True) -> tuple[RouteProgram, Path | None]:
     """The saved program named ``program`` (or at a ``.json`` path) and its file; ``"none"``: zero-shot.
 
-    A missing builtin-style name also runs zero-shot (the file is returned as None); a missing
-    explicit path is an error.
+    A missing ``builtin`` program runs zero-shot (the file is returned as None); any other
+    missing name, or a missing explicit path, is an error that names the committed programs.
 
     Args:
         program: A saved program's name or ``.json`` path, or ``"none"``.
         one_pass: Whether the loaded program reads intents in one pass when the LM can score.
 
     Raises:
-        ConfigError: ``program`` is a ``.json`` path that does not exist.
+        ConfigError: ``program`` is a ``.json`` path that does not exist, or a name other than
+            ``builtin`` with no committed program.
     """
     prog = RouteProgram(one_pass=one_pass)
     if program == "none":
@@ -336,6 +338,16 @@ def load_program(program: str = "builtin", *, one_pass: bool = True) -> tuple[Ro
                 expected="a program saved by `routerlab optimize`",
                 found="missing file",
                 fix="run `routerlab optimize --router dspy` or pass program='none'",
+            )
+        if program != "builtin":  # a mistyped name must not route zero-shot without a word
+            files = PROGRAM_DIR.glob("dspy_router_*.json")
+            known = sorted(p.stem.removeprefix("dspy_router_") for p in files if not p.name.endswith(".meta.json"))
+            close = difflib.get_close_matches(program, known, n=1)
+            raise ConfigError(
+                f"no committed DSPy program named {program!r}",
+                expected="one of " + ", ".join([*known, "none"]) + ", or a .json path",
+                found=repr(program) + (f" (did you mean {close[0]!r}?)" if close else ""),
+                fix=f"pass --router-arg dspy.program={close[0] if close else 'builtin'}",
             )
         return prog, None
     prog.load(str(path))

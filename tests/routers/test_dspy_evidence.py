@@ -260,3 +260,13 @@ def test_the_rules_check_is_the_rules_routers_verdict_on_the_turns_database(sale
         schema_finding(env, gap),
         rules_finding(env, gap),
     ]
+
+
+def test_a_mistyped_program_name_is_an_error_naming_the_committed_ones():
+    with pytest.raises(ConfigError, match="builtin_evidence") as err:
+        routers.router.build("dspy", program="builtin_evidense")
+    assert "did you mean 'builtin_evidence'" in str(err.value) and "none" in str(err.value)
+    assert ".meta" not in str(err.value)  # provenance files are not programs
+    args = ["route", "--router", "dspy", "--lm", "scripted:basic", "--router-arg", "dspy.program=nope"]
+    bad = CliRunner().invoke(app, [*args, "--limit", "1"])
+    assert bad.exit_code == 2 and "no committed DSPy program named 'nope'" in bad.output
