@@ -106,7 +106,7 @@ class RouteRequest(dspy.Signature):
     tables: str = dspy.InputField(desc="tables of the database")
     conversation: str = dspy.InputField(desc="earlier turns, may be empty")
     request: str = dspy.InputField()
-    evidence: str = dspy.InputField(desc="findings of the schema and ambiguity checks about the request, may be empty")
+    evidence: str = dspy.InputField(desc="findings of the program's checks about the request, may be empty")
     intent: Intent = dspy.OutputField()
 
 
@@ -149,6 +149,8 @@ INSTRUCTIONS: dict[str, str] = {
         "of entity, measure or period)."
     ),
 }
+"""Instruction variants the ``calibrated`` optimizer can choose among (``instructions=[...]``)."""
+
 # "cues" plus what the evidence lines after a request mean, for a program compiled with checks
 INSTRUCTIONS["evidence"] = INSTRUCTIONS["cues"] + (
     "\nA request may be followed by findings of deterministic checks of the database. "
@@ -161,7 +163,6 @@ INSTRUCTIONS["evidence"] = INSTRUCTIONS["cues"] + (
     '"Rules: ..." is what a keyword and schema rule table decided, with the rule that fired: often '
     "right, but it misses indirect phrasings and can be fooled by words inside quoted SQL."
 )
-"""Instruction variants the ``calibrated`` optimizer can choose among (``instructions=[...]``)."""
 
 
 class IntentPredict(dspy.Predict):
