@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
@@ -34,6 +34,9 @@ from routerlab.objective import RoutingObjective, intent_correct, routing_score
 from routerlab.optimizers import optimizer as optimizer_registry
 from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta
 from routerlab.routers.neighbours import Neighbours
+
+if TYPE_CHECKING:
+    from routerlab.agents.routing import RouterEnv
 
 __all__ = [
     "Figures",
@@ -137,13 +140,14 @@ def to_dspy_examples(
     ``neighbours`` pool, in which an example is never its own neighbour.
     """
     inputs = ("tables", "conversation", "request", *(("evidence",) if checks else ()))
+    env = _check_env() if checks else None
     return [
         dspy.Example(
             tables=tables_of.get(e.db_path, ""),
             conversation="",
             request=e.question,
             # without checks the examples (and so the demos a program saves) have no evidence field
-            **({"evidence": _evidence(e, checks, neighbours)} if checks else {}),
+            **({"evidence": _evidence(env, e, checks, neighbours)} if checks else {}),
             intent=e.intent,
             accepted=list(e.accepted_intents),
         ).with_inputs(*inputs)
@@ -151,15 +155,18 @@ def to_dspy_examples(
     ]
 
 
-def _evidence(example: Example, checks: tuple[str, ...], neighbours: Neighbours | None) -> str:
-    """The checks' findings about ``example``'s request on its database (what the router adds)."""
-    if not checks:
-        return ""
+def _check_env() -> RouterEnv:
+    """What the checks read a database through: the router's read-only opener, no tools."""
     from routerlab.agents.db import open_database
     from routerlab.agents.routing import RouterEnv
+
+    return RouterEnv(tools=[], open_db=open_database)
+
+
+def _evidence(env: RouterEnv | None, example: Example, checks: tuple[str, ...], neighbours: Neighbours | None) -> str:
+    """The checks' findings about ``example``'s request on its database (what the router adds)."""
     from routerlab.routers.dspy_router import request_evidence
 
-    env = RouterEnv(tools=[], open_db=open_database)
     state = {"database": example.db_path, "question": example.question}
     return request_evidence(env, state, checks, neighbours)  # type: ignore[arg-type]
 

@@ -54,8 +54,8 @@ router's verdict (:func:`~routerlab.routers.schema_outline.rules_finding`). None
 
 def check_checks(checks: object) -> tuple[str, ...]:
     """``checks`` as a tuple of known check names; a :class:`ConfigError` listing them otherwise."""
-    names = tuple(checks) if isinstance(checks, list | tuple) else tuple(str(checks).split(",")) if checks else ()
-    names = tuple(n.strip() for n in names if str(n).strip())
+    raw = checks if isinstance(checks, list | tuple) else str(checks or "").split(",")
+    names = tuple(str(n).strip() for n in raw if str(n).strip())
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
         raise ConfigError(
@@ -80,16 +80,20 @@ def request_evidence(
     lines = [request_note(env, state, schema_check="schema" in checks, ambiguity_check="ambiguity" in checks)]
     if "neighbours" in checks:
         if neighbours is None:
-            raise ContractError(
-                "the neighbours check needs the program's pool of labelled requests",
-                expected="a program compiled with --checks neighbours (it saves its pool)",
-                found="no pool",
-                fix="recompile the program with `routerlab optimize --checks neighbours`",
-            )
+            raise _no_pool()
         lines.append(neighbours.finding(str(state.get("question", "") or "")))
     if "rules" in checks:
         lines.append(rules_finding(env, state))
     return "\n".join(line for line in lines if line)
+
+
+def _no_pool() -> ContractError:
+    return ContractError(
+        "the neighbours check needs the program's pool of labelled requests",
+        expected="a program compiled with --checks neighbours (it saves its pool)",
+        found="no pool",
+        fix="recompile the program with `routerlab optimize --checks neighbours`",
+    )
 
 
 class RouteRequest(dspy.Signature):
@@ -378,7 +382,7 @@ class DSPyRouter(IntentRouter):
         self.prompt = IntentPrompt.from_predict(self.program.route)
         route = self.program.route
         if "neighbours" in route.checks and route.neighbours is None:
-            request_evidence(None, {}, ("neighbours",))  # raises the contract error at build time
+            raise _no_pool()  # at build time, not on the first request
 
     def bind(self, env: RouterEnv) -> None:
         """Needs an LM and the plan's tools."""
