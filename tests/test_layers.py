@@ -36,7 +36,11 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(), filename=str(path))
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            # a relative import hides which layer it reaches (``from ..eval import store`` from
+            # agents/): report it by its dots so the test below fails on it
+            found.append((node.lineno, "." * node.level + (node.module or "")))
+        elif isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
@@ -58,6 +62,10 @@ def _modules() -> list[tuple[int, Path]]:
 )
 def test_imports_run_one_way(layer: int, path: Path) -> None:
     for line, module in _imports(path):
+        assert not module.startswith("."), (
+            f"{path.relative_to(ROOT)}:{line} imports {module}: relative imports are banned, "
+            "write the absolute routerlab.* path"
+        )
         top = module.split(".")[0]
         assert top not in OLD_TOP_LEVEL, f"{path.relative_to(ROOT)}:{line} imports {module}: use routerlab.{module}"
         target = _layer(module)
@@ -67,6 +75,13 @@ def test_imports_run_one_way(layer: int, path: Path) -> None:
             f"{path.relative_to(ROOT)}:{line} imports {module}: layer {LAYERS[layer][0]} may import only "
             f"{', '.join(p for p, _ in LAYERS[: layer + 1])}"
         )
+
+
+def test_relative_imports_are_reported(tmp_path: Path) -> None:
+    """The check above sees a relative import (it skipped them once, so ``from ..eval`` passed)."""
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from ..eval import store\n    from . import x\n")
+    assert _imports(module) == [(2, "..eval"), (3, ".")]
 
 
 def test_every_layer_is_an_installed_package() -> None:

@@ -12,8 +12,7 @@ from routerlab.agents.errors import DatasetError
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.difficulty import sql_hardness
 from routerlab.benchmarks.loaders import load_bird
-
-from .conftest import BIRD_DEV, BIRD_TRAIN, write_json
+from tests.benchmarks.loaders.conftest import BIRD_DEV, BIRD_TRAIN, write_json
 
 
 def test_dev_split_keeps_evidence_and_bird_difficulty(bird_dir: Path):

@@ -13,8 +13,7 @@ from routerlab.agents.errors import ConfigError, DatasetError
 from routerlab.benchmarks.chains import CHAINS
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.loaders import load_spider
-
-from .conftest import SPIDER_DEV, SPIDER_TRAIN, write_json
+from tests.benchmarks.loaders.conftest import SPIDER_DEV, SPIDER_TRAIN, write_json
 
 
 def test_dev_split_loads_every_record(spider_dir: Path):

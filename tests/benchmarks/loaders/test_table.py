@@ -13,8 +13,7 @@ from routerlab.agents.errors import ConfigError, DatasetError
 from routerlab.benchmarks.chains import CHAINS
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.loaders import load_csv, load_jsonl
-
-from .conftest import CSV_COLUMNS, TABLE_RECORDS
+from tests.benchmarks.loaders.conftest import CSV_COLUMNS, TABLE_RECORDS
 
 
 @pytest.fixture(params=["jsonl", "csv"])

@@ -13,8 +13,7 @@ from routerlab.agents.errors import ConfigError, DatasetError
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.loaders import load_text2sql_data
 from routerlab.benchmarks.loaders.text2sql_data import _substitute_sql, map_split
-
-from .conftest import GEO_ENTRIES, write_json
+from tests.benchmarks.loaders.conftest import GEO_ENTRIES, write_json
 
 
 def test_one_example_per_sentence_with_variables_substituted(geo_files):

@@ -19,8 +19,7 @@ from routerlab.sweep import (
     sweep_dir,
     sweep_results,
 )
-
-from .conftest import quiet_sweep
+from tests.routerlab.sweep.conftest import quiet_sweep
 
 GRID = {
     "name": "local-check",

@@ -18,8 +18,7 @@ from routerlab.runner import RunConfig
 from routerlab.session import load_dataset, select
 from routerlab.stub_lm import LatencyServer
 from routerlab.sweep import LocalExecutor, RayExecutor, load_sweep, sweep_results
-
-from .conftest import KILL_SCRIPT, quiet_sweep
+from tests.routerlab.sweep.conftest import KILL_SCRIPT, quiet_sweep
 
 #: what must agree between two sweeps of one grid (timings and ids differ)
 COMPARED = [
