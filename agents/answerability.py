@@ -27,7 +27,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import RouterlabError
-from routerlab.agents.lexicon import FUNCTION_WORDS, GENERIC_NOUNS, HOW_MEASURES, can_be, lemmas, synonyms
+from routerlab.agents.lexicon import (
+    FUNCTION_WORDS,
+    GENERIC_NOUNS,
+    HOW_MEASURES,
+    can_be,
+    lemmas,
+    stem,
+    synonyms,
+    word_stems,
+    wordset,
+)
+from routerlab.agents.lexicon import split_identifier as _split_identifier
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
@@ -48,10 +59,6 @@ __all__ = [
 
 GapKind = Literal["period", "measure", "entity", "attribute"]
 GAP_KINDS: tuple[str, ...] = ("period", "measure", "entity", "attribute")
-
-
-def _wordset(*lines: str) -> frozenset[str]:
-    return frozenset(w for line in lines for w in line.split())
 
 
 # -- periods -------------------------------------------------------------------------------------
@@ -76,8 +83,8 @@ _PERIOD = re.compile(
 )
 _TEMPORAL_TYPES = re.compile(r"date|time|interval", re.I)
 # column-name words that make a column temporal, by the finest period it can resolve
-_FINE_WORDS = _wordset("date time month day week quarter hour timestamp created updated dob datetime")
-_YEAR_WORDS = _wordset("year years season period founded opened started ended born birth when start end")
+_FINE_WORDS = wordset("date time month day week quarter hour timestamp created updated dob datetime")
+_YEAR_WORDS = wordset("year years season period founded opened started ended born birth when start end")
 _SUB_YEAR = re.compile(
     rf"\b(?:{_MONTHS}|week|weekend|month|quarter|day|hour|yesterday|today|tonight|daily|weekly|monthly"
     r"|quarterly|Q[1-4]|summer|winter|spring|autumn|fall|weekends?|weekdays?|days|holidays?)\b",
@@ -128,28 +135,7 @@ class Answerability:
         return f"This database cannot answer that: {missing}.{held}"
 
 
-# -- the schema's words --------------------------------------------------------------------------
-def stem(word: str) -> str:
-    """A light English singular of ``word`` ("companies" -> "company", "boxes" -> "box", "cars" -> "car")."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def _split_identifier(name: str) -> list[str]:
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name))
-    return _WORD.findall(spaced.lower().replace("_", " "))
-
-
-def word_stems(text: str) -> set[str]:
-    """The stems of ``text``'s words, identifiers split at underscores and camelCase."""
-    return {stem(w) for w in _split_identifier(text) if len(w) > 1}
-
-
+# -- the schema's words (``stem`` and ``word_stems`` live in the lexicon, re-exported here) --------
 def schema_vocabulary(db: Database) -> frozenset[str]:
     """Stems of every table name, column name and example value of ``db``."""
     vocab: set[str] = set()
@@ -308,24 +294,24 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+(?:[.,]\d+)*|[^\sA-Za-z\d]")
 # quoted values, and asides in brackets ("branches (business units)", a "[tag]")
 _QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)|`[^`]*`|\([^()]*\)|\[[^\[\]]*\]")
 _SENTENCE_END = frozenset(".?!;:")
-_BE = _wordset("is are was were be been being")
-_AUX = _wordset("do does did can could will would shall should may might must")
+_BE = wordset("is are was were be been being")
+_AUX = wordset("do does did can could will would shall should may might must")
 #: a noun/verb word right after one of these is read as a verb ("who own", "they work")
-_VERB_BEFORE = _wordset(
+_VERB_BEFORE = wordset(
     "to do does did who that can could will would shall should may might must i you we they he she it them",
     "currently still also always never often usually already",
 )
-_DETERMINERS = _wordset("the a an all each every their his her its our my your any some no these those this that")
+_DETERMINERS = wordset("the a an all each every their his her its our my your any some no these those this that")
 #: a noun/verb word right before one of these is read as a verb ("play the", "use it")
-_OBJECT_AFTER = _DETERMINERS - {"this", "that"} | _wordset("it them him us me")
-_DEGREE = _wordset("most least more less very too so quite rather how")
+_OBJECT_AFTER = _DETERMINERS - {"this", "that"} | wordset("it them him us me")
+_DEGREE = wordset("most least more less very too so quite rather how")
 #: words that follow an adjective used as a predicate ("unknown whether", "available to")
-_PREDICATE_AFTER = _wordset("whether than enough to because")
-_POSSESSIVE = _wordset("their his her its our my your whose")
-_PREPOSITIONS = _wordset("in on at by for with from to of about over under into")
-_STATISTICS = _wordset("average mean total sum maximum minimum max min median highest lowest count")
-_AGGREGATES = _STATISTICS | _wordset("largest smallest biggest greatest overall")
-_COUNTING = _wordset("many number count list show each every")
+_PREDICATE_AFTER = wordset("whether than enough to because")
+_POSSESSIVE = wordset("their his her its our my your whose")
+_PREPOSITIONS = wordset("in on at by for with from to of about over under into")
+_STATISTICS = wordset("average mean total sum maximum minimum max min median highest lowest count")
+_AGGREGATES = _STATISTICS | wordset("largest smallest biggest greatest overall")
+_COUNTING = wordset("many number count list show each every")
 
 PhraseRole = Literal["measure", "attribute", "entity"]
 

@@ -1,5 +1,9 @@
 """A small general English lexicon for grounding a question's words in a database schema.
 
+The one home of the word lists, the stemmer and the word-set helper: the schema check
+(:mod:`routerlab.agents.answerability`), schema linking and the tool index
+(:mod:`routerlab.agents.tools.text`) and the router checks all read them from here.
+
 Nothing here knows any dataset: word classes come from lemminflect's English dictionary (which
 words can be nouns, verbs, adjectives), and the hand-written lists are closed classes of English
 (function words), words that name no schema concept in any domain (``number``, ``name``,
@@ -9,16 +13,32 @@ instead of the question's word (``salary``/``wage``/``pay``).
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
-__all__ = ["FUNCTION_WORDS", "GENERIC_NOUNS", "HOW_MEASURES", "SYNONYM_GROUPS", "can_be", "lemmas", "synonyms"]
+__all__ = [
+    "FUNCTION_WORDS",
+    "GENERIC_NOUNS",
+    "HOW_MEASURES",
+    "LINKING_STOP_WORDS",
+    "SYNONYM_GROUPS",
+    "can_be",
+    "lemmas",
+    "plural_s",
+    "split_identifier",
+    "stem",
+    "synonyms",
+    "word_stems",
+    "wordset",
+]
 
 
-def _words(*lines: str) -> frozenset[str]:
+def wordset(*lines: str) -> frozenset[str]:
+    """The whitespace-separated words of ``lines`` as a set (a word list written as prose lines)."""
     return frozenset(w for line in lines for w in line.split())
 
 
-FUNCTION_WORDS: frozenset[str] = _words(
+FUNCTION_WORDS: frozenset[str] = wordset(
     # determiners, pronouns, quantifiers
     "a an the this that these those some any all each every no none both either neither other another such",
     "what which who whom whose where when why how whatever whichever whoever",
@@ -42,7 +62,7 @@ FUNCTION_WORDS: frozenset[str] = _words(
     "thousand million billion once twice half third",
 )
 
-GENERIC_NOUNS: frozenset[str] = _words(
+GENERIC_NOUNS: frozenset[str] = wordset(
     # what any answer is made of
     "number count total sum amount average mean median maximum minimum max min percentage percent proportion",
     "ratio share name names id ids identifier information info detail details record records row rows entry",
@@ -80,7 +100,7 @@ GENERIC_NOUNS: frozenset[str] = _words(
 #: each group: words a schema may use for the same concept (spelling variants, common synonyms,
 #: and a measure derivable from another column: an age from a birth date)
 SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(
-    _words(line)
+    wordset(line)
     for line in (
         "salary wage pay earning income compensation payroll",
         "revenue sale sales turnover takings",
@@ -139,6 +159,47 @@ HOW_MEASURES: dict[str, str] = {
     "earn": "income",
     "pay": "payment",
 }
+
+
+#: the question words lexical schema linking and the tool index drop: a narrow subset of
+#: FUNCTION_WORDS on purpose, since ``name``, ``count``, ``order`` or ``rank`` are column names
+#: that linking must still match
+LINKING_STOP_WORDS: frozenset[str] = wordset(
+    "a an and are by did do does for from how in is many much of on or per the to was what which who with"
+)
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def plural_s(word: str) -> str:
+    """``word`` without a plural ``-s`` ("areas" -> "area"; "class" and short words stay).
+
+    The light stem that schema linking and the tool index match with; :func:`stem` adds the
+    ``-ies`` and ``-es`` plurals on top of it.
+    """
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def stem(word: str) -> str:
+    """A light English singular of ``word`` ("companies" -> "company", "boxes" -> "box", "cars" -> "car")."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    return plural_s(word)
+
+
+def split_identifier(name: str) -> list[str]:
+    """Lower-case words of ``name``, split at underscores and camelCase (``BirthYear`` -> birth, year)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name))
+    return _WORD.findall(spaced.lower().replace("_", " "))
+
+
+def word_stems(text: str) -> set[str]:
+    """The stems of ``text``'s words, identifiers split at underscores and camelCase."""
+    return {stem(w) for w in split_identifier(text) if len(w) > 1}
 
 
 @lru_cache(maxsize=4096)

@@ -37,6 +37,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.trace import Trace, Usage
 from routerlab.eval.metrics import cold_latency, confusion_matrix, latency_summary, per_intent, rate, usage_summary
 from routerlab.eval.result import ExampleResult, Score
+from routerlab.eval.scorers import DEFAULT_SCORERS, HEADLINE_SCORERS, SCORER_TITLES
 from routerlab.eval.store import DEFAULT_STORE_PATH, ResultsStore
 
 __all__ = [
@@ -70,13 +71,9 @@ __all__ = [
 ResultsByRouter = Mapping[str, Sequence[ExampleResult]]
 """Results keyed by router label, the input of every analysis here."""
 
-#: the four rates compared, with their display names
-RATE_METRICS: dict[str, str] = {
-    "ex": "execution accuracy (EX)",
-    "chain_valid": "chain validity",
-    "route": "routing accuracy",
-    "success": "end-to-end success",
-}
+#: the four rates compared, with their display names (both from the one scorer list, eval/scorers)
+#: in the default scorers' table order
+RATE_METRICS: dict[str, str] = {name: SCORER_TITLES[name] for name in DEFAULT_SCORERS if name in HEADLINE_SCORERS}
 
 #: failure classes, in the order a failure is checked against them
 ATTRIBUTION_CLASSES: tuple[str, ...] = ("router", "sql", "chain", "other")

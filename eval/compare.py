@@ -36,6 +36,7 @@ from routerlab.eval.conversations import ConversationSummary, conversation_summa
 from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
+from routerlab.eval.scorers import HEADLINE_SCORERS
 from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_bootstrap_diff
 
 __all__ = [
@@ -53,7 +54,8 @@ __all__ = [
     "verdicts",
 ]
 
-DEFAULT_COMPARE_SCORERS: tuple[str, ...] = ("ex", "route", "chain_valid", "success")
+#: the scorers compared by default: the headline rates of the one scorer list (eval/scorers)
+DEFAULT_COMPARE_SCORERS: tuple[str, ...] = HEADLINE_SCORERS
 FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
 PAIRINGS: tuple[str, ...] = ("first", "all")
 #: cost bases of the latency and token columns

@@ -37,8 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from routerlab.agents.answerability import stem, word_stems
 from routerlab.agents.errors import RouterlabError
+from routerlab.agents.lexicon import stem, word_stems
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database

@@ -105,17 +105,11 @@ _NOT_MINE: dict[str, str] = {
 }
 
 
-#: the agent that owns a turn whose first call was made outside this router (explicit agents)
+#: the agent that owns a turn whose first call was made outside this router (explicit agents):
+#: the specialist named after the call's intent (agents/plan.py's TOOL_INTENT, the one tool->intent
+#: table), else triage, which calls ask_human, refuse and abstain itself
 _OWNER: dict[str, str] = {
-    "data_discovery": "sql",
-    "generate_sql": "sql",
-    "execute_sql_and_analyze_result": "sql",
-    "fix_sql": "fix",
-    "explain_sql": "explain",
-    "chat": "chat",
-    "ask_human": TRIAGE,
-    "refuse": TRIAGE,
-    "abstain": TRIAGE,
+    tool: intent if intent in SPECIALIST_TOOLS else TRIAGE for tool, intent in TOOL_INTENT.items()
 }
 
 #: a decision may go triage > specialist > triage > specialist (one hand-back); a second hand-back

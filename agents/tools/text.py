@@ -8,6 +8,8 @@ import unicodedata
 import sqlglot
 from sqlglot.errors import SqlglotError
 
+from routerlab.agents.lexicon import LINKING_STOP_WORDS, plural_s
+
 __all__ = ["extract_error", "extract_sql", "normalise_request", "parses_as_sql", "tokens"]
 
 #: characters that render as nothing: a zero-width letter splits "DR\u200bOP" so no pattern matches
@@ -108,43 +110,6 @@ def tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("_", " "))
 
 
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "in",
-        "is",
-        "many",
-        "much",
-        "of",
-        "on",
-        "or",
-        "per",
-        "the",
-        "to",
-        "was",
-        "what",
-        "which",
-        "who",
-        "with",
-    ]
-)
-
-
 def stems(text: str) -> set[str]:
     """Content-word stems for lexical schema linking: ``areas`` and ``area`` both give ``area``."""
-    out = set()
-    for t in tokens(text):
-        if t in _STOP or len(t) < 2:
-            continue
-        out.add(t[:-1] if len(t) > 3 and t.endswith("s") and not t.endswith("ss") else t)
-    return out
+    return {plural_s(t) for t in tokens(text) if t not in LINKING_STOP_WORDS and len(t) >= 2}

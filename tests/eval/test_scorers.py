@@ -310,3 +310,23 @@ def test_router_usage_summary_keeps_cache_hits_and_cost():
 
     s = RouteDecision(usage=Usage(lm_calls=2, cache_hits=1, cost_usd=0.5)).summary("llm")
     assert (s["lm_calls"], s["cache_hits"], s["cost_usd"]) == (2, 1, 0.5)
+
+
+def test_docs_metrics_names_exactly_the_default_scorers() -> None:
+    """docs/metrics.md's default-scorer sentence and its sections follow eval/scorers' one list."""
+    import re
+    from pathlib import Path
+
+    from routerlab.eval.scorers import DEFAULT_SCORERS, HEADLINE_SCORERS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    sentence = doc[doc.index("**Default scorers**") :].split("\n\n")[0]
+    assert "eval/scorers/__init__.py" in sentence
+    listed = re.findall(r"`([^`]*)`", sentence.replace("\n", " "))
+    names = [[n.strip() for n in group.split(",")] for group in listed if "," in group]
+    assert names[0] == list(DEFAULT_SCORERS)
+    assert names[1] == list(HEADLINE_SCORERS)
+    # every default scorer has a section (or a section naming it as its scorer)
+    headings = [line for line in doc.splitlines() if line.startswith("#")]
+    for name in DEFAULT_SCORERS:
+        assert any(f"`{name}`" in h for h in headings), f"docs/metrics.md has no section for scorer {name!r}"

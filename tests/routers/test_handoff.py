@@ -538,3 +538,14 @@ def test_a_request_that_can_be_handed_back_leaves_a_valid_trace_on_the_embedded_
         agents = sorted((s for s in spans if s.parent_id == span.span_id), key=lambda s: s.start_time_ns)
         assert [s.name for s in agents] == [a["agent"] for a in d["activations"]]
         assert all(s.span_type == SpanType.AGENT for s in agents)
+
+
+def test_turn_owner_follows_the_one_tool_intent_table() -> None:
+    """The handoff router reads tool -> intent from agents/plan.py; only its agents own a turn."""
+    from routerlab.agents.plan import TOOL_INTENT
+    from routerlab.routers.handoff import _OWNER, AGENTS, TRIAGE
+
+    assert set(_OWNER) == set(TOOL_INTENT)
+    assert set(_OWNER.values()) <= set(AGENTS)
+    assert _OWNER["generate_sql"] == "sql" and _OWNER["fix_sql"] == "fix"
+    assert _OWNER["ask_human"] == _OWNER["refuse"] == _OWNER["abstain"] == TRIAGE
