@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from routerlab.eval.result import ExampleResult
+    from routerlab.eval.scoring import ExampleResult
 
 __all__ = [
     "Bin",

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from routerlab.agents.state import INTENTS
-from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.risk import risk_summary
 from routerlab.eval.scorers import DEFAULT_SCORERS
+from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.stats import bootstrap_ci, pass_at_k, pass_hat_k
 
 __all__ = [

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from routerlab.agents.trace import Trace
-from routerlab.eval.result import ExampleResult
+from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.stats import bootstrap_ci
 from routerlab.eval.tables import captioned_table
 

@@ -6,7 +6,7 @@ Two tables:
   start/finish times, status, linked MLflow run id).
 * ``examples``: one row per ``(run_id, example_id, attempt)`` with the flat fields notebooks
   filter on (intent, outcome, latency, router/sub-agent usage, one ``score_<name>`` column per
-  scorer) plus the full :class:`~routerlab.eval.result.ExampleResult` as JSON, so results rebuild exactly.
+  scorer) plus the full :class:`~routerlab.eval.scoring.ExampleResult` as JSON, so results rebuild exactly.
 
 Concurrency: DuckDB lets one process write a file at a time. Every method opens the file, does
 its work in one transaction and closes it again, under a per-file lock shared by all stores of
@@ -37,8 +37,8 @@ import pandas as pd
 
 from routerlab.agents.errors import ConfigError, RunError
 from routerlab.benchmarks.dataset import Dataset
-from routerlab.eval.result import ExampleResult
 from routerlab.eval.scorers import DEFAULT_SCORERS
+from routerlab.eval.scoring import ExampleResult
 
 __all__ = [
     "DEFAULT_STORE_PATH",

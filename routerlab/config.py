@@ -289,7 +289,7 @@ def _build(path: Path | None, data: dict[str, Any], defaults: dict[str, Any], gi
 
 def _check_scorers(where: str, names: tuple[str, ...]) -> None:
     import routerlab.eval.scorers  # noqa: F401  (registers the built-in scorers)
-    from routerlab.eval.result import scorer
+    from routerlab.eval.scoring import scorer
 
     for name in names:
         if name not in scorer:

@@ -23,8 +23,8 @@ from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.registry import component_spec
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
-from routerlab.eval.result import NOT_RUN, NOT_RUN_ERROR_CLASS, ExampleResult, Score, Scorer, scorer
 from routerlab.eval.scorers import DEFAULT_SCORERS
+from routerlab.eval.scoring import NOT_RUN, NOT_RUN_ERROR_CLASS, ExampleResult, Score, Scorer, scorer
 from routerlab.routers import router as router_registry
 
 __all__ = [

@@ -35,7 +35,7 @@ from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.example import Example
-from routerlab.eval.result import ExampleResult, did_run
+from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.runner import DEADLINE_ERROR_CLASS, RouterRun, RunConfig, build_scorers, run_router
 from routerlab.selection import schedule, stratified_subset
 

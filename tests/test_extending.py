@@ -12,7 +12,7 @@ from routerlab.agents.registry import Registry, component_spec
 from routerlab.agents.state import initial_state
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.dataset import Dataset, dataset
-from routerlab.eval.result import scorer
+from routerlab.eval.scoring import scorer
 from routerlab.routers import router
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"

@@ -1,11 +1,11 @@
 """Scorers, registered with ``@scorer``; importing this package registers the built-in ones."""
 
 from routerlab.agents.registry import import_submodules
-from routerlab.eval.result import scorer
 from routerlab.eval.scorers.chain import ChainF1, ChainValidity, Trajectory, trajectory_modes, validate_chain
 from routerlab.eval.scorers.execution import ExecutionAccuracy, gold_is_ordered, results_match
 from routerlab.eval.scorers.gold_cache import CachedGold, GoldCache, default_gold_cache_path
 from routerlab.eval.scorers.routing import RouteAccuracy, Success
+from routerlab.eval.scoring import scorer
 
 __all__ = [
     "DEFAULT_SCORERS",

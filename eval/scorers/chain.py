@@ -21,7 +21,7 @@ import jsonschema
 
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
-from routerlab.eval.result import Score, scorer
+from routerlab.eval.scoring import Score, scorer
 
 __all__ = [
     "TURN_ERROR_RULES",

@@ -28,8 +28,8 @@ import sqlglot
 from routerlab.agents.errors import ToolError
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
-from routerlab.eval.result import Score, scorer
 from routerlab.eval.scorers.gold_cache import CachedGold, GoldCache
+from routerlab.eval.scoring import Score, scorer
 
 __all__ = [
     "EX_INTENTS",

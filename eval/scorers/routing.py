@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
-from routerlab.eval.result import Score, scorer
 from routerlab.eval.scorers.execution import ExecutionAccuracy, shared_verdict
+from routerlab.eval.scoring import Score, scorer
 
 __all__ = ["RouteAccuracy", "Success", "asked", "ran_sql"]
 

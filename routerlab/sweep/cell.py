@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 
 from routerlab.agents.registry import component_spec
-from routerlab.eval.result import ExampleResult
+from routerlab.eval.scoring import ExampleResult
 from routerlab.sweep.grid import Cell
 from routerlab.sweep.limits import ProviderSlotCallback, Slots
 

@@ -10,7 +10,7 @@ import pytest
 from routerlab.agents.trace import Trace, Usage
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
-from routerlab.eval.result import ExampleResult, Score
+from routerlab.eval.scoring import ExampleResult, Score
 
 #: a plausible successful text-to-SQL chain: discover the schema, write SQL, run it
 DEFAULT_TOOL_CALLS: tuple[tuple[str, dict[str, Any], Any, str], ...] = (

@@ -21,7 +21,7 @@ from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
 from routerlab.eval.conversations import conversation_summary
 from routerlab.eval.metrics import summarize
-from routerlab.eval.result import ExampleResult, Score
+from routerlab.eval.scoring import ExampleResult, Score
 from routerlab.runner import RouterRun, RunConfig, build_scorers, conversation_units, run_router
 from routerlab.selection import stratified_subset
 

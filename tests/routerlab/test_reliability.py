@@ -26,7 +26,7 @@ from routerlab.agents.graph import PipelineConfig
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.tools import ToolSettings
 from routerlab.cli import app
-from routerlab.eval.result import ExampleResult
+from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.store import ResultsStore
 from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
 from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select

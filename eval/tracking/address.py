@@ -1,0 +1,155 @@
+"""Where the MLflow store is and whether it can be written: the tracking URI and its health checks.
+
+Checked before a run starts, so a bad store is a clear error instead of runs left RUNNING.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from routerlab.agents.errors import ConfigError
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+
+
+def resolve_tracking_uri(uri: str | None = None) -> str:
+    """The tracking URI to use: ``uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``.
+
+    A relative SQLite path is made absolute (against the working directory) so the store does
+    not move if the process changes directory later.
+    """
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri.startswith(prefix + "/") and ":memory:" not in uri:
+        uri = prefix + str(Path(uri[len(prefix) :]).resolve())
+    return uri
+
+
+#: database schemes MLflow's SQLAlchemy store accepts (a ``+driver`` suffix is allowed)
+_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _tracking_error(uri: str, what: str, expected: str, found: str, fix: str) -> ConfigError:
+    return ConfigError(
+        f"tracking store {uri!r}: {what}",
+        expected=expected,
+        found=found,
+        fix=fix,
+        details={"option": "--tracking-uri"},
+    )
+
+
+def check_tracking_store(uri: str, *, timeout_s: float = 5.0) -> None:
+    """Check that ``uri`` names a tracking store this process can write, before a run starts.
+
+    A bad store found after runs were created would leave them RUNNING behind a traceback (or,
+    for a server that does not answer, a silent hang). Checked: the scheme; for SQLite, that the
+    folder exists and is writable and that an existing file is a SQLite database; for an
+    ``http(s)://`` server, that its ``/health`` endpoint answers within ``timeout_s``.
+
+    Raises:
+        ConfigError: Naming the URI, what was expected, what was found and the fix.
+    """
+    scheme, sep, rest = uri.partition("://")
+    base = scheme.split("+", 1)[0].lower()
+    if not sep:
+        raise _tracking_error(
+            uri,
+            "not a URI",
+            "sqlite:///PATH, a database URI (postgresql://...) or an http(s):// tracking server",
+            "no scheme (a plain path?)",
+            f"pass --tracking-uri sqlite:///{uri}" if uri else "pass --tracking-uri sqlite:///mlflow.db",
+        )
+    if base == "sqlite":
+        _check_sqlite_store(uri, rest)
+    elif base in ("http", "https"):
+        _check_server(uri, timeout_s)
+    elif base not in _DB_SCHEMES:
+        raise _tracking_error(
+            uri,
+            f"unknown scheme {scheme!r}",
+            f"one of: sqlite, {', '.join(_DB_SCHEMES[1:])} (with an optional +driver), http, https",
+            repr(scheme),
+            "use sqlite:///mlflow.db for a local store, or http://HOST:PORT for a server",
+        )
+
+
+def _check_sqlite_store(uri: str, rest: str) -> None:
+    path_text = rest[1:] if rest.startswith("/") else rest
+    if ":memory:" in path_text or not path_text:
+        return
+    path = Path(path_text)
+    if path.is_dir():
+        raise _tracking_error(
+            uri, "is a folder", "a SQLite file path", f"the folder {path}", f"pass sqlite:///{path / 'mlflow.db'}"
+        )
+    if path.exists():
+        with path.open("rb") as fh:
+            header = fh.read(len(_SQLITE_HEADER))
+        if header and header != _SQLITE_HEADER:
+            raise _tracking_error(
+                uri,
+                "not a SQLite database",
+                "a SQLite file (or a path that does not exist yet)",
+                f"a file starting with {header[:8]!r}",
+                "point --tracking-uri at an MLflow SQLite store or a new file",
+            )
+        if not os.access(path, os.W_OK):
+            raise _tracking_error(
+                uri,
+                "not writable",
+                "a writable SQLite file",
+                "permission denied",
+                "fix its permissions or pick another",
+            )
+        return
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise _tracking_error(
+            uri, "its folder does not exist", "an existing folder", str(folder), f"create it: mkdir -p {folder}"
+        )
+    if not os.access(folder, os.W_OK):
+        raise _tracking_error(
+            uri,
+            "its folder is not writable",
+            "a folder this user can write",
+            f"{folder} (permission denied)",
+            "pick a writable folder",
+        )
+
+
+def _check_server(uri: str, timeout_s: float) -> None:
+    import urllib.error
+    import urllib.request
+
+    url = uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (OSError, ValueError) as exc:
+        raise _tracking_error(
+            uri,
+            "the server does not answer",
+            f"an MLflow tracking server answering {url} within {timeout_s:g} s",
+            f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}",
+            "start it (routerlab server mlflow) or check the address; --no-mlflow runs without it",
+        ) from None
+    if status >= 400:
+        raise _tracking_error(
+            uri,
+            f"the server answered HTTP {status}",
+            f"HTTP 200 from {url}",
+            f"HTTP {status}",
+            "check that the address is an MLflow tracking server",
+        )
+
+
+def _default_artifact_root(tracking_uri: str) -> str | None:
+    """``mlartifacts`` beside a SQLite store (None: let the server decide)."""
+    if tracking_uri.startswith("sqlite:///"):
+        return str(Path(tracking_uri[len("sqlite:///") :]).parent / "mlartifacts")
+    return None
