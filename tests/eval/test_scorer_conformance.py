@@ -31,7 +31,7 @@ def _examples(db: str) -> list[Example]:
         if intent in ("explain", "fix"):
             fields["input_sql"] = "SELECT nme FROM areas"
         if intent == "fix":
-            fields["error_text"] = "Binder Error: Referenced column \"nme\" not found"
+            fields["error_text"] = 'Binder Error: Referenced column "nme" not found'
         if intent == "clarify":
             fields["user_reply"] = "the Shaanxi areas"
         out.append(
