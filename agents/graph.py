@@ -561,7 +561,7 @@ class Pipeline:
             hint: Evidence for SQL generation.
             oracle_intent: Gold intent (benchmarks; read only by the oracle baseline).
             conversation_id: Thread id; a fresh one by default.
-            history: Earlier turns of the conversation (``routerlab.agents.conversation.Turn``),
+            history: Earlier turns of the conversation (``routerlab.agents.turn_history.Turn``),
                 oldest first; routers and sub-agents read them (a follow-up reuses the last
                 data turn's SQL and tables).
         """

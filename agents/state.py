@@ -118,7 +118,7 @@ class PipelineState(TypedDict, total=False):
         conversation_id: The thread id of the turn.
         turns: Graph runs the turn took (2 when a clarifying question was answered).
         history: Earlier turns of the conversation, oldest first
-            (:class:`routerlab.agents.conversation.Turn`); empty for a first request.
+            (:class:`routerlab.agents.turn_history.Turn`); empty for a first request.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]

@@ -31,8 +31,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from routerlab.agents.errors import ConfigError
-from routerlab.eval.calibration import run_calibration
-from routerlab.eval.conversations import ConversationSummary, conversation_summary, render_conversations
+from routerlab.eval.confidence_calibration import run_calibration
+from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
 from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.scorers import HEADLINE_SCORERS
@@ -102,7 +102,7 @@ class RunRow:
         variant: The router's recorded arguments as ``(name, value text)`` pairs; those that
             differ between two runs of one router name them (``hybrid (threshold=0.7)``).
         calibration: ECE, mean confidence and reliability bins of the first route decisions
-            (:func:`routerlab.eval.calibration.run_calibration`).
+            (:func:`routerlab.eval.confidence_calibration.run_calibration`).
     """
 
     run_id: str

@@ -304,7 +304,7 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     out |= _routing_prf_metrics(results)
     out |= risk_summary(results).metrics()
     # imported here: the conversation figures are built on rate() of this module
-    from routerlab.eval.conversations import conversation_summary
+    from routerlab.eval.conversation_metrics import conversation_summary
 
     if (conversations := conversation_summary(results)) is not None:
         out |= conversations.metrics()

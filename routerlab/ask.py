@@ -109,12 +109,12 @@ def ask(
 
     from routerlab import routers
     from routerlab.agents.capture import build_trace
-    from routerlab.agents.conversation import turn_from_trace
     from routerlab.agents.errors import DatabaseError
     from routerlab.agents.graph import Pipeline
     from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.turn_history import turn_from_trace
     from routerlab.benchmarks.builtin import builtin_database_path
-    from routerlab.conversations import ConversationStore, default_path
+    from routerlab.conversation_store import ConversationStore, default_path
 
     check_request(question, router_name, agent, reply, conversation)
     path = Path(db) if db is not None else builtin_database_path()

@@ -435,7 +435,7 @@ def linking_cmd(
 ) -> None:
     """Schema-linking recall: gold tables/columns (from the gold SQL, with sqlglot) inside the linked schema."""
     from routerlab.config import load_run_config
-    from routerlab.linking import link_examples, linking_table
+    from routerlab.linking_recall import link_examples, linking_table
     from routerlab.session import load_dataset, select
 
     config = load_run_config(
@@ -627,7 +627,7 @@ def optimize_cmd(
     ds = load_dataset(config)
     if evaluate is None:
         from routerlab.optimizers import optimizer as optimizer_registry
-        from routerlab.routers.schema_outline import check_view
+        from routerlab.routers.support.schema_outline import check_view
 
         optimizer_registry.build(optimizer, **{"seed": seed, **args})  # bad settings exit 2 before the model loads
         check_view("dspy", schema)

@@ -33,7 +33,7 @@ from routerlab.benchmarks.example import Example
 from routerlab.objective import RoutingObjective, intent_correct, routing_score
 from routerlab.optimizers import optimizer as optimizer_registry
 from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta
-from routerlab.routers.neighbours import Neighbours
+from routerlab.routers.support.neighbours import Neighbours
 
 if TYPE_CHECKING:
     from routerlab.agents.routing import RouterEnv
@@ -252,7 +252,7 @@ def _tables(examples: Sequence[Example], schema: str = "tables") -> dict[str, st
     """Each database of ``examples`` as the program's ``tables`` input shows it (the router's view)."""
     from routerlab.agents.db import open_database
     from routerlab.agents.routing import RouterEnv
-    from routerlab.routers.schema_outline import check_view, schema_view
+    from routerlab.routers.support.schema_outline import check_view, schema_view
 
     view = check_view("dspy", schema)
     env = RouterEnv(tools=[], open_db=open_database)

@@ -459,8 +459,8 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.agents.tools.context import ToolContext
-    from routerlab.agents.tools.linking import overlap_tables
     from routerlab.agents.tools.programs import SQLPrograms
+    from routerlab.agents.tools.schema_linking import overlap_tables
     from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 
     lm = resolve_lm(spec, cache=False)
@@ -595,8 +595,8 @@ def schema_scaling(spec: str = "local", sizes: Sequence[int] = (5, 15, 40)) -> l
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.agents.tools.context import ToolContext
-    from routerlab.agents.tools.linking import overlap_tables
     from routerlab.agents.tools.programs import SQLPrograms, clean_sql
+    from routerlab.agents.tools.schema_linking import overlap_tables
     from routerlab.eval.scorers.execution import results_match
 
     lm = resolve_lm(spec, cache=False)
@@ -709,8 +709,8 @@ def routing_prefix_reuse(spec: str = "local", questions: int = 6) -> list[PerfFi
     from routerlab.agents.tools.programs import SQLPrograms
     from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
     from routerlab.routers.dspy_router import RouteProgram, load_program
-    from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
-    from routerlab.routers.schema_outline import schema_outline
+    from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
+    from routerlab.routers.support.schema_outline import schema_outline
 
     lm = resolve_lm(spec, cache=False, max_tokens=48)
     engine = getattr(lm, "engine", None)

@@ -21,7 +21,7 @@ import pandas as pd
 
 from routerlab.agents.state import INTENTS, initial_state
 from routerlab.benchmarks.example import Example
-from routerlab.eval.calibration import calibration_summary
+from routerlab.eval.confidence_calibration import calibration_summary
 from routerlab.eval.stats import bootstrap_ci
 
 __all__ = ["FirstDecision", "first_decisions", "implied_intent", "intent_confusion", "summary_table"]
@@ -131,7 +131,7 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     Columns: ``router, n, accuracy, ci_low, ci_high, recall_<intent>..., confidence, ece, lm_calls,
     prompt_tokens, completion_tokens, scored_tokens, p50_ms, lm_p50_ms, errors`` (``confidence`` is
     the mean confidence, ``ece`` its expected calibration error, see
-    :mod:`routerlab.eval.calibration`; cost columns are means per example, ``p50_ms`` the median
+    :mod:`routerlab.eval.confidence_calibration`; cost columns are means per example, ``p50_ms`` the median
     wall time of one decision, ``lm_p50_ms`` the same over decisions that called the LM).
     """
     rows = []

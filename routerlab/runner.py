@@ -15,13 +15,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from routerlab.agents.conversation import Turn, turn_from_trace
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.faults import FaultInjector, FaultSpec, FaultyPipeline, fault_scope
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.registry import component_spec
 from routerlab.agents.trace import Trace
+from routerlab.agents.turn_history import Turn, turn_from_trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.scoring import NOT_RUN, NOT_RUN_ERROR_CLASS, ExampleResult, Score, Scorer, scorer

@@ -1,7 +1,13 @@
-"""Router strategies behind one protocol and one registry.
+"""Router strategies behind one protocol and one registry; one module per router.
 
-Importing this package registers every built-in router: ``rules``, ``llm``, ``hybrid``,
-``dspy``, ``handoff``, ``retrieval`` and the baselines ``oracle`` and ``random``.
+Importing this package registers every built-in router: ``rules`` (rules.py), ``llm`` (llm.py),
+``hybrid`` (hybrid.py), ``dspy`` (dspy_router.py), ``semantic`` (semantic.py), ``handoff``
+(handoff.py), ``retrieval`` (retrieval.py) and the baselines ``oracle`` and ``random``
+(baselines.py) and ``single_call`` (single_call.py). ``base.py`` is the ``@router`` registry;
+what routers share but is not a router (the intent-router base, one-pass LM classification,
+label calibration, the schema outline and the ambiguity and neighbours checks) is in
+:mod:`routerlab.routers.support`. ``tests/routers/test_conformance.py`` checks that this list
+names every registered router.
 """
 
 from routerlab.agents.plan import TOOL_INTENT, next_call
@@ -12,10 +18,10 @@ from routerlab.routers.baselines import OracleRouter, RandomRouter
 from routerlab.routers.dspy_router import DSPyRouter
 from routerlab.routers.handoff import HandoffRouter
 from routerlab.routers.hybrid import HybridRouter
-from routerlab.routers.intent import IntentRouter
 from routerlab.routers.llm import LLMRouter
 from routerlab.routers.retrieval import RetrievalRouter
 from routerlab.routers.rules import DEFAULT_RULES, Rule, RulesRouter
+from routerlab.routers.support.intent import IntentRouter
 
 __all__ = [
     "BASELINES",

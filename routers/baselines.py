@@ -8,7 +8,7 @@ import random as _random
 from routerlab.agents.state import INTENTS, PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
-from routerlab.routers.intent import Classification, IntentRouter
+from routerlab.routers.support.intent import Classification, IntentRouter
 
 __all__ = ["OracleRouter", "RandomRouter"]
 

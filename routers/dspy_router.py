@@ -15,18 +15,18 @@ from pathlib import Path
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from routerlab.agents.conversation import history_of, history_text
 from routerlab.agents.errors import ConfigError, ContractError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.trace import Usage
+from routerlab.agents.turn_history import history_of, history_text
 from routerlab.routers.base import router
-from routerlab.routers.calibration import shift
-from routerlab.routers.intent import Classification, IntentRouter
-from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
-from routerlab.routers.neighbours import Neighbours
-from routerlab.routers.schema_outline import SchemaView, check_view, request_note, rules_finding, schema_view
+from routerlab.routers.support.intent import Classification, IntentRouter
+from routerlab.routers.support.label_calibration import shift
+from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
+from routerlab.routers.support.neighbours import Neighbours
+from routerlab.routers.support.schema_outline import SchemaView, check_view, request_note, rules_finding, schema_view
 
 __all__ = [
     "CHECKS",
@@ -48,8 +48,8 @@ PROGRAM_DIR = Path(__file__).parent / "programs"
 CHECKS: tuple[str, ...] = ("schema", "ambiguity", "neighbours", "rules")
 """Checks whose findings a program can read as its ``evidence`` input: the schema check, the
 ambiguity check (both on the turn's database), the intents of the nearest labelled requests
-(:class:`~routerlab.routers.neighbours.Neighbours`, the program's own pool) and the ``rules``
-router's verdict (:func:`~routerlab.routers.schema_outline.rules_finding`). None calls an LM."""
+(:class:`~routerlab.routers.support.neighbours.Neighbours`, the program's own pool) and the ``rules``
+router's verdict (:func:`~routerlab.routers.support.schema_outline.rules_finding`). None calls an LM."""
 
 
 def check_checks(checks: object) -> tuple[str, ...]:
@@ -181,10 +181,10 @@ class IntentPredict(dspy.Predict):
     trace like one, so bootstrapped demos and reflection traces are the same on both paths.
 
     Two more parts of the program are saved with its demos: ``schema``, what the ``tables`` input
-    shows of the database (:mod:`~routerlab.routers.schema_outline`: table names, or tables with
+    shows of the database (:mod:`~routerlab.routers.support.schema_outline`: table names, or tables with
     their columns so the program can tell what a database does not hold), and ``calibration``,
     per-intent log-prior offsets added to the one-pass distribution before the intent is read
-    (:mod:`~routerlab.routers.calibration`; empty: none), with ``calibration_weights``, the
+    (:mod:`~routerlab.routers.support.label_calibration`; empty: none), with ``calibration_weights``, the
     matrix of an affine map over the labels' log probabilities (empty: the offsets alone).
     Generation ignores both. A third, ``checks``, names the deterministic checks
     (:data:`CHECKS`) whose findings the program reads as its ``evidence`` input: in one pass the

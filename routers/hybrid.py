@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from routerlab.agents.conversation import history_of, history_text
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
+from routerlab.agents.turn_history import history_of, history_text
 from routerlab.routers.base import router
 from routerlab.routers.dspy_router import CHECKS, load_program, request_evidence
-from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.llm import intent_by_tool_call
-from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.rules import RulesRouter
-from routerlab.routers.schema_outline import check_view, schema_view
+from routerlab.routers.support.intent import Classification, IntentRouter
+from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
+from routerlab.routers.support.schema_outline import check_view, schema_view
 
 __all__ = ["HybridRouter"]
 
@@ -39,11 +39,11 @@ class HybridRouter(IntentRouter):
             names, so it can tell what the database does not hold), ``tables`` (names only, the
             former prompt) or ``none``. It is part of the cached prompt prefix.
         schema_check: Add the schema check's finding to the request the LM path reads, when it
-            finds a gap (:func:`~routerlab.routers.schema_outline.schema_finding`). With the
+            finds a gap (:func:`~routerlab.routers.support.schema_outline.schema_finding`). With the
             default thresholds this rarely matters: a gap in a data request is the rules'
             ``schema_gap`` (confidence 0.84), which already decides above ``threshold``.
         ambiguity_check: Add the ambiguity check's question to the request the LM path reads
-            (:func:`~routerlab.routers.schema_outline.ambiguity_finding`). The same caveat: each
+            (:func:`~routerlab.routers.support.schema_outline.ambiguity_finding`). The same caveat: each
             kind it finds is also a clarify rule at 0.82-0.85, which decides before the LM is asked,
             so this matters only with those rules ablated (``rules`` router's ``without``).
             A program compiled with ``checks`` turns the matching finding on whatever these say:

@@ -18,7 +18,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from routerlab.agents.conversation import HISTORY_TURNS, history_of
 from routerlab.agents.errors import ContractError
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.lm.local import tools_prompt
@@ -30,8 +29,9 @@ from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
+from routerlab.agents.turn_history import HISTORY_TURNS, history_of
 from routerlab.routers.base import router
-from routerlab.routers.schema_outline import check_view, request_note, schema_view
+from routerlab.routers.support.schema_outline import check_view, request_note, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
 
@@ -191,11 +191,11 @@ class LLMRouter:
             their column names: what ``abstain`` needs to be chosen), ``tables`` or ``none``. It
             sits in the prompt prefix, so its tokens are evaluated once per database.
         schema_check: Add the deterministic schema check's finding to the request ("Schema
-            check: no column measures 'salary'.", :func:`~routerlab.routers.schema_outline.schema_finding`)
+            check: no column measures 'salary'.", :func:`~routerlab.routers.support.schema_outline.schema_finding`)
             when it finds a gap, so the LM chooses with that evidence; nothing is added otherwise.
         ambiguity_check: Add the ambiguity check's question to the request ("Ambiguity check: Which
             one do you mean: Qinling North or Qinling South?",
-            :func:`~routerlab.routers.schema_outline.ambiguity_finding`) when it finds the request
+            :func:`~routerlab.routers.support.schema_outline.ambiguity_finding`) when it finds the request
             open on this database; nothing is added otherwise. Off by default: it adds tokens to
             the decisions it fires on (README, "Clarify, refuse and the `dspy` optimizers").
     """

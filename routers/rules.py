@@ -20,9 +20,9 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql, normalise_request
 from routerlab.agents.trace import Usage
-from routerlab.routers.ambiguity import AMBIGUITY_KINDS, find_ambiguities
 from routerlab.routers.base import router
-from routerlab.routers.intent import Classification, IntentRouter
+from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, find_ambiguities
+from routerlab.routers.support.intent import Classification, IntentRouter
 
 __all__ = ["DEFAULT_RULES", "Rule", "RulesRouter", "normalise_request", "schema_gaps"]
 
@@ -122,7 +122,7 @@ SCHEMA_DETECTORS: dict[str, Callable[[str, Any], bool]] = {
 
 
 def _ambiguity_detectors(today: _dt.date | None) -> dict[str, Callable[[str, Any], bool]]:
-    """``ambiguity:<kind>`` detectors: the schema-derived ambiguity check of one kind (``routers/ambiguity.py``)."""
+    """``ambiguity:<kind>`` detectors: the schema-derived ambiguity check of one kind (``support/ambiguity.py``)."""
 
     def detector(kind: str) -> Callable[[str, Any], bool]:
         return lambda text, db: bool(find_ambiguities(text, db, kinds=(kind,), today=today))
@@ -293,7 +293,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"year|date|person|customer|one|place|team|product))\b",
     ),
     Rule("open_measure", "clarify", 0.82, "^" + _NO_QUOTED_SQL + _OPEN_MEASURE),
-    # schema-derived ambiguity (routers/ambiguity.py): what this database cannot settle by itself
+    # schema-derived ambiguity (routers/support/ambiguity.py): what this database cannot settle by itself
     Rule("relative_period", "clarify", 0.83, detector="ambiguity:relative_period"),
     # these two above schema_gap (0.84): the dates or the value the request leaves unnamed are asked
     # for first ("customers at the weekend", "the word a certain song name in its title"); asking

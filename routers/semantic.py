@@ -54,9 +54,9 @@ from routerlab.agents.state import INTENTS, PipelineState
 from routerlab.agents.tools.index import Embedder, load_embedder
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
-from routerlab.routers.intent import Classification, IntentRouter
 from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.rules import RulesRouter
+from routerlab.routers.support.intent import Classification, IntentRouter
 
 __all__ = [
     "EXEMPLAR_DIR",

@@ -9,7 +9,7 @@ from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import require_tools, router
-from routerlab.routers.intent import DONE_ANSWER
+from routerlab.routers.support.intent import DONE_ANSWER
 
 __all__ = ["SingleCallRouter"]
 

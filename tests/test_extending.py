@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +19,8 @@ from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.eval.scoring import scorer
 from routerlab.routers import router
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "extending.md"
 
 
 def _blocks() -> dict[str, str]:
@@ -40,8 +45,26 @@ def _run(name: str) -> dict:
     return namespace
 
 
-def test_page_has_one_example_per_kind():
-    assert set(_blocks()) == {"routers/keyword.py", "eval/scorers/steps.py", "benchmarks/loaders/pairs.py"}
+#: each kind's example: the component's file, its test file, and the conformance suite it joins
+EXAMPLES: dict[str, tuple[str, str, str, str]] = {
+    "router": ("routers/keyword.py", "tests/routers/test_keyword.py", "tests/routers/test_conformance.py", "keyword"),
+    "scorer": (
+        "eval/scorers/steps.py",
+        "tests/eval/test_steps.py",
+        "tests/eval/test_scorer_conformance.py",
+        "few_steps",
+    ),
+    "loader": (
+        "benchmarks/loaders/pairs.py",
+        "tests/benchmarks/loaders/test_pairs.py",
+        "tests/benchmarks/loaders/test_loader_conformance.py",
+        "pairs",
+    ),
+}
+
+
+def test_page_has_one_example_and_one_test_per_kind():
+    assert set(_blocks()) == {name for component, test, _, _ in EXAMPLES.values() for name in (component, test)}
 
 
 def test_router_example(registries):
@@ -75,3 +98,55 @@ def test_registry_checks_what_a_factory_builds():
     with pytest.raises(ContractError, match="built the wrong kind of object") as err:
         things.build("broken")
     assert err.value.expected == "an instance of Dataset" and err.value.found == "str"
+
+
+def _installed_copy(root: Path) -> Path:
+    """A copy of the project at ``root/repo`` and its import layout at ``root/site``.
+
+    ``routerlab.agents`` and the other layers are installed from folders beside the application
+    package (pyproject's ``package-dir``); ``root/site/routerlab`` rebuilds that layout from links
+    into the copy, so ``PYTHONPATH=root/site`` imports the copy, not this checkout.
+    """
+    repo = root / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".venv", ".git", ".routerlab", "*.egg-info")
+    for name in ("agents", "routers", "benchmarks", "eval", "routerlab", "tests", "docs", "notebooks"):
+        shutil.copytree(ROOT / name, repo / name, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    site = root / "site" / "routerlab"
+    site.mkdir(parents=True)
+    for entry in (repo / "routerlab").iterdir():
+        (site / entry.name).symlink_to(entry)
+    for layer in ("agents", "routers", "benchmarks", "eval"):
+        (site / layer).symlink_to(repo / layer)
+    return repo
+
+
+@pytest.mark.parametrize("kind", sorted(EXAMPLES))
+def test_an_example_is_one_file_plus_its_test(kind, tmp_path):
+    """Adding exactly the page's two files to a copy of the project passes the layer test, the kind's
+    conformance suite (which picks the new component up by itself) and the new test."""
+    component, test, suite, name = EXAMPLES[kind]
+    repo = _installed_copy(tmp_path)
+    before = {p.relative_to(repo) for p in repo.rglob("*") if p.is_file()}
+    blocks = _blocks()
+    for rel in (component, test):
+        (repo / rel).write_text(blocks[rel])
+    after = {p.relative_to(repo) for p in repo.rglob("*") if p.is_file()}
+    assert after - before == {Path(component), Path(test)}
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "ROUTERLAB_CACHE": str(tmp_path / "cache")}
+    args = ["-q", "-p", "no:cacheprovider", "-x", "-m", "not model", "tests/test_layers.py", suite, test]
+    args += ["-k", f"test_layers or {name} or {Path(test).stem}"]
+    # this checkout is installed in editable mode, and setuptools' editable finder would import
+    # it instead of the copy: drop that finder so PYTHONPATH decides
+    boot = (
+        "import sys, pytest; "
+        "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in getattr(f, '__module__', '')]; "
+        # the copy's own routerlab/ folder (the application alone) must not shadow the layout
+        f"sys.path.insert(0, {str(tmp_path / 'site')!r}); "
+        "import routerlab.agents, routerlab.routers, routerlab.eval.scorers, routerlab.benchmarks.loaders; "
+        f"assert routerlab.agents.__file__.startswith({str(tmp_path)!r}), routerlab.agents.__file__; "
+        f"sys.exit(pytest.main({args!r}))"
+    )
+    done = subprocess.run([sys.executable, "-c", boot], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(r"\d+ passed", done.stdout), done.stdout[-2000:]

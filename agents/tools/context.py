@@ -32,7 +32,7 @@ class ToolSettings:
         fix_attempts: Repair attempts inside one fix_sql call.
         linking: Which tables the SQL sub-agents see: ``auto`` (all of them while the schema
             text fits ``schema_budget_chars``, else ``overlap``), ``full`` or ``overlap`` (see
-            ``routerlab.agents.tools.linking``).
+            ``routerlab.agents.tools.schema_linking``).
         schema_budget_chars: Largest schema text ``auto`` linking shows whole. A whole schema
             is the same prompt prefix for every question on a database, which the local model
             reuses from its KV cache.
@@ -73,7 +73,7 @@ class ToolSettings:
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool
-        from routerlab.agents.tools.linking import LINKING_MODES
+        from routerlab.agents.tools.schema_linking import LINKING_MODES
 
         if self.linking not in LINKING_MODES:
             raise ConfigError(

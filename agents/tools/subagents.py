@@ -6,7 +6,6 @@ compact JSON of them to the router as the ``ToolMessage`` content.
 
 from __future__ import annotations
 
-from routerlab.agents.conversation import history_of, last_data_turn, question_in_context
 from routerlab.agents.db import check_sql
 from routerlab.agents.errors import ToolError
 from routerlab.agents.lm.adapter import lm_context
@@ -14,10 +13,11 @@ from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
-from routerlab.agents.tools.linking import link_tables, schema_for
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
 from routerlab.agents.tools.schema import INJECTED
+from routerlab.agents.tools.schema_linking import link_tables, schema_for
+from routerlab.agents.turn_history import history_of, last_data_turn, question_in_context
 
 try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
     from typing import Annotated

@@ -23,10 +23,10 @@ from typing import Any
 import duckdb
 import yaml
 
+from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.builtin.database import builtin_database_path
 from routerlab.benchmarks.builtin.loader import CONVERSATIONS_PATH, EXAMPLES_PATH
 from routerlab.benchmarks.builtin.validate import connect_readonly, query_error
-from routerlab.benchmarks.chains import CHAINS
 from routerlab.benchmarks.difficulty import sql_hardness
 
 __all__ = [

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from routerlab.agents.errors import ConfigError, DatasetError
-from routerlab.benchmarks.chains import CHAINS
+from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.difficulty import sql_hardness
 from routerlab.benchmarks.example import DIFFICULTIES, Example
 

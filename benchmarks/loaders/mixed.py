@@ -53,9 +53,9 @@ from sqlglot.errors import ParseError, TokenError
 from routerlab.agents.answerability import schema_lacks, temporal_level
 from routerlab.agents.db import Database, open_database
 from routerlab.agents.errors import ConfigError, DatabaseError, GuardViolation, QueryTimeout, SQLExecutionError
+from routerlab.agents.plan import CHAINS
 from routerlab.agents.registry import Range
 from routerlab.agents.state import INTENTS
-from routerlab.benchmarks.chains import CHAINS
 from routerlab.benchmarks.dataset import Dataset, dataset, layout_loaders, loaders_for
 from routerlab.benchmarks.example import Example
 

@@ -35,7 +35,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_PARENT_RUN_I
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset
-from routerlab.eval.calibration import calibration_metrics, first_confidence
+from routerlab.eval.confidence_calibration import calibration_metrics, first_confidence
 from routerlab.eval.metrics import metric_name, summarize
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.tracking.address import (

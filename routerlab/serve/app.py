@@ -20,10 +20,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from routerlab.agents.capture import build_trace
-from routerlab.agents.conversation import turn_from_trace
 from routerlab.agents.errors import ConfigError, DatabaseError, RunError, UnknownComponentError
 from routerlab.agents.graph import Pipeline, PipelineConfig
-from routerlab.conversations import ConversationStore
+from routerlab.agents.turn_history import turn_from_trace
+from routerlab.conversation_store import ConversationStore
 from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
 from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_validation_errors
@@ -53,7 +53,7 @@ class ServeSettings:
         database: The database every request runs against (default: the built-in one).
         config: Pipeline bounds and settings.
         conversations: SQLite file of the conversations (None: kept in memory); see
-            :mod:`routerlab.conversations` for the bounds.
+            :mod:`routerlab.conversation_store` for the bounds.
         poll_s: How often a run waiting on a busy node checks whether its client is still there.
         ping_s: Keep-alive comment interval of event streams.
     """

@@ -8,8 +8,8 @@ import pytest
 from rich.console import Console
 
 from routerlab.agents.lm import scripted_lm
-from routerlab.eval.calibration import expected_calibration_error, first_confidence
 from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.confidence_calibration import expected_calibration_error, first_confidence
 from routerlab.eval.store import ResultsStore
 from routerlab.runner import RunConfig
 from routerlab.session import SessionSpec, run_session

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from routerlab.agents.lm import scripted_lm
-from routerlab.benchmarks.chains import CHAINS
+from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
 from routerlab.eval.compare import compare_runs, render

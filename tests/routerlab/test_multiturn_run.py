@@ -19,7 +19,7 @@ import routerlab.benchmarks.builtin  # noqa: F401  (registers the built-in datas
 from routerlab.agents.lm import scripted_lm
 from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
-from routerlab.eval.conversations import conversation_summary
+from routerlab.eval.conversation_metrics import conversation_summary
 from routerlab.eval.metrics import summarize
 from routerlab.eval.scoring import ExampleResult, Score
 from routerlab.runner import RouterRun, RunConfig, build_scorers, conversation_units, run_router

@@ -60,7 +60,7 @@ def test_a_router_that_raises_is_a_scored_failure_not_a_crash(dev):
 
 
 def test_confidence_and_calibration_columns(dev):
-    from routerlab.eval.calibration import expected_calibration_error
+    from routerlab.eval.confidence_calibration import expected_calibration_error
 
     ds = first_decisions("rules", {}, dev, None)
     assert all(0.0 <= d.confidence <= 1.0 for d in ds)

@@ -13,8 +13,8 @@ from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.routers import router
-from routerlab.routers.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
 from routerlab.routers.rules import DEFAULT_RULES, RulesRouter
+from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
 
 #: the data end on 2024-12-31; this "today" is well after, so "last month" has no data
 LATER = dt.date(2026, 11, 25)
@@ -59,7 +59,7 @@ def test_without_a_reference_date_a_relative_period_is_always_asked_and_the_cloc
     """The default reads no clock: the same request routes the same way on any day the benchmark runs."""
     import types
 
-    import routerlab.routers.ambiguity as module
+    import routerlab.routers.support.ambiguity as module
 
     class _Clockless(dt.date):
         @classmethod
@@ -120,7 +120,7 @@ def test_a_relative_period_the_data_reach_is_not_asked(stations, undated):
     ],
 )
 def test_period_start_case_by_case(which, unit, today, start):
-    from routerlab.routers.ambiguity import _period_start
+    from routerlab.routers.support.ambiguity import _period_start
 
     assert _period_start(which, unit, today) == start
 
@@ -132,7 +132,7 @@ def test_period_start_case_by_case(which, unit, today, start):
 )
 def test_last_period_ends_where_this_one_starts(today, unit):
     """ "last <unit>" starts before "this <unit>", which starts on or before today, within one unit."""
-    from routerlab.routers.ambiguity import _period_start
+    from routerlab.routers.support.ambiguity import _period_start
 
     this, last = _period_start("this", unit, today), _period_start("last", unit, today)
     assert last < this <= today
@@ -384,7 +384,7 @@ def test_the_ambiguity_note_is_per_request_evidence_only_when_asked(stations_pat
 
 
 def test_request_note_puts_each_finding_on_its_own_line(stations_path):
-    from routerlab.routers.schema_outline import ambiguity_finding, request_note
+    from routerlab.routers.support.schema_outline import ambiguity_finding, request_note
 
     env = RouterEnv(tools=(), lm=None, open_db=open_database)
     state = initial_state("What is the average salary at Qinling?", str(stations_path))

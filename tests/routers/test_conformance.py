@@ -131,3 +131,9 @@ def test_lm_routers_on_the_embedded_model(name, sales_db):
     for text in (INPUTS[0], INPUTS[3], INPUTS[5]):
         state = initial_state(text, str(sales_db))
         check_decision(r.decide(state), state)
+
+
+def test_package_docstring_names_every_router():
+    """routers/__init__.py's docstring is the list a newcomer reads: it names every registered router."""
+    missing = [name for name in routers.router.names() if f"``{name}``" not in (routers.__doc__ or "")]
+    assert not missing, f"routers/__init__.py's docstring does not name {missing}"

@@ -26,8 +26,8 @@ from routerlab.benchmarks.builtin import load_builtin
 from routerlab.cli import app
 from routerlab.optimize import optimize_router, to_dspy_examples
 from routerlab.routers.dspy_router import INSTRUCTIONS, RouteProgram, check_checks, load_program, request_evidence
-from routerlab.routers.lm_intent import IntentPrompt
-from routerlab.routers.schema_outline import ambiguity_finding, schema_finding
+from routerlab.routers.support.lm_intent import IntentPrompt
+from routerlab.routers.support.schema_outline import ambiguity_finding, schema_finding
 
 GAP = "What is the average salary of the cashiers in each area?"  # the schema check finds 'salary' missing
 CHECKS_ALL = ("schema", "ambiguity")
@@ -193,7 +193,7 @@ def test_the_embedded_model_reads_the_evidence_line_in_one_pass(builtin, tmp_pat
 
 
 def test_neighbours_are_the_nearest_other_labelled_requests():
-    from routerlab.routers.neighbours import Neighbours
+    from routerlab.routers.support.neighbours import Neighbours
 
     pool = Neighbours(
         ["How many areas are there?", "Count the service areas.", "Hello there!", "Delete every complaint."],
@@ -244,7 +244,7 @@ def test_the_neighbours_pool_is_the_fit_part_and_held_out_requests_stay_unseen(b
 
 
 def test_the_rules_check_is_the_rules_routers_verdict_on_the_turns_database(sales_db):
-    from routerlab.routers.schema_outline import rules_finding
+    from routerlab.routers.support.schema_outline import rules_finding
 
     env = RouterEnv(tools=DEFAULT_TOOLS, open_db=open_database)
     rules = routers.router.build("rules")

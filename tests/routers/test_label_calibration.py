@@ -13,9 +13,9 @@ from routerlab.agents.lm.scoring import ChoiceScores
 from routerlab.agents.lm.scripted import ScriptedEngine
 from routerlab.agents.state import INTENTS
 from routerlab.agents.trace import Usage
-from routerlab.routers.calibration import calibrated, shift
 from routerlab.routers.dspy_router import RouteProgram, load_program
-from routerlab.routers.lm_intent import OnePass
+from routerlab.routers.support.label_calibration import calibrated, shift
+from routerlab.routers.support.lm_intent import OnePass
 
 _probs = st.lists(st.floats(0.001, 1.0), min_size=len(INTENTS), max_size=len(INTENTS)).map(
     lambda xs: {k: x / sum(xs) for k, x in zip(INTENTS, xs, strict=True)}

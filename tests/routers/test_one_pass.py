@@ -112,7 +112,7 @@ def test_llm_router_turn_cites_ids_it_did_not_generate(small_lm, sales_db):
 @pytest.mark.model
 def test_llm_router_reads_the_schema_check_finding_in_its_one_pass_request(small_lm, sales_db):
     """The finding lengthens the per-request part only; the decision stays one forward pass."""
-    from routerlab.routers.schema_outline import schema_finding
+    from routerlab.routers.support.schema_outline import schema_finding
 
     question = "What is the average salary of the cashiers in each area?"
     state = initial_state(question, str(sales_db))

@@ -12,7 +12,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.messages import request_to_chat
-from routerlab.routers.schema_outline import schema_outline
+from routerlab.routers.support.schema_outline import schema_outline
 
 
 def test_outline_names_every_table_with_its_columns(spiderlike_db: Path):
@@ -94,7 +94,7 @@ def test_the_schema_check_finding_is_per_request_evidence_only_when_asked(spider
 def test_schema_finding_reads_data_requests_only(spiderlike_db: Path):
     from routerlab.agents.routing import RouterEnv
     from routerlab.agents.state import initial_state
-    from routerlab.routers.schema_outline import schema_finding
+    from routerlab.routers.support.schema_outline import schema_finding
 
     env = RouterEnv(tools=(), lm=None, open_db=open_database)
     gap = schema_finding(env, initial_state("What is the average salary of the pet owners?", str(spiderlike_db)))

@@ -84,7 +84,7 @@ def test_openai_compatible_server_through_dspy(server):
 def test_intent_scored_from_the_servers_logprobs_matches_the_embedded_engine(server):
     from routerlab.agents.lm.scoring import score_choices
     from routerlab.agents.state import INTENTS
-    from routerlab.routers.lm_intent import IntentPrompt
+    from routerlab.routers.support.lm_intent import IntentPrompt
 
     prompt = IntentPrompt(
         "Classify the request to a text-to-SQL assistant by intent.",

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders and "mixed")
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import ConfigError, SQLExecutionError
+from routerlab.agents.plan import CHAINS
 from routerlab.agents.registry import component_spec
-from routerlab.benchmarks.chains import CHAINS
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.loaders.mixed import _CHAT_MESSAGES, _VAGUE_PHRASES, DEFAULT_RATIOS, _words, mix_intents

@@ -10,7 +10,7 @@ import pytest
 
 from routerlab.agents.answerability import check_question, schema_lacks
 from routerlab.agents.db import open_database
-from routerlab.benchmarks.chains import CHAINS
+from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.loaders.mixed import DEFAULT_RATIOS, mix_intents

@@ -10,7 +10,7 @@ import pytest
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import ConfigError, DatasetError
-from routerlab.benchmarks.chains import CHAINS
+from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.loaders import load_csv, load_jsonl
 from tests.benchmarks.loaders.conftest import CSV_COLUMNS, TABLE_RECORDS

@@ -58,7 +58,7 @@ def test_turns_are_kept_in_the_configured_file(server):
     url, _, path = server
     done = _stream(url, {"question": FIRST, "conversation_id": "kept-on-disk"})
     assert done["type"] == "completed"
-    from routerlab.conversations import ConversationStore
+    from routerlab.conversation_store import ConversationStore
 
     assert [t["question"] for t in ConversationStore(path).history("kept-on-disk")] == [FIRST]
     health = httpx.get(url + "/health").json()["data"]

@@ -18,8 +18,8 @@ import functools
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import ConfigError, RouterlabError
-from routerlab.routers.ambiguity import clarifying_question, find_ambiguities
 from routerlab.routers.rules import RulesRouter, normalise_request, schema_gaps
+from routerlab.routers.support.ambiguity import clarifying_question, find_ambiguities
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
@@ -103,7 +103,7 @@ def ambiguity_finding(env: RouterEnv | None, state: PipelineState) -> str:
     """The ambiguity check's question about the turn's request as one line, or ``""`` when it found nothing.
 
     ``Ambiguity check: Which one do you mean: Qinling North or Qinling South?``
-    (:func:`~routerlab.routers.ambiguity.find_ambiguities`); without a database there is no finding.
+    (:func:`~routerlab.routers.support.ambiguity.find_ambiguities`); without a database there is no finding.
     """
     db = _turn_db(env, state)
     if db is None:

@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping
 
 from routerlab.agents.lm.scoring import normalise
-from routerlab.routers.lm_intent import OnePass
+from routerlab.routers.support.lm_intent import OnePass
 
 __all__ = ["FLOOR", "Weights", "calibrated", "shift"]
 

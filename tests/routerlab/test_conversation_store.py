@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from routerlab.agents.errors import ConfigError
 from routerlab.cli import app
-from routerlab.conversations import ConversationStore
+from routerlab.conversation_store import ConversationStore
 
 
 class Clock:

@@ -3,7 +3,7 @@
 The ``calibrated`` optimizer reads, for every fit example, the one-pass distribution over the
 intents of a compiled program once, then chooses offsets ``b_k`` so that
 ``argmax_k(log p_k + b_k)`` maximises the routing score on those examples
-(:mod:`routerlab.routers.calibration` applies them). The score is piecewise constant in each
+(:mod:`routerlab.routers.support.label_calibration` applies them). The score is piecewise constant in each
 offset, so the search is exact coordinate ascent: for one intent at a time, every interval
 between two decision boundaries is tried at its midpoint (the widest margin on both sides), a
 move is kept only if the score strictly rises, and among equal scores the offset nearest zero
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from routerlab.objective import RoutingObjective, routing_score
-from routerlab.routers.calibration import FLOOR, Weights, calibrated
+from routerlab.routers.support.label_calibration import FLOOR, Weights, calibrated
 
 __all__ = [
     "L2_GRID",
@@ -330,7 +330,7 @@ def score_with_map(
     labels: Sequence[str],
     safety: float = 2.0,
 ) -> float:
-    """The routing score of the decisions :func:`routerlab.routers.calibration.calibrated` makes with the map."""
+    """The routing score of the decisions that :func:`~routerlab.routers.support.label_calibration.calibrated` makes."""
     accepted = [list(a) for a in accepted] if accepted is not None else [[g] for g in gold]
     correct = []
     for d, acc in zip(dists, accepted, strict=True):

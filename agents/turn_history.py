@@ -3,7 +3,7 @@
 A turn is kept small: the request, the answer, the intent, the SQL that ran and a summary of its
 result (never the rows), and the tables schema linking found. ``PipelineState.history`` holds the
 previous turns, oldest first; the application keeps them between requests
-(``routerlab.conversations``). A follow-up ("and in 2023?", "now only the top 3") reuses the
+(``routerlab.conversation_store``). A follow-up ("and in 2023?", "now only the top 3") reuses the
 last data turn: its SQL and question go to SQL generation with the new request, and its tables
 to schema linking.
 """

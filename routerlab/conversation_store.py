@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from routerlab.agents.conversation import Turn
 from routerlab.agents.errors import ConfigError
+from routerlab.agents.turn_history import Turn
 
 __all__ = ["DEFAULT_MAX_CONVERSATIONS", "DEFAULT_MAX_TURNS", "DEFAULT_TTL_S", "ConversationStore", "default_path"]
 

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from routerlab.eval.calibration import (
+from routerlab.eval.confidence_calibration import (
     calibration_summary,
     calibration_table,
     expected_calibration_error,

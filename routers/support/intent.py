@@ -6,15 +6,15 @@ import dataclasses
 import datetime as _dt
 from typing import Any, NamedTuple
 
-from routerlab.agents.conversation import history_of, last_data_turn
 from routerlab.agents.errors import RouterlabError
 from routerlab.agents.plan import TOOL_INTENT, next_call
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.tools.text import normalise_request
 from routerlab.agents.trace import Usage
-from routerlab.routers.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
+from routerlab.agents.turn_history import history_of, last_data_turn
 from routerlab.routers.base import require_tools
+from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
 
 __all__ = ["DONE_ANSWER", "TOOL_INTENT", "Classification", "IntentRouter"]
 
@@ -45,7 +45,7 @@ class IntentRouter:
     (the earlier turn supplies what it leaves open): it is answered as ``sql``, method
     ``<method>:follow-up``.
 
-    A clarification asks what the schema-derived ambiguity check (``routers/ambiguity.py``) finds
+    A clarification asks what the schema-derived ambiguity check (``routers/support/ambiguity.py``) finds
     open in the request on its database ("Which one do you mean: Qinling North or Qinling
     South?"), and the plan's generic question only when it finds nothing. Every intent router
     asks the same way, so routers differ in whether they ask, not in what they ask.
@@ -61,7 +61,7 @@ class IntentRouter:
     needs_tools: tuple[str, ...] = tuple(TOOL_INTENT)
     #: ambiguity kinds a clarifying question may name (``rules`` narrows it to its table's)
     clarify_kinds: tuple[str, ...] = AMBIGUITY_KINDS
-    #: the date relative periods are read against (None: none, see ``routers/ambiguity.py``)
+    #: the date relative periods are read against (None: none, see ``routers/support/ambiguity.py``)
     reference_date: _dt.date | None = None
 
     def __init__(self, fix_budget: int = 1) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 from routerlab import routers
-from routerlab.agents.conversation import history_text, question_in_context, turn_from_trace
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.replay import outcome_key
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools import ToolSettings
+from routerlab.agents.turn_history import history_text, question_in_context, turn_from_trace
 from routerlab.routers.llm import to_openai_messages
 
 MOST_SQL = (

@@ -60,7 +60,7 @@ def test_unknown_mode_exits_2_naming_the_known_ones(tmp_path, spiderlike_db):
 
 def test_linking_recall_on_the_real_spider_databases(spider_dev_a):
     from routerlab.agents.tools import ToolSettings
-    from routerlab.linking import link_examples, linking_table
+    from routerlab.linking_recall import link_examples, linking_table
 
     rows = link_examples(spider_dev_a, ToolSettings(), ["auto", "overlap"])
     table = linking_table(rows).set_index("mode")

@@ -9,8 +9,8 @@ import pytest
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.tools import ToolSettings
-from routerlab.agents.tools.linking import link_tables, overlap_tables
 from routerlab.agents.tools.repair import catalog_of, query_identifiers
+from routerlab.agents.tools.schema_linking import link_tables, overlap_tables
 
 ALL = ["Has_Pet", "Order Items", "Pets", "Student", "car_names", "model_list"]
 

@@ -17,8 +17,8 @@ from sqlglot.errors import SqlglotError
 
 from routerlab.agents.db import open_database
 from routerlab.agents.tools import ToolSettings
-from routerlab.agents.tools.linking import link_tables
 from routerlab.agents.tools.repair import catalog_of, query_identifiers
+from routerlab.agents.tools.schema_linking import link_tables
 from routerlab.benchmarks.example import Example
 
 __all__ = ["LinkedExample", "link_examples", "linking_table"]

@@ -1,4 +1,4 @@
-"""Fitting per-intent offsets (``routerlab.calibration``) and the ``calibrated`` optimizer.
+"""Fitting per-intent offsets (``routerlab.label_calibration_fit``) and the ``calibrated`` optimizer.
 
 The optimizer runs against a scripted engine that scores labels like a prompt biased towards
 ``sql``: it knows each train request's gold intent but gives ``sql`` more probability than the
@@ -22,7 +22,7 @@ from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply
 from routerlab.agents.lm.usage import UsageCallback
 from routerlab.agents.state import INTENTS
 from routerlab.benchmarks.builtin import load_builtin
-from routerlab.calibration import (
+from routerlab.label_calibration_fit import (
     L2_GRID,
     affine_loss,
     choose_bound,
@@ -285,9 +285,9 @@ def test_on_the_real_model_the_calibration_is_fitted_on_its_distributions_and_th
     from routerlab.agents.db import open_database
     from routerlab.agents.lm import resolve_lm
     from routerlab.optimize import to_dspy_examples
-    from routerlab.routers.calibration import shift
     from routerlab.routers.dspy_router import RouteProgram
-    from routerlab.routers.lm_intent import IntentPrompt, classify_one_pass
+    from routerlab.routers.support.label_calibration import shift
+    from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
 
     lm = resolve_lm("local:0.5b", cache=False, max_tokens=16)
     train = builtin.split("train")
@@ -353,7 +353,7 @@ def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_
     # model's distributions, so a scripted LM cannot give them back: the recompile is given the
     # variant the model chose, and the calibration is refitted from the distributions the
     # compile kept; the real-model test above checks how they are fitted.
-    from routerlab.calibration import MAPS
+    from routerlab.label_calibration_fit import MAPS
     from routerlab.routers.dspy_router import program_path
 
     meta = json.loads(program_path(name).with_suffix(".meta.json").read_text())

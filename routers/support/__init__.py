@@ -1,0 +1,16 @@
+"""What the routers share but that is not a router: the checks they read and the helpers they build on.
+
+* :mod:`~routerlab.routers.support.intent`: ``IntentRouter``, the base of routers that classify
+  a request once and follow the canonical plan (rules, hybrid, dspy, semantic, the baselines);
+* :mod:`~routerlab.routers.support.lm_intent`: one-pass LM classification of a request's intent;
+* :mod:`~routerlab.routers.support.label_calibration`: applies a compiled program's per-intent
+  offsets (or affine map) to a one-pass distribution (``routerlab.label_calibration_fit`` fits them);
+* :mod:`~routerlab.routers.support.schema_outline`: the tables-and-columns view an LM router's
+  prompt holds, and the schema check's finding a request may carry;
+* :mod:`~routerlab.routers.support.ambiguity`: the schema-derived ambiguity check (what a request
+  leaves open on this database, and the question to ask about it);
+* :mod:`~routerlab.routers.support.neighbours`: the intents of the nearest labelled requests.
+
+Nothing here registers a router; ``routers/`` itself holds only routers (and ``base.py``, the
+router registry).
+"""
