@@ -1,5 +1,7 @@
 """``routerlab compare``: stored runs side by side, with confidence intervals and paired tests.
 
+Long because the compare table, its paired tests and its four output formats are one report.
+
 One row per run: router, LM, number of results, each rate with its 95 % bootstrap CI
 (``0.62 [0.51, 0.72]``), latency p50/p95, router and sub-agent tokens per example and LM calls
 per example. Baseline routers (``oracle``, ``random``) are labelled ``(baseline)`` everywhere.

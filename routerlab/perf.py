@@ -1,5 +1,7 @@
 """``routerlab perf``: speed of the harness, the EX scorer, concurrency and the embedded model.
 
+Long because each benchmark (harness, EX scorer, concurrency, model) is measured here end to end.
+
 Every figure is measured here, in a benchmark command, never asserted in a test. The machines
 this runs on are shared and noisy, so each section also reports a ratio against a baseline
 measured in the same run, which is what to compare across machines.

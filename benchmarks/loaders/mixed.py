@@ -1,5 +1,7 @@
 """The intent mixer: turn a SQL-only dataset into a routing benchmark.
 
+Long because each mixed-in intent has its own generator (explain, fix, chat, clarify, refuse, unanswerable).
+
 Text-to-SQL datasets (Spider, BIRD, ...) only hold ``sql`` requests. :func:`mix_intents` rewrites a
 share of them into the other five intents, deterministically from a seed:
 

@@ -1,5 +1,7 @@
 """The sweep file: a grid of datasets x LMs x seeds x router variants, checked up front.
 
+Long because every field of the sweep file is checked up front with an expected / found / fix error.
+
 A sweep file is YAML (or JSON)::
 
     name: hybrid-thresholds          # optional label (the MLflow parent run's name)
