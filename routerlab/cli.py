@@ -864,6 +864,14 @@ def perf_cmd(
     quick: Annotated[bool, typer.Option("--quick", help="Smaller sizes (CI runs this form).")] = False,
     model: Annotated[bool, typer.Option("--model/--no-model", help="Also time the embedded model.")] = False,
     lm: Annotated[str, typer.Option("--lm", help="LM spec for --model.")] = "local",
+    databases: Annotated[
+        Path | None,
+        typer.Option(
+            "--databases",
+            help="Spider-layout folder whose databases the first-decision cost (cold vs warm) is measured on "
+            "(default: generated schemas).",
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Where the figures go as JSON.")] = Path(".routerlab/perf.json"),
     tracking_uri: Annotated[
         str | None, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store (none: skip).")
@@ -874,7 +882,11 @@ def perf_cmd(
 
     from routerlab.perf import figures_json, run_perf
 
-    figures = run_perf(quick=quick, model=model, lm=lm)
+    if databases is not None:
+        from routerlab.benchmarks.loaders.spider import load_spider
+
+        load_spider(str(databases), limit=1)  # a wrong folder is said now, not after minutes of measuring
+    figures = run_perf(quick=quick, model=model, lm=lm, databases=databases)
     table = Table("section", "figure", "value", "unit", "goal", "met", title="routerlab perf")
     for f in figures:
         met = "" if f.met is None else ("yes" if f.met else "NO")
@@ -891,7 +903,7 @@ def perf_cmd(
         mlflow.set_tracking_uri(tracking_uri)
         mlflow.set_experiment("routerlab/perf")
         with mlflow.start_run(run_name="perf" + (" --quick" if quick else "")):
-            mlflow.log_params({"quick": quick, "model": model, "lm": lm})
+            mlflow.log_params({"quick": quick, "model": model, "lm": lm, "databases": str(databases or "")})
             for f in figures:
                 mlflow.log_metric(metric_name(f"{f.section}.{f.name}"), float(f.value))
             mlflow.log_artifact(str(out))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import sqlite3
 import statistics
 import tempfile
@@ -33,6 +34,7 @@ __all__ = [
     "PerfFigure",
     "concurrency_scaling",
     "ex_throughput",
+    "first_decision_cost",
     "harness_overhead",
     "model_speed",
     "router_replay",
@@ -792,6 +794,101 @@ def routing_prefix_reuse(spec: str = "local", questions: int = 6) -> list[PerfFi
     ]
 
 
+def _first_questions(databases: Path | None, n: int, tmp: Path) -> list[Any]:
+    """One sql example on each of ``n`` databases: a Spider-layout folder's, else generated ones."""
+    from routerlab.benchmarks.example import Example
+
+    if databases is not None:
+        from routerlab.benchmarks.loaders.spider import load_spider
+
+        firsts: dict[str, Any] = {}
+        for e in load_spider(str(databases)).examples:
+            firsts.setdefault(e.db_id, e)
+        return [firsts[db] for db in sorted(firsts)[:n]]
+    out = []
+    for i in range(n):
+        # different sizes, so each database's schema (the router's prefix) differs
+        size = 6 + 6 * i
+        path = tmp / f"schema{size}.duckdb"
+        question, gold = _schema_db(path, size)[0]
+        out.append(Example(f"perf-{size}", question, f"schema{size}", str(path), "sql", gold_sql=gold))
+    return out
+
+
+def first_decision_cost(spec: str = "local", databases: Path | None = None, n: int = 3) -> list[PerfFigure]:
+    """The ``llm`` router's first decision on each database: prefix evaluated (cold) vs restored from disk (warm).
+
+    The router's prompt prefix holds the database's schema outline, so the first decision on a
+    database evaluates it. Per database: a first decision with no state of that prefix anywhere
+    (cold; it is saved to a fresh disk store), then the in-memory states are dropped, as in a new
+    process, and the same decision runs again (warm: the prefix comes back from disk). Wall times
+    are of this machine as shared at the time of the run.
+
+    Args:
+        spec: The LM (the disk store only exists for the embedded engine).
+        databases: A Spider-layout folder (e.g. ``../shared/data/spider-dev-a``); each of its
+            first ``n`` databases (by name) with its first question. None: generated DuckDB
+            schemas of 6, 12, 18... tables.
+        n: How many databases.
+    """
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.lm.prefix_disk import configured_prefix_disk
+    from routerlab.route_eval import first_decisions
+
+    lm = resolve_lm(spec, cache=False)
+    engine = getattr(lm, "engine", None)
+    if not hasattr(engine, "forget_prefixes"):
+        return [PerfFigure("first decision", f"disk prefix states need the embedded engine, not {spec}", math.nan, "")]
+    figures: list[PerfFigure] = []
+    warm_all: list[float] = []
+    with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {"ROUTERLAB_PREFIX_CACHE": d + "/prefixes"}):
+        disk = configured_prefix_disk()
+        assert disk is not None
+        for e in _first_questions(databases, n, Path(d)):
+            runs = []
+            for _ in ("cold", "warm"):
+                engine.forget_prefixes()  # memory empty: cold finds nothing, warm finds only the disk
+                (fd,) = first_decisions("llm", {}, [e], lm)
+                if fd.error is not None:
+                    raise RuntimeError(f"the llm router failed on {e.db_id}: {fd.error}")
+                runs.append(fd)
+            cold, warm = runs
+            warm_all.append(warm.seconds)
+            _log.info(
+                "%s: first decision cold %.2f s (%d tokens evaluated), warm %.2f s (%d)",
+                e.db_id,
+                cold.seconds,
+                cold.scored_tokens,
+                warm.seconds,
+                warm.scored_tokens,
+            )
+            figures += [
+                PerfFigure("first decision", f"{e.db_id}: cold, prefix evaluated", round(cold.seconds, 2), "s"),
+                PerfFigure("first decision", f"{e.db_id}: warm, prefix from disk", round(warm.seconds, 2), "s"),
+                PerfFigure("first decision", f"{e.db_id}: tokens evaluated cold", cold.scored_tokens, "tokens"),
+                PerfFigure("first decision", f"{e.db_id}: tokens evaluated warm", warm.scored_tokens, "tokens"),
+            ]
+        n_files = len(disk.entries())
+        figures += [
+            PerfFigure(
+                "first decision",
+                "warm first decision (median over databases)",
+                round(statistics.median(warm_all), 2),
+                "s",
+                "<= 1 s",
+                statistics.median(warm_all) <= 1,
+            ),
+            PerfFigure("first decision", "warm first decision (max)", round(max(warm_all), 2), "s"),
+            PerfFigure(
+                "first decision",
+                "disk per saved prefix state (mean)",
+                round(disk.total_bytes() / max(n_files, 1) / (1 << 20), 1),
+                "MB",
+            ),
+        ]
+    return figures
+
+
 def sql_decoding(spec: str = "local", questions: int = 5, draft: int = 10) -> list[PerfFigure]:
     """``generate_sql`` with and without prompt-lookup decoding, same prompts, same warm prefix.
 
@@ -858,8 +955,14 @@ def sql_decoding(spec: str = "local", questions: int = 5, draft: int = 10) -> li
     return figures
 
 
-def run_perf(*, quick: bool = False, model: bool = False, lm: str = "local") -> list[PerfFigure]:
-    """Run every section (``quick``: smaller sizes; ``model``: also time the embedded model)."""
+def run_perf(
+    *, quick: bool = False, model: bool = False, lm: str = "local", databases: Path | None = None
+) -> list[PerfFigure]:
+    """Run every section (``quick``: smaller sizes; ``model``: also time the embedded model).
+
+    ``databases``: a Spider-layout folder whose databases the first-decision cost is measured on
+    (None: generated schemas; see :func:`first_decision_cost`).
+    """
     figures = harness_overhead(24 if quick else 120)
     figures += ex_throughput(1000, rows=5_000 if quick else 20_000)
     figures += concurrency_scaling((1, 4, 16) if quick else (1, 2, 4, 8, 16), 32 if quick else 64)
@@ -867,7 +970,10 @@ def run_perf(*, quick: bool = False, model: bool = False, lm: str = "local") -> 
     if model:
         figures += model_speed(lm, 2 if quick else 5)
         figures += alternating_prefixes(lm, 2 if quick else 3)
-        figures += routing_prefix_reuse(lm, 6 if quick else 12)
+        # its cold figure is a prefix evaluated, never one restored from an earlier run's disk state
+        with mock.patch.dict(os.environ, {"ROUTERLAB_PREFIX_CACHE": "off"}):
+            figures += routing_prefix_reuse(lm, 6 if quick else 12)
+        figures += first_decision_cost(lm, databases, 2 if quick else 3)
         figures += schema_scaling(lm, (5, 15) if quick else (5, 15, 40))
         figures += sql_decoding(lm, 3 if quick else 6)
     return figures

@@ -10,6 +10,11 @@ import pytest
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
+# Tests never read or write the user's disk store of evaluated prompt prefixes: a state left by an
+# earlier run would turn a test's cold prefix into a restored one. Tests of that store point
+# ROUTERLAB_PREFIX_CACHE at their own temporary directory (the store reads it at each lookup).
+os.environ["ROUTERLAB_PREFIX_CACHE"] = "off"
+
 
 @pytest.fixture
 def golden():

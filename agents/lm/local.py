@@ -274,7 +274,11 @@ class LlamaEngine:
         return llm
 
     def forget_prefixes(self) -> None:
-        """Drop every reusable prefix (the live KV cache and the saved states): the next call is cold."""
+        """Drop every reusable prefix held in memory (the live KV cache and the saved states).
+
+        The next call is cold unless the disk store of evaluated prefixes has its prefix
+        (``ROUTERLAB_PREFIX_CACHE=off`` turns that store off; see ``agents/lm/prefix_disk.py``).
+        """
         llm = self.llama()
         with _serialised():
             llm.reset()

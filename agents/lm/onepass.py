@@ -15,6 +15,10 @@ last control token is tokenized per request.
 Saved prefix states here hold the KV cache and token ids only. ``Llama.save_state`` also copies
 the whole logits buffer (``n_batch x n_vocab`` floats, about 310 MB for Qwen2.5), which scoring
 never needs; without it a 600-token prefix of the 1.5B model is about 17 MB.
+
+A prefix evaluated here is also written to disk (:mod:`routerlab.agents.lm.prefix_disk`), and a
+prefix missing from memory is looked up there before it is evaluated: the next process, or
+another router with the same prefix, restores it (``prefix_source == "disk"``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from routerlab.agents.lm.prefix_disk import configured_prefix_disk, prefix_key
 from routerlab.agents.lm.scoring import ChoiceScores, normalise
 
 __all__ = ["Continuation", "PrefixStore", "continue_reply", "label_tokens", "render", "score_labels", "tokenize"]
@@ -43,7 +48,12 @@ class _Saved:
 
 
 class PrefixStore:
-    """Saved prefix states of one model, least recently used dropped beyond ``max_states``."""
+    """Saved prefix states of one model: the ``max_states`` most recently used in memory, all on disk.
+
+    The disk store is the one the environment names at the time of each save or lookup
+    (:func:`~routerlab.agents.lm.prefix_disk.configured_prefix_disk`), so it can be redirected or
+    turned off without reloading the model. ``max_states=0`` turns the memory copies off only.
+    """
 
     def __init__(self, max_states: int) -> None:
         self.max_states = max_states
@@ -53,12 +63,13 @@ class PrefixStore:
         return len(self._states)
 
     def clear(self) -> None:
-        """Forget every saved state."""
+        """Forget every state saved in memory (the disk store is left alone)."""
         self._states.clear()
 
     def save(self, llm: Any) -> None:
-        """Save the live context (exactly its ``n_tokens`` tokens) as a prefix state."""
-        if self.max_states <= 0:
+        """Save the live context (exactly its ``n_tokens`` tokens) as a prefix state, in memory and on disk."""
+        disk = configured_prefix_disk()
+        if self.max_states <= 0 and disk is None:
             return
         import llama_cpp
 
@@ -66,25 +77,54 @@ class PrefixStore:
         buf = (ctypes.c_uint8 * int(size))()
         n = llama_cpp.llama_state_get_data(llm._ctx.ctx, buf, size)
         key = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
-        self._states[key] = _Saved(key, bytes(buf)[: int(n)])
+        data = bytes(buf)[: int(n)]
+        self._remember(key, data)
+        if disk is not None:
+            disk.save(prefix_key(llm, key, disk), data)
+
+    def _remember(self, key: tuple[int, ...], data: bytes) -> None:
+        if self.max_states <= 0:
+            return
+        self._states[key] = _Saved(key, data)
         self._states.move_to_end(key)
         while len(self._states) > self.max_states:
             self._states.popitem(last=False)
 
-    def restore(self, llm: Any, tokens: tuple[int, ...]) -> bool:
-        """Load the saved state of exactly ``tokens`` into the context; False when there is none."""
-        saved = self._states.get(tokens)
-        if saved is None:
-            return False
-        import llama_cpp
+    def restore(self, llm: Any, tokens: tuple[int, ...]) -> str | None:
+        """Load the saved state of exactly ``tokens`` into the context.
 
-        self._states.move_to_end(tokens)
-        arr = (ctypes.c_uint8 * len(saved.kv)).from_buffer_copy(saved.kv)
-        if llama_cpp.llama_state_set_data(llm._ctx.ctx, arr, len(saved.kv)) != len(saved.kv):
-            return False
-        llm.input_ids[: len(tokens)] = tokens
-        llm.n_tokens = len(tokens)
-        return True
+        Returns:
+            ``"saved"`` (from memory), ``"disk"`` (from the disk store, now also in memory) or
+            None when neither has it (or llama.cpp refused a file's state: the file is removed).
+        """
+        saved = self._states.get(tokens)
+        if saved is not None:
+            self._states.move_to_end(tokens)
+            return "saved" if _set_state(llm, saved.kv, tokens) else None
+        disk = configured_prefix_disk()
+        if disk is None:
+            return None
+        key = prefix_key(llm, tokens, disk)
+        data = disk.load(key)
+        if data is None:
+            return None
+        if not _set_state(llm, data, tokens):
+            disk.reject(key, "llama.cpp did not accept the state")
+            return None
+        self._remember(tokens, data)
+        return "disk"
+
+
+def _set_state(llm: Any, data: bytes, tokens: tuple[int, ...]) -> bool:
+    """Put a saved state into ``llm``'s context; False when llama.cpp does not take all of it."""
+    import llama_cpp
+
+    arr = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+    if llama_cpp.llama_state_set_data(llm._ctx.ctx, arr, len(data)) != len(data):
+        return False
+    llm.input_ids[: len(tokens)] = tokens
+    llm.n_tokens = len(tokens)
+    return True
 
 
 def _formatter(llm: Any) -> Any:
@@ -232,17 +272,19 @@ def _start(llm: Any, store: PrefixStore, prompt: list[int], stable: int) -> tupl
     """Bring the context to exactly the first ``stable`` tokens of ``prompt``; return its source.
 
     The live context is truncated back to the stable prefix when it holds it; else the prefix's
-    saved state is restored, or it is evaluated now and saved. Never further: tokens past the
-    prefix that a previous request happened to share were evaluated in batches of another shape,
-    and reusing them would make a request's scores (in the last digits, sometimes in the decision)
-    depend on what ran before it. Returns the source and the tokens evaluated to get there.
+    saved state is restored (from memory, else from disk), or it is evaluated now and saved.
+    Never further: tokens past the prefix that a previous request happened to share were
+    evaluated in batches of another shape, and reusing them would make a request's scores (in the
+    last digits, sometimes in the decision) depend on what ran before it. Returns the source and
+    the tokens evaluated to get there.
     """
     live = _common([int(t) for t in llm.input_ids[: llm.n_tokens]], prompt[:stable])
     if live == stable and stable > 0:
         llm.n_tokens = stable  # the next eval drops the KV entries past the prefix
         return "live", 0
-    if stable and store.restore(llm, tuple(prompt[:stable])):
-        return "saved", 0
+    restored = store.restore(llm, tuple(prompt[:stable])) if stable else None
+    if restored is not None:
+        return restored, 0
     llm.reset()
     if not stable:
         return "computed", 0

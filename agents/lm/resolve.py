@@ -10,6 +10,7 @@ import dspy
 from routerlab.agents.errors import ConfigError, ModelAssetError
 from routerlab.agents.lm.assets import MODELS, cache_dir, model_path
 from routerlab.agents.lm.local import LlamaEngine
+from routerlab.agents.lm.prefix_disk import configured_prefix_disk
 from routerlab.agents.lm.provider_scoring import LogprobScorer
 from routerlab.agents.lm.usage import UsageCallback
 
@@ -84,7 +85,7 @@ def resolve_lm(
             (0: off; see ``routerlab.agents.lm.local``).
 
     Raises:
-        ConfigError: An unrecognised spec.
+        ConfigError: An unrecognised spec, or an unusable ROUTERLAB_PREFIX_CACHE(_MB) for a local model.
         ModelAssetError: A missing or corrupt local model.
     """
     if spec.startswith("scripted:"):
@@ -109,6 +110,8 @@ def resolve_lm(
                 found=spec,
                 fix="pick an embedded model or give a GGUF path",
             )
+        # a bad ROUTERLAB_PREFIX_CACHE(_MB) is bad input: said now, not at the first prefix saved mid-run
+        configured_prefix_disk()
         engine = LlamaEngine(str(path), n_ctx=n_ctx, max_tokens=max_tokens, prefix_states=prefix_states, draft=draft)
         lm = dspy.LM(
             f"local/{path.stem}",

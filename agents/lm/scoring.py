@@ -45,8 +45,9 @@ class ChoiceScores:
         prompt_tokens: Tokens of the whole prompt (stable prefix + request).
         prefix_tokens: Tokens of the stable prefix.
         evaluated_tokens: Tokens this call actually ran through the model.
-        prefix_source: ``live`` (already in the KV cache), ``saved`` (restored from a saved
-            state) or ``computed`` (evaluated now and saved).
+        prefix_source: ``live`` (already in the KV cache), ``saved`` (restored from a state
+            saved in memory), ``disk`` (restored from the disk store of evaluated prefixes) or
+            ``computed`` (evaluated now and saved).
         seconds: Wall time of the call.
     """
 

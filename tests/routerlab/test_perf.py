@@ -11,6 +11,7 @@ from routerlab.perf import (
     concurrency_scaling,
     ex_throughput,
     figures_json,
+    first_decision_cost,
     harness_overhead,
     router_replay,
     routing_prefix_reuse,
@@ -67,3 +68,32 @@ def test_routing_section_on_the_embedded_model_reuses_the_prefix():
     ):
         assert figures[name].unit == "s" and figures[name].value > 0, name
     assert figures["one-pass decision, prefix reused (median)"].met in (True, False)
+
+
+def test_a_wrong_databases_folder_stops_perf_before_measuring(tmp_path):
+    from typer.testing import CliRunner
+
+    from routerlab import cli
+
+    args = ["perf", "--quick", "--databases", str(tmp_path / "nope"), "--out", str(tmp_path / "x.json")]
+    out = CliRunner().invoke(cli.app, args)
+    assert out.exit_code == 2
+    assert "not found" in out.output and not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.model
+def test_first_decision_section_restores_each_database_prefix_from_disk(spider_dev_a, tmp_path, monkeypatch):
+    from tests.conftest import SPIDER_DEV_A
+
+    monkeypatch.setenv("ROUTERLAB_PREFIX_CACHE", str(tmp_path / "mine"))
+    figures = {f.name: f for f in first_decision_cost("local:0.5b", SPIDER_DEV_A, n=2)}
+    dbs = sorted({e.db_id for e in spider_dev_a})[:2]
+    for db in dbs:
+        cold, warm = figures[f"{db}: tokens evaluated cold"].value, figures[f"{db}: tokens evaluated warm"].value
+        # warm evaluates the request only: the schema prefix (hundreds of tokens) came from disk
+        assert cold > 200 and 0 < warm < cold / 3, db
+        assert figures[f"{db}: cold, prefix evaluated"].unit == "s"
+    assert figures["warm first decision (median over databases)"].met in (True, False)
+    assert figures["disk per saved prefix state (mean)"].value > 1
+    # the section measures in a store of its own, never the one the environment names
+    assert not (tmp_path / "mine").exists()
