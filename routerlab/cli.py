@@ -41,6 +41,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 LM_HELP = "LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM model string such as openai/gpt-4o-mini."
 LMOpt = Annotated[str, typer.Option("--lm", help=LM_HELP)]
 ApiBaseOpt = Annotated[str | None, typer.Option("--lm-api-base", help="API base URL for OpenAI-compatible servers.")]
+DbDirOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db-dir",
+        help="Folder of the databases (<db_id>/<db_id>.sqlite) when they are not beside the dataset "
+        "(sparc, cosql; config dataset_args.db_dir).",
+    ),
+]
 RunConfigOpt = Annotated[
     Path | None,
     typer.Option(
@@ -131,6 +139,7 @@ def run_cmd(
     dataset_path: Annotated[
         str | None, typer.Option("--dataset-path", help="Dataset directory or file (on-disk formats).")
     ] = None,
+    db_dir: DbDirOpt = None,
     split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. [default: dev]")] = None,
     limit: Annotated[
         int | None,
@@ -229,6 +238,7 @@ def run_cmd(
         defaults=defaults,
         dataset=dataset_name,
         dataset_path=dataset_path,
+        db_dir=db_dir,
         split=split,
         limit=limit,
         lm=lm,
@@ -367,6 +377,7 @@ def route_cmd(
     ] = "rules,hybrid,llm,dspy,handoff,random",
     dataset_name: Annotated[str | None, typer.Option("--dataset", help="Dataset name. [default: builtin]")] = None,
     dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
+    db_dir: DbDirOpt = None,
     split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. [default: dev]")] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all. [default: 0]")
@@ -391,6 +402,7 @@ def route_cmd(
         config_file,
         dataset=dataset_name,
         dataset_path=dataset_path,
+        db_dir=db_dir,
         split=split,
         limit=limit,
         lm=lm,

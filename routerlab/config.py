@@ -219,10 +219,10 @@ def _faults(value: Any, where: str) -> FaultSpec | None:
 def load_run_config(path: Path | None, *, defaults: Mapping[str, Any] | None = None, **cli: Any) -> RunConfig:
     """Merge CLI values over a config file (if any) over ``defaults`` into a :class:`RunConfig`.
 
-    ``dataset_path`` (CLI) becomes ``dataset_args.path``; ``faults`` may be a ``--faults``
-    string or, in the file, a mapping. A CLI value of None means "not given". The file may hold
-    RunConfig keys plus ``pipeline: {...}`` and ``pipeline.tools: {...}``. Scorer names are
-    looked up here, so a typo fails before anything runs.
+    ``dataset_path`` (CLI) becomes ``dataset_args.path`` and ``db_dir`` ``dataset_args.db_dir``;
+    ``faults`` may be a ``--faults`` string or, in the file, a mapping. A CLI value of None means
+    "not given". The file may hold RunConfig keys plus ``pipeline: {...}`` and
+    ``pipeline.tools: {...}``. Scorer names are looked up here, so a typo fails before anything runs.
 
     Raises:
         ConfigError: A missing or unparsable file, an unknown key or name, or a value of the wrong
@@ -253,6 +253,7 @@ def _build(path: Path | None, data: dict[str, Any], defaults: dict[str, Any], gi
     check_keys(where, data, RUN_FIELDS)
     check_values(where, {k: v for k, v in data.items() if k not in ("pipeline", "faults")}, RunConfig)
     dataset_path = given.pop("dataset_path", None)
+    db_dir = given.pop("db_dir", None)
     cli_faults = given.pop("faults", None)
     cli_replay = given.pop("replay", None)
     merged = {**defaults, **data, **given}
@@ -280,6 +281,8 @@ def _build(path: Path | None, data: dict[str, Any], defaults: dict[str, Any], gi
     args = dict(merged.get("dataset_args", {}) or {})
     if dataset_path:
         args["path"] = dataset_path
+    if db_dir:
+        args["db_dir"] = db_dir
     merged["dataset_args"] = args
     if "scorers" in merged:
         merged["scorers"] = tuple(merged["scorers"])

@@ -10,7 +10,13 @@ Recognised keys (CSV columns), all optional except ``question``:
   ``hint``, ``user_reply``, ``input_sql``, ``error_text``, ``db_id`` (default: the database
   file's stem), ``difficulty`` (used only when the Spider hardness of ``gold_sql`` cannot be
   computed);
-* ``meta`` (JSON Lines only): an object merged into the example's ``meta``.
+* ``meta`` (JSON Lines only): an object merged into the example's ``meta``;
+* ``conversation`` and ``turn``: the id of the conversation a record is a turn of, and its
+  position in it (from 1; default: its position among the conversation's records in the file).
+  A conversation's turns must be 1..n with no gap or repeat, any intent per turn; ``turns``, if
+  given, must be n. ``routerlab run`` replays them in order, ``routerlab route`` decides each with
+  the earlier ones as history (docs/metrics.md §10). ``limit`` keeps whole conversations: a
+  conversation with a record among the first ``limit`` loads with all its turns.
 
 Any other key is kept in the example's ``meta``. Empty CSV cells and JSON ``null`` count as missing.
 """
@@ -18,7 +24,7 @@ Any other key is kept in the example's ``meta``. Empty CSV cells and JSON ``null
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +66,9 @@ KNOWN_KEYS: frozenset[str] = frozenset(
         "db_id",
         "difficulty",
         "meta",
+        "conversation",
+        "turn",
+        "turns",
     }
 )
 
@@ -165,15 +174,94 @@ def _meta(rec: dict[str, Any], file: Path, label: str) -> dict[str, Any]:
     return meta
 
 
-def _examples(rows: Iterable[tuple[int, Any]], file: Path, db: str | None, name: str) -> list[Example]:
+def _position(rec: dict[str, Any], key: str, file: Path, label: str) -> int | None:
+    """An integer >= 1 under ``key`` (a CSV cell holds it as text), or None when absent."""
+    raw = rec.get(key)
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    if isinstance(raw, bool | float) or not text.isdigit() or int(text) < 1:
+        raise field_error(
+            file,
+            label,
+            key,
+            f"not a {key} number",
+            expected="an integer >= 1",
+            found=repr(raw)[:120],
+            fix=f"write {key} as 1, 2, 3, ... (or remove it: turns then follow the file's order)",
+        )
+    return int(text)
+
+
+def _turns(rows: Sequence[tuple[int, Any]], file: Path) -> dict[int, tuple[str, int, int]]:
+    """``line -> (conversation, turn, turns)`` of every record that belongs to a conversation.
+
+    Raises:
+        DatasetError: A turn that is not a number, or a conversation whose turns are not 1..n.
+    """
+    members: dict[str, list[tuple[int, int | None, int | None]]] = {}
+    for lineno, raw in rows:
+        if not isinstance(raw, dict) or raw.get("conversation") is None:
+            continue
+        label = f"line {lineno}"
+        conv = get_str(raw, "conversation", file, label)
+        members.setdefault(str(conv), []).append(
+            (lineno, _position(raw, "turn", file, label), _position(raw, "turns", file, label))
+        )
+    out: dict[int, tuple[str, int, int]] = {}
+    for conv, recs in members.items():
+        turns = [t if t is not None else k for k, (_, t, _) in enumerate(recs, start=1)]
+        n = len(recs)
+        if sorted(turns) != list(range(1, n + 1)):
+            raise field_error(
+                file,
+                f"line {recs[0][0]} (conversation {conv!r})",
+                "turn",
+                "turns are not 1..n",
+                expected=f"the conversation's {n} records numbered 1..{n}, each once",
+                found=f"turns {sorted(turns)} on lines {[line for line, _, _ in recs]}",
+                fix="number the conversation's turns from 1 without gaps or repeats",
+            )
+        for (lineno, _, declared), turn in zip(recs, turns, strict=True):
+            if declared is not None and declared != n:
+                raise field_error(
+                    file,
+                    f"line {lineno} (conversation {conv!r})",
+                    "turns",
+                    "wrong number of turns",
+                    expected=f"{n} (the conversation's records in the file)",
+                    found=str(declared),
+                    fix="correct turns, or remove it (it is counted from the file)",
+                )
+            out[lineno] = (conv, turn, n)
+    return out
+
+
+def _limited(rows: Sequence[tuple[int, Any]], limit: int) -> list[tuple[int, Any]]:
+    """The first ``limit`` records, plus the other turns of the conversations among them."""
+    first = take(rows, limit)
+    if not limit:
+        return first
+
+    def conversation(record: Any) -> Any:
+        return record.get("conversation") if isinstance(record, dict) else None
+
+    started = {c for _, r in first if (c := conversation(r)) is not None}
+    kept = {lineno for lineno, _ in first}
+    return [(lineno, r) for lineno, r in rows if lineno in kept or conversation(r) in started]
+
+
+def _examples(rows: Sequence[tuple[int, Any]], file: Path, db: str | None, name: str) -> list[Example]:
     """Build the examples of a JSONL or CSV file from ``(line number, record)`` pairs."""
     databases = _Databases(file, db)
     seen: dict[str, str] = {}
     examples: list[Example] = []
+    positions = _turns(rows, file)
     for index, (lineno, raw) in enumerate(rows):
         rec = require_object(raw, file, f"line {lineno}")
         example_id = _record_id(rec, index, file, f"line {lineno}")
         label = f"line {lineno} (id {example_id!r})"
+        conversation, turn, turns = positions.get(lineno, (None, 1, 1))
         if example_id in seen:
             raise field_error(
                 file,
@@ -202,6 +290,9 @@ def _examples(rows: Iterable[tuple[int, Any]], file: Path, db: str | None, name:
                 split=get_str(rec, "split", file, label, required=False) or "dev",
                 hint=get_str(rec, "hint", file, label, required=False, allow_empty=True) or "",
                 dataset=name,
+                conversation=conversation,
+                turn=turn,
+                turns=turns,
                 meta=_meta(rec, file, label),
                 **texts,
             )
@@ -243,7 +334,7 @@ def load_jsonl(path: str, db: str | None = None, limit: int = 0) -> Dataset:
     limit = check_limit(limit)
     file = require_file(Path(path), what="JSON Lines dataset", fix="pass an existing .jsonl file as path")
     rows = require_records(read_jsonl(file), file)
-    return _dataset("jsonl", file, _examples(take(rows, limit), file, db, "jsonl"), len(rows))
+    return _dataset("jsonl", file, _examples(_limited(rows, limit), file, db, "jsonl"), len(rows))
 
 
 @dataset("csv")
@@ -266,4 +357,4 @@ def load_csv(path: str, db: str | None = None, limit: int = 0) -> Dataset:
     limit = check_limit(limit)
     file = require_file(Path(path), what="CSV dataset", fix="pass an existing .csv file as path")
     rows = require_records(read_csv(file), file)
-    return _dataset("csv", file, _examples(take(rows, limit), file, db, "csv"), len(rows))
+    return _dataset("csv", file, _examples(_limited(rows, limit), file, db, "csv"), len(rows))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -214,3 +215,76 @@ def test_doubled_quotes_inside_a_cell_are_fine(tmp_path: Path, shop_db: Path):
     path = tmp_path / "q.csv"
     path.write_text(f'question,gold_sql,db_path\n"Say ""hi""",SELECT 1,{shop_db}\n')
     assert load_csv(str(path)).examples[0].question == 'Say "hi"'
+
+
+# --- conversations in the generic formats -------------------------------------------------
+
+EXAMPLE_FILE = Path(__file__).parents[3] / "docs" / "examples" / "conversations.jsonl"
+
+
+def _conv_rows(db: Path) -> list[dict]:
+    """A three-turn conversation with three intents, then a single request."""
+    turns = [
+        {"question": "Hi there!", "intent": "chat"},
+        {"question": "How many products?", "gold_sql": "SELECT COUNT(*) FROM products"},
+        {"question": "Drop the products table", "intent": "refuse"},
+    ]
+    rows = [{**t, "conversation": "c1", "turn": k, "db_path": str(db)} for k, t in enumerate(turns, start=1)]
+    return [*rows, {"question": "List products", "gold_sql": "SELECT name FROM products", "db_path": str(db)}]
+
+
+def test_jsonl_and_csv_carry_conversation_and_turn(tmp_path, shop_db):
+    rows = _conv_rows(shop_db)
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    csv_file = tmp_path / "c.csv"
+    with csv_file.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["question", "intent", "gold_sql", "conversation", "turn", "db_path"])
+        w.writeheader()
+        w.writerows(rows)
+    for ds in (load_jsonl(str(jsonl)), load_csv(str(csv_file))):
+        got = [(e.conversation, e.turn, e.turns, e.intent) for e in ds.examples]
+        assert got == [("c1", 1, 3, "chat"), ("c1", 2, 3, "sql"), ("c1", 3, 3, "refuse"), (None, 1, 1, "sql")]
+        assert "conversation" not in ds.examples[0].meta and "turn" not in ds.examples[0].meta
+
+
+def test_turn_defaults_to_file_order_and_limit_keeps_conversations_whole(tmp_path, shop_db):
+    rows = [{k: v for k, v in r.items() if k != "turn"} for r in _conv_rows(shop_db)]
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert [e.turn for e in load_jsonl(str(jsonl)).examples] == [1, 2, 3, 1]
+    assert [e.id for e in load_jsonl(str(jsonl), limit=1).examples] == ["c-0000", "c-0001", "c-0002"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "needle"),
+    [
+        ({"turn": 5}, "turn", "turns are not 1..n"),
+        ({"turn": "two"}, "turn", "not a turn number"),
+        ({"turn": 0}, "turn", "not a turn number"),
+        ({"turns": 7}, "turns", "wrong number of turns"),
+    ],
+)
+def test_bad_turns_are_named(tmp_path, shop_db, change, field, needle):
+    rows = _conv_rows(shop_db)
+    rows[1] = {**rows[1], **change}
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    with pytest.raises(DatasetError, match=needle) as err:
+        load_jsonl(str(jsonl))
+    assert err.value.details["field"] == field
+
+
+def test_documented_example_file_loads():
+    """docs/examples/conversations.jsonl: two logged conversations with any intent per turn."""
+    from tests.conftest import SPIDER_DEV_A
+
+    if not (SPIDER_DEV_A / "database" / "concert_singer").is_dir():
+        pytest.skip("the example's database is spider-dev-a's concert_singer (../shared/data)")
+    examples = load_jsonl(str(EXAMPLE_FILE)).examples
+    convs = {e.conversation for e in examples if e.conversation}
+    assert convs == {"log-1", "log-2"}
+    assert {e.intent for e in examples} == {"chat", "sql", "refuse", "clarify", "explain"}
+    for e in examples:
+        if e.gold_sql:
+            assert open_database(e.db_path).execute(e.gold_sql).rows
