@@ -13,10 +13,12 @@ __all__ = [
     "Detectable",
     "McNemarResult",
     "bootstrap_ci",
+    "cluster_bootstrap_ci",
     "mcnemar_exact",
     "min_detectable_diff",
     "n_needed",
     "paired_bootstrap_diff",
+    "paired_cluster_bootstrap_diff",
     "pass_at_k",
     "pass_hat_k",
 ]
@@ -38,6 +40,98 @@ def bootstrap_ci(
     means = x[rng.integers(0, x.size, size=(n_resamples, x.size))].mean(axis=1)
     alpha = (1 - confidence) / 2
     return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+
+
+def _cluster_sums(values: Sequence[float], clusters: Sequence[object]) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster (first-seen order): the sum of its values and its number of values."""
+    if len(values) != len(clusters):
+        raise ValueError(f"values and clusters differ in length: {len(values)} vs {len(clusters)}")
+    index: dict[object, int] = {}
+    ids = np.asarray([index.setdefault(c, len(index)) for c in clusters], dtype=int)
+    x = np.asarray(values, dtype=float)
+    sums = np.bincount(ids, weights=x, minlength=len(index)) if x.size else np.zeros(0)
+    counts = np.bincount(ids, minlength=len(index)).astype(float) if x.size else np.zeros(0)
+    return sums, counts
+
+
+def _cluster_means(sums: np.ndarray, counts: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """Means of the pooled values of ``n_resamples`` resamples of whole clusters (with replacement)."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, sums.size, size=(n_resamples, sums.size))
+    return sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
+
+
+def cluster_bootstrap_ci(
+    values: Sequence[float],
+    clusters: Sequence[object],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile CI of the mean of ``values`` from a bootstrap over whole clusters.
+
+    The turns of one conversation are not independent (a follow-up fails with the turn it builds
+    on): resampling turns would count a conversation of ten turns as ten independent draws and
+    give intervals too narrow. Resampling conversations whole (each resample pools the values of
+    the conversations drawn) keeps that dependence; with one value per cluster it is
+    :func:`bootstrap_ci`.
+
+    Args:
+        values: One value per item (turn).
+        clusters: The cluster (conversation id) of each item; an item alone is its own cluster.
+        confidence: Coverage of the interval.
+        n_resamples: Bootstrap resamples.
+        seed: Seed of the resampling.
+
+    Returns:
+        ``(low, high)``; ``(nan, nan)`` for no values, ``(v, v)`` when every value is ``v``.
+
+    Raises:
+        ValueError: ``values`` and ``clusters`` differ in length.
+    """
+    sums, counts = _cluster_sums(values, clusters)
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return (math.nan, math.nan)
+    if np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    means = _cluster_means(sums, counts, n_resamples, seed)
+    alpha = (1 - confidence) / 2
+    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+
+
+def paired_cluster_bootstrap_diff(
+    a: Sequence[float],
+    b: Sequence[float],
+    clusters: Sequence[object],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float, float, float]:
+    """:func:`paired_bootstrap_diff` resampling whole clusters (conversations) of paired items.
+
+    Returns:
+        ``(mean_diff, low, high, p_value)`` of ``b - a`` over the items; the p-value is twice the
+        smaller tail mass of the resampled differences around 0 (1.0 when every difference is 0).
+
+    Raises:
+        ValueError: The samples or the clusters differ in length.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+    d = y - x
+    if d.size == 0:
+        return (math.nan, math.nan, math.nan, math.nan)
+    if np.all(d == d[0]):
+        return (float(d[0]), float(d[0]), float(d[0]), 1.0 if d[0] == 0 else 0.0)
+    sums, counts = _cluster_sums(list(d), clusters)
+    means = _cluster_means(sums, counts, n_resamples, seed)
+    alpha = (1 - confidence) / 2
+    p = 2 * min(float(np.mean(means <= 0)), float(np.mean(means >= 0)))
+    return (float(d.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)), min(1.0, p))
 
 
 @dataclass(frozen=True)

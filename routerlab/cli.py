@@ -387,15 +387,30 @@ def route_cmd(
     router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE.")] = None,
     config_file: RunConfigOpt = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write every first decision here as CSV.")] = None,
+    history: Annotated[
+        str,
+        typer.Option(
+            "--history",
+            help="A conversation's earlier turns as the router sees them: gold (as the dataset has them) or "
+            "predicted (the router's own earlier decisions).",
+        ),
+    ] = "gold",
 ) -> None:
-    """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers."""
+    """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers.
+
+    A turn of a conversation (sparc, cosql, builtin_conversations, jsonl/csv with conversation
+    keys) is decided with the conversation's earlier turns as ``ask --conversation`` holds them;
+    the table then adds accuracy on first turns and on follow-ups (docs/conversations.md).
+    """
     import pandas as pd
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from routerlab import routers
+    from routerlab.agents.errors import ConfigError
     from routerlab.agents.lm import resolve_lm
     from routerlab.config import load_run_config
     from routerlab.route_eval import first_decisions, intent_confusion, summary_table
+    from routerlab.route_history import HISTORIES
     from routerlab.session import load_dataset, parse_routers, select
 
     config = load_run_config(
@@ -408,6 +423,15 @@ def route_cmd(
         lm=lm,
         lm_api_base=lm_api_base,
     )
+    if history not in HISTORIES:
+        # refused before the model loads
+        raise ConfigError(
+            f"invalid --history {history!r}",
+            expected=f"one of {', '.join(HISTORIES)}",
+            found=repr(history),
+            fix="pass --history gold (the dataset's earlier turns) or --history predicted (the router's own)",
+            details={"option": "--history"},
+        )
     examples = select(load_dataset(config), config)
     model = resolve_lm(config.lm, api_base=config.lm_api_base)
     by_router = {}
@@ -424,8 +448,14 @@ def route_cmd(
                     mark = "ok" if d.correct else f"wrong ({d.error or d.predicted})"
                     print(f"{label} {n}/{len(examples)} {d.example_id} {d.seconds:.1f}s {mark}", flush=True)
 
-            by_router[label] = first_decisions(name, args, examples, model, on_done=done)
+            by_router[label] = first_decisions(name, args, examples, model, on_done=done, history=history)
     table = summary_table(by_router)
+    if any(e.conversation for e in examples):
+        convs = len({e.conversation for e in examples if e.conversation})
+        print(
+            f"{len(examples)} turns of {convs} conversations, each decided with its earlier turns ({history} "
+            "history); CI: bootstrap over conversations; acc_first: turn 1, acc_followup: turns 2+"
+        )
     # plain print: rich would wrap these wide tables at 80 columns when stdout is not a terminal
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     for label, decisions in by_router.items():

@@ -7,6 +7,11 @@ first decision implies (``RouteDecision.intent``, else the intent of its first t
 example's gold intent or an accepted alternate. It is *first-decision intent accuracy*, not the
 pipeline's ``route`` score, which also requires a clarification to have been asked and a refusal
 to have run nothing (see docs/metrics.md).
+
+A turn of a conversation is decided with the conversation's earlier turns as its history, exactly
+as ``ask --conversation`` hands them to the router: the gold ones by default, or the router's own
+earlier decisions (``history="predicted"``); :mod:`routerlab.route_history` builds them, and
+``summary_table`` adds accuracy on first turns and on follow-ups (docs/conversations.md §2).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import pandas as pd
 from routerlab.agents.state import INTENTS, initial_state
 from routerlab.benchmarks.example import Example
 from routerlab.eval.confidence_calibration import calibration_summary
-from routerlab.eval.stats import bootstrap_ci
+from routerlab.eval.stats import cluster_bootstrap_ci
 
 __all__ = ["FirstDecision", "first_decisions", "implied_intent", "intent_confusion", "summary_table"]
 
@@ -45,6 +50,9 @@ class FirstDecision:
         confidence: The decision's confidence (NaN when deciding raised).
         scored_tokens: Tokens the embedded engine evaluated for one-pass scoring in this decision
             (a reused prompt prefix is not evaluated again; generation calls count none here).
+        conversation: The example's conversation (None: a single request).
+        turn: Its position in the conversation (1 for a single request).
+        history_turns: Earlier turns the router was shown.
     """
 
     example_id: str
@@ -59,6 +67,9 @@ class FirstDecision:
     error: str | None = None
     confidence: float = math.nan
     scored_tokens: int = 0
+    conversation: str | None = None
+    turn: int = 1
+    history_turns: int = 0
 
 
 def implied_intent(decision: Any) -> str | None:
@@ -70,6 +81,35 @@ def implied_intent(decision: Any) -> str | None:
     return TOOL_INTENT.get(decision.tool_calls[0]["name"]) if decision.tool_calls else None
 
 
+def _decide(router: Any, e: Example, history: list[Any], engine: Any) -> FirstDecision:
+    """One decision on one example; a router that raises scores a wrong decision with its error class."""
+    state = initial_state(e.question, e.db_path, hint=e.hint, oracle_intent=e.intent, history=history)
+    where = {"conversation": e.conversation, "turn": e.turn, "history_turns": len(history)}
+    scored0 = getattr(engine, "scored_tokens", 0)
+    t0 = time.perf_counter()
+    try:
+        d = router.decide(state)
+    except Exception as exc:  # a crash is a scored failure, never a crashed evaluation
+        return FirstDecision(
+            e.id, e.intent, None, False, "", 0, 0, 0, time.perf_counter() - t0, type(exc).__name__, **where
+        )
+    predicted = implied_intent(d)
+    return FirstDecision(
+        e.id,
+        e.intent,
+        predicted,
+        predicted in e.accepted_intents,
+        d.method,
+        d.usage.lm_calls,
+        d.usage.prompt_tokens,
+        d.usage.completion_tokens,
+        time.perf_counter() - t0,
+        confidence=float(d.confidence),
+        scored_tokens=getattr(engine, "scored_tokens", 0) - scored0,
+        **where,
+    )
+
+
 def first_decisions(
     router_name: str,
     router_args: dict[str, Any],
@@ -77,11 +117,14 @@ def first_decisions(
     lm: Any,
     *,
     on_done: Callable[[FirstDecision], None] | None = None,
+    history: str = "gold",
 ) -> list[FirstDecision]:
     """Build the router inside a real pipeline (same binding as a run) and decide once per example.
 
     A router that raises on one example scores that example as wrong with the error's class; the
-    others still run.
+    others still run. A conversation's turns are decided in turn order, each with the earlier
+    turns of the conversation present in ``examples`` as its history (``history``: ``gold`` or
+    ``predicted``, see :mod:`routerlab.route_history`); single requests see none.
 
     Args:
         router_name: Registered router name.
@@ -89,55 +132,53 @@ def first_decisions(
         examples: What to replay (schedule them by database for prefix reuse).
         lm: The LM the router (and, for binding, the sub-agents) would use.
         on_done: Called after each example (progress bars).
+        history: How earlier turns are kept: ``gold`` or ``predicted``.
+
+    Returns:
+        One decision per example, conversations' turns in turn order.
+
+    Raises:
+        ConfigError: An unknown ``history``.
     """
     from routerlab import routers
     from routerlab.agents.graph import Pipeline
+    from routerlab.benchmarks.loaders._common import check_choice
+    from routerlab.route_history import HISTORIES, gold_turn
+    from routerlab.runner import conversation_units
 
+    keep = HISTORIES[check_choice("history", history, tuple(HISTORIES))]
     pipeline = Pipeline(routers.router.build(router_name, **router_args), lm)
     engine = getattr(lm, "engine", None)
     out: list[FirstDecision] = []
-    for e in examples:
-        state = initial_state(e.question, e.db_path, hint=e.hint, oracle_intent=e.intent)
-        scored0 = getattr(engine, "scored_tokens", 0)
-        t0 = time.perf_counter()
-        try:
-            d = pipeline.router.decide(state)
-        except Exception as exc:  # a crash is a scored failure, never a crashed evaluation
-            fd = FirstDecision(e.id, e.intent, None, False, "", 0, 0, 0, time.perf_counter() - t0, type(exc).__name__)
-        else:
-            predicted = implied_intent(d)
-            fd = FirstDecision(
-                e.id,
-                e.intent,
-                predicted,
-                predicted in e.accepted_intents,
-                d.method,
-                d.usage.lm_calls,
-                d.usage.prompt_tokens,
-                d.usage.completion_tokens,
-                time.perf_counter() - t0,
-                confidence=float(d.confidence),
-                scored_tokens=getattr(engine, "scored_tokens", 0) - scored0,
-            )
-        out.append(fd)
-        if on_done is not None:
-            on_done(fd)
+    for unit in conversation_units(examples):
+        earlier: list[Any] = []
+        for e in unit:
+            fd = _decide(pipeline.router, e, list(earlier), engine)
+            if e.conversation is not None:
+                earlier.append(keep(gold_turn(e), fd.predicted))
+            out.append(fd)
+            if on_done is not None:
+                on_done(fd)
     return out
 
 
 def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     """Accuracy with a 95 % bootstrap CI, recall per gold intent, confidence, calibration and cost.
 
-    Columns: ``router, n, accuracy, ci_low, ci_high, recall_<intent>..., confidence, ece, lm_calls,
+    Columns: ``router, n, accuracy, ci_low, ci_high, [n_first, acc_first, n_followup, acc_followup,]
+    recall_<intent>..., confidence, ece, lm_calls,
     prompt_tokens, completion_tokens, scored_tokens, p50_ms, lm_p50_ms, errors`` (``confidence`` is
     the mean confidence, ``ece`` its expected calibration error, see
     :mod:`routerlab.eval.confidence_calibration`; cost columns are means per example, ``p50_ms`` the median
-    wall time of one decision, ``lm_p50_ms`` the same over decisions that called the LM).
+    wall time of one decision, ``lm_p50_ms`` the same over decisions that called the LM). The
+    CI resamples conversations whole (a single request is its own); the ``first`` / ``followup``
+    columns (turn 1 / turns 2+) appear when some example belongs to a conversation.
     """
     rows = []
     for label, ds in by_router.items():
         hits = [float(d.correct) for d in ds]
-        lo, hi = bootstrap_ci(hits)
+        # turns of one conversation are not independent: resample conversations whole
+        lo, hi = cluster_bootstrap_ci(hits, [d.conversation or f"\0{d.example_id}" for d in ds])
         row: dict[str, Any] = {
             "router": label,
             "n": len(ds),
@@ -145,6 +186,10 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
             "ci_low": lo,
             "ci_high": hi,
         }
+        if any(d.conversation for d in ds):
+            for name, part in (("first", [d for d in ds if d.turn == 1]), ("followup", [d for d in ds if d.turn > 1])):
+                row[f"n_{name}"] = len(part)
+                row[f"acc_{name}"] = sum(d.correct for d in part) / len(part) if part else float("nan")
         for intent in INTENTS:
             mine = [d.correct for d in ds if d.gold == intent]
             row[f"recall_{intent}"] = sum(mine) / len(mine) if mine else float("nan")

@@ -34,6 +34,7 @@ __all__ = [
     "fix_sql",
     "generate_sql",
     "refuse",
+    "result_summary",
 ]
 
 #: tools whose successful output carries a ``sql`` the executor may run
@@ -208,7 +209,8 @@ def _runs(ctx: ToolContext, sql: str) -> str | None:
     return None
 
 
-def _summary(columns: list[str], rows: list[list], row_count: int, truncated: bool) -> str:
+def result_summary(columns: list[str], rows: list[list], row_count: int, truncated: bool) -> str:
+    """The one-line summary of a query result that a turn keeps (and routers see in its history)."""
     if row_count == 0:
         return "The query returned no rows."
     head = ", ".join(f"{c}={v!r}" for c, v in zip(columns, rows[0], strict=False))
@@ -234,7 +236,7 @@ def execute_sql_and_analyze_result(sql_call_id: str, ctx: Ctx) -> dict:
         "rows": result.rows,
         "row_count": result.row_count,
         "truncated": result.truncated,
-        "summary": _summary(result.columns, result.rows, result.row_count, result.truncated),
+        "summary": result_summary(result.columns, result.rows, result.row_count, result.truncated),
     }
 
 
