@@ -35,11 +35,11 @@ import numpy as np
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.confidence_calibration import run_calibration
 from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
-from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
+from routerlab.eval.metrics import Rate, cluster_of, cold_latency, pass_k_summary, rate
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.scorers import HEADLINE_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_bootstrap_diff
+from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_cluster_bootstrap_diff
 
 __all__ = [
     "ALPHA",
@@ -150,6 +150,9 @@ class PairTest:
         mdd: Minimum difference this ``n`` detects with 80 % power at the 5 % level, paired
             (:func:`routerlab.eval.stats.min_detectable_diff`); above 1: none is detectable.
         n_for_target: Pairs needed to detect a difference of :data:`TARGET_DIFF` with that power.
+        conversations: Conversations the paired turns belong to (0: single requests). When
+            non-zero the bootstrap resamples conversations whole, and its p-value, not McNemar's
+            (which assumes independent pairs), decides significance.
     """
 
     run_a: str
@@ -170,6 +173,7 @@ class PairTest:
     b10: int
     mdd: float = math.nan
     n_for_target: int = 0
+    conversations: int = 0
 
 
 @dataclass
@@ -339,9 +343,14 @@ def _pair_tests(
         va = [float(by_a[k].value(s)) for k in keys]  # type: ignore[arg-type]
         vb = [float(by_b[k].value(s)) for k in keys]  # type: ignore[arg-type]
         power = _power_figures(va, vb)
+        # turns of one conversation are resampled together (a single request is its own cluster)
+        clusters = [cluster_of(by_a[k]) for k in keys]
+        conversations = len({c for k, c in zip(keys, clusters, strict=True) if by_a[k].conversation})
         if keys:
             mc = mcnemar_exact([v >= _CORRECT for v in va], [v >= _CORRECT for v in vb])
-            diff, low, high, p_boot = paired_bootstrap_diff(va, vb, n_resamples=n_resamples, seed=seed)
+            diff, low, high, p_boot = paired_cluster_bootstrap_diff(
+                va, vb, clusters, n_resamples=n_resamples, seed=seed
+            )
             mc_p, b01, b10 = mc.p_value, mc.b01, mc.b10
         else:
             diff = low = high = p_boot = mc_p = math.nan
@@ -365,6 +374,7 @@ def _pair_tests(
                 b01=b01,
                 b10=b10,
                 **power,
+                conversations=conversations,
             )
         )
     return tests
@@ -378,9 +388,18 @@ def _power_figures(va: Sequence[float], vb: Sequence[float]) -> dict[str, Any]:
     return {"mdd": det.mdd, "n_for_target": n_needed(TARGET_DIFF, det.sd)}
 
 
+def _deciding_p(t: PairTest) -> float:
+    """The p-value that decides a pair (see :func:`_significant`)."""
+    return t.bootstrap_p if t.scorer == "chain_f1" or t.conversations else t.mcnemar_p
+
+
 def _significant(t: PairTest) -> bool:
-    """McNemar's exact test for 0/1 rates, the paired bootstrap for graded ones (chain_f1)."""
-    p = t.bootstrap_p if t.scorer == "chain_f1" else t.mcnemar_p
+    """McNemar's exact test for 0/1 rates of independent pairs; else the (conversation) paired bootstrap.
+
+    The bootstrap decides for graded rates (chain_f1) and for turns of conversations, whose pairs
+    are not independent.
+    """
+    p = _deciding_p(t)
     return t.n > 0 and math.isfinite(p) and p < ALPHA
 
 
@@ -401,7 +420,7 @@ def verdicts(c: Comparison) -> list[str]:
         same = [t for t in tests if not _significant(t)]
         parts = [
             f"{names[t.run_b]} {'better' if t.diff > 0 else 'worse'} than {names[t.run_a]} "
-            f"({t.diff:+.2f}, p={_fmt_p(t.bootstrap_p if s == 'chain_f1' else t.mcnemar_p)})"
+            f"({t.diff:+.2f}, p={_fmt_p(_deciding_p(t))})"
             for t in sig
         ]
         if same:
@@ -622,6 +641,12 @@ def _pairs_note(c: Comparison) -> str:
         "to). diff = second - first with a 95% paired-bootstrap CI; McNemar exact test on score = 1; "
         "b01 = first wrong & second right, b10 = the reverse. MDD: the smallest difference this n detects "
         f"with 80% power (paired, 5% level); n for {TARGET_DIFF:.2f}: pairs needed to detect {TARGET_DIFF:.2f}."
+        + (
+            " Turns of conversations: the bootstrap resamples conversations whole and its p decides (McNemar "
+            "and MDD assume independent pairs: optimistic there)."
+            if any(t.conversations for t in c.pairs)
+            else ""
+        )
     )
 
 

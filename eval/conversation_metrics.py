@@ -1,10 +1,18 @@
-"""Multi-turn figures: every scorer per turn, and per conversation (docs/metrics.md §10).
+"""Multi-turn figures: question-level and interaction-level rates, per turn (docs/metrics.md §10).
 
-A conversation's turns are scored one by one like any example; these figures group them. Per
-turn *k*: the rate of a scorer over the results of turn *k*. Per conversation: a conversation
-(one attempt of it) counts when every one of its turns ran; its value for a scorer is 1 when
-every turn scored 1, 0 when any turn scored less, and it is left out when a turn's score is
-None (an invalid gold, a scorer that does not apply).
+A conversation's turns are scored one by one like any example; these figures group them, as
+SParC and CoSQL report them:
+
+* **question-level** (``question.<scorer>``): the rate over every turn of every conversation;
+* **interaction-level** (``conversation.<scorer>``): a conversation (one attempt of it) counts
+  when every one of its turns ran; its value is 1 when every turn scored 1, 0 when any turn
+  scored less, and it is left out when a turn's score is None (an invalid gold, a scorer that
+  does not apply);
+* **per turn** (``turn.<k>.<scorer>``, k = 1, 2, 3 and ``4+``): the question-level rate over the
+  turns at that position.
+
+Every interval resamples conversations whole (:func:`routerlab.eval.stats.cluster_bootstrap_ci`):
+turns of one conversation are not independent, and attempts of one conversation neither.
 """
 
 from __future__ import annotations
@@ -18,47 +26,67 @@ import numpy as np
 
 from routerlab.eval.metrics import Rate, rate
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import bootstrap_ci
+from routerlab.eval.stats import cluster_bootstrap_ci
 from routerlab.eval.tables import captioned_table
 
-__all__ = ["CONVERSATION_SCORERS", "ConversationSummary", "conversation_summary", "render_conversations"]
+__all__ = [
+    "CONVERSATION_SCORERS",
+    "TURN_BUCKETS",
+    "ConversationSummary",
+    "conversation_summary",
+    "render_conversations",
+    "turn_bucket",
+]
 
 #: scorers summarised per turn and per conversation
 CONVERSATION_SCORERS: tuple[str, ...] = ("ex", "success")
 
+#: the turn positions reported apart (SParC / CoSQL report turns 1, 2, 3 and 4 or later)
+TURN_BUCKETS: tuple[str, ...] = ("1", "2", "3", "4+")
+
+#: a bucket's spelling in MLflow metric keys (``+`` is not a key character there)
+_BUCKET_KEY = {"4+": "4plus"}
+
+
+def turn_bucket(turn: int) -> str:
+    """The reported position of a turn: ``1``, ``2``, ``3`` or ``4+``."""
+    return TURN_BUCKETS[min(turn, len(TURN_BUCKETS)) - 1]
+
 
 @dataclass
 class ConversationSummary:
-    """Per-turn and per-conversation rates of one run.
+    """Question-level, interaction-level and per-turn rates of one run.
 
     Attributes:
-        per_turn: ``turn -> scorer -> Rate`` over the results of that turn.
-        per_conversation: ``scorer -> Rate`` over complete conversations.
+        per_question: ``scorer -> Rate`` over every turn of every conversation.
+        per_turn: ``bucket -> scorer -> Rate`` over the turns at that position (``1`` .. ``4+``).
+        per_conversation: ``scorer -> Rate`` over complete conversations (interaction level).
         conversations: Complete conversations (attempts counted apart).
         incomplete: Conversations left out because a turn has no result or did not run.
     """
 
-    per_turn: dict[int, dict[str, Rate]] = field(default_factory=dict)
+    per_question: dict[str, Rate] = field(default_factory=dict)
+    per_turn: dict[str, dict[str, Rate]] = field(default_factory=dict)
     per_conversation: dict[str, Rate] = field(default_factory=dict)
     conversations: int = 0
     incomplete: int = 0
 
     def metrics(self) -> dict[str, float]:
-        """Flat MLflow metrics: ``conversation.<scorer>[_ci_low|_ci_high|_n]``, ``turn.<k>.<scorer>``."""
+        """Flat MLflow metrics: ``question.*``, ``conversation.*`` (with ``_ci_low|_ci_high|_n``), ``turn.<k>.*``."""
         out: dict[str, float] = {"conversation.n": float(self.conversations)}
-        for name, r in self.per_conversation.items():
-            if r.n:
-                out |= {
-                    f"conversation.{name}": r.value,
-                    f"conversation.{name}_ci_low": r.ci_low,
-                    f"conversation.{name}_ci_high": r.ci_high,
-                    f"conversation.{name}_n": float(r.n),
-                }
+        for prefix, rates in (("question", self.per_question), ("conversation", self.per_conversation)):
+            for name, r in rates.items():
+                if r.n:
+                    out |= _rate_metrics(f"{prefix}.{name}", r)
         for k, rates in self.per_turn.items():
             for name, r in rates.items():
                 if r.n:
-                    out[f"turn.{k}.{name}"] = r.value
+                    out |= _rate_metrics(f"turn.{_BUCKET_KEY.get(k, k)}.{name}", r)
         return out
+
+
+def _rate_metrics(key: str, r: Rate) -> dict[str, float]:
+    return {key: r.value, f"{key}_ci_low": r.ci_low, f"{key}_ci_high": r.ci_high, f"{key}_n": float(r.n)}
 
 
 def _all_of(values: list[float | None]) -> float | None:
@@ -67,10 +95,10 @@ def _all_of(values: list[float | None]) -> float | None:
     return 1.0 if all(v >= 1 - 1e-9 for v in values) else 0.0  # type: ignore[operator]
 
 
-def _rate_of(values: list[float]) -> Rate:
+def _rate_of(values: list[float], clusters: list[str]) -> Rate:
     if not values:
         return Rate(math.nan, 0, math.nan, math.nan)
-    low, high = bootstrap_ci(values)
+    low, high = cluster_bootstrap_ci(values, clusters)
     return Rate(float(np.mean(values)), len(values), low, high)
 
 
@@ -86,24 +114,27 @@ def conversation_summary(
     turns = [r for r in results if r.conversation]
     if not turns:
         return None
-    by_turn: dict[int, list[ExampleResult]] = defaultdict(list)
-    for r in turns:
-        if did_run(r):
-            by_turn[r.turn].append(r)
+    ran = [r for r in turns if did_run(r)]
+    by_turn: dict[str, list[ExampleResult]] = defaultdict(list)
+    for r in ran:
+        by_turn[turn_bucket(r.turn)].append(r)
     groups: dict[tuple[str, int], list[ExampleResult]] = defaultdict(list)
     for r in turns:
         groups[(str(r.conversation), r.attempt)].append(r)
-    complete = [
-        g
-        for g in groups.values()
+    complete = {
+        key: g
+        for key, g in groups.items()
         if sorted(x.turn for x in g) == list(range(1, g[0].turns + 1)) and all(did_run(x) for x in g)
-    ]
+    }
     per_conversation = {}
     for name in scorers:
-        values = [v for g in complete if (v := _all_of([x.value(name) for x in g])) is not None]
-        per_conversation[name] = _rate_of(values)
+        scored = [
+            (v, conv) for (conv, _), g in complete.items() if (v := _all_of([x.value(name) for x in g])) is not None
+        ]
+        per_conversation[name] = _rate_of([v for v, _ in scored], [c for _, c in scored])
     return ConversationSummary(
-        per_turn={k: {name: rate(by_turn[k], name) for name in scorers} for k in sorted(by_turn)},
+        per_question={name: rate(ran, name) for name in scorers},
+        per_turn={k: {name: rate(by_turn[k], name) for name in scorers} for k in TURN_BUCKETS if by_turn[k]},
         per_conversation=per_conversation,
         conversations=len(complete),
         incomplete=len(groups) - len(complete),
@@ -115,6 +146,9 @@ def render_conversations(
 ) -> str:
     """The multi-turn table, one row per run (``""`` when no run has conversations).
 
+    Columns: complete conversations; question-level and interaction-level ``ex`` and ``success``;
+    question-level ``ex`` per turn position (1, 2, 3, 4+).
+
     Args:
         labels: ``run_id -> router label``, in display order.
         summaries: ``run_id -> ConversationSummary`` (None for a run without conversations).
@@ -123,20 +157,22 @@ def render_conversations(
     runs = [r for r in labels if summaries.get(r) is not None]
     if not runs:
         return ""
-    turn_ids = sorted({k for r in runs for k in summaries[r].per_turn})  # type: ignore[union-attr]
-    header = ["router", "conversations", *(f"conv {s}" for s in CONVERSATION_SCORERS)]
-    header += [f"turn {k} {s}" for k in turn_ids for s in CONVERSATION_SCORERS]
+    none = Rate(math.nan, 0, math.nan, math.nan)
+    buckets = [k for k in TURN_BUCKETS if any(k in summaries[r].per_turn for r in runs)]  # type: ignore[union-attr]
+    header = ["router", "conversations"]
+    header += [f"{level} {s}" for s in CONVERSATION_SCORERS for level in ("question", "interaction")]
+    header += [f"turn {k} ex" for k in buckets]
     body = []
     for r in runs:
         s = summaries[r]
         assert s is not None
         row = [labels[r], f"{s.conversations}" + (f" (+{s.incomplete} incomplete)" if s.incomplete else "")]
-        row += [s.per_conversation[n].fmt() for n in CONVERSATION_SCORERS]
-        row += [s.per_turn.get(k, {}).get(n, Rate(math.nan, 0, math.nan, math.nan)).fmt()
-                for k in turn_ids for n in CONVERSATION_SCORERS]  # fmt: skip
+        for n in CONVERSATION_SCORERS:
+            row += [s.per_question.get(n, none).fmt(), s.per_conversation.get(n, none).fmt()]
+        row += [s.per_turn.get(k, {}).get("ex", none).fmt() for k in buckets]
         body.append(row)
     note = (
-        "Conversations (every turn scored; a conversation succeeds when all its turns do; "
-        "95 % bootstrap CIs; docs/metrics.md §10)."
+        "Conversations: question = every turn, interaction = a conversation with every turn right, turn k = "
+        "the turns at position k; 95 % CIs from a bootstrap over conversations (docs/metrics.md §10)."
     )
     return captioned_table(header, body, note, fmt)

@@ -14,11 +14,12 @@ from routerlab.agents.state import INTENTS
 from routerlab.eval.risk import risk_summary
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import bootstrap_ci, pass_at_k, pass_hat_k
+from routerlab.eval.stats import cluster_bootstrap_ci, pass_at_k, pass_hat_k
 
 __all__ = [
     "SCORE_NAMES",
     "Rate",
+    "cluster_of",
     "cold_cost_summary",
     "cold_latency",
     "confusion_matrix",
@@ -60,14 +61,30 @@ class Rate:
         return f"{self.value:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}]"
 
 
+def cluster_of(result: ExampleResult) -> str:
+    """The unit a bootstrap resamples: a turn's conversation, else the example (and attempt) itself.
+
+    The turns of one conversation are not independent (docs/metrics.md §10); with no conversation
+    every result is its own cluster and the cluster bootstrap is the plain one.
+    """
+    return (
+        f"conversation:{result.conversation}"
+        if result.conversation
+        else f"example:{result.example_id}:{result.attempt}"
+    )
+
+
 def rate(results: Sequence[ExampleResult], scorer_name: str) -> Rate:
-    """Mean of one scorer over the examples it applies to (None values excluded)."""
-    values = [r.value(scorer_name) for r in results]
-    vals = [v for v in values if v is not None]
+    """Mean of one scorer over the examples it applies to (None values excluded).
+
+    The CI resamples conversations whole when the results are turns of conversations.
+    """
+    kept = [(v, cluster_of(r)) for r in results if (v := r.value(scorer_name)) is not None]
     invalid = sum(1 for r in results if (s := r.scores.get(scorer_name)) and s.detail.get("invalid"))
-    if not vals:
+    if not kept:
         return Rate(math.nan, 0, math.nan, math.nan, invalid)
-    low, high = bootstrap_ci(vals)
+    vals = [v for v, _ in kept]
+    low, high = cluster_bootstrap_ci(vals, [c for _, c in kept])
     return Rate(float(np.mean(vals)), len(vals), low, high, invalid)
 
 

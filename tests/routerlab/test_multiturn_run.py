@@ -84,15 +84,15 @@ def test_turns_see_the_earlier_turns_and_are_scored_one_by_one():
     assert {(r.conversation, r.turn, r.turns) for r in results} == {(e.conversation, e.turn, e.turns) for e in EXAMPLES}
     summary = conversation_summary(results)
     assert summary is not None and summary.conversations == 8 and summary.incomplete == 0
-    assert summary.per_conversation["success"].value == 1.0 and summary.per_turn[3]["ex"].n == 2
+    assert summary.per_conversation["success"].value == 1.0 and summary.per_turn["3"]["ex"].n == 2
 
 
 def test_without_the_context_only_first_turns_succeed():
     results = _run(EXAMPLES, context_lm(use_context=False))
     summary = conversation_summary(results)
     assert summary is not None
-    assert summary.per_turn[1]["ex"].value == 1.0
-    assert summary.per_turn[2]["ex"].value == 0.0
+    assert summary.per_turn["1"]["ex"].value == 1.0
+    assert summary.per_turn["2"]["ex"].value == 0.0
     assert summary.per_conversation["ex"].value == 0.0 and summary.per_conversation["ex"].n == 8
 
 
@@ -219,7 +219,7 @@ def test_run_command_prints_the_conversation_table(tmp_path: Path):
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "Conversations (every turn scored" in result.output
+    assert "Conversations: question = every turn" in result.output
     assert "turn 3 ex" in result.output
 
 
