@@ -409,8 +409,7 @@ def route_cmd(
     from routerlab.agents.errors import ConfigError
     from routerlab.agents.lm import resolve_lm
     from routerlab.config import load_run_config
-    from routerlab.route_eval import first_decisions, intent_confusion, summary_table
-    from routerlab.route_history import HISTORIES
+    from routerlab.route_eval import HISTORIES, first_decisions, intent_confusion, summary_table
     from routerlab.session import load_dataset, parse_routers, select
 
     config = load_run_config(

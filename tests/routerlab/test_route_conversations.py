@@ -21,8 +21,7 @@ from routerlab.agents.turn_history import turn_from_trace
 from routerlab.agents.lm import scripted_lm
 from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
-from routerlab.route_eval import first_decisions, summary_table
-from routerlab.route_history import gold_turn, predicted_turn, runs_sql
+from routerlab.route_eval import first_decisions, gold_turn, predicted_turn, runs_sql, summary_table
 from tests.conftest import SPIDER_DEV_A
 
 COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"
