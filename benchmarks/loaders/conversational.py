@@ -20,6 +20,11 @@ earlier ones as its history.
   and its gold SQL is what the assistant runs after the reply. (A turn with several exchanges,
   ``q | c1 | r1 | c2 | r2``, keeps every clarifying question and joins the replies.)
 
+The releases store their queries tokenized (``count ( * )``), which SQLite reads, except for a
+comparison operator split in two (``> =``, ``< =``, ``! =``, ``< >``): the loader joins those
+outside string literals, so the gold query runs (10 of cosql-dev-a's 400 turns); the query as
+released is kept in ``meta["released_query"]`` when it changed.
+
 ``final`` (the conversation's goal question and its SQL) is kept in every turn's
 ``meta["final"]``; it is not a turn and is never scored.
 
@@ -31,6 +36,7 @@ for the shared dev parts, which reuse Spider's databases as the official release
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +63,15 @@ from routerlab.benchmarks.loaders._common import (
     take,
 )
 
-__all__ = ["ConversationRelease", "TurnFields", "cosql_turn", "load_conversations", "load_cosql", "load_sparc"]
+__all__ = [
+    "ConversationRelease",
+    "TurnFields",
+    "cosql_turn",
+    "join_operators",
+    "load_conversations",
+    "load_cosql",
+    "load_sparc",
+]
 
 TurnFields = Callable[[str, Path, str], dict[str, Any]]
 """``(utterance, file, label) -> example fields`` of one turn (``question``, ``intent``...)."""
@@ -127,6 +141,21 @@ COSQL = ConversationRelease(
     files={"dev": ("dev.json", "cosql_dev.json"), "train": ("train.json", "cosql_train.json")},
     turn=cosql_turn,
 )
+
+
+#: a quoted SQL string or identifier: operators inside one are left alone
+_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")""")
+_SPLIT_OPERATOR = re.compile(r"([<>!])\s+=|<\s+>")
+
+
+def join_operators(sql: str) -> str:
+    """``sql`` with the comparison operators the releases' tokenization split (``> =``) joined again."""
+    parts = _QUOTED.split(sql)
+    # even parts are outside quotes (re.split keeps the captured quoted parts at odd indices)
+    return "".join(
+        _SPLIT_OPERATOR.sub(lambda m: f"{m.group(1)}=" if m.group(1) else "<>", p) if i % 2 == 0 else p
+        for i, p in enumerate(parts)
+    )
 
 
 def _final(rec: dict[str, Any], file: Path, label: str) -> dict[str, str] | None:
@@ -236,9 +265,12 @@ def load_conversations(release: ConversationRelease, path: str, split: str, limi
             turn_label = f"conversation {conversation} turn {t} (record {i})"
             turn = require_object(raw_turn, file, turn_label)
             db_path = _database(db_root, db_id, file, turn_label, found)
-            sql = require_str(turn, "query", file, turn_label)
+            released = require_str(turn, "query", file, turn_label)
+            sql = join_operators(released)
             fields = release.turn(require_str(turn, "utterance", file, turn_label), file, turn_label)
             meta = {"record": i, **fields.pop("meta", {}), **({"final": final} if final else {})}
+            if sql != released:
+                meta["released_query"] = released
             examples.append(
                 build_example(
                     file,

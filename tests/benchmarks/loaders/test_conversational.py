@@ -21,7 +21,7 @@ import routerlab.cli as cli
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import ConfigError, DatasetError
 from routerlab.benchmarks.dataset import dataset
-from routerlab.benchmarks.loaders.conversational import cosql_turn, load_cosql, load_sparc
+from routerlab.benchmarks.loaders.conversational import cosql_turn, join_operators, load_cosql, load_sparc
 from tests.conftest import SPIDER_DEV_A
 
 DATA = SPIDER_DEV_A.parent
@@ -207,3 +207,27 @@ def test_missing_folder_and_file(tmp_path):
         load_cosql(str(tmp_path / "nope"))
     with pytest.raises(DatasetError, match="SParC dev file not found"):
         load_sparc(str(tmp_path))
+
+
+def test_split_operators_are_joined_outside_strings():
+    assert join_operators("a > = 3 AND b < =  2 AND c ! = 'x > = y' AND d < > 1 AND e >= 2") == (
+        "a >= 3 AND b <=  2 AND c != 'x > = y' AND d <> 1 AND e >= 2"
+    )
+    assert join_operators('SELECT "a > = b" FROM t') == 'SELECT "a > = b" FROM t'
+
+
+def test_every_gold_query_runs_but_the_two_broken_in_the_release():
+    """The releases' tokenized queries run on the real databases once split operators are joined;
+    the two that still fail are wrong in the release itself (an unbalanced parenthesis, an alias
+    used without being defined) and are scored as invalid golds, never repaired by hand."""
+    failing = {}
+    repaired = 0
+    for ds in (load_cosql(str(COSQL)), load_sparc(str(SPARC))):
+        for e in ds.examples:
+            repaired += "released_query" in e.meta
+            try:
+                open_database(e.db_path).execute(e.gold_sql)
+            except Exception as exc:
+                failing[e.id] = type(exc).__name__
+    assert repaired == 10
+    assert failing == {"cosql-dev-0040-t2": "GuardViolation", "sparc-dev-0043-t2": "SQLExecutionError"}
