@@ -138,6 +138,46 @@ def spider_dir(tmp_path: Path, _db_templates: dict[str, Path]) -> Path:
     return root
 
 
+#: two conversations in SParC/CoSQL's SQL-state-tracking layout over ``spider_dir``'s databases;
+#: the second opens with a CoSQL clarification exchange (read as one by ``cosql`` only)
+CONVERSATIONS = [
+    {
+        "database_id": "concert_singer",
+        "interaction": [
+            {"utterance": "How many singers do we have?", "query": "SELECT count ( * )  FROM singer"},
+            {
+                "utterance": "Which of them are from France?",
+                "query": "SELECT name FROM singer WHERE country  =  'France'",
+            },
+            {
+                "utterance": "And older than 30?",
+                "query": "SELECT name FROM singer WHERE country = 'France' AND age > = 30",
+            },
+        ],
+        "final": {"utterance": "French singers over 30", "query": "SELECT name FROM singer WHERE country = 'France'"},
+    },
+    {
+        "database_id": "pets_1",
+        "interaction": [
+            {
+                "utterance": "Show the pets | the pet ids or every column? | just the types",
+                "query": "SELECT pet_type FROM pets",
+            },
+            {"utterance": "How many are dogs?", "query": "SELECT count(*) FROM pets WHERE pet_type = 'dog'"},
+        ],
+        "final": {"utterance": "How many dogs are there?", "query": "SELECT count(*) FROM pets WHERE pet_type = 'dog'"},
+    },
+]
+
+
+@pytest.fixture
+def conversations_dir(spider_dir: Path) -> Path:
+    """``dev.json`` of :data:`CONVERSATIONS` in a folder of its own; the databases are ``spider_dir``'s."""
+    root = spider_dir.parent / "conversations"
+    write_json(root / "dev.json", CONVERSATIONS)
+    return root
+
+
 BIRD_DEV = [
     {
         "question_id": 0,

@@ -31,6 +31,14 @@ SAMPLES: dict[str, Callable[[pytest.FixtureRequest], dict[str, Any]]] = {
     "text2sql_data": lambda rq: dict(zip(("path", "db"), map(str, rq.getfixturevalue("geo_files")), strict=True)),
     "jsonl": lambda rq: {"path": str(rq.getfixturevalue("jsonl_file")), "db": str(rq.getfixturevalue("shop_db"))},
     "csv": lambda rq: {"path": str(rq.getfixturevalue("csv_file")), "db": str(rq.getfixturevalue("shop_db"))},
+    "sparc": lambda rq: {
+        "path": str(rq.getfixturevalue("conversations_dir")),
+        "db_dir": str(rq.getfixturevalue("spider_dir") / "database"),
+    },
+    "cosql": lambda rq: {
+        "path": str(rq.getfixturevalue("conversations_dir")),
+        "db_dir": str(rq.getfixturevalue("spider_dir") / "database"),
+    },
     "mixed": lambda rq: {
         "path": str(rq.getfixturevalue("jsonl_file")),
         "db": str(rq.getfixturevalue("shop_db")),
