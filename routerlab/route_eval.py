@@ -42,9 +42,9 @@ from typing import Any
 import pandas as pd
 from sqlglot import exp, parse_one
 
-from routerlab.agents.turn_history import Turn
 from routerlab.agents.plan import CHAINS
 from routerlab.agents.state import INTENTS, initial_state
+from routerlab.agents.turn_history import Turn
 from routerlab.benchmarks.example import Example
 from routerlab.eval.confidence_calibration import calibration_summary
 from routerlab.eval.stats import cluster_bootstrap_ci

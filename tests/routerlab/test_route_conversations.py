@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
 import routerlab.routers as routers_pkg
-from routerlab.agents.turn_history import turn_from_trace
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.turn_history import turn_from_trace
 from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
 from routerlab.route_eval import first_decisions, gold_turn, predicted_turn, runs_sql, summary_table
