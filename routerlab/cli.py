@@ -275,8 +275,8 @@ def run_cmd(
         raise typer.Exit(1)
     if result.skipped:
         _err.print(
-            f"deadline reached: {result.skipped} example(s) not started (stored as not run, left out of every "
-            f"rate and paired test); run them with  {again}",
+            f"deadline reached: {result.skipped} example(s) not started or cut off (stored as not run, left out "
+            f"of every rate and paired test); run them with  {again}",
             highlight=False,
             markup=False,
             soft_wrap=True,
