@@ -94,11 +94,32 @@ def ask_cmd(
             "without it a new one starts and its id is printed.",
         ),
     ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="Who asks (the API's user_id): a conversation belongs to its first user."),
+    ] = None,
+    shared_conversations: Annotated[
+        bool,
+        typer.Option("--shared-conversations", help="Let any --user continue any conversation (single-user use)."),
+    ] = False,
 ) -> None:
     """Answer one request, printing the pipeline's progress events live."""
     from routerlab.ask import ask
 
-    raise typer.Exit(ask(question, db, router_name, lm, lm_api_base, agent, reply, _out, conversation=conversation))
+    code = ask(
+        question,
+        db,
+        router_name,
+        lm,
+        lm_api_base,
+        agent,
+        reply,
+        _out,
+        conversation=conversation,
+        user=user,
+        shared_conversations=shared_conversations,
+    )
+    raise typer.Exit(code)
 
 
 DEFAULT_ROUTERS = "rules,llm,dspy,oracle,single_call"
@@ -926,6 +947,14 @@ def serve_cmd(
         Path | None,
         typer.Option("--conversations", help="SQLite file keeping conversations across restarts (default: memory)."),
     ] = None,
+    shared_conversations: Annotated[
+        bool,
+        typer.Option(
+            "--shared-conversations",
+            help="Let any user_id continue any conversation (single-user use; by default a conversation "
+            "belongs to the user who started it).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the streaming API (/api/v0/ask_agent[_stream]) and the live progress page at /."""
     from routerlab.serve import ServeSettings, serve
@@ -938,6 +967,7 @@ def serve_cmd(
         lm_api_base=lm_api_base,
         database=db,
         conversations=conversations,
+        shared_conversations=shared_conversations,
     )
     serve(settings, on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False))
 
