@@ -955,9 +955,18 @@ def serve_cmd(
             "belongs to the user who started it).",
         ),
     ] = False,
+    register_file: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--register-file",
+            help="KIND:NAME=PATH (kind program or exemplars): a file requests may name by NAME in "
+            "router_args. Requests never give paths; they name committed or registered files only.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the streaming API (/api/v0/ask_agent[_stream]) and the live progress page at /."""
     from routerlab.serve import ServeSettings, serve
+    from routerlab.serve.files import parse_registrations
 
     settings = ServeSettings(
         host=host,
@@ -968,6 +977,7 @@ def serve_cmd(
         database=db,
         conversations=conversations,
         shared_conversations=shared_conversations,
+        files=parse_registrations(register_file or []),
     )
     serve(settings, on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False))
 

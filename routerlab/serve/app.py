@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -21,10 +21,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from routerlab.agents.capture import build_trace
 from routerlab.agents.errors import ConfigError, DatabaseError, RunError, UnknownComponentError
 from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.paths import cache_writes
 from routerlab.agents.turn_history import turn_from_trace
 from routerlab.conversation_store import ConversationForbidden, ConversationStore, new_conversation_id
 from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
+from routerlab.serve.files import FileAllowList
 from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_validation_errors
 from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
 
@@ -55,6 +57,9 @@ class ServeSettings:
             :mod:`routerlab.conversation_store` for the bounds.
         shared_conversations: Let any ``user_id`` continue any conversation (single-user use);
             by default a conversation belongs to the user who started it.
+        files: Files the operator registers for router arguments that name one: kind -> name ->
+            path (see :mod:`routerlab.serve.files`); requests name files only from these and the
+            committed ones.
         poll_s: How often a run waiting on a busy node checks whether its client is still there.
         ping_s: Keep-alive comment interval of event streams.
     """
@@ -69,6 +74,7 @@ class ServeSettings:
     config: PipelineConfig | None = None
     conversations: Path | None = None
     shared_conversations: bool = False
+    files: Mapping[str, Mapping[str, Path]] = field(default_factory=dict)
     poll_s: float = 0.25
     ping_s: float = 15.0
 
@@ -94,15 +100,18 @@ class _Runtime:
         """
         from routerlab import routers
 
+        # a file argument takes an allow-listed name only: no path from a request is ever read
+        router_args = FileAllowList(self.settings.files).resolve(router, routers.router.get(router), router_args)
         key = json.dumps([router, router_args], sort_keys=True, default=str)
         with self._lock:
             if key not in self._pipelines:
                 # router_args come from clients: bound the cache (runs keep their own reference)
                 while len(self._pipelines) >= _MAX_PIPELINES:
                     self._pipelines.pop(next(iter(self._pipelines)))
-                self._pipelines[key] = Pipeline(
-                    routers.router.build(router, **router_args), self.lm, config=self.settings.config
-                )
+                # and what a request makes the server compute leaves no file behind
+                with cache_writes(False):
+                    built = Pipeline(routers.router.build(router, **router_args), self.lm, config=self.settings.config)
+                self._pipelines[key] = built
             return self._pipelines[key]
 
 
@@ -201,7 +210,19 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             pipeline = await run_in_threadpool(runtime.pipeline, router, dict(body.router_args))
         except RunError as exc:
             field_name = "router" if isinstance(exc, UnknownComponentError) else "router_args"
-            return _refusal(exc, field_name)
+            argument = exc.details.get("argument")
+            return _refusal(exc, exc.details.get("field") or (f"router_args.{argument}" if argument else field_name))
+        except Exception as exc:  # a router that fails to build on a client's arguments: their fault
+            log.warning("router %s could not be built from the request's arguments: %r", router, exc)
+            body = error_envelope(
+                ErrorCode.BAD_COMPONENT,
+                f"router {router!r} cannot be built with these arguments",
+                field="router_args",
+                expected="arguments the router takes, with values of their documented types and ranges",
+                found=type(exc).__name__,
+                fix="see `routerlab routers` and the router's documented parameters",
+            )
+            return _json(body, 400)
         if body.agent is not None:
             try:
                 tool_registry.get(body.agent)
