@@ -74,6 +74,10 @@ def lm_check_cmd(lm: LMOpt = "local", lm_api_base: ApiBaseOpt = None) -> None:
     _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False)
 
 
+#: exit code of a run stopped because another process kept the results store locked (EX_TEMPFAIL)
+STORE_BUSY_EXIT = 75
+
+
 @app.command("ask")
 @_clean_errors
 def ask_cmd(
@@ -223,19 +227,38 @@ def run_cmd(
             "and LM) and store new ones: a second router pays only for its own decisions and new calls.",
         ),
     ] = False,
+    skip_bad_databases: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad-databases",
+            help="Leave out (as not run) the examples of a database that does not open or lacks their "
+            "tables, instead of refusing the run.",
+        ),
+    ] = False,
 ) -> None:
     """Replay a dataset through the pipeline with each router and print the comparison.
 
     Exit codes: 0 done; 1 a run FAILED (most of its examples crashed; they are stored); 2 bad
     input (a message names the file, record and field or the option; also a --resume with options
-    that change the session); 124 the --deadline-s budget ran out before every example started;
+    that change the session, and a database that does not open or lacks its examples' tables);
+    3 every run finished but some examples crashed (how many and why is printed); 75 the results
+    store stayed locked by another process past $ROUTERLAB_STORE_WAIT_S (default 30 s): what
+    finished is stored, and the printed command resumes the rest;
+    124 the --deadline-s budget ran out before every example started;
     130 interrupted (Ctrl-C), 143 stopped by SIGTERM. Each of the last three prints the command
     that finishes the session.
     """
     from routerlab.config import load_run_config
     from routerlab.eval.compare import compare_runs, render
-    from routerlab.eval.store import ResultsStore
-    from routerlab.session import SessionSpec, check_resume, parse_routers, recorded_session, run_session
+    from routerlab.eval.store import ResultsStore, StoreBusyError
+    from routerlab.session import (
+        SessionSpec,
+        check_resume,
+        parse_routers,
+        recorded_session,
+        resume_command,
+        run_session,
+    )
     from routerlab.signals import stop_signals
 
     # a resumed session starts from what it recorded; options that would change it are refused
@@ -270,9 +293,25 @@ def run_cmd(
         config=config,
         tracking_uri=None if no_mlflow else tracking_uri,
         store_path=store,
+        skip_bad_databases=skip_bad_databases,
     )
     with stop_signals() as stopped:
-        result = run_session(spec, console=_out, resume=resume)
+        try:
+            result = run_session(spec, console=_out, resume=resume)
+        except StoreBusyError as exc:  # locked before the session began: nothing was written
+            _err.print(f"[bold red]error:[/] {exc}\nnothing was written; run again once it is free", highlight=False)
+            raise typer.Exit(STORE_BUSY_EXIT) from None
+    if result.store_busy is not None:
+        # the store is another process's now: no table (it cannot be read), the resume command
+        _err.print(f"[bold red]error:[/] {result.store_busy}", highlight=False)
+        again = resume_command(result.session_id, store, spec.tracking_uri)
+        _err.print(
+            f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {again}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(STORE_BUSY_EXIT)
     comparison = compare_runs(ResultsStore(store), result.run_ids)
     _out.print(render(comparison, "table"))
     _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
@@ -294,6 +333,16 @@ def run_cmd(
         )
     if result.failed:
         raise typer.Exit(1)
+    for bad in result.bad_databases:
+        _err.print(f"left out (not run, in no rate): {bad.line()}", highlight=False, markup=False, soft_wrap=True)
+    for run_id, (n, ran, first) in result.crashed.items():
+        _err.print(
+            f"run {run_id}: {n} of {ran} examples crashed (first: {first}); they are stored as crashes and "
+            "count as failures in its rates: fix the cause and rerun them in a new session",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if result.skipped:
         _err.print(
             f"deadline reached: {result.skipped} example(s) not started or cut off (stored as not run, left out "
@@ -303,6 +352,8 @@ def run_cmd(
             soft_wrap=True,
         )
         raise typer.Exit(124)
+    if result.crashed:
+        raise typer.Exit(3)
 
 
 @app.command("compare")

@@ -204,16 +204,20 @@ class RouterRun:
             attempt=attempt,
         )
 
-    def skipped(self, example: Example, attempt: int, reason: str) -> ExampleResult:
-        """The record of an example that never started (the run's deadline): ``not_run``, unscored.
+    def skipped(
+        self, example: Example, attempt: int, reason: str, error_class: str = DEADLINE_ERROR_CLASS
+    ) -> ExampleResult:
+        """The record of an example that never started: ``not_run``, unscored.
 
-        It has no scores, so no rate or paired test counts it; ``--resume`` runs it.
+        ``error_class`` says why: the run's deadline (``run_deadline``) or a database the run
+        was told to leave out (``bad_database``). It has no scores, so no rate or paired test
+        counts it; ``--resume`` runs it.
         """
-        trace = Trace(example_id=example.id, error=reason, error_class=DEADLINE_ERROR_CLASS)
+        trace = Trace(example_id=example.id, error=reason, error_class=error_class)
         return ExampleResult(
             **self._base(example, attempt),
             outcome=NOT_RUN,
-            error_class=DEADLINE_ERROR_CLASS,
+            error_class=error_class,
             error=reason,
             trace=trace,
         )
