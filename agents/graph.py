@@ -25,6 +25,7 @@ from routerlab.agents.capture import build_trace
 from routerlab.agents.db import Database, open_database
 from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.events import make_event
+from routerlab.agents.lm.deadline import CallDeadlineExceeded, DeadlineScope, deadline_cut, within
 from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.plan import TOOL_INTENT, direct_call
 from routerlab.agents.registry import component_spec
@@ -62,7 +63,8 @@ class PipelineConfig:
 
     Attributes:
         max_steps: Router decisions allowed per turn (``remaining_steps``).
-        timeout_s: Wall-clock deadline of a turn.
+        timeout_s: Wall-clock deadline of a turn; it binds every model call too.
+        call_timeout_s: Cap of one model call (a call also stops when the turn or run deadline passes).
         recoverable_errors: Tool error classes the router gets to react to.
         retry_attempts / retry_initial_s / retry_backoff: Retry policy of LM-calling nodes
             (jittered exponential backoff, transient errors only).
@@ -75,6 +77,9 @@ class PipelineConfig:
     # the embedded model needs one to two minutes per call on a 2-core CPU (measured: about 11
     # prompt tokens/s and 1 completion token/s); the deadline is checked between nodes
     timeout_s: float = 900.0
+    # one model call may take at most this long, and never longer than the turn has left (see
+    # routerlab.agents.lm.deadline); a silent server or a runaway generation ends here
+    call_timeout_s: float = 600.0
     recoverable_errors: tuple[str, ...] = RECOVERABLE_ERRORS
     retry_attempts: int = 3
     retry_initial_s: float = 0.5
@@ -254,10 +259,15 @@ class Pipeline:
         with usage_scope() as log:
             try:
                 decision = self.router.decide(state)
+            except CallDeadlineExceeded as exc:
+                return _deadline_update(exc)
             except Exception as exc:
                 if is_transient(exc):
                     raise  # the node's retry policy takes it; exhausted, the run records a crash
                 return self._internal_error(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+        if (cut := deadline_cut()) is not None:
+            # a router that caught the cut call (and fell back) still ran out of time
+            return _deadline_update(cut)
         measured = log.total()
         if decision.usage.lm_calls == 0 and measured.lm_calls:
             decision.usage = measured
@@ -380,6 +390,8 @@ class Pipeline:
         update: dict[str, Any] = {}
         known = dict(state.get("tool_calls", {}))
         for call in msg.tool_calls:
+            if deadline_cut() is not None:
+                break  # the turn ran out of time: its remaining calls never start
             tool = self.tools[call["name"]]
             ctx = ToolContext(
                 db=self.database(state["database"]),
@@ -402,6 +414,8 @@ class Pipeline:
                     try:
                         output = tool(call["args"], ctx=ctx)
                         status, error_class = "success", None
+                    except CallDeadlineExceeded as exc:
+                        output, status, error_class = str(exc), "error", exc.error_class
                     except ToolError as exc:
                         output, status, error_class = str(exc), "error", exc.error_class
                         # what an error event shows: the offending statement and the guard rule
@@ -417,6 +431,10 @@ class Pipeline:
                             "error": f"{tool.name} failed: {output}",
                             "error_class": "tool_crash",
                         }
+                if (cut := deadline_cut()) is not None:
+                    # a cut model call ends the turn, even when the sub-agent caught it
+                    output, status, error_class = str(cut), "error", cut.error_class
+                    update |= _deadline_update(cut)
                 u = log.total()
                 if status == "success" and key is not None and self._outcomes is not None:
                     self._outcomes.put(key, tool.name, output, u)
@@ -578,12 +596,22 @@ class Pipeline:
             history=[dict(t) for t in history or []],
         )
         state["conversation_id"] = conv
+        # every model call of the turn is bound by what the turn has left (and the per-call cap);
+        # the scope is entered around each step only, never across a yield to the caller
+        scope = DeadlineScope(
+            at=time.monotonic() + self.config.timeout_s, bound="turn", cap_s=self.config.call_timeout_s
+        )
         payload: Any = state
         turns = 0
         while True:
             turns += 1
             interrupted: dict[str, Any] | None = None
-            for chunk in self.graph.stream(payload, cfg, stream_mode="updates", durability="exit"):
+            steps = self.graph.stream(payload, cfg, stream_mode="updates", durability="exit")
+            while True:
+                with within(scope):
+                    chunk = next(steps, None)
+                if chunk is None:
+                    break
                 for node, update in chunk.items():
                     if node == "__interrupt__":
                         interrupted = update[0].value
@@ -627,6 +655,16 @@ class Pipeline:
     def spec(self) -> dict[str, Any]:
         """Recorded arguments of the pipeline and its router (for MLflow params)."""
         return {"router": component_spec(self.router), "config": _config_dict(self.config)}
+
+
+def _deadline_update(exc: CallDeadlineExceeded) -> dict[str, Any]:
+    """The update that ends a turn whose model call ran out of time (a deadline failure).
+
+    ``run_deadline`` (the run's ``--deadline-s``) makes the example ``not_run``; ``timeout``
+    (the turn's ``timeout_s`` or the per-call cap) is the turn's failure, as a turn that runs
+    past its deadline between nodes is.
+    """
+    return {"error": str(exc), "error_class": exc.error_class}
 
 
 def _classification(state: PipelineState) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ import difflib
 import importlib
 import inspect
 import json
+import math
 import pkgutil
 import types
 import typing
@@ -119,6 +120,11 @@ def _ranges(tp: Any) -> list[Range]:
     return []
 
 
+#: ranges of arguments that mean the same in every component that takes them, applied when the
+#: component declares none (a negative fix budget or completion budget is never meant)
+COMMON_RANGES: dict[str, Range] = {"fix_budget": Range(low=0), "max_tokens": Range(low=1)}
+
+
 def check_arguments(kind: str, name: str, factory: Callable[..., Any], arguments: dict[str, Any]) -> None:
     """Check constructor arguments against the factory's type hints and declared ranges.
 
@@ -152,8 +158,19 @@ def check_arguments(kind: str, name: str, factory: Callable[..., Any], arguments
                 fix=f"give {arg} a {_type_name(tp)} value (see the {kind}'s documented parameters)",
                 details={"kind": kind, "name": name, "argument": arg},
             )
-        for rng in _ranges(tp):
-            if isinstance(value, int | float) and not isinstance(value, bool) and not rng.contains(value):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and not math.isfinite(value):
+            # NaN compares false with every bound, so no range would catch it; inf is no setting
+            raise ConfigError(
+                f"bad value for {kind} {name!r} argument {arg!r}",
+                expected=f"{arg}: a finite number",
+                found=repr(value),
+                fix=f"pass a finite number for {arg}",
+                details={"kind": kind, "name": name, "argument": arg},
+            )
+        ranges = _ranges(tp) or ([COMMON_RANGES[arg]] if arg in COMMON_RANGES else [])
+        for rng in ranges:
+            if number and not rng.contains(value):
                 raise ConfigError(
                     f"out-of-range value for {kind} {name!r} argument {arg!r}",
                     expected=f"{arg} {rng.describe()}",

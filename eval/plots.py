@@ -18,6 +18,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from routerlab.eval.analysis import ATTRIBUTION_CLASSES, COST_COLUMNS, RATE_METRICS, cost_basis, pareto_front
+from routerlab.eval.risk import format_aurc
 
 __all__ = [
     "plot_attribution",
@@ -272,7 +273,7 @@ def plot_risk_coverage(curves: pd.DataFrame) -> Figure:
     routers = list(dict.fromkeys(curves["router"])) if not curves.empty else []
     for router, colour in zip(routers, _colours(len(routers)), strict=True):
         points = curves[curves["router"] == router].sort_values("coverage")
-        label = f"{router} (AURC {float(points['aurc'].iloc[0]):.2f})"
+        label = f"{router} (AURC {format_aurc(float(points['aurc'].iloc[0]))})"
         if len(points) == 1:
             ax.scatter(points["coverage"], points["risk"], color=colour, s=50, label=label + ", one confidence")
         else:

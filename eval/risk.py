@@ -35,6 +35,7 @@ __all__ = [
     "CostMatrix",
     "RiskRate",
     "RiskSummary",
+    "format_aurc",
     "gold_class",
     "render_risk",
     "response_of",
@@ -293,6 +294,11 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def format_aurc(aurc: float) -> str:
+    """AURC as printed: two decimals, or why there is none (a run that answered no data question)."""
+    return f"{aurc:.2f}" if math.isfinite(aurc) else "n/a (no answered data question)"
+
+
 def render_risk(labels: dict[str, str], summaries: dict[str, RiskSummary], fmt: str = "table") -> str:
     """The answer-or-abstain table, one row per run (``""`` when no run has such examples).
 
@@ -307,7 +313,7 @@ def render_risk(labels: dict[str, str], summaries: dict[str, RiskSummary], fmt: 
     c = summaries[runs[0]].costs
     header = ["router", *(title for _, title in _COLUMNS), "AURC"]
     body = [
-        [labels[r], *(getattr(summaries[r], name).fmt() for name, _ in _COLUMNS), f"{summaries[r].aurc:.2f}"]
+        [labels[r], *(getattr(summaries[r], name).fmt() for name, _ in _COLUMNS), format_aurc(summaries[r].aurc)]
         for r in runs
     ]
     counts = summaries[runs[0]].counts

@@ -12,7 +12,12 @@ Concurrency: DuckDB lets one process write a file at a time. Every method opens 
 its work in one transaction and closes it again, under a per-file lock shared by all stores of
 this process, so the runner's worker threads serialise and a notebook in another process can
 read between two writes. A connection refused because another process holds the file is
-retried for a few seconds before failing with a fix-it message.
+retried with backoff (0.05 s doubling to 2 s) for up to :func:`store_wait_s` seconds (30 s, or
+``$ROUTERLAB_STORE_WAIT_S``), saying so while it waits, before failing with
+:class:`StoreBusyError`; ``routerlab run`` then stops with exit 75 and a resume command.
+
+Damage: a store whose file is truncated or overwritten raises :class:`StoreDamagedError` (exit
+2) with what DuckDB found and how to recover, never a raw engine error.
 
 Durability: ``add_result`` commits as soon as it is called, so a crash loses at most the
 example being scored. Re-adding the same ``(run_id, example_id, attempt)`` replaces the row
@@ -23,11 +28,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,10 +53,14 @@ __all__ = [
     "ResultsStore",
     "RunWriter",
     "StoreBusyError",
+    "StoreDamagedError",
     "check_store_path",
+    "store_wait_s",
 ]
 
 DEFAULT_STORE_PATH = ".routerlab/results.duckdb"
+
+_log = logging.getLogger(__name__)
 
 #: statuses a run can have; only FINISHED means every selected example ran
 RUN_STATUSES: tuple[str, ...] = ("RUNNING", "FINISHED", "FAILED", "KILLED")
@@ -59,8 +69,19 @@ RUN_STATUSES: tuple[str, ...] = ("RUNNING", "FINISHED", "FAILED", "KILLED")
 #: score columns every store has from the start (other scorers add theirs when first written)
 SCORE_COLUMNS: tuple[str, ...] = DEFAULT_SCORERS
 
-#: how long to wait for another process to release the file before giving up
-_BUSY_TIMEOUT_S = 10.0
+#: how long to wait for another process to release the file before giving up (seconds)
+STORE_WAIT_S = 30.0
+
+
+def store_wait_s() -> float:
+    """How long a store waits for another process's lock: ``$ROUTERLAB_STORE_WAIT_S``, else 30 s."""
+    raw = os.environ.get("ROUTERLAB_STORE_WAIT_S")
+    try:
+        value = float(raw) if raw else STORE_WAIT_S
+    except ValueError:
+        value = STORE_WAIT_S
+    return value if value >= 0 else STORE_WAIT_S
+
 
 _RUNS_DDL = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -122,9 +143,35 @@ _FILE_LOCKS_GUARD = threading.Lock()
 
 
 class StoreBusyError(RunError):
-    """Another process holds the results store open for writing."""
+    """Another process holds the results store open for writing (past the wait limit)."""
 
     error_class = "store_busy"
+
+
+class StoreDamagedError(ConfigError):
+    """The results store's file is truncated, overwritten or otherwise unreadable."""
+
+    error_class = "store_damaged"
+
+
+#: DuckDB's words for a file that is not whole (as opposed to a lock, a permission or bad SQL)
+_DAMAGE = ("could not read enough bytes", "corrupt", "checksum", "serialization", "invalid block", "not a valid")
+
+
+def _damaged(path: Path, found: str) -> StoreDamagedError:
+    return StoreDamagedError(
+        f"results store {path}: the file is damaged (truncated or overwritten)",
+        expected="a whole DuckDB results store",
+        found=found,
+        fix=f"move it aside (mv {path} {path}.damaged) and rerun with a new --store; to save what is still "
+        f"readable, open the copy with duckdb and COPY (SELECT * FROM examples) TO 'examples.csv'",
+        details={"option": "--store"},
+    )
+
+
+def _is_damage(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, duckdb.Error) and any(word in text for word in _DAMAGE)
 
 
 def _file_lock(path: Path) -> threading.Lock:
@@ -265,6 +312,8 @@ class ResultsStore:
         self.read_only = read_only
         check_store_path(self.path, read_only=read_only)
         self._lock = _file_lock(self.path)
+        #: told, every few seconds, while the store waits for another process's lock
+        self.on_wait: Callable[[str], None] = _log.warning
         # score columns known to exist: columns are only ever added, so this never goes stale in
         # a harmful way (a column another writer added is re-added with IF NOT EXISTS)
         self._known_columns: set[str] = set()
@@ -286,42 +335,58 @@ class ResultsStore:
                 con.execute("BEGIN TRANSACTION")
                 yield con
                 con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
+            except BaseException as exc:
+                try:
+                    con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass  # a damaged file may refuse the rollback too; the first error is the one to report
+                if _is_damage(exc):
+                    raise _damaged(self.path, str(exc).splitlines()[0]) from None
                 raise
             finally:
                 con.close()
 
     def _open(self) -> duckdb.DuckDBPyConnection:
-        deadline = time.monotonic() + _BUSY_TIMEOUT_S
-        delay = 0.05
+        limit = store_wait_s()
+        started = time.monotonic()
+        delay, said = 0.05, -1.0
         while True:
             try:
                 return duckdb.connect(str(self.path), read_only=self.read_only, config=_CONNECT_CONFIG)
             except duckdb.IOException as exc:
                 first = str(exc).splitlines()[0]
+                if _is_damage(exc):
+                    raise _damaged(self.path, first) from None
                 if "lock" not in first.lower():
                     raise _store_error(
                         self.path, "cannot open it", "a DuckDB file this user can open", first, "check --store"
                     ) from exc
-                # the file lock of another process (a notebook, a second runner): wait a little
-                if time.monotonic() > deadline:
+                # the file lock of another process (a notebook, a second runner): wait, and say so
+                waited = time.monotonic() - started
+                if waited >= limit:
                     raise StoreBusyError(
-                        f"cannot open the results store {self.path}",
-                        expected="no other process holding it open for writing",
+                        f"the results store {self.path} stayed locked by another process for {waited:.0f} s",
+                        expected=f"the other process to release it within {limit:g} s ($ROUTERLAB_STORE_WAIT_S)",
                         found=first,
-                        fix="close the other connection (a notebook's duckdb.connect) or use --store",
-                    ) from exc
+                        fix="close the other connection (a notebook's duckdb.connect, a second run), then "
+                        "resume; or use another --store",
+                        details={"option": "--store", "store": str(self.path)},
+                    ) from None
+                if said < 0 or waited - said >= 5:
+                    said = waited
+                    self.on_wait(
+                        f"results store {self.path} is locked by another process; waiting "
+                        f"(up to {limit:g} s, {waited:.0f} s so far)"
+                    )
             except duckdb.Error as exc:
+                first = str(exc).splitlines()[0]
+                if _is_damage(exc):
+                    raise _damaged(self.path, first) from None
                 raise _store_error(
-                    self.path,
-                    "cannot open it",
-                    "a DuckDB file written by routerlab",
-                    str(exc).splitlines()[0],
-                    "check --store",
+                    self.path, "cannot open it", "a DuckDB file written by routerlab", first, "check --store"
                 ) from exc
             time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            delay = min(delay * 2, 2.0)
 
     def _score_columns(self, con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> tuple[list[str], set[str]]:
         """Score names of ``names`` after making sure each has a column (new scorers get one).
@@ -544,7 +609,12 @@ class RunWriter:
             try:
                 added = store._upsert(self._con, self.run_id, [result])
                 self._con.execute("COMMIT")
-            except BaseException:
-                self._con.execute("ROLLBACK")
+            except BaseException as exc:
+                try:
+                    self._con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass  # a damaged file may refuse the rollback too
+                if _is_damage(exc):
+                    raise _damaged(store.path, str(exc).splitlines()[0]) from None
                 raise
         store._known_columns |= added

@@ -92,6 +92,8 @@ def ask(
     *,
     conversation: str | None = None,
     store_path: Path | None = None,
+    user: str | None = None,
+    shared_conversations: bool = False,
 ) -> int:
     """Run one request and print events, answer, SQL and rows. Returns the exit code.
 
@@ -103,10 +105,10 @@ def ask(
 
     Every request is a turn of a conversation kept on disk (``store_path``, by default
     ``<cache>/conversations.sqlite``): ``conversation`` continues one (its earlier turns are the
-    context of this one), else a new one starts; its id is printed last.
+    context of this one), else a new one starts; its id is printed last. A conversation belongs
+    to the ``user`` who started it: another user continuing it is refused (``ConversationForbidden``,
+    exit 2) before anything runs, unless ``shared_conversations``.
     """
-    import uuid
-
     from routerlab import routers
     from routerlab.agents.capture import build_trace
     from routerlab.agents.errors import DatabaseError
@@ -114,7 +116,7 @@ def ask(
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.turn_history import turn_from_trace
     from routerlab.benchmarks.builtin import builtin_database_path
-    from routerlab.conversation_store import ConversationStore, default_path
+    from routerlab.conversation_store import ConversationStore, default_path, new_conversation_id
 
     check_request(question, router_name, agent, reply, conversation)
     path = Path(db) if db is not None else builtin_database_path()
@@ -125,6 +127,14 @@ def ask(
             found="no such file",
             fix="pass --db PATH to an existing database file",
         )
+    store = ConversationStore(store_path or default_path(), shared=shared_conversations)
+    conv = conversation or new_conversation_id()
+    try:
+        # another user's conversation stops here, before a model loads or anything is shown
+        history = store.history(conv, user_id=user)
+    except BaseException:
+        store.close()
+        raise
     lm = resolve_lm(lm_spec, api_base=api_base)
     pipeline = Pipeline(routers.router.build(router_name), lm)
     if agent is not None:
@@ -138,9 +148,6 @@ def ask(
             return console.input(f"[yellow]{q}[/] > ") or None
         return None
 
-    store = ConversationStore(store_path or default_path())
-    conv = conversation or uuid.uuid4().hex[:12]
-    history = store.history(conv)
     if conversation is not None:
         console.print(f"[dim]conversation {conv}: {len(history)} earlier turn(s)[/]", highlight=False)
     last: dict[str, Any] = {}
@@ -149,7 +156,8 @@ def ask(
     ):
         print_event(console, ev)
         last = ev
-    turns = store.append(conv, turn_from_trace(question, build_trace("", pipeline.final_state(conv), 0.0)))
+    turn = turn_from_trace(question, build_trace("", pipeline.final_state(conv), 0.0))
+    turns = store.append(conv, turn, user_id=user)
     store.close()
     console.print()
     if last.get("type") == "error":

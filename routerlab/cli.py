@@ -82,6 +82,10 @@ def lm_check_cmd(lm: LMOpt = "local", lm_api_base: ApiBaseOpt = None) -> None:
     _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False)
 
 
+#: exit code of a run stopped because another process kept the results store locked (EX_TEMPFAIL)
+STORE_BUSY_EXIT = 75
+
+
 @app.command("ask")
 @_clean_errors
 def ask_cmd(
@@ -102,11 +106,32 @@ def ask_cmd(
             "without it a new one starts and its id is printed.",
         ),
     ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="Who asks (the API's user_id): a conversation belongs to its first user."),
+    ] = None,
+    shared_conversations: Annotated[
+        bool,
+        typer.Option("--shared-conversations", help="Let any --user continue any conversation (single-user use)."),
+    ] = False,
 ) -> None:
     """Answer one request, printing the pipeline's progress events live."""
     from routerlab.ask import ask
 
-    raise typer.Exit(ask(question, db, router_name, lm, lm_api_base, agent, reply, _out, conversation=conversation))
+    code = ask(
+        question,
+        db,
+        router_name,
+        lm,
+        lm_api_base,
+        agent,
+        reply,
+        _out,
+        conversation=conversation,
+        user=user,
+        shared_conversations=shared_conversations,
+    )
+    raise typer.Exit(code)
 
 
 DEFAULT_ROUTERS = "rules,llm,dspy,oracle,single_call"
@@ -211,19 +236,38 @@ def run_cmd(
             "and LM) and store new ones: a second router pays only for its own decisions and new calls.",
         ),
     ] = False,
+    skip_bad_databases: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad-databases",
+            help="Leave out (as not run) the examples of a database that does not open or lacks their "
+            "tables, instead of refusing the run.",
+        ),
+    ] = False,
 ) -> None:
     """Replay a dataset through the pipeline with each router and print the comparison.
 
     Exit codes: 0 done; 1 a run FAILED (most of its examples crashed; they are stored); 2 bad
     input (a message names the file, record and field or the option; also a --resume with options
-    that change the session); 124 the --deadline-s budget ran out before every example started;
+    that change the session, and a database that does not open or lacks its examples' tables);
+    3 every run finished but some examples crashed (how many and why is printed); 75 the results
+    store stayed locked by another process past $ROUTERLAB_STORE_WAIT_S (default 30 s): what
+    finished is stored, and the printed command resumes the rest;
+    124 the --deadline-s budget ran out before every example started;
     130 interrupted (Ctrl-C), 143 stopped by SIGTERM. Each of the last three prints the command
     that finishes the session.
     """
     from routerlab.config import load_run_config
     from routerlab.eval.compare import compare_runs, render
-    from routerlab.eval.store import ResultsStore
-    from routerlab.session import SessionSpec, check_resume, parse_routers, recorded_session, run_session
+    from routerlab.eval.store import ResultsStore, StoreBusyError
+    from routerlab.session import (
+        SessionSpec,
+        check_resume,
+        parse_routers,
+        recorded_session,
+        resume_command,
+        run_session,
+    )
     from routerlab.signals import stop_signals
 
     # a resumed session starts from what it recorded; options that would change it are refused
@@ -259,9 +303,25 @@ def run_cmd(
         config=config,
         tracking_uri=None if no_mlflow else tracking_uri,
         store_path=store,
+        skip_bad_databases=skip_bad_databases,
     )
     with stop_signals() as stopped:
-        result = run_session(spec, console=_out, resume=resume)
+        try:
+            result = run_session(spec, console=_out, resume=resume)
+        except StoreBusyError as exc:  # locked before the session began: nothing was written
+            _err.print(f"[bold red]error:[/] {exc}\nnothing was written; run again once it is free", highlight=False)
+            raise typer.Exit(STORE_BUSY_EXIT) from None
+    if result.store_busy is not None:
+        # the store is another process's now: no table (it cannot be read), the resume command
+        _err.print(f"[bold red]error:[/] {result.store_busy}", highlight=False)
+        again = resume_command(result.session_id, store, spec.tracking_uri)
+        _err.print(
+            f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {again}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(STORE_BUSY_EXIT)
     comparison = compare_runs(ResultsStore(store), result.run_ids)
     _out.print(render(comparison, "table"))
     _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
@@ -283,15 +343,27 @@ def run_cmd(
         )
     if result.failed:
         raise typer.Exit(1)
+    for bad in result.bad_databases:
+        _err.print(f"left out (not run, in no rate): {bad.line()}", highlight=False, markup=False, soft_wrap=True)
+    for run_id, (n, ran, first) in result.crashed.items():
+        _err.print(
+            f"run {run_id}: {n} of {ran} examples crashed (first: {first}); they are stored as crashes and "
+            "count as failures in its rates: fix the cause and rerun them in a new session",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if result.skipped:
         _err.print(
-            f"deadline reached: {result.skipped} example(s) not started (stored as not run, left out of every "
-            f"rate and paired test); run them with  {again}",
+            f"deadline reached: {result.skipped} example(s) not started or cut off (stored as not run, left out "
+            f"of every rate and paired test); run them with  {again}",
             highlight=False,
             markup=False,
             soft_wrap=True,
         )
         raise typer.Exit(124)
+    if result.crashed:
+        raise typer.Exit(3)
 
 
 @app.command("compare")
@@ -967,9 +1039,26 @@ def serve_cmd(
         Path | None,
         typer.Option("--conversations", help="SQLite file keeping conversations across restarts (default: memory)."),
     ] = None,
+    shared_conversations: Annotated[
+        bool,
+        typer.Option(
+            "--shared-conversations",
+            help="Let any user_id continue any conversation (single-user use; by default a conversation "
+            "belongs to the user who started it).",
+        ),
+    ] = False,
+    register_file: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--register-file",
+            help="KIND:NAME=PATH (kind program or exemplars): a file requests may name by NAME in "
+            "router_args. Requests never give paths; they name committed or registered files only.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the streaming API (/api/v0/ask_agent[_stream]) and the live progress page at /."""
     from routerlab.serve import ServeSettings, serve
+    from routerlab.serve.files import parse_registrations
 
     settings = ServeSettings(
         host=host,
@@ -979,6 +1068,8 @@ def serve_cmd(
         lm_api_base=lm_api_base,
         database=db,
         conversations=conversations,
+        shared_conversations=shared_conversations,
+        files=parse_registrations(register_file or []),
     )
     serve(settings, on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False))
 

@@ -5,11 +5,18 @@ is its own process); ``routerlab serve`` keeps them in memory unless ``--convers
 given. Memory stays bounded three ways: a conversation keeps its last ``max_turns`` turns, the
 store keeps its ``max_conversations`` most recently used conversations, and a conversation
 unused for ``ttl_s`` seconds is deleted (checked on every read and write).
+
+A conversation belongs to its first ``user_id`` (a conversation started without one belongs to
+"no user"): another user continuing it gets :class:`ConversationForbidden` and sees nothing of
+it, and the owner is never overwritten. ``shared=True`` (``serve --shared-conversations``,
+``ask --shared-conversations``) lets every user continue every conversation, for single-user use.
+Ids the server or CLI issues come from :func:`new_conversation_id` (128 random bits).
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import threading
 import time
@@ -17,10 +24,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from routerlab.agents.errors import ConfigError
+from routerlab.agents.errors import ConfigError, RunError
 from routerlab.agents.turn_history import Turn
 
-__all__ = ["DEFAULT_MAX_CONVERSATIONS", "DEFAULT_MAX_TURNS", "DEFAULT_TTL_S", "ConversationStore", "default_path"]
+__all__ = [
+    "DEFAULT_MAX_CONVERSATIONS",
+    "DEFAULT_MAX_TURNS",
+    "DEFAULT_TTL_S",
+    "ConversationForbidden",
+    "ConversationStore",
+    "default_path",
+    "new_conversation_id",
+]
 
 DEFAULT_MAX_TURNS = 20
 DEFAULT_MAX_CONVERSATIONS = 1000
@@ -34,6 +49,28 @@ CREATE TABLE IF NOT EXISTS conversations (
     turns TEXT NOT NULL
 )
 """
+
+
+class ConversationForbidden(RunError):
+    """Another user's conversation: refused without saying whose it is or what it holds."""
+
+    error_class = "forbidden"
+
+
+def new_conversation_id() -> str:
+    """An unguessable conversation id (128 random bits, URL-safe; fits the API's id pattern)."""
+    return secrets.token_urlsafe(16)
+
+
+def _forbidden(conversation_id: str, user_id: str | None) -> ConversationForbidden:
+    return ConversationForbidden(
+        "this conversation belongs to another user",
+        expected="a conversation_id this user_id started (or none, to start a new conversation)",
+        found=f"conversation_id {conversation_id!r} with user_id {user_id!r}",
+        fix="leave conversation_id out to start a new conversation, or send the user_id that started it "
+        "(a server started with --shared-conversations lets users share conversations)",
+        details={"field": "conversation_id"},
+    )
 
 
 def default_path() -> Path:
@@ -51,6 +88,8 @@ class ConversationStore:
         max_turns: Turns kept per conversation (the oldest are dropped).
         max_conversations: Conversations kept (the least recently used are dropped).
         ttl_s: Seconds after its last use at which a conversation expires.
+        shared: Let any user continue any conversation (single-user use); by default only the
+            user who started a conversation may continue it.
         clock: Wall clock (tests pass a fake one).
 
     Raises:
@@ -64,6 +103,7 @@ class ConversationStore:
         max_turns: int = DEFAULT_MAX_TURNS,
         max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
         ttl_s: float = DEFAULT_TTL_S,
+        shared: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         for name, value in (("max_turns", max_turns), ("max_conversations", max_conversations), ("ttl_s", ttl_s)):
@@ -76,6 +116,7 @@ class ConversationStore:
                 )
         self.path = Path(path) if path is not None else None
         self.max_turns, self.max_conversations, self.ttl_s = int(max_turns), int(max_conversations), float(ttl_s)
+        self.shared = shared
         self._clock = clock
         self._lock = threading.Lock()
         if self.path is not None:
@@ -90,31 +131,46 @@ class ConversationStore:
     def _expire(self, now: float) -> None:
         self._con.execute("DELETE FROM conversations WHERE updated < ?", (now - self.ttl_s,))
 
-    def history(self, conversation_id: str) -> list[Turn]:
-        """The turns of a conversation, oldest first (empty when unknown or expired)."""
+    def _check_owner(self, conversation_id: str, user_id: str | None) -> list[Any]:
+        """The stored turns, once ``user_id`` may see them (the caller holds the lock)."""
+        row = self._con.execute("SELECT turns, user_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        if row is None:
+            return []
+        if not self.shared and row[1] != user_id:
+            raise _forbidden(conversation_id, user_id)
+        return json.loads(row[0])
+
+    def history(self, conversation_id: str, *, user_id: str | None = None) -> list[Turn]:
+        """The turns of a conversation, oldest first (empty when unknown or expired).
+
+        Raises:
+            ConversationForbidden: The conversation was started by another user (and the store
+                is not shared); nothing of it is returned.
+        """
         with self._lock:
             self._expire(self._clock())
-            row = self._con.execute("SELECT turns FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
-        return json.loads(row[0]) if row else []
+            return self._check_owner(conversation_id, user_id)
 
     def append(self, conversation_id: str, turn: Turn, *, user_id: str | None = None) -> int:
         """Add a finished turn; returns the conversation's number of turns kept.
 
-        The oldest turns beyond ``max_turns`` and the least recently used conversations beyond
+        The first turn's ``user_id`` owns the conversation; it is never changed afterwards. The
+        oldest turns beyond ``max_turns`` and the least recently used conversations beyond
         ``max_conversations`` are dropped in the same transaction.
+
+        Raises:
+            ConversationForbidden: Another user owns the conversation (checked in the same
+                transaction, so two first turns racing for one id cannot both land).
         """
         now = self._clock()
         with self._lock:
             self._con.execute("BEGIN IMMEDIATE")
             try:
                 self._expire(now)
-                row = self._con.execute("SELECT turns FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
-                turns: list[Any] = json.loads(row[0]) if row else []
-                turns = [*turns, dict(turn)][-self.max_turns :]
+                turns = [*self._check_owner(conversation_id, user_id), dict(turn)][-self.max_turns :]
                 self._con.execute(
                     "INSERT INTO conversations (id, user_id, updated, turns) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated, turns = excluded.turns, "
-                    "user_id = COALESCE(excluded.user_id, conversations.user_id)",
+                    "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated, turns = excluded.turns",
                     (conversation_id, user_id, now, json.dumps(turns, default=str, ensure_ascii=False)),
                 )
                 self._con.execute(

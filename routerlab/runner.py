@@ -19,6 +19,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.faults import FaultInjector, FaultSpec, FaultyPipeline, fault_scope
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.lm.deadline import deadline_scope
 from routerlab.agents.registry import component_spec
 from routerlab.agents.trace import Trace
 from routerlab.agents.turn_history import Turn, turn_from_trace
@@ -203,16 +204,20 @@ class RouterRun:
             attempt=attempt,
         )
 
-    def skipped(self, example: Example, attempt: int, reason: str) -> ExampleResult:
-        """The record of an example that never started (the run's deadline): ``not_run``, unscored.
+    def skipped(
+        self, example: Example, attempt: int, reason: str, error_class: str = DEADLINE_ERROR_CLASS
+    ) -> ExampleResult:
+        """The record of an example that never started: ``not_run``, unscored.
 
-        It has no scores, so no rate or paired test counts it; ``--resume`` runs it.
+        ``error_class`` says why: the run's deadline (``run_deadline``) or a database the run
+        was told to leave out (``bad_database``). It has no scores, so no rate or paired test
+        counts it; ``--resume`` runs it.
         """
-        trace = Trace(example_id=example.id, error=reason, error_class=DEADLINE_ERROR_CLASS)
+        trace = Trace(example_id=example.id, error=reason, error_class=error_class)
         return ExampleResult(
             **self._base(example, attempt),
             outcome=NOT_RUN,
-            error_class=DEADLINE_ERROR_CLASS,
+            error_class=error_class,
             error=reason,
             trace=trace,
         )
@@ -261,6 +266,17 @@ class RouterRun:
                 latency_s=trace.total_latency_s,
                 trace=trace,
             )
+        if trace.error_class == DEADLINE_ERROR_CLASS:
+            # the run's deadline cut a model call: the example did not finish, so it is not run
+            # (in no rate, rerun by --resume), as one the deadline kept from starting
+            return ExampleResult(
+                **base,
+                outcome=NOT_RUN,
+                error_class=DEADLINE_ERROR_CLASS,
+                error=trace.error,
+                latency_s=trace.total_latency_s,
+                trace=trace,
+            )
         scores = score_trace(example, trace, self.scorers)
         return ExampleResult(
             **base,
@@ -295,8 +311,8 @@ def run_router(
     locking of their own. ``stop`` ends the run early between examples (Ctrl-C); what it leaves
     out has no result and is run by ``--resume``. ``deadline`` (a ``time.monotonic()`` value)
     is checked as each example starts: one that would start later gets a ``run_deadline``
-    result instead, so nothing is dropped silently. An example already running finishes within
-    the pipeline's own per-turn ``timeout_s``.
+    result instead, so nothing is dropped silently. It also binds every model call of an
+    example already running: a call it cuts ends that example as ``not_run`` too.
     """
     jobs = [(u, a) for u in conversation_units(examples) for a in range(attempts)]
     lock = threading.Lock()
@@ -317,7 +333,9 @@ def run_router(
             if deadline is not None and time.monotonic() >= deadline:
                 result = run.skipped(e, a, "not started: the run's deadline had passed")
             else:
-                result = run.run_example(e, a, history)
+                # every model call of the example stops when the run's deadline passes
+                with deadline_scope(deadline, "run"):
+                    result = run.run_example(e, a, history)
                 history.append(turn_from_trace(e.question, result.trace or Trace(example_id=e.id)))
             if live:
                 deliver(result)

@@ -34,8 +34,10 @@ from routerlab.agents.errors import ConfigError, RunError
 from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS, BadDatabase, bad_databases_error, check_databases
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scoring import ExampleResult, did_run
+from routerlab.eval.store import DEFAULT_STORE_PATH, StoreBusyError
 from routerlab.runner import DEADLINE_ERROR_CLASS, RouterRun, RunConfig, build_scorers, run_router
 from routerlab.selection import schedule, stratified_subset
 
@@ -66,6 +68,8 @@ class SessionSpec:
         tracking_uri: MLflow tracking URI (None: no MLflow logging).
         store_path: DuckDB results store file.
         traces: Log one MLflow trace per example.
+        skip_bad_databases: Leave the examples of a bad database out as ``not_run`` (error class
+            ``bad_database``) instead of refusing the run (see :mod:`routerlab.benchmarks.dbcheck`).
     """
 
     routers: list[tuple[str, dict[str, Any]]]
@@ -73,6 +77,7 @@ class SessionSpec:
     tracking_uri: str | None = "sqlite:///mlflow.db"
     store_path: str = ".routerlab/results.duckdb"
     traces: bool = True
+    skip_bad_databases: bool = False
 
 
 @dataclass
@@ -91,6 +96,13 @@ class SessionResult:
     signal_name: str | None = None
     #: every fault-injection decision of this invocation, by run id (empty without ``faults``)
     fault_calls: dict[str, list[FaultCall]] = field(default_factory=dict)
+    #: databases whose examples were left out (``--skip-bad-databases``)
+    bad_databases: list[BadDatabase] = field(default_factory=list)
+    #: run id -> (examples that crashed, examples that ran, first crash) of a run that stands
+    crashed: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    #: the store stayed locked by another process past the wait limit: the session stopped,
+    #: runs not closed stay RUNNING (resumable), runs already closed keep their status
+    store_busy: RunError | None = None
 
 
 def new_session_id() -> str:
@@ -293,6 +305,11 @@ def run_session(
     ds = load_dataset(config)
     examples = select(ds, config)
     by_id = {e.id: e for e in examples}
+    # every database opens and has its examples' tables, or the run stops here (exit 2)
+    bad = check_databases(examples)
+    if bad and not spec.skip_bad_databases:
+        raise bad_databases_error(bad)
+    left_out = {eid: b for b in bad for eid in b.examples}
     scorers = build_scorers(config)
     lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base, cache=config.lm_cache)
     # build every router (and check its contract) before anything runs
@@ -314,6 +331,8 @@ def run_session(
         # a store that cannot take the runs must fail here, before any run is created
         check_tracking_store(resolve_tracking_uri(spec.tracking_uri))
     store = ResultsStore(spec.store_path)
+    # a lock held by another process is waited for visibly (up to store_wait_s), not in silence
+    store.on_wait = lambda message: console.print(message, highlight=False, markup=False, soft_wrap=True)
     faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
     console.print(
         f"session {session_id}: {config.dataset}/{config.split}, {len(examples)} examples, "
@@ -358,8 +377,8 @@ def run_session(
                     # an example counts as done once all its attempts have a result; one the
                     # deadline skipped has a result but never ran, so it runs now
                     skipped = store.query(
-                        "SELECT DISTINCT example_id FROM examples WHERE run_id = ? AND error_class = ?",
-                        [run_id, DEADLINE_ERROR_CLASS],
+                        "SELECT DISTINCT example_id FROM examples WHERE run_id = ? AND error_class IN (?, ?)",
+                        [run_id, DEADLINE_ERROR_CLASS, BAD_DATABASE_CLASS],
                     )["example_id"]
                     done_ids = store.completed_ids(run_id, min_attempts=config.attempts) - set(skipped)
                 mlflow_id = None
@@ -420,9 +439,13 @@ def run_session(
 
                 try:
                     with store.writer(run_id) as writer:
+                        for e in (e for e in todo if e.id in left_out):
+                            for a in range(config.attempts):
+                                why = f"left out: its database {left_out[e.id].reason}"
+                                on_result(rr.skipped(e, a, why, BAD_DATABASE_CLASS))
                         run_router(
                             rr,
-                            todo,
+                            [e for e in todo if e.id not in left_out],
                             on_result=on_result,
                             concurrency=config.concurrency,
                             attempts=config.attempts,
@@ -448,15 +471,25 @@ def run_session(
                 )["n"][0]
                 out.skipped += int(skipped_now)
                 status = "KILLED" if out.interrupted or skipped_now else "FINISHED"
-                crashed = crash_verdict(store.results(run_id))
+                stored = store.results(run_id)
+                crashed = crash_verdict(stored)
                 if crashed is not None and not out.interrupted:
                     status = "FAILED"
                     out.failed[run_id] = crashed
+                elif crashes := [r for r in stored if r.outcome == "crash"]:
+                    # fewer than half crashed: the run stands, but never silently (exit 3)
+                    out.crashed[run_id] = (len(crashes), sum(map(did_run, stored)), str(crashes[0].error))
                 out.results[run_id] = _close(store, sink, run_id, mlflow_id, status, error=crashed)
                 current = None
                 if out.interrupted:
                     _close_unstarted(store, runs, session_id, out.results, None, "KILLED")
                     break
+    except StoreBusyError as exc:
+        # another process took the store: nothing can be written, so nothing is marked; what
+        # finished is stored, and the runs left RUNNING are what --resume reopens and finishes
+        # (MLflow's run stays RUNNING too, as after a kill: --resume reopens it by its run key)
+        out.store_busy = exc
+        return out
     except KeyboardInterrupt:
         # Ctrl-C outside an example (opening a run, closing one): the same clean stop
         out.interrupted = True
@@ -475,12 +508,13 @@ def run_session(
                 _log.warning("could not mark the comparison run FAILED: %s", close_exc)
         console.print(
             f"session {session_id} stopped by an error; what finished is stored: "
-            f"resume with  routerlab run --resume {session_id}",
+            f"resume with  {resume_command(session_id, spec.store_path, spec.tracking_uri)}",
             highlight=False,
             markup=False,
             soft_wrap=True,
         )
         raise
+    out.bad_databases = list(bad)
     if sink is not None and parent is not None:
         final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
         sink.finish_parent(parent, status=final)
@@ -489,6 +523,16 @@ def run_session(
 
 #: a run in which more than this share of the examples that ran crashed is FAILED, not a result
 CRASH_FAILURE_SHARE = 0.5
+
+
+def resume_command(session_id: str, store_path: str, tracking_uri: str | None) -> str:
+    """The command that finishes a session, complete as printed (the store and tracking options)."""
+    where = "" if store_path == DEFAULT_STORE_PATH else f" --store {store_path}"
+    if tracking_uri is None:
+        where += " --no-mlflow"
+    elif tracking_uri != "sqlite:///mlflow.db":
+        where += f" --tracking-uri {tracking_uri}"
+    return f"routerlab run --resume {session_id}{where}"
 
 
 def crash_verdict(results: Sequence[ExampleResult]) -> str | None:

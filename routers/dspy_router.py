@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
@@ -38,6 +39,7 @@ __all__ = [
     "RouteRequest",
     "check_checks",
     "load_program",
+    "program_names",
     "program_path",
     "request_evidence",
     "schema_summary",
@@ -318,6 +320,12 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.exists() else "none"
 
 
+def program_names() -> list[str]:
+    """Names of the committed programs (``routers/programs/dspy_router_<name>.json``)."""
+    files = PROGRAM_DIR.glob("dspy_router_*.json")
+    return sorted(p.stem.removeprefix("dspy_router_") for p in files if not p.name.endswith(".meta.json"))
+
+
 def load_program(program: str = "builtin", *, one_pass: bool = True) -> tuple[RouteProgram, Path | None]:
     """The saved program named ``program`` (or at a ``.json`` path) and its file; ``"none"``: zero-shot.
 
@@ -345,8 +353,7 @@ def load_program(program: str = "builtin", *, one_pass: bool = True) -> tuple[Ro
                 fix="run `routerlab optimize --router dspy` or pass program='none'",
             )
         if program != "builtin":  # a mistyped name must not route zero-shot without a word
-            files = PROGRAM_DIR.glob("dspy_router_*.json")
-            known = sorted(p.stem.removeprefix("dspy_router_") for p in files if not p.name.endswith(".meta.json"))
+            known = program_names()
             close = difflib.get_close_matches(program, known, n=1)
             raise ConfigError(
                 f"no committed DSPy program named {program!r}",
@@ -372,6 +379,8 @@ class DSPyRouter(IntentRouter):
     """
 
     name = "dspy"
+    #: arguments that name a file, by kind (the server takes only allow-listed names for them)
+    file_arguments: ClassVar[dict[str, str]] = {"program": "program"}
 
     def __init__(self, program: str = "builtin", fix_budget: int = 1, one_pass: bool = True) -> None:
         super().__init__(fix_budget=fix_budget)

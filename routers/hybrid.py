@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
@@ -51,6 +53,8 @@ class HybridRouter(IntentRouter):
     """
 
     name = "hybrid"
+    #: arguments that name a file, by kind (the server takes only allow-listed names for them)
+    file_arguments: ClassVar[dict[str, str]] = {"program": "program"}
 
     def __init__(
         self,

@@ -43,12 +43,12 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from routerlab.agents.errors import ConfigError, ContractError, DatasetError
-from routerlab.agents.paths import cache_root
+from routerlab.agents.paths import cache_root, cache_writes_allowed
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import INTENTS, PipelineState
 from routerlab.agents.tools.index import Embedder, load_embedder
@@ -65,6 +65,7 @@ __all__ = [
     "Calibration",
     "SemanticRouter",
     "embed_cached",
+    "exemplar_names",
     "exemplar_path",
     "read_exemplars",
     "write_exemplars",
@@ -96,6 +97,11 @@ def write_exemplars(path: Path, records: Sequence[tuple[str, str, str]], *, sour
     Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
+def exemplar_names() -> list[str]:
+    """Names of the committed exemplar sets (``routers/programs/semantic_<name>.json``)."""
+    return sorted(p.stem.removeprefix("semantic_") for p in EXEMPLAR_DIR.glob("semantic_*.json"))
+
+
 def read_exemplars(source: str) -> tuple[list[str], list[str], str]:
     """Texts, intents and provenance of an exemplar set.
 
@@ -109,7 +115,7 @@ def read_exemplars(source: str) -> tuple[list[str], list[str], str]:
     path = Path(source) if source.endswith(".json") or os.sep in source else exemplar_path(source)
     fix = "pass exemplars='builtin' or the path of a file written by write_exemplars()"
     if not path.is_file():
-        known = sorted(p.stem.removeprefix("semantic_") for p in EXEMPLAR_DIR.glob("semantic_*.json"))
+        known = exemplar_names()
         raise DatasetError(
             f"no exemplar set {source!r}",
             expected=f"one of {known} or an existing JSON file",
@@ -176,6 +182,8 @@ def embed_cached(embedder: Embedder, texts: Sequence[str], cache_dir: Path | Non
         except (OSError, ValueError):
             pass  # unreadable: recompute below and overwrite
     vectors = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+    if not cache_writes_allowed():
+        return vectors  # a server request writes no file (routerlab serve)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         # write then rename: a concurrent reader sees the old file or the whole new one
@@ -297,6 +305,8 @@ class SemanticRouter(IntentRouter):
     """
 
     name = "semantic"
+    #: arguments that name a file, by kind (the server takes only allow-listed names for them)
+    file_arguments: ClassVar[dict[str, str]] = {"exemplars": "exemplars"}
 
     def __init__(
         self,

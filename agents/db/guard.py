@@ -21,7 +21,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from routerlab.agents.errors import GuardViolation
 
-__all__ = ["FORBIDDEN_FUNCTIONS", "MAX_DEPTH", "MAX_SQL_CHARS", "check_sql"]
+__all__ = ["FORBIDDEN_FUNCTIONS", "MAX_DEPTH", "MAX_SQL_CHARS", "PATH_REVEALING_TABLES", "check_sql"]
 
 MAX_SQL_CHARS = 20_000
 MAX_DEPTH = 200
@@ -74,6 +74,10 @@ FORBIDDEN_FUNCTIONS: frozenset[str] = frozenset(
         "duckdb_secrets",
         "duckdb_extensions",
         "load_extension",
+        # catalogue views that show where the database and its temporary files lie on the server
+        "duckdb_databases",
+        "duckdb_temporary_files",
+        "pragma_database_list",
         # SQLite extension functions that touch files
         "readfile",
         "writefile",
@@ -120,6 +124,11 @@ _WRITE_TYPES: tuple[type, ...] = tuple(
         "Summarize",
     )
     if isinstance((t := getattr(exp, name, None)), type)
+)
+#: catalogue views, named as tables, that reveal server paths (the database file's absolute path):
+#: SQLite's ``SELECT * FROM pragma_database_list``, DuckDB's ``FROM duckdb_databases``
+PATH_REVEALING_TABLES: frozenset[str] = frozenset(
+    {"pragma_database_list", "duckdb_databases", "duckdb_temporary_files"}
 )
 _READ_ROOTS: tuple[type, ...] = (exp.Select, exp.SetOperation, exp.Subquery)
 _FUNC_CLASS_NAMES = {"ReadCSV": "read_csv", "ReadParquet": "read_parquet"}
@@ -203,6 +212,8 @@ def _check_accepted(sql: str, dialect: str, max_chars: int) -> str:
                 raise _fail("forbidden_function", f"function {name}() is not allowed", text)
         if isinstance(node, exp.Table):
             target = node.this
+            if isinstance(target, exp.Identifier) and (target.name or "").lower() in PATH_REVEALING_TABLES:
+                raise _fail("server_path", f"{target.name!r} reveals where the database lies on the server", text)
             if isinstance(target, exp.Identifier) and _PATHY.search(target.name or ""):
                 raise _fail("file_path_table", f"{target.name!r} looks like a file path, not a table", text)
             if isinstance(target, exp.Literal):

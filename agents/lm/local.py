@@ -24,6 +24,7 @@ from typing import Any
 from dspy import lm15 as L
 
 from routerlab.agents.errors import LMError
+from routerlab.agents.lm.deadline import call_budget
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
 from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, score_labels
 from routerlab.agents.lm.scoring import ChoiceScores
@@ -78,6 +79,62 @@ atexit.register(clear_models)
 def _serialised() -> Iterator[None]:
     with _CALL_LOCK:
         yield
+
+
+class _AbortClock:
+    """When llama.cpp must abort the call in progress (a ``time.monotonic()`` value, None: never).
+
+    llama.cpp asks its abort callback between the operations of every forward pass, so a call
+    stops within one operation of its deadline, during the prompt as well as between generated
+    tokens (a per-token stopping criterion would miss a long prompt, and llama-cpp-python's chat
+    API takes none). The callback is one comparison, a few microseconds against the tens of
+    milliseconds a token costs here.
+    """
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def __call__(self, _data: Any) -> bool:
+        at = self.at
+        return at is not None and time.monotonic() >= at
+
+
+def _install_abort(llm: Any) -> None:
+    import llama_cpp
+
+    clock = _AbortClock()
+    callback = llama_cpp.ggml_abort_callback(clock)
+    llama_cpp.llama_set_abort_callback(llm._ctx.ctx, callback, None)
+    # the ctypes callback must outlive every call: keep it with the model
+    llm._routerlab_abort = (clock, callback)
+
+
+@contextmanager
+def _bounded(llm: Any, where: str) -> Iterator[None]:
+    """Run one call of ``llm`` under its deadline (see :mod:`routerlab.agents.lm.deadline`).
+
+    The budget starts before the process-wide call lock, so time spent waiting for another
+    call counts too. An aborted forward pass surfaces as llama-cpp-python's ``RuntimeError``
+    (``llama_decode returned 2``); past the deadline it becomes ``CallDeadlineExceeded``, and
+    the live context is reset (its last batch was left half evaluated).
+
+    Raises:
+        CallDeadlineExceeded: The deadline passed before or during the call.
+    """
+    budget = call_budget(where)
+    # a model loaded elsewhere (a test's stand-in) has no abort hook: only the start is checked
+    clock: _AbortClock = getattr(llm, "_routerlab_abort", (_AbortClock(),))[0]
+    with _serialised():
+        clock.at = budget.started + budget.seconds
+        try:
+            yield
+        except RuntimeError:
+            if budget.expired():
+                llm.reset()
+                raise budget.exceeded(where) from None
+            raise
+        finally:
+            clock.at = None
 
 
 def _prefix_cache(max_states: int) -> Any:
@@ -149,6 +206,7 @@ def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int, 
                 found=str(exc)[:200],
                 fix="check the file (local:/path.gguf) or rerun scripts/setup.sh for the embedded models",
             ) from None
+        _install_abort(llm)
         if prefix_states > 0:
             llm.set_cache(_prefix_cache(prefix_states))
         # one-pass scoring keeps its own light prefix states (KV only, no logits buffer)
@@ -309,11 +367,13 @@ class LlamaEngine:
             LMError: The model cannot render or score the prompt.
         """
         llm = self.llama()
-        with _serialised():
+        with _bounded(llm, "embedded model (label scoring)"):
             self.calls += 1
             try:
                 scores = score_labels(llm, llm._routerlab_prefixes, prefix, messages, choices, reply_prefix)
             except (ValueError, RuntimeError) as exc:
+                if getattr(llm, "_routerlab_abort", (_AbortClock(),))[0](None):
+                    raise  # the deadline aborted it: _bounded says so
                 raise LMError(
                     "one-pass label scoring failed",
                     expected="a chat model with a chat template and labels that are not prefixes of each other",
@@ -338,7 +398,7 @@ class LlamaEngine:
         paying again for the prompt the scoring just evaluated.
         """
         llm = self.llama()
-        with _serialised():
+        with _bounded(llm, "embedded model (continuation)"):
             self.calls += 1
             out = continue_reply(
                 llm, llm._routerlab_prefixes, prefix, messages, reply_prefix, stop=stop, max_tokens=max_tokens
@@ -376,7 +436,7 @@ class LlamaEngine:
         elif cfg.response_format:
             kwargs["response_format"] = dict(cfg.response_format)
         llm = self.llama()
-        with _serialised():
+        with _bounded(llm, "embedded model call"):
             self.calls += 1
             out = llm.create_chat_completion(messages=messages, **kwargs)
         text = out["choices"][0]["message"].get("content") or ""

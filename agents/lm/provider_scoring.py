@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from routerlab.agents.lm.deadline import call_budget
 from routerlab.agents.lm.scoring import ChoiceScores, normalise
 
 __all__ = ["TOP_LOGPROBS", "LogprobScorer", "label_logprobs"]
@@ -90,16 +91,24 @@ class LogprobScorer:
             return None
         import litellm
 
+        budget = call_budget(f"{self.model} label scoring")
         t0 = time.perf_counter()
-        response = litellm.completion(
-            model=self.model,
-            messages=[*prefix, *messages],
-            max_tokens=1,
-            temperature=0.0,
-            logprobs=True,
-            top_logprobs=TOP_LOGPROBS,
-            **self.params,
-        )
+        try:
+            response = litellm.completion(
+                model=self.model,
+                messages=[*prefix, *messages],
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=True,
+                top_logprobs=TOP_LOGPROBS,
+                # bounded by what the turn (or run) has left, like every model call
+                timeout=budget.seconds,
+                **self.params,
+            )
+        except Exception:
+            if budget.expired():
+                raise budget.exceeded(f"{self.model} label scoring") from None
+            raise
         seconds = time.perf_counter() - t0
         top = _first_token_top(response)
         self.supported = top is not None

@@ -9,6 +9,7 @@ import dspy
 
 from routerlab.agents.errors import ConfigError, ModelAssetError
 from routerlab.agents.lm.assets import MODELS, cache_dir, model_path
+from routerlab.agents.lm.deadline import bounded_lm
 from routerlab.agents.lm.local import LlamaEngine
 from routerlab.agents.lm.prefix_disk import configured_prefix_disk
 from routerlab.agents.lm.provider_scoring import LogprobScorer
@@ -134,6 +135,9 @@ def resolve_lm(
             num_retries=3,
             **kwargs,
         )
+        # every call stops waiting when its turn's (or run's) deadline passes: a server that
+        # accepts and never answers cannot hold a run past --deadline-s
+        lm = bounded_lm(lm)
         # intent routers read label probabilities from the provider when it returns logprobs
         lm.routerlab_scorer = LogprobScorer(spec, kwargs)  # type: ignore[attr-defined]
     else:

@@ -7,7 +7,7 @@ compact JSON of them to the router as the ``ToolMessage`` content.
 from __future__ import annotations
 
 from routerlab.agents.db import check_sql
-from routerlab.agents.errors import ToolError
+from routerlab.agents.errors import GuardViolation, ToolError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
@@ -176,6 +176,33 @@ def fix_sql(sql: str, error: str, ctx: Ctx, failed_call_id: str | None = None) -
         failed_call_id: The tool_call_id of the call that failed, if the failure happened in this
             conversation; omit it when the user supplied the query and the error.
     """
+    refused = _refusal_of(sql, ctx.db.dialect)
+    if refused is not None:
+        # a statement the guard refuses (a DROP a user pasted, say) is not repaired: a new
+        # read-only query is written, and the output says so instead of passing it off as a fix
+        out = _fix_sql(sql, error, ctx)
+        note = (
+            f"The input statement was refused by the guard ({refused.rule}: {refused}); "
+            "it was not run or repaired. A new read-only query was written instead"
+        )
+        return {
+            **out,
+            "input_refused": {"rule": refused.rule, "reason": str(refused)},
+            "answer": f"{note}: {out['sql']}",
+        }
+    return _fix_sql(sql, error, ctx)
+
+
+def _refusal_of(sql: str, dialect: str) -> GuardViolation | None:
+    """The guard's refusal of ``sql`` (None: it is a read-only statement, or no statement)."""
+    try:
+        check_sql(sql, dialect)
+    except GuardViolation as exc:
+        return None if exc.rule in ("empty", "parse_error") else exc
+    return None
+
+
+def _fix_sql(sql: str, error: str, ctx: ToolContext) -> dict:
     if ctx.settings.repair:
         # the cheap path first: a query that fails only on identifiers is rewritten, not re-asked
         try:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -22,10 +21,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from routerlab.agents.capture import build_trace
 from routerlab.agents.errors import ConfigError, DatabaseError, RunError, UnknownComponentError
 from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.paths import cache_writes
 from routerlab.agents.turn_history import turn_from_trace
-from routerlab.conversation_store import ConversationStore
+from routerlab.conversation_store import ConversationForbidden, ConversationStore, new_conversation_id
 from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
+from routerlab.serve.files import FileAllowList
 from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_validation_errors
 from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
 
@@ -54,6 +55,11 @@ class ServeSettings:
         config: Pipeline bounds and settings.
         conversations: SQLite file of the conversations (None: kept in memory); see
             :mod:`routerlab.conversation_store` for the bounds.
+        shared_conversations: Let any ``user_id`` continue any conversation (single-user use);
+            by default a conversation belongs to the user who started it.
+        files: Files the operator registers for router arguments that name one: kind -> name ->
+            path (see :mod:`routerlab.serve.files`); requests name files only from these and the
+            committed ones.
         poll_s: How often a run waiting on a busy node checks whether its client is still there.
         ping_s: Keep-alive comment interval of event streams.
     """
@@ -67,6 +73,8 @@ class ServeSettings:
     database: Path | None = None
     config: PipelineConfig | None = None
     conversations: Path | None = None
+    shared_conversations: bool = False
+    files: Mapping[str, Mapping[str, Path]] = field(default_factory=dict)
     poll_s: float = 0.25
     ping_s: float = 15.0
 
@@ -92,15 +100,18 @@ class _Runtime:
         """
         from routerlab import routers
 
+        # a file argument takes an allow-listed name only: no path from a request is ever read
+        router_args = FileAllowList(self.settings.files).resolve(router, routers.router.get(router), router_args)
         key = json.dumps([router, router_args], sort_keys=True, default=str)
         with self._lock:
             if key not in self._pipelines:
                 # router_args come from clients: bound the cache (runs keep their own reference)
                 while len(self._pipelines) >= _MAX_PIPELINES:
                     self._pipelines.pop(next(iter(self._pipelines)))
-                self._pipelines[key] = Pipeline(
-                    routers.router.build(router, **router_args), self.lm, config=self.settings.config
-                )
+                # and what a request makes the server compute leaves no file behind
+                with cache_writes(False):
+                    built = Pipeline(routers.router.build(router, **router_args), self.lm, config=self.settings.config)
+                self._pipelines[key] = built
             return self._pipelines[key]
 
 
@@ -114,6 +125,8 @@ def _refusal(exc: RunError, field: str) -> Response:
     """A 400/409 for a request the server cannot run, with the error's what/expected/found/fix."""
     if isinstance(exc, ConversationBusyError):
         code, status = ErrorCode.CONVERSATION_BUSY, 409
+    elif isinstance(exc, ConversationForbidden):
+        code, status = ErrorCode.FORBIDDEN, 403
     elif isinstance(exc, UnknownComponentError):
         code, status = ErrorCode.UNKNOWN_COMPONENT, 400
     else:
@@ -166,7 +179,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         )
     routers.router.get(settings.router)  # fail at start, not on the first request
     lm = settings.lm if settings.lm is not None else resolve_lm(settings.lm_spec, api_base=settings.lm_api_base)
-    store = ConversationStore(settings.conversations)
+    store = ConversationStore(settings.conversations, shared=settings.shared_conversations)
     runtime = _Runtime(settings=settings, lm=lm, database=database, store=store)
 
     app = FastAPI(title="routerlab", version="0", docs_url="/docs", redoc_url=None)
@@ -197,7 +210,19 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             pipeline = await run_in_threadpool(runtime.pipeline, router, dict(body.router_args))
         except RunError as exc:
             field_name = "router" if isinstance(exc, UnknownComponentError) else "router_args"
-            return _refusal(exc, field_name)
+            argument = exc.details.get("argument")
+            return _refusal(exc, exc.details.get("field") or (f"router_args.{argument}" if argument else field_name))
+        except Exception as exc:  # a router that fails to build on a client's arguments: their fault
+            log.warning("router %s could not be built from the request's arguments: %r", router, exc)
+            body = error_envelope(
+                ErrorCode.BAD_COMPONENT,
+                f"router {router!r} cannot be built with these arguments",
+                field="router_args",
+                expected="arguments the router takes, with values of their documented types and ranges",
+                found=type(exc).__name__,
+                fix="see `routerlab routers` and the router's documented parameters",
+            )
+            return _json(body, 400)
         if body.agent is not None:
             try:
                 tool_registry.get(body.agent)
@@ -226,7 +251,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         return pipeline, kwargs
 
     def register(body: AskRequest) -> Run:
-        conversation_id = body.conversation_id or uuid.uuid4().hex[:12]
+        # server-issued ids are unguessable: an id is all a client needs to continue a conversation
+        conversation_id = body.conversation_id or new_conversation_id()
         return runtime.runs.start(conversation_id, body.router_name(settings.router))
 
     def contract(body: AskRequest) -> dict[str, Any]:
@@ -272,11 +298,18 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         if isinstance(prepared, Response):
             return prepared
         pipeline, kwargs = prepared
+        if body.conversation_id is not None:
+            # ownership first: another user's conversation is refused before anything about it
+            # (that it is running, what it holds) can show
+            try:
+                kwargs["history"] = runtime.store.history(body.conversation_id, user_id=body.user_id)
+            except ConversationForbidden as exc:
+                return _refusal(exc, "conversation_id")
         try:
             run = register(body)
         except ConversationBusyError as exc:
             return _refusal(exc, "conversation_id")
-        kwargs["history"] = runtime.store.history(run.conversation_id)
+        kwargs.setdefault("history", [])
 
         def keep_turn(state: dict[str, Any]) -> None:
             turn = turn_from_trace(body.question, build_trace("", state, 0.0))  # type: ignore[arg-type]

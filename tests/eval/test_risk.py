@@ -203,3 +203,13 @@ def test_mlflow_gets_the_curve_and_its_figure(tmp_path, examples, rules_results)
         pytest.approx(p) for p in risk_coverage(rules_results)
     ]
     assert logged["aurc"] == pytest.approx(risk_summary(rules_results).aurc)
+
+
+def test_aurc_of_a_run_without_answered_data_questions_prints_a_clear_value():
+    import math
+
+    from routerlab.eval.risk import format_aurc, risk_summary
+
+    empty = risk_summary([])
+    assert math.isnan(empty.aurc) and format_aurc(empty.aurc) == "n/a (no answered data question)"
+    assert format_aurc(0.125) == "0.12" or format_aurc(0.125) == "0.13"

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from routerlab.agents.errors import ConfigError
 from routerlab.cli import app
-from routerlab.conversation_store import ConversationStore
+from routerlab.conversation_store import ConversationForbidden, ConversationStore
 
 
 class Clock:
@@ -58,7 +58,7 @@ def test_a_file_store_is_shared_by_instances(tmp_path):
     path = tmp_path / "sub" / "conversations.sqlite"
     ConversationStore(path).append("c1", _turn(1), user_id="u1")
     again = ConversationStore(path)
-    assert again.history("c1") == [_turn(1)]
+    assert again.history("c1", user_id="u1") == [_turn(1)]
 
 
 def test_concurrent_appends_lose_nothing():
@@ -100,3 +100,52 @@ def test_ask_refuses_a_bad_conversation_id(tmp_path, monkeypatch):
     monkeypatch.setenv("ROUTERLAB_CACHE", str(tmp_path))
     result = CliRunner().invoke(app, ["ask", "hi", "--lm", "scripted:basic", "--conversation", "has spaces!"])
     assert result.exit_code == 2 and "--conversation" in result.output
+
+
+def test_a_conversation_belongs_to_its_first_user(tmp_path):
+    store = ConversationStore(tmp_path / "c.sqlite")
+    store.append("c1", _turn(1), user_id="alice")
+    with pytest.raises(ConversationForbidden) as caught:
+        store.history("c1", user_id="bob")
+    assert "alice" not in str(caught.value) and "q1" not in str(caught.value)
+    with pytest.raises(ConversationForbidden):
+        store.append("c1", _turn(2), user_id="bob")  # and the owner is not overwritten
+    with pytest.raises(ConversationForbidden):
+        store.history("c1")  # no user is another user
+    assert [t["question"] for t in store.history("c1", user_id="alice")] == ["q1"]
+    # an unknown id is a new conversation for anyone; shared stores let anyone continue any
+    assert store.history("new", user_id="bob") == []
+    shared = ConversationStore(tmp_path / "c.sqlite", shared=True)
+    assert shared.append("c1", _turn(2), user_id="bob") == 2
+    assert [t["question"] for t in store.history("c1", user_id="alice")] == ["q1", "q2"]
+
+
+def test_ask_refuses_another_users_conversation(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROUTERLAB_CACHE", str(tmp_path))
+    question = "How many service areas have EV charging?"
+    first = CliRunner().invoke(app, ["ask", question, "--lm", "scripted:basic", "--user", "alice"])
+    assert first.exit_code == 0, first.output
+    conv = first.output.split("continue with --conversation ")[1].split(")")[0]
+    assert len(conv) >= 22  # an unguessable id
+    other = CliRunner().invoke(
+        app, ["ask", "And how many without?", "--lm", "scripted:basic", "--conversation", conv, "--user", "bob"]
+    )
+    assert other.exit_code == 2, other.output
+    text = " ".join(other.output.split())
+    assert "belongs to another user" in text and question not in text and "alice" not in text
+    assert "earlier turn" not in text  # nothing of the conversation was shown
+    shared = CliRunner().invoke(
+        app,
+        [
+            "ask",
+            "And how many without?",
+            "--lm",
+            "scripted:basic",
+            "--conversation",
+            conv,
+            "--user",
+            "bob",
+            "--shared-conversations",
+        ],
+    )
+    assert shared.exit_code == 0 and f"conversation {conv}: 1 earlier turn(s)" in shared.output

@@ -113,3 +113,18 @@ def test_ask_validates_like_the_http_api(args: list[str], expected: str) -> None
     assert result.exit_code == 2, result.output
     assert expected in result.output
     assert "answer:" not in result.output
+
+
+def test_direct_fix_sql_says_its_input_was_refused(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from routerlab.cli import app
+
+    monkeypatch.setenv("ROUTERLAB_CACHE", str(tmp_path))
+    out = CliRunner().invoke(
+        app, ["ask", "DROP TABLE areas; fix this", "--agent", "fix_sql", "--lm", "scripted:basic"], terminal_width=400
+    )
+    text = " ".join(out.output.split())
+    assert out.exit_code == 0, out.output
+    assert "The input statement was refused by the guard (single_statement" in text
+    assert "it was not run or repaired. A new read-only query was written instead" in text
