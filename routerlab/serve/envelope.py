@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from routerlab.serve.contract import present
+from routerlab.serve.contract import present, seed_node
 
 __all__ = ["ErrorCode", "ProgressSummary", "dump_json", "envelope", "error_envelope", "event_envelope"]
 
@@ -16,7 +16,8 @@ __all__ = ["ErrorCode", "ProgressSummary", "dump_json", "envelope", "error_envel
 class ErrorCode(IntEnum):
     """Stable ``code`` values of the envelope (200 means success, as in seed 002).
 
-    The first three digits are the HTTP status the code is usually sent with.
+    The first three digits are the HTTP status the code is usually sent with. A run that ended in
+    error is seed 002's 500 (a refused write included), sent with HTTP 500 by ``ask_agent``.
     """
 
     OK = 200
@@ -25,7 +26,7 @@ class ErrorCode(IntEnum):
     BAD_COMPONENT = 40002
     NOT_FOUND = 40400
     CONVERSATION_BUSY = 40900
-    RUN_FAILED = 42200
+    RUN_FAILED = 500
     RUN_ERROR = 50000
     INTERNAL_ERROR = 50001
 
@@ -96,7 +97,7 @@ class ProgressSummary:
     Attributes:
         routing_mode: The routing mode the run uses (seed 002's ``rule``/``llm``/``hybrid``,
             another router's name, or ``direct``).
-        execution_path: Nodes that reported so far, in order.
+        execution_path: Seed 002's nodes of the events so far, in order (``start`` first).
         tools: Sub-agents run so far, in order.
         tool_errors: How many of them failed.
         intent: The router's latest intent.
@@ -111,8 +112,13 @@ class ProgressSummary:
     confidence: float | None = None
 
     def add(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Fold ``event`` in and return the summary as it stands after it."""
-        self.execution_path.append(event["node"])
+        """Fold ``event`` in and return the summary as it stands after it.
+
+        The returned ``node`` is the event's seed node (:func:`routerlab.serve.contract.seed_node`);
+        :func:`routerlab.serve.contract.present` moves it to the event's ``node``.
+        """
+        node = seed_node(event, self.execution_path[-1] if self.execution_path else None)
+        self.execution_path.append(node)
         if event.get("tool"):
             self.tools.append(event["tool"])
             self.tool_errors += event.get("status") == "error"
@@ -121,6 +127,7 @@ class ProgressSummary:
             self.intent = route["intent"]
             self.confidence = route.get("confidence")
         return {
+            "node": node,
             "current_step": event.get("tool") or event["node"],
             "routing_mode": self.routing_mode,
             "execution_path": list(self.execution_path),
