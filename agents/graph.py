@@ -267,6 +267,7 @@ class Pipeline:
             "route": summary,
             "router_usage": [summary],
             "remaining_steps": state.get("remaining_steps", 1) - 1,
+            "selected_tool_ids": list(decision.selected_tool_ids),
             "events": [
                 *(make_event("progress", node, details, conv, **data) for node, details, data in decision.steps),
                 make_event(

@@ -5,14 +5,15 @@
 * ``messages`` uses LangGraph's ``add_messages``;
 * ``tool_calls`` maps ``tool_call_id -> ToolCallRecord`` and merges with :func:`merge_records`
   (one ToolCallInfo per call id, with parent links, status and timings);
-* ``events`` and ``path`` append.
+* ``events`` and ``path`` append;
+* ``selected_tool_ids`` merges without duplicates (:func:`add_new`, seed 001).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Annotated, Any, Literal, TypedDict, TypeVar
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -23,6 +24,7 @@ __all__ = [
     "PipelineState",
     "ToolCallRecord",
     "ToolStatus",
+    "add_new",
     "append_list",
     "initial_state",
     "merge_records",
@@ -33,6 +35,8 @@ Intent = Literal["sql", "explain", "fix", "chat", "clarify", "refuse", "unanswer
 INTENTS: tuple[str, ...] = ("sql", "explain", "fix", "chat", "clarify", "refuse", "unanswerable")
 
 ToolStatus = Literal["pending", "success", "error"]
+
+H = TypeVar("H", bound=Hashable)
 
 
 class ToolCallRecord(TypedDict, total=False):
@@ -76,6 +80,20 @@ def merge_records(
     return merged
 
 
+def add_new(left: Sequence[H] | None, right: Sequence[H] | None) -> list[H]:
+    """``left`` followed by the items of ``right`` not seen yet (seed 001's ``selected_tool_ids`` reducer).
+
+    Order is first-seen and no item appears twice, even if ``right`` repeats one.
+    """
+    out = list(dict.fromkeys(left or []))
+    seen = set(out)
+    for item in right or []:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
 def append_list(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
     """Reducer that appends (used for events and the execution path)."""
     return [*(left or []), *(right or [])]
@@ -110,6 +128,8 @@ class PipelineState(TypedDict, total=False):
         path: Execution path (node names in order).
         events: Progress events emitted so far.
         router_usage: Per-decision cost of the router itself (LM calls, tokens, latency).
+        selected_tool_ids: Tools a retrieving router selected this turn, merged without
+            duplicates in first-seen order (:func:`add_new`, seed 001).
         subagent_usage: Per-call LM cost of the sub-agents.
         node_latency: Seconds spent per node (summed over visits).
         executed: True once any SQL ran against the database.
@@ -146,6 +166,7 @@ class PipelineState(TypedDict, total=False):
     path: Annotated[list[str], append_list]
     events: Annotated[list[dict[str, Any]], append_list]
     router_usage: Annotated[list[dict[str, Any]], append_list]
+    selected_tool_ids: Annotated[list[str], add_new]
     subagent_usage: Annotated[list[dict[str, Any]], append_list]
     node_latency: Annotated[dict[str, float], sum_dict]
     executed: bool
@@ -211,6 +232,7 @@ def initial_state(
         path=[],
         events=[],
         router_usage=[],
+        selected_tool_ids=[],
         subagent_usage=[],
         node_latency={},
         executed=False,
