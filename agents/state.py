@@ -124,7 +124,9 @@ class PipelineState(TypedDict, total=False):
         answer: The final answer text.
         remaining_steps: Router decisions still allowed this turn.
         deadline: ``time.time()`` after which the turn ends with a timeout.
-        has_internal_error / internal_error_message: The internal error flag (the turn ends with an error answer).
+        has_internal_error / internal_error_message: Seed 000's internal error: a router whose
+            own call raised, a sub-agent that crashed, or a tool error that ended the turn (one
+            no router may repair, or one the router gave up on); the turn ends with an error answer.
         path: Execution path (node names in order).
         events: Progress events emitted so far.
         router_usage: Per-decision cost of the router itself (LM calls, tokens, latency).
@@ -139,6 +141,14 @@ class PipelineState(TypedDict, total=False):
         turns: Graph runs the turn took (2 when a clarifying question was answered).
         history: Earlier turns of the conversation, oldest first
             (:class:`routerlab.agents.turn_history.Turn`); empty for a first request.
+        store: The conversation's store (seed 004's ``InjectedStore``,
+            :class:`routerlab.agents.store.MemoryStore` snapshot); tools write it.
+        structured_response: The latest structured response of a tool with a response format
+            (seed 004), as JSON.
+        run_config: Seed 004's ``RunnableConfig`` fields of the run: ``tags``, ``metadata``,
+            ``run_name``.
+        confirmation: The question of a tool that asked the user to confirm before going on
+            (an output with ``needs_confirmation``, seed 000); the turn ends with it.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -174,6 +184,10 @@ class PipelineState(TypedDict, total=False):
     conversation_id: str
     turns: int
     history: list[dict[str, Any]]
+    store: dict[str, dict[str, Any]]
+    structured_response: dict[str, Any] | None
+    run_config: dict[str, Any]
+    confirmation: str | None
 
 
 def sum_dict(left: Mapping[str, float] | None, right: Mapping[str, float] | None) -> dict[str, float]:

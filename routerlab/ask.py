@@ -145,11 +145,18 @@ def ask(
         console.print(f"[dim]conversation {conv}: {len(history)} earlier turn(s)[/]", highlight=False)
     last: dict[str, Any] = {}
     for ev in pipeline.stream(
-        question, str(path), reply=answer_question, agent=agent, conversation_id=conv, history=history
+        question,
+        str(path),
+        reply=answer_question,
+        agent=agent,
+        conversation_id=conv,
+        history=history,
+        store=store.store(conv),
     ):
         print_event(console, ev)
         last = ev
-    turns = store.append(conv, turn_from_trace(question, build_trace("", pipeline.final_state(conv), 0.0)))
+    final = pipeline.final_state(conv)
+    turns = store.append(conv, turn_from_trace(question, build_trace("", final, 0.0)), store=final.get("store"))
     store.close()
     console.print()
     if last.get("type") == "error":

@@ -303,10 +303,15 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         except ConversationBusyError as exc:
             return _refusal(exc, "conversation_id")
         kwargs["history"] = runtime.store.history(run.conversation_id)
+        kwargs["store"] = runtime.store.store(run.conversation_id)
+        # seed 004's RunnableConfig: the request's identity travels with the run
+        kwargs["tags"] = ["routerlab-serve", body.router_name(settings.router)]
+        kwargs["metadata"] = {k: v for k in ("user_id", "context_type") if (v := getattr(body, k)) is not None}
+        kwargs["run_name"] = f"ask {run.conversation_id}"
 
         def keep_turn(state: dict[str, Any]) -> None:
             turn = turn_from_trace(body.question, build_trace("", state, 0.0))  # type: ignore[arg-type]
-            runtime.store.append(run.conversation_id, turn, user_id=body.user_id)
+            runtime.store.append(run.conversation_id, turn, user_id=body.user_id, store=state.get("store"))
 
         kwargs["on_end"] = keep_turn
         return pipeline, kwargs, run

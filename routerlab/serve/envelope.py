@@ -153,14 +153,13 @@ def event_envelope(
     Args:
         event: The event as ``Pipeline.stream`` yielded it.
         state: The summary returned by :meth:`ProgressSummary.add` for this event.
-        code: Error code of an error event (default: :attr:`ErrorCode.INTERNAL_ERROR` when the
-            pipeline set ``has_internal_error``, else :attr:`ErrorCode.RUN_FAILED`).
+        code: Error code of an error event (default: seed 002's :attr:`ErrorCode.RUN_FAILED`;
+            ``has_internal_error`` in the data says whether it was an internal error).
         echo: Request fields every event repeats (user id, context type, ignored fields).
     """
     data = present(event, state, echo or {})
     if event["type"] == "error":
-        default = ErrorCode.INTERNAL_ERROR if event.get("has_internal_error") else ErrorCode.RUN_FAILED
-        return envelope(code or default, str(event.get("details", "")), data)
+        return envelope(code or ErrorCode.RUN_FAILED, str(event.get("details", "")), data)
     if event["type"] == "completed":
         return envelope(ErrorCode.OK, "completed", data)
     return envelope(ErrorCode.OK, f"running: {event.get('display_name', event['node'])}", data)
