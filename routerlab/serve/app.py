@@ -330,7 +330,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             last = item
         if last is None:  # the client left before the end; nobody reads this
             return _json(error_envelope(ErrorCode.RUN_ERROR, "the run was cancelled"), 499)
-        # seed 002: a run that ended in error is code 500 (50001 for an internal error), sent as such
+        # seed 002: a run that ended in error is code 500 (50001: an exception escaped it), sent as such
         status = 500 if last["data"]["type"] == "error" else 200
         return _json(last, status)
 
