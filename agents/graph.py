@@ -3,6 +3,10 @@
 ``START -(intent_route)-> direct | route -> dispatch -> tools | ask_human | respond``; ``tools``
 returns to ``dispatch``; ``ask_human`` interrupts (a checkpointer keeps the thread) and resumes to
 ``route`` with the user's reply; ``respond`` ends the turn. The router is a parameter.
+
+Long because the graph's nodes are methods of one :class:`Pipeline` that share its tools, caches,
+response formats and config; what is not a node (events, state, the store, replay, capture) lives
+in its own module.
 """
 
 from __future__ import annotations
