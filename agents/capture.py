@@ -122,4 +122,5 @@ def build_trace(example_id: str, state: PipelineState, total_latency_s: float) -
         error_class=state.get("error_class"),
         turns=int(state.get("turns", 1) or 1),
         steps=len(decisions),
+        run_config=dict(state.get("run_config") or {}),
     )

@@ -3,6 +3,10 @@
 ``START -(intent_route)-> direct | route -> dispatch -> tools | ask_human | respond``; ``tools``
 returns to ``dispatch``; ``ask_human`` interrupts (a checkpointer keeps the thread) and resumes to
 ``route`` with the user's reply; ``respond`` ends the turn. The router is a parameter.
+
+Long because the graph's nodes are methods of one :class:`Pipeline` that share its tools, caches,
+response formats and config; what is not a node (events, state, the store, replay, capture) lives
+in its own module.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, RetryPolicy, interrupt
+from pydantic import BaseModel, ValidationError
 
 from routerlab.agents.capture import build_trace
 from routerlab.agents.db import Database, open_database
@@ -32,6 +37,7 @@ from routerlab.agents.registry import component_spec
 from routerlab.agents.replay import OutcomeCache, lm_identity, outcome_key, programs_digest, settings_dict
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState, initial_state
+from routerlab.agents.store import MemoryStore
 from routerlab.agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSettings
 from routerlab.agents.trace import Trace
 
@@ -40,7 +46,14 @@ __all__ = ["NODES", "Pipeline", "PipelineConfig", "is_transient"]
 NODES: tuple[str, ...] = ("direct", "route", "dispatch", "tools", "ask_human", "respond")
 
 #: tool error classes fed back to the router instead of ending the turn (it may repair them)
-RECOVERABLE_ERRORS: tuple[str, ...] = ("sql_error", "invalid_tool_args")
+RECOVERABLE_ERRORS: tuple[str, ...] = (
+    "sql_error",
+    "invalid_tool_args",
+    # seed 004: output that does not fit the caller's schema, a store write past its bounds
+    "invalid_structured_response",
+    "store_full",
+    "store_invalid",
+)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -105,9 +118,15 @@ class Pipeline:
         tools: Tools the router may call.
         config: Bounds and settings.
         programs: DSPy programs of the sub-agents (default: fresh, unoptimised).
+        response_formats: Seed 004's structured responses: a pydantic model per tool name. A
+            successful call of such a tool has its output validated into the model; the record
+            keeps the object's JSON (``structured_response``, also the state's latest), and
+            :meth:`structured_response` returns the object. Output that does not validate makes
+            the call a failure (error class ``invalid_structured_response``) the router sees.
 
     Raises:
-        ContractError: When the router and tools do not fit (checked here, not mid-run).
+        ContractError: When the router and tools do not fit, or a response format names an
+            unknown tool or is not a pydantic model (checked here, not mid-run).
     """
 
     def __init__(
@@ -118,10 +137,20 @@ class Pipeline:
         tools: Sequence[Tool] = DEFAULT_TOOLS,
         config: PipelineConfig | None = None,
         programs: SQLPrograms | None = None,
+        response_formats: Mapping[str, type[BaseModel]] | None = None,
     ) -> None:
         self.router = router
         self.lm = lm
         self.tools = {t.name: t for t in tools}
+        self.response_formats = dict(response_formats or {})
+        for name, model in self.response_formats.items():
+            if name not in self.tools or not (isinstance(model, type) and issubclass(model, BaseModel)):
+                raise ContractError(
+                    f"bad response format for {name!r}",
+                    expected=f"a pydantic model per tool among {sorted(self.tools)}",
+                    found=f"{name!r}: {model!r}",
+                    fix="map a pipeline tool's name to a pydantic BaseModel subclass",
+                )
         self.config = config or PipelineConfig()
         self.programs = programs or SQLPrograms()
         self._dbs: dict[str, Database] = {}
@@ -277,6 +306,7 @@ class Pipeline:
             "route": summary,
             "router_usage": [summary],
             "remaining_steps": state.get("remaining_steps", 1) - 1,
+            "selected_tool_ids": list(decision.selected_tool_ids),
             "events": [
                 *(make_event("progress", node, details, conv, **data) for node, details, data in decision.steps),
                 make_event(
@@ -299,9 +329,13 @@ class Pipeline:
                 }
             elif records and records[-1].get("status") == "error":
                 last = records[-1]
+                message = f"{last['name']} failed and the router gave up: {last.get('output')}"
+                # seed 000: a tool error that ends the turn is an internal error
                 update |= {
-                    "error": f"{last['name']} failed and the router gave up: {last.get('output')}",
+                    "error": message,
                     "error_class": last.get("error_class") or "tool_error",
+                    "has_internal_error": True,
+                    "internal_error_message": message,
                 }
             else:
                 update |= {"error": "the router produced no decision", "error_class": "no_decision"}
@@ -337,14 +371,21 @@ class Pipeline:
             if record.get("status") == "error":
                 if record.get("error_class") in self.config.recoverable_errors:
                     return Command(goto=self._decider(state))
+                # seed 000: a tool error no router may repair ends the turn as an internal error
                 return Command(
                     goto="respond",
                     update={
                         "error": str(record.get("output")),
                         "error_class": record.get("error_class"),
                         "error_detail": dict(record.get("error_detail") or {}),
+                        "has_internal_error": True,
+                        "internal_error_message": f"{record.get('name')} failed: {record.get('output')}",
                     },
                 )
+            confirm = _confirmation(record.get("output"))
+            if confirm:
+                # seed 000: a tool that asks the user to confirm ends the turn with its question
+                return Command(goto="respond", update={"confirmation": confirm, "answer": confirm})
             if tool is not None and tool.terminal:
                 return Command(goto="respond")
             return Command(goto=self._decider(state))
@@ -389,6 +430,8 @@ class Pipeline:
         usage: list[dict[str, Any]] = []
         update: dict[str, Any] = {}
         known = dict(state.get("tool_calls", {}))
+        # seed 004's InjectedStore: the conversation's store, shared by this step's calls
+        memory = MemoryStore(state.get("store"))
         for call in msg.tool_calls:
             if deadline_cut() is not None:
                 break  # the turn ran out of time: its remaining calls never start
@@ -412,7 +455,8 @@ class Pipeline:
             else:
                 with usage_scope() as log:
                     try:
-                        output = tool(call["args"], ctx=ctx)
+                        injected = {n: memory if n in tool.stores else ctx for n in tool.injected}
+                        output = tool(call["args"], **injected)
                         status, error_class = "success", None
                     except CallDeadlineExceeded as exc:
                         output, status, error_class = str(exc), "error", exc.error_class
@@ -439,6 +483,17 @@ class Pipeline:
                 if status == "success" and key is not None and self._outcomes is not None:
                     self._outcomes.put(key, tool.name, output, u)
             usage.append({"tool": tool.name, **u.__dict__})
+            structured: dict[str, Any] | None = None
+            if status == "success" and tool.name in self.response_formats:
+                try:
+                    structured = self.response_formats[tool.name].model_validate(output).model_dump(mode="json")
+                except ValidationError as exc:
+                    # the output is not what the caller asked for: a failed call the router sees
+                    problems = "; ".join(
+                        f"{'.'.join(map(str, e['loc'])) or '(output)'}: {e['msg']}" for e in exc.errors()
+                    )
+                    output = f"{tool.name} output does not fit {self.response_formats[tool.name].__name__}: {problems}"
+                    status, error_class = "error", "invalid_structured_response"
             record = {
                 **known.get(call["id"], {}),
                 "output": output,
@@ -448,7 +503,10 @@ class Pipeline:
                 "ended": time.time(),
                 **({"replayed": True} if replayed is not None else {}),
                 **({"error_detail": error_detail} if error_detail else {}),
+                **({"structured_response": structured} if structured is not None else {}),
             }
+            if structured is not None:
+                update["structured_response"] = structured
             records[call["id"]] = record
             known[call["id"]] = record
             messages.append(
@@ -472,6 +530,8 @@ class Pipeline:
                     update |= {"summary": output.get("summary")}
             if status == "error" and tool.name == "execute_sql_and_analyze_result":
                 update["executed"] = True
+        if memory.changed:
+            update["store"] = memory.snapshot()
         return {
             **update,
             "messages": messages,
@@ -532,6 +592,21 @@ class Pipeline:
                 route=state.get("route"),
             )
             return {"answer": answer, "events": [event]}
+        if state.get("confirmation"):
+            question = str(state["confirmation"])
+            event = make_event(
+                "completed",
+                "respond",
+                "waiting for the user's confirmation",
+                conv,
+                answer=question,
+                ask_human=question,
+                confirmation=True,
+                execution_path=[*state.get("path", []), "respond"],
+                route=state.get("route"),
+                classification=_classification(state),
+            )
+            return {"answer": question, "events": [event]}
         answer = state.get("answer")
         last = state["messages"][-1]
         if isinstance(last, ToolMessage):
@@ -568,6 +643,10 @@ class Pipeline:
         oracle_intent: str | None = None,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        store: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        run_name: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Run one request and yield its progress events live; the last is completed or error.
 
@@ -582,9 +661,23 @@ class Pipeline:
             history: Earlier turns of the conversation (``routerlab.agents.turn_history.Turn``),
                 oldest first; routers and sub-agents read them (a follow-up reuses the last
                 data turn's SQL and tables).
+            store: The conversation's store as its last turn left it (``MemoryStore.snapshot``);
+                tools with an ``InjectedStore`` parameter read and write it; the final state's
+                ``store`` is what to keep for the next turn.
+            tags: Seed 004's ``RunnableConfig`` tags, passed to LangGraph with the run and kept
+                in the state's ``run_config`` (the trace and the MLflow trace show them).
+            metadata: ``RunnableConfig`` metadata, kept the same way.
+            run_name: ``RunnableConfig`` run name, kept the same way (the MLflow trace's name).
         """
         conv = conversation_id or uuid.uuid4().hex[:12]
-        cfg = {"configurable": {"thread_id": conv}, "recursion_limit": 4 * self.config.max_steps + 10}
+        run_config = {"tags": list(tags), "metadata": dict(metadata or {}), "run_name": run_name}
+        cfg: dict[str, Any] = {
+            "configurable": {"thread_id": conv},
+            "recursion_limit": 4 * self.config.max_steps + 10,
+            "tags": list(tags),
+            "metadata": dict(metadata or {}),
+            **({"run_name": run_name} if run_name else {}),
+        }
         state = initial_state(
             question,
             database,
@@ -601,6 +694,8 @@ class Pipeline:
         scope = DeadlineScope(
             at=time.monotonic() + self.config.timeout_s, bound="turn", cap_s=self.config.call_timeout_s
         )
+        state["store"] = dict(store or {})
+        state["run_config"] = run_config
         payload: Any = state
         turns = 0
         while True:
@@ -647,6 +742,14 @@ class Pipeline:
         self.graph.checkpointer.delete_thread(conv)
         return trace
 
+    def structured_response(self, state: Mapping[str, Any]) -> BaseModel | None:
+        """The turn's latest structured response as its pydantic object (None without one)."""
+        records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+        for record in reversed(records):
+            if "structured_response" in record and record.get("name") in self.response_formats:
+                return self.response_formats[record["name"]].model_validate(record["structured_response"])
+        return None
+
     def final_state(self, conversation_id: str) -> PipelineState:
         """The state of a finished conversation."""
         snap = self.graph.get_state({"configurable": {"thread_id": conversation_id}})
@@ -665,6 +768,17 @@ def _deadline_update(exc: CallDeadlineExceeded) -> dict[str, Any]:
     past its deadline between nodes is.
     """
     return {"error": str(exc), "error_class": exc.error_class}
+
+
+#: the key of a tool output that asks the user to confirm before going on (seed 000)
+CONFIRMATION_KEY = "needs_confirmation"
+
+
+def _confirmation(output: Any) -> str | None:
+    """The question of a tool output that asks for the user's confirmation, else None."""
+    if isinstance(output, dict) and output.get(CONFIRMATION_KEY):
+        return str(output[CONFIRMATION_KEY])
+    return None
 
 
 def _classification(state: PipelineState) -> dict[str, Any] | None:

@@ -46,6 +46,8 @@ class RouteDecision:
         steps: What the router did inside this one decision (a swarm's handoffs, say), as
             ``(node, details, data)``; the pipeline emits each as a progress event before the
             decision's own ``route`` event.
+        selected_tool_ids: Tools this decision selected (a retrieving router's); the pipeline
+            merges them into the state's ``selected_tool_ids`` without duplicates.
     """
 
     tool_calls: list[PlannedCall] = field(default_factory=list)
@@ -56,6 +58,7 @@ class RouteDecision:
     usage: Usage = field(default_factory=Usage)
     invalid_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     steps: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    selected_tool_ids: list[str] = field(default_factory=list)
 
     def summary(self, strategy: str) -> dict[str, Any]:
         """A JSON-able summary stored in state and traces."""

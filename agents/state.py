@@ -5,14 +5,15 @@
 * ``messages`` uses LangGraph's ``add_messages``;
 * ``tool_calls`` maps ``tool_call_id -> ToolCallRecord`` and merges with :func:`merge_records`
   (one ToolCallInfo per call id, with parent links, status and timings);
-* ``events`` and ``path`` append.
+* ``events`` and ``path`` append;
+* ``selected_tool_ids`` merges without duplicates (:func:`add_new`, seed 001).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Annotated, Any, Literal, TypedDict, TypeVar
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -23,6 +24,7 @@ __all__ = [
     "PipelineState",
     "ToolCallRecord",
     "ToolStatus",
+    "add_new",
     "append_list",
     "initial_state",
     "merge_records",
@@ -33,6 +35,8 @@ Intent = Literal["sql", "explain", "fix", "chat", "clarify", "refuse", "unanswer
 INTENTS: tuple[str, ...] = ("sql", "explain", "fix", "chat", "clarify", "refuse", "unanswerable")
 
 ToolStatus = Literal["pending", "success", "error"]
+
+H = TypeVar("H", bound=Hashable)
 
 
 class ToolCallRecord(TypedDict, total=False):
@@ -76,6 +80,20 @@ def merge_records(
     return merged
 
 
+def add_new(left: Sequence[H] | None, right: Sequence[H] | None) -> list[H]:
+    """``left`` followed by the items of ``right`` not seen yet (seed 001's ``selected_tool_ids`` reducer).
+
+    Order is first-seen and no item appears twice, even if ``right`` repeats one.
+    """
+    out = list(dict.fromkeys(left or []))
+    seen = set(out)
+    for item in right or []:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
 def append_list(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
     """Reducer that appends (used for events and the execution path)."""
     return [*(left or []), *(right or [])]
@@ -106,10 +124,14 @@ class PipelineState(TypedDict, total=False):
         answer: The final answer text.
         remaining_steps: Router decisions still allowed this turn.
         deadline: ``time.time()`` after which the turn ends with a timeout.
-        has_internal_error / internal_error_message: The internal error flag (the turn ends with an error answer).
+        has_internal_error / internal_error_message: Seed 000's internal error: a router whose
+            own call raised, a sub-agent that crashed, or a tool error that ended the turn (one
+            no router may repair, or one the router gave up on); the turn ends with an error answer.
         path: Execution path (node names in order).
         events: Progress events emitted so far.
         router_usage: Per-decision cost of the router itself (LM calls, tokens, latency).
+        selected_tool_ids: Tools a retrieving router selected this turn, merged without
+            duplicates in first-seen order (:func:`add_new`, seed 001).
         subagent_usage: Per-call LM cost of the sub-agents.
         node_latency: Seconds spent per node (summed over visits).
         executed: True once any SQL ran against the database.
@@ -119,6 +141,14 @@ class PipelineState(TypedDict, total=False):
         turns: Graph runs the turn took (2 when a clarifying question was answered).
         history: Earlier turns of the conversation, oldest first
             (:class:`routerlab.agents.turn_history.Turn`); empty for a first request.
+        store: The conversation's store (seed 004's ``InjectedStore``,
+            :class:`routerlab.agents.store.MemoryStore` snapshot); tools write it.
+        structured_response: The latest structured response of a tool with a response format
+            (seed 004), as JSON.
+        run_config: Seed 004's ``RunnableConfig`` fields of the run: ``tags``, ``metadata``,
+            ``run_name``.
+        confirmation: The question of a tool that asked the user to confirm before going on
+            (an output with ``needs_confirmation``, seed 000); the turn ends with it.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -146,6 +176,7 @@ class PipelineState(TypedDict, total=False):
     path: Annotated[list[str], append_list]
     events: Annotated[list[dict[str, Any]], append_list]
     router_usage: Annotated[list[dict[str, Any]], append_list]
+    selected_tool_ids: Annotated[list[str], add_new]
     subagent_usage: Annotated[list[dict[str, Any]], append_list]
     node_latency: Annotated[dict[str, float], sum_dict]
     executed: bool
@@ -153,6 +184,10 @@ class PipelineState(TypedDict, total=False):
     conversation_id: str
     turns: int
     history: list[dict[str, Any]]
+    store: dict[str, dict[str, Any]]
+    structured_response: dict[str, Any] | None
+    run_config: dict[str, Any]
+    confirmation: str | None
 
 
 def sum_dict(left: Mapping[str, float] | None, right: Mapping[str, float] | None) -> dict[str, float]:
@@ -211,6 +246,7 @@ def initial_state(
         path=[],
         events=[],
         router_usage=[],
+        selected_tool_ids=[],
         subagent_usage=[],
         node_latency={},
         executed=False,

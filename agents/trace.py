@@ -109,6 +109,8 @@ class Trace:
         error / error_class: Why the turn ended in error, if it did.
         turns: Graph invocations (2 when a clarification was answered and resumed).
         steps: Router decisions taken.
+        run_config: Seed 004's ``RunnableConfig`` fields of the run (``tags``, ``metadata``,
+            ``run_name``); empty when none were given.
     """
 
     example_id: str
@@ -133,6 +135,7 @@ class Trace:
     error_class: str | None = None
     turns: int = 1
     steps: int = 0
+    run_config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tool_names(self) -> list[str]:

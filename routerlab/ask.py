@@ -152,12 +152,19 @@ def ask(
         console.print(f"[dim]conversation {conv}: {len(history)} earlier turn(s)[/]", highlight=False)
     last: dict[str, Any] = {}
     for ev in pipeline.stream(
-        question, str(path), reply=answer_question, agent=agent, conversation_id=conv, history=history
+        question,
+        str(path),
+        reply=answer_question,
+        agent=agent,
+        conversation_id=conv,
+        history=history,
+        store=store.store(conv),
     ):
         print_event(console, ev)
         last = ev
-    turn = turn_from_trace(question, build_trace("", pipeline.final_state(conv), 0.0))
-    turns = store.append(conv, turn, user_id=user)
+    final = pipeline.final_state(conv)
+    turn = turn_from_trace(question, build_trace("", final, 0.0))
+    turns = store.append(conv, turn, user_id=user, store=final.get("store"))
     store.close()
     console.print()
     if last.get("type") == "error":

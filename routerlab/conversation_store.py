@@ -20,7 +20,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,8 @@ CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY,
     user_id TEXT,
     updated REAL NOT NULL,
-    turns TEXT NOT NULL
+    turns TEXT NOT NULL,
+    store TEXT NOT NULL DEFAULT '{}'
 )
 """
 
@@ -127,6 +128,9 @@ class ConversationStore:
             str(self.path) if self.path else ":memory:", timeout=5.0, check_same_thread=False, isolation_level=None
         )
         self._con.execute(_SCHEMA)
+        columns = {row[1] for row in self._con.execute("PRAGMA table_info(conversations)")}
+        if "store" not in columns:  # a file written before conversations kept their store
+            self._con.execute("ALTER TABLE conversations ADD COLUMN store TEXT NOT NULL DEFAULT '{}'")
 
     def _expire(self, now: float) -> None:
         self._con.execute("DELETE FROM conversations WHERE updated < ?", (now - self.ttl_s,))
@@ -151,12 +155,28 @@ class ConversationStore:
             self._expire(self._clock())
             return self._check_owner(conversation_id, user_id)
 
-    def append(self, conversation_id: str, turn: Turn, *, user_id: str | None = None) -> int:
+    def store(self, conversation_id: str) -> dict[str, Any]:
+        """The conversation's store (seed 004's ``InjectedStore``) as its last turn left it; ``{}`` when none."""
+        with self._lock:
+            self._expire(self._clock())
+            row = self._con.execute("SELECT store FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def append(
+        self,
+        conversation_id: str,
+        turn: Turn,
+        *,
+        user_id: str | None = None,
+        store: Mapping[str, Any] | None = None,
+    ) -> int:
         """Add a finished turn; returns the conversation's number of turns kept.
 
         The first turn's ``user_id`` owns the conversation; it is never changed afterwards. The
         oldest turns beyond ``max_turns`` and the least recently used conversations beyond
-        ``max_conversations`` are dropped in the same transaction.
+        ``max_conversations`` are dropped in the same transaction. ``store`` (the final state's
+        ``store``, bounded by :class:`routerlab.agents.store.MemoryStore`) replaces the
+        conversation's store; None keeps the one it has.
 
         Raises:
             ConversationForbidden: Another user owns the conversation (checked in the same
@@ -168,10 +188,13 @@ class ConversationStore:
             try:
                 self._expire(now)
                 turns = [*self._check_owner(conversation_id, user_id), dict(turn)][-self.max_turns :]
+                kept = json.dumps(dict(store), default=str, ensure_ascii=False) if store is not None else None
                 self._con.execute(
-                    "INSERT INTO conversations (id, user_id, updated, turns) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated, turns = excluded.turns",
-                    (conversation_id, user_id, now, json.dumps(turns, default=str, ensure_ascii=False)),
+                    "INSERT INTO conversations (id, user_id, updated, turns, store) "
+                    "VALUES (?, ?, ?, ?, COALESCE(?, '{}')) "
+                    "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated, turns = excluded.turns, "
+                    "store = COALESCE(?, conversations.store)",
+                    (conversation_id, user_id, now, json.dumps(turns, default=str, ensure_ascii=False), kept, kept),
                 )
                 self._con.execute(
                     "DELETE FROM conversations WHERE id NOT IN "

@@ -246,6 +246,10 @@ class RouterRun:
                     reply=lambda _q: example.user_reply,
                     hint=example.hint,
                     oracle_intent=example.intent,
+                    # seed 004's RunnableConfig: what the run is, on the trace and in MLflow
+                    tags=["routerlab", self.router_name, example.dataset or "dataset"],
+                    metadata={"example_id": example.id, "attempt": attempt, "split": example.split},
+                    run_name=f"{self.router_name} {example.id}",
                     **({"history": history} if history else {}),
                 )
         except Exception as exc:

@@ -2,7 +2,7 @@
 
 Importing this package registers every built-in router: ``rules`` (rules.py), ``llm`` (llm.py),
 ``hybrid`` (hybrid.py), ``dspy`` (dspy_router.py), ``semantic`` (semantic.py), ``handoff``
-(handoff.py), ``retrieval`` (retrieval.py) and the baselines ``oracle`` and ``random``
+(handoff.py), ``team`` (team.py), ``retrieval`` (retrieval.py) and the baselines ``oracle`` and ``random``
 (baselines.py) and ``single_call`` (single_call.py). ``base.py`` is the ``@router`` registry;
 what routers share but is not a router (the intent-router base, one-pass LM classification,
 label calibration, the schema outline and the ambiguity and neighbours checks) is in
@@ -22,6 +22,7 @@ from routerlab.routers.llm import LLMRouter
 from routerlab.routers.retrieval import RetrievalRouter
 from routerlab.routers.rules import DEFAULT_RULES, Rule, RulesRouter
 from routerlab.routers.support.intent import IntentRouter
+from routerlab.routers.team import TeamRouter
 
 __all__ = [
     "BASELINES",
@@ -40,6 +41,7 @@ __all__ = [
     "RouterEnv",
     "Rule",
     "RulesRouter",
+    "TeamRouter",
     "label",
     "next_call",
     "router",

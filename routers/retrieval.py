@@ -8,9 +8,18 @@ bound to ``retrieve_tools`` plus the selected tools and makes the call (or searc
 
 Retrieval runs inside one decision, like the handoff router's transfers: the pipeline sees one
 route decision whose ``steps`` report each search (node ``route``, ``"retrieved: a, b, c"``) and
-whose usage is the router's LM calls. The selected ids are kept in the decision's summary, which
-the pipeline stores per decision (``router_usage``), so the next decision of the same turn starts
-from them without a field of its own in the pipeline state.
+whose usage is the router's LM calls. The selected ids go into the pipeline state's
+``selected_tool_ids`` (seed 001's field, merged by :func:`add_new`), so the next decision of the
+same turn starts from them; each decision's summary keeps the selection as it stood then.
+
+The index is any kind of :data:`routerlab.agents.tools.index.tool_index` or the import path of
+a retrieval function (seed 001's ``retrieve_tools_function``). When it cannot be built (the
+embedding model's package missing, say), the router falls back, as seed 001 does, to ``fallback``
+(BM25 over the same descriptions by default), and when even that fails to the pipeline's own
+tools bound at once with no search (the default toolset). The fallback is in every decision's
+``method`` (``retrieval:bm25(fallback:embedding)``, ``retrieval:default_toolset(fallback:...)``)
+and its ``retrieval_fallback`` summary field (requested, used, why), which the trace and the
+MLflow decision spans keep.
 
 The toolset searched is the pipeline's tools padded with deterministic distractors up to
 ``tool_scale`` (:func:`routerlab.agents.tools.distractors.tool_registry`); a call to a distractor is not a
@@ -19,18 +28,17 @@ pipeline tool, so the pipeline ends the turn with ``unknown_tool``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-from routerlab.agents.errors import ConfigError, ContractError
+from routerlab.agents.errors import ConfigError, ContractError, RouterlabError
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouteDecision, RouterEnv
-from routerlab.agents.state import PipelineState
+from routerlab.agents.state import PipelineState, add_new
 from routerlab.agents.tools.base import Tool
 from routerlab.agents.tools.distractors import tool_registry
-from routerlab.agents.tools.index import INDEX_KINDS, ToolIndex, build_index
+from routerlab.agents.tools.index import ToolIndex, index_factory
 from routerlab.agents.tools.schema import INJECTED, function_schema
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
@@ -39,7 +47,7 @@ from routerlab.routers.llm import to_openai_messages
 
 __all__ = ["RETRIEVE_TOOL", "SYSTEM_PROMPT", "RetrievalDecision", "RetrievalRouter", "add_new", "retrieve_tools"]
 
-H = TypeVar("H", bound=Hashable)
+# add_new lives with the state it reduces (``selected_tool_ids``); re-exported here
 
 SYSTEM_PROMPT = (
     LLM_POLICY
@@ -75,45 +83,33 @@ def _retrieval_tool() -> Tool:
 RETRIEVE_TOOL: Tool = _retrieval_tool()
 
 
-def add_new(left: Sequence[H], right: Sequence[H]) -> list[H]:
-    """``left`` followed by the items of ``right`` not seen yet (selected tool ids merged without duplicates).
-
-    Order is first-seen and no item appears twice, even if ``right`` repeats one.
-    """
-    out = list(dict.fromkeys(left))
-    seen = set(out)
-    for item in right:
-        if item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
-
-
 @dataclass
 class RetrievalDecision(RouteDecision):
     """A :class:`RouteDecision` that also records what the router searched and selected.
 
-    Its :meth:`summary` adds ``queries``, ``retrieved`` (this decision's hits) and
-    ``selected_tool_ids`` (the turn's selection after this decision), which the next decision
-    of the turn reads back.
+    Its :meth:`summary` adds ``queries``, ``retrieved`` (this decision's hits),
+    ``selected_tool_ids`` (the turn's selection after this decision; the pipeline merges the
+    base class's field of the same name into the state) and ``retrieval_fallback``.
 
     Attributes:
         queries: The LM's search queries, in order.
         retrieved: Tool names the searches returned, merged without duplicates.
-        selected_tool_ids: The turn's selected tools after this decision.
+        retrieval_fallback: ``{"requested", "used", "reason"}`` when the requested index could
+            not be built, else None.
     """
 
     queries: list[str] = field(default_factory=list)
     retrieved: list[str] = field(default_factory=list)
-    selected_tool_ids: list[str] = field(default_factory=list)
+    retrieval_fallback: dict[str, str] | None = None
 
     def summary(self, strategy: str) -> dict[str, Any]:
-        """The base summary plus ``queries``, ``retrieved`` and ``selected_tool_ids``."""
+        """The base summary plus ``queries``, ``retrieved``, ``selected_tool_ids`` and ``retrieval_fallback``."""
         return {
             **super().summary(strategy),
             "queries": list(self.queries),
             "retrieved": list(self.retrieved),
             "selected_tool_ids": list(self.selected_tool_ids),
+            "retrieval_fallback": dict(self.retrieval_fallback) if self.retrieval_fallback else None,
         }
 
 
@@ -123,7 +119,11 @@ class RetrievalRouter:
 
     Args:
         k: Tools returned by one search.
-        index: ``embedding`` (packaged all-MiniLM-L6-v2) or ``bm25`` (lexical, no model).
+        index: ``embedding`` (packaged all-MiniLM-L6-v2), ``bm25`` (lexical, no model), another
+            registered index kind, or the import path of a retrieval function
+            (``package.module:function``, called as ``function(query, tools, k)``).
+        fallback: The index built when ``index`` is unavailable (``""``: none); when that fails
+            too, the pipeline's tools are bound at once (the default toolset).
         tool_scale: Size of the searched toolset: the pipeline's tools plus distractors up to
             this many (8 with the default tools means the real sub-agents only).
         max_tokens: Completion budget of one LM call.
@@ -142,6 +142,7 @@ class RetrievalRouter:
         self,
         k: int = 5,
         index: str = "embedding",
+        fallback: str = "bm25",
         tool_scale: int = 9,
         max_tokens: int = 256,
         max_retrievals: int = 2,
@@ -163,15 +164,21 @@ class RetrievalRouter:
                 found=repr(max_retrievals),
                 fix="pass max_retrievals=1 or more",
             )
-        if index not in INDEX_KINDS:
-            raise ConfigError(
-                f"unknown tool index {index!r}",
-                expected=f"one of {list(INDEX_KINDS)}",
-                found=repr(index),
-                fix="pass index='embedding' or index='bm25'",
-            )
+        for label, value in (("index", index), ("fallback", fallback)):
+            if label == "fallback" and not value:
+                continue
+            try:
+                index_factory(value)  # a mistyped kind or import path is bad input, not a fallback
+            except RouterlabError as exc:
+                raise ConfigError(
+                    f"unknown tool {label} {value!r}",
+                    expected=f"a registered index kind ({exc.expected}) or package.module:function",
+                    found=exc.found,
+                    fix=exc.fix,
+                ) from None
         self.k = k
         self.index_kind = index
+        self.fallback = fallback
         self.tool_scale = tool_scale
         self.max_tokens = max_tokens
         self.max_retrievals = max_retrievals
@@ -180,6 +187,8 @@ class RetrievalRouter:
         self.env: RouterEnv | None = None
         self.registry: dict[str, Tool] = {}
         self.index: ToolIndex | None = None
+        #: what bind fell back to, or None (requested, used, reason)
+        self.fallback_info: dict[str, str] | None = None
 
     def bind(self, env: RouterEnv) -> None:
         """Build the toolset (pipeline tools plus distractors) and its index; needs an LM."""
@@ -199,15 +208,45 @@ class RetrievalRouter:
             )
         tools = tool_registry(self.tool_scale, seed=self.seed, tools=env.tools)
         self.registry = {t.name: t for t in tools}
-        self.index = build_index(tools, self.index_kind)
+        self.index, self.fallback_info = self._build_index(tools, env.tools)
         self.env = env
 
+    def _build_index(self, tools: list[Tool], defaults: Any) -> tuple[ToolIndex | None, dict[str, str] | None]:
+        """The requested index, else the fallback one, else None (the default toolset).
+
+        Only an index that cannot be built falls back (a missing model package, a plug-in that
+        raises); a name that names nothing was refused in the constructor.
+        """
+        reasons: list[str] = []
+        for kind in dict.fromkeys(k for k in (self.index_kind, self.fallback) if k):
+            try:
+                index = index_factory(kind)(tools)
+            except Exception as exc:  # any failure to build means "unavailable": try the next
+                reasons.append(f"{kind}: {type(exc).__name__}: {getattr(exc, 'what', None) or exc}")
+                continue
+            used = None if kind == self.index_kind else kind
+            return index, self._fallback(used, reasons)
+        # even the fallback failed: the pipeline's own tools, bound at once, are the toolset
+        self.registry = {t.name: t for t in defaults}
+        return None, self._fallback("default_toolset", reasons)
+
+    def _fallback(self, used: str | None, reasons: list[str]) -> dict[str, str] | None:
+        if used is None:
+            return None
+        return {"requested": self.index_kind, "used": used, "reason": "; ".join(reasons)}
+
+    @property
+    def method(self) -> str:
+        """The decisions' ``method``: ``retrieval:<index>``, with the fallback when there was one."""
+        if self.fallback_info is None:
+            return f"retrieval:{self.index_kind}"
+        return f"retrieval:{self.fallback_info['used']}(fallback:{self.index_kind})"
+
     def _selected(self, state: PipelineState) -> list[str]:
-        """The turn's selection so far: earlier decisions' ids, then tools already called."""
-        selected: list[str] = []
-        for summary in state.get("router_usage", []):
-            if summary.get("strategy") == self.name:
-                selected = add_new(selected, summary.get("selected_tool_ids", []))
+        """The turn's selection so far: the state's ``selected_tool_ids``, then tools already called."""
+        if self.index is None:  # the default toolset: everything is selected, nothing is searched
+            return list(self.registry)
+        selected = list(state.get("selected_tool_ids") or [])
         records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
         # a call made outside this router (an explicit agent) stays callable for the next step
         selected = add_new(selected, [r.get("name", "") for r in records])
@@ -215,7 +254,7 @@ class RetrievalRouter:
 
     def decide(self, state: PipelineState) -> RouteDecision:
         """Search (once or more) and call one tool, all inside one decision."""
-        assert self.env is not None and self.env.lm is not None and self.index is not None
+        assert self.env is not None and self.env.lm is not None
         selected = self._selected(state)
         messages = to_openai_messages(state, self.system_prompt)
         usage = Usage()
@@ -224,7 +263,8 @@ class RetrievalRouter:
         steps: list[tuple[str, str, dict[str, Any]]] = []
         searches = 0
         while True:
-            bound = [] if searches >= self.max_retrievals else [RETRIEVE_TOOL]
+            can_search = self.index is not None and searches < self.max_retrievals
+            bound = [RETRIEVE_TOOL] if can_search else []
             bound += [self.registry[n] for n in selected]
             result = chat(
                 self.env.lm,
@@ -240,7 +280,7 @@ class RetrievalRouter:
                 break
             for c in searches_now:
                 query = str(c["args"].get("query", ""))
-                found = RETRIEVE_TOOL(c["args"], index=self.index, k=self.k)
+                found = RETRIEVE_TOOL(c["args"], index=self.index, k=self.k) if self.index is not None else []
                 searches += 1
                 queries.append(query)
                 retrieved = add_new(retrieved, found)
@@ -289,11 +329,12 @@ class RetrievalRouter:
             answer=None if chosen else (text or None),
             intent=intent,
             confidence=1.0 if chosen else 0.0,
-            method=f"retrieval:{self.index_kind}",
+            method=self.method,
             usage=usage,
             invalid_tool_calls=list(invalid),
             steps=steps,
             queries=queries,
             retrieved=retrieved,
             selected_tool_ids=selected,
+            retrieval_fallback=self.fallback_info,
         )

@@ -6,7 +6,9 @@ come from the pipeline's own :func:`routerlab.agents.tools.schema.function_schem
 and a :class:`Result` combines both (optionally without carrying the message history).
 :class:`Swarm` runs agents under composable :class:`Terminator` conditions and reports
 :class:`SwarmEvent` trace events, which :func:`to_progress_event` maps onto the pipeline's
-progress events. The ``handoff`` router (``routerlab.routers.handoff``) builds its team from these parts.
+progress events. :class:`RoundTeam` (``a | b``) runs agents in turns on one shared conversation
+instead. The ``handoff`` router (``routerlab.routers.handoff``) and the ``team`` router
+(``routerlab.routers.team``) build their agents from these parts.
 """
 
 from routerlab.agents.swarm.agent import Agent, Instruction
@@ -14,6 +16,7 @@ from routerlab.agents.swarm.context import Context, ContextVariables, is_context
 from routerlab.agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
 from routerlab.agents.swarm.result import Result, as_result
 from routerlab.agents.swarm.runner import DEFAULT_TERMINATOR, Activation, Swarm, SwarmResponse
+from routerlab.agents.swarm.team import DEFAULT_ROUNDS, RoundTeam
 from routerlab.agents.swarm.terminators import (
     AllOf,
     AnyOf,
@@ -27,6 +30,7 @@ from routerlab.agents.swarm.terminators import (
 from routerlab.agents.swarm.tools import FunctionTool, function_tool
 
 __all__ = [
+    "DEFAULT_ROUNDS",
     "DEFAULT_TERMINATOR",
     "PROGRESS_NODE",
     "Activation",
@@ -40,6 +44,7 @@ __all__ = [
     "MaxActivations",
     "MaxTurns",
     "Result",
+    "RoundTeam",
     "RunStatus",
     "Swarm",
     "SwarmEvent",

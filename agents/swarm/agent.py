@@ -19,11 +19,17 @@ Instruction = str | os.PathLike[str] | Callable[..., str]
 """Literal text, a path to a text file, or a function returning the text."""
 
 
-def _context_params(fn: Callable[..., str], agent: str) -> tuple[str, ...]:
+def _context_params(fn: Callable[..., str], agent: str, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """Parameters of an instruction function that receive the context variables.
 
+    Args:
+        fn: The instruction function.
+        agent: The agent's name, for messages.
+        given: ``instruction_args``: parameters given once, when the agent is built.
+
     Raises:
-        ContractError: For a parameter that is neither context-annotated nor defaulted.
+        ContractError: For a parameter that is neither context-annotated, given nor defaulted,
+            or an ``instruction_args`` name the function does not take.
     """
     try:
         params = inspect.signature(fn, eval_str=True).parameters
@@ -34,16 +40,28 @@ def _context_params(fn: Callable[..., str], agent: str) -> tuple[str, ...]:
             found=str(exc),
             fix="import the types its hints use at module level",
         ) from None
+    given = dict(given or {})
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    unknown = sorted(set(given) - set(params)) if not takes_kwargs else []
+    if unknown:
+        raise ContractError(
+            f"instruction_args of agent {agent!r} name parameters its instruction does not take",
+            expected=f"names among {sorted(params)}",
+            found=str(unknown),
+            fix="drop them, or add the parameters to the instruction function",
+        )
     context: list[str] = []
     for name, p in params.items():
         if is_context_hint(p.annotation):
             context.append(name)
+        elif name in given:
+            continue
         elif p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ContractError(
                 f"the instruction function of agent {agent!r} needs a value for {name!r}",
-                expected="parameters annotated Context (or ContextVariables), or with defaults",
+                expected="parameters annotated Context, given in instruction_args, or with defaults",
                 found=f"{name}: {p.annotation!r}",
-                fix=f"annotate {name} as routerlab.agents.swarm.Context or give it a default",
+                fix=f"annotate {name} as routerlab.agents.swarm.Context, give it in instruction_args or a default",
             )
     return tuple(context)
 
@@ -60,12 +78,17 @@ class Agent:
             :func:`routerlab.agents.tools.schema.function_schema`) and pipeline
             :class:`~routerlab.agents.tools.base.Tool` objects (host tools: a call to one is handed to the
             host, for example the dispatch graph, instead of being run by the swarm). A function
-            returning an ``Agent`` hands control to it.
+            returning an ``Agent`` hands control to it. More can be added later (:meth:`add_tools`).
+        instruction_args: Arguments an instruction function receives every time, besides the
+            context variables (seed 003's ``instruction_args``: ``Agent("a", greet,
+            instruction_args={"name": "Mike"})`` calls ``greet(name="Mike")``).
+        lm: This agent's own LM (a DSPy LM); None uses the runner's (a swarm's or a team's).
 
     Raises:
         ContractError: For an empty name, a missing instruction file, an instruction function
-            with parameters it cannot be given, a tool the schema code rejects, or two tools
-            with one name.
+            with parameters it cannot be given, ``instruction_args`` without an instruction
+            function or naming parameters it lacks, a tool the schema code rejects, or two
+            tools with one name.
     """
 
     def __init__(
@@ -73,6 +96,9 @@ class Agent:
         name: str,
         instruction: Instruction = "",
         tools: Sequence[Callable[..., Any] | Tool] = (),
+        *,
+        instruction_args: Mapping[str, Any] | None = None,
+        lm: Any = None,
     ) -> None:
         if not name or not name.strip():
             raise ContractError(
@@ -82,9 +108,18 @@ class Agent:
                 fix="name the agent (names appear in traces and agent switches)",
             )
         self.name = name
+        self.lm = lm
         self._text: str | None = None
         self._fn: Callable[..., str] | None = None
         self._fn_context: tuple[str, ...] = ()
+        self._fn_args: dict[str, Any] = dict(instruction_args or {})
+        if self._fn_args and not callable(instruction):
+            raise ContractError(
+                f"agent {name!r} has instruction_args but no instruction function",
+                expected="an instruction function that takes them",
+                found=type(instruction).__name__,
+                fix="pass the instruction as a function, or drop instruction_args",
+            )
         if isinstance(instruction, os.PathLike):
             path = Path(instruction)
             if not path.is_file():
@@ -99,7 +134,7 @@ class Agent:
             self._text = instruction
         elif callable(instruction):
             self._fn = instruction
-            self._fn_context = _context_params(instruction, name)
+            self._fn_context = _context_params(instruction, name, self._fn_args)
         else:
             raise ContractError(
                 f"agent {name!r} has an instruction of an unknown kind",
@@ -107,18 +142,40 @@ class Agent:
                 found=type(instruction).__name__,
                 fix="pass text, a pathlib.Path or a function",
             )
-        built: list[FunctionTool | Tool] = [t if isinstance(t, Tool) else function_tool(t) for t in tools]
-        names = [t.name for t in built]
+        self.tools: tuple[FunctionTool | Tool, ...] = ()
+        self._by_name: dict[str, FunctionTool | Tool] = {}
+        self.add_tools(*tools)
+
+    def add_tools(self, *tools: Callable[..., Any] | Tool) -> Agent:
+        """Add tools after the agent was built (seed 003's ``add_tools``); returns the agent.
+
+        A tool is added once: a second tool under a name the agent has is refused.
+
+        Raises:
+            ContractError: For a tool the schema code rejects, or a second tool with a name the
+                agent already has.
+        """
+        built = [t if isinstance(t, Tool) else function_tool(t) for t in tools]
+        names = [t.name for t in (*self.tools, *built)]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ContractError(
-                f"agent {name!r} has several tools named {duplicates}",
+                f"agent {self.name!r} has several tools named {duplicates}",
                 expected="unique tool names",
                 found=str(names),
                 fix="rename or drop the duplicates",
             )
-        self.tools: tuple[FunctionTool | Tool, ...] = tuple(built)
-        self._by_name = {t.name: t for t in built}
+        self.tools = (*self.tools, *built)
+        self._by_name.update({t.name: t for t in built})
+        return self
+
+    def __or__(self, other: object) -> Any:
+        """``a | b``: a round-robin team of both (seed 003's ``RoundTeam``)."""
+        from routerlab.agents.swarm.team import RoundTeam
+
+        if isinstance(other, Agent):
+            return RoundTeam([self, other])
+        return NotImplemented
 
     def instructions(self, context: Mapping[str, Any] | None = None) -> str:
         """The system message for the current context variables.
@@ -129,7 +186,7 @@ class Agent:
         if self._fn is None:
             return self._text or ""
         ctx = context if isinstance(context, ContextVariables) else ContextVariables(context or {})
-        text = self._fn(**dict.fromkeys(self._fn_context, ctx))
+        text = self._fn(**self._fn_args, **dict.fromkeys(self._fn_context, ctx))
         if not isinstance(text, str):
             raise ContractError(
                 f"the instruction function of agent {self.name!r} returned {type(text).__name__}",

@@ -184,7 +184,8 @@ class Swarm:
     :class:`Agent` (or a ``Result`` with one) passes control to that agent.
 
     Args:
-        lm: The DSPy LM every agent's model calls go to (see :func:`routerlab.agents.lm.resolve_lm`).
+        lm: The DSPy LM of every agent without its own ``Agent.lm`` (see
+            :func:`routerlab.agents.lm.resolve_lm`).
         terminator: When to stop (checked before every model call); default
             :data:`DEFAULT_TERMINATOR`.
         tool_choice: ``auto``, ``required`` or ``none``, for every model call.
@@ -259,7 +260,7 @@ class Swarm:
             system = run.agent.instructions(run.context)
             schemas = run.agent.schemas()
             reply = chat(
-                self.lm,
+                run.agent.lm or self.lm,  # an agent's own model, else the swarm's (seed 003)
                 ([{"role": "system", "content": system}] if system else []) + run.history,
                 tools=schemas or None,
                 tool_choice=self.tool_choice if schemas else "auto",

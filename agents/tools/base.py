@@ -10,7 +10,7 @@ import jsonschema
 
 from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.registry import Registry
-from routerlab.agents.tools.schema import function_schema
+from routerlab.agents.tools.schema import function_schema, injected_stores
 
 __all__ = ["Tool", "tool", "tools"]
 
@@ -30,6 +30,9 @@ class Tool:
             earlier and be of one of these kinds.
         terminal: A successful call ends the turn.
         interrupts: The call ends the turn waiting for the user (ask_human).
+        stores: Injected parameters that receive the conversation's store
+            (``Annotated[MemoryStore, InjectedStore]``, seed 004); the others receive the tool
+            context.
     """
 
     name: str
@@ -40,6 +43,7 @@ class Tool:
     refs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     terminal: bool = False
     interrupts: bool = False
+    stores: tuple[str, ...] = ()
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI-style ``{"type": "function", "function": {...}}`` entry."""
@@ -109,6 +113,7 @@ def tool(
             refs=ref_map,
             terminal=terminal,
             interrupts=interrupts,
+            stores=injected_stores(fn),
         )
         tools(t.name)(lambda t=t: t)
         return t

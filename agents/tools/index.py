@@ -10,15 +10,22 @@ Every tool is indexed as the text ``"name: description"``. Two indexes:
 
 The embedder is loaded once per process (:func:`load_embedder`); :func:`clear_embedder` drops it
 and :func:`scoped_embedder` swaps in another one (tests, notebooks).
+
+Index kinds live in one registry, :data:`tool_index` (a factory ``tools -> ToolIndex`` per name).
+A plain retrieval function (seed 001's ``retrieve_tools_function``: ``(query, tools, k) -> tool
+names``) is an index too: register it with :func:`retriever`, or name it by import path
+(``package.module:function``) wherever an index kind is accepted (:func:`index_factory`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import inspect
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +34,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from routerlab.agents.errors import ConfigError, ModelAssetError
+from routerlab.agents.registry import Registry
 from routerlab.agents.tools.base import Tool
 from routerlab.agents.tools.text import stems, tokens
 
@@ -35,15 +43,20 @@ __all__ = [
     "BM25Index",
     "Embedder",
     "EmbeddingIndex",
+    "FunctionIndex",
     "Hit",
     "IndexKind",
     "MiniLMEmbedder",
+    "RetrieveFn",
     "ToolIndex",
     "build_index",
     "clear_embedder",
+    "index_factory",
     "load_embedder",
+    "retriever",
     "scoped_embedder",
     "tool_document",
+    "tool_index",
 ]
 
 IndexKind = Literal["embedding", "bm25"]
@@ -337,20 +350,103 @@ class EmbeddingIndex:
         return _top(self.names, self.scores(query), k)
 
 
-def build_index(tools: Sequence[Tool], kind: str = "embedding") -> ToolIndex:
-    """An index of ``kind`` over ``tools``.
+@runtime_checkable
+class RetrieveFn(Protocol):
+    """A retrieval function: the names of the ``k`` tools that best fit ``query``, best first."""
+
+    def __call__(self, query: str, tools: Sequence[Tool], k: int) -> list[str]:
+        """Search ``tools`` for ``query``."""
+        ...
+
+
+class FunctionIndex:
+    """A :class:`ToolIndex` over a retrieval function (seed 001's ``retrieve_tools_function``).
+
+    Names the function returns that are not indexed tools are dropped (a plug-in cannot make
+    an unknown tool callable); hits are scored by rank.
+
+    Args:
+        tools: The tools searched.
+        fn: The retrieval function.
+        kind: What the index reports as its kind (the registered name or import path).
+    """
+
+    def __init__(self, tools: Sequence[Tool], fn: RetrieveFn, kind: str = "function") -> None:
+        self.kind = kind
+        self.names = tuple(t.name for t in tools)
+        self._tools = tuple(tools)
+        self._fn = fn
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        """The function's tools for ``query``, in its order, at most ``k``."""
+        found = [n for n in dict.fromkeys(self._fn(query, self._tools, k)) if n in self.names][: max(k, 0)]
+        return [Hit(name, float(len(found) - i)) for i, name in enumerate(found)]
+
+
+#: index kinds by name: each a factory ``(tools) -> ToolIndex``
+tool_index: Registry[ToolIndex] = Registry("tool index")
+tool_index("embedding")(EmbeddingIndex)
+tool_index("bm25")(BM25Index)
+
+
+def retriever(name: str) -> Callable[[RetrieveFn], RetrieveFn]:
+    """Register a retrieval function as the index kind ``name`` (usable as ``index=name``)."""
+
+    def register(fn: RetrieveFn) -> RetrieveFn:
+        def factory(tools: Sequence[Tool]) -> ToolIndex:
+            return FunctionIndex(tools, fn, kind=name)
+
+        tool_index(name)(factory)
+        return fn
+
+    return register
+
+
+def _imported(path: str) -> Any:
+    """The object an import path ``package.module:attribute`` names."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot import the retrieval function {path!r}",
+            expected="an import path package.module:function of a function (query, tools, k) -> tool names",
+            found=f"{type(exc).__name__}: {exc}",
+            fix="check the module is importable from this environment and the name is spelled right",
+        ) from None
+
+
+def index_factory(spec: str) -> Callable[[Sequence[Tool]], ToolIndex]:
+    """The factory of an index kind.
+
+    ``spec`` is a registered name, or the import path of a retrieval function or of an index
+    class (``package.module:name``).
 
     Raises:
-        ConfigError: For an unknown kind.
+        UnknownComponentError: An unknown registered name (with the closest one).
+        ConfigError: An import path that does not import, or names neither a function nor an
+            index class.
+    """
+    if ":" not in spec:
+        return tool_index.get(spec)
+    target = _imported(spec)
+    if inspect.isclass(target) and hasattr(target, "search"):
+        return target
+    if callable(target):
+        return lambda tools: FunctionIndex(tools, target, kind=spec)
+    raise ConfigError(
+        f"{spec!r} is not a retrieval function",
+        expected="a function (query, tools, k) -> tool names, or a class with search(query, k)",
+        found=type(target).__name__,
+        fix="point the import path at the function itself",
+    )
+
+
+def build_index(tools: Sequence[Tool], kind: str = "embedding") -> ToolIndex:
+    """An index of ``kind`` (a registered name or an import path: :func:`index_factory`) over ``tools``.
+
+    Raises:
+        UnknownComponentError / ConfigError: For a kind that names nothing usable.
         ModelAssetError: For ``embedding`` without the ``retrieval`` extra.
     """
-    if kind == "embedding":
-        return EmbeddingIndex(tools)
-    if kind == "bm25":
-        return BM25Index(tools)
-    raise ConfigError(
-        f"unknown tool index {kind!r}",
-        expected=f"one of {list(INDEX_KINDS)}",
-        found=repr(kind),
-        fix="pass index='embedding' or index='bm25'",
-    )
+    return index_factory(kind)(tools)

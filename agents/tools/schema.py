@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 
 from routerlab.agents.errors import ContractError
 
-__all__ = ["INJECTED", "function_schema", "json_type", "parse_docstring"]
+__all__ = ["INJECTED", "InjectedStore", "function_schema", "injected_stores", "json_type", "parse_docstring"]
 
 
 class _Injected:
@@ -29,6 +29,18 @@ class _Injected:
 
 INJECTED = _Injected()
 """Use as ``ctx: Annotated[ToolContext, INJECTED]`` to hide a parameter from the schema."""
+
+
+class _InjectedStore(_Injected):
+    """Marker for the conversation's store (seed 004's ``InjectedStore``)."""
+
+    def __repr__(self) -> str:
+        return "InjectedStore"
+
+
+InjectedStore = _InjectedStore()
+"""Use as ``store: Annotated[MemoryStore, InjectedStore]``: the pipeline passes the conversation's
+store (:class:`routerlab.agents.store.MemoryStore`); hidden from the schema like ``INJECTED``."""
 
 _PRIMITIVES: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -140,7 +152,17 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 
 
 def _is_injected(hint: Any) -> bool:
-    return get_origin(hint) is Annotated and any(a is INJECTED for a in get_args(hint)[1:])
+    return get_origin(hint) is Annotated and any(isinstance(a, _Injected) for a in get_args(hint)[1:])
+
+
+def injected_stores(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """Parameters of ``fn`` annotated :data:`InjectedStore` (they receive the conversation's store)."""
+    hints = get_type_hints(fn, include_extras=True)
+    return tuple(
+        name
+        for name, hint in hints.items()
+        if get_origin(hint) is Annotated and any(a is InjectedStore for a in get_args(hint)[1:])
+    )
 
 
 def function_schema(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:

@@ -223,8 +223,13 @@ def _write_trace(
     }
     # scores as tags make failing examples findable: tags.`routerlab.score.ex` = '0.0'
     tags |= {f"routerlab.score.{metric_name(k)}": str(s.value) for k, s in result.scores.items() if s.value is not None}
+    # seed 004's RunnableConfig: its tags (one string), metadata (a tag each) and run name (the trace's)
+    run_config = t.run_config or {}
+    if run_config.get("tags"):
+        tags["routerlab.tags"] = ",".join(map(str, run_config["tags"]))
+    tags |= {f"routerlab.meta.{metric_name(k)}": str(v)[:5000] for k, v in (run_config.get("metadata") or {}).items()}
     root = client.start_trace(
-        f"example {result.example_id}",
+        run_config.get("run_name") or f"example {result.example_id}",
         span_type=SpanType.CHAIN,
         inputs={"question": question, "example_id": result.example_id, "intent": result.intent},
         attributes={

@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
+from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -142,6 +143,31 @@ def _refusal(exc: RunError, field: str) -> Response:
         details=exc.details,
     )
     return _json(body, status)
+
+
+#: query parameters of the stream that are options of the transport, not request fields
+_STREAM_OPTIONS = frozenset({"named_events"})
+
+
+def _wants_named_events(request: Request) -> bool:
+    """Whether the client asked for ``event:`` names (query ``named_events`` or ``X-Named-Events``)."""
+    value = request.query_params.get("named_events") or request.headers.get("x-named-events") or ""
+    return value.strip().lower() in ("1", "true", "yes")
+
+
+def _query_body(request: Request) -> dict[str, Any]:
+    """A GET stream's query parameters as a request body (``router_args`` parsed as JSON).
+
+    A ``router_args`` that is not JSON is left as the string, so validation reports it on its
+    field like a bad body would.
+    """
+    body: dict[str, Any] = {k: v for k, v in request.query_params.items() if k not in _STREAM_OPTIONS}
+    if "router_args" in body:
+        try:
+            body["router_args"] = json.loads(body["router_args"])
+        except json.JSONDecodeError:
+            pass
+    return body
 
 
 def _page() -> str:
@@ -310,10 +336,16 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         except ConversationBusyError as exc:
             return _refusal(exc, "conversation_id")
         kwargs.setdefault("history", [])
+        # the owner was checked with the history above: the store comes with the conversation
+        kwargs["store"] = runtime.store.store(run.conversation_id)
+        # seed 004's RunnableConfig: the request's identity travels with the run
+        kwargs["tags"] = ["routerlab-serve", body.router_name(settings.router)]
+        kwargs["metadata"] = {k: v for k in ("user_id", "context_type") if (v := getattr(body, k)) is not None}
+        kwargs["run_name"] = f"ask {run.conversation_id}"
 
         def keep_turn(state: dict[str, Any]) -> None:
             turn = turn_from_trace(body.question, build_trace("", state, 0.0))  # type: ignore[arg-type]
-            runtime.store.append(run.conversation_id, turn, user_id=body.user_id)
+            runtime.store.append(run.conversation_id, turn, user_id=body.user_id, store=state.get("store"))
 
         kwargs["on_end"] = keep_turn
         return pipeline, kwargs, run
@@ -332,16 +364,22 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             last = item
         if last is None:  # the client left before the end; nobody reads this
             return _json(error_envelope(ErrorCode.RUN_ERROR, "the run was cancelled"), 499)
-        status = 500 if last["code"] == ErrorCode.INTERNAL_ERROR else 200
+        # seed 002: a run that ended in error is code 500 (50001: an exception escaped it), sent as such
+        status = 500 if last["data"]["type"] == "error" else 200
         return _json(last, status)
 
-    @app.post(f"{API_PREFIX}/ask_agent_stream")
-    async def ask_agent_stream(body: AskRequest, request: Request) -> Response:
-        """Run one request and stream one SSE event per progress event, then the result."""
+    async def open_stream(body: AskRequest, request: Request) -> Response:
+        """Run one request and stream one SSE message per event (start, progress..., then the result).
+
+        Messages are plain ``data:`` messages, which a browser's ``EventSource.onmessage``
+        receives; ``?named_events=1`` (or the header ``X-Named-Events: 1``) adds ``event:`` with
+        the event's type, for clients that listen per type.
+        """
         started = await start(body)
         if isinstance(started, Response):
             return started
         pipeline, kwargs, run = started
+        named = _wants_named_events(request)
 
         async def events() -> Any:
             n = 0
@@ -349,9 +387,29 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
                 pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **contract(body), **kwargs
             ):
                 n += 1
-                yield {"event": item["data"]["type"], "id": str(n), "data": dump_json(item)}
+                message = {"id": str(n), "data": dump_json(item)}
+                if named:
+                    message["event"] = item["data"]["type"]
+                yield message
 
         return EventSourceResponse(events(), ping=settings.ping_s)
+
+    @app.post(f"{API_PREFIX}/ask_agent_stream")
+    async def ask_agent_stream(body: AskRequest, request: Request) -> Response:
+        """Run one request and stream its events (Server-Sent Events, seed 002's format)."""
+        return await open_stream(body, request)
+
+    @app.get(f"{API_PREFIX}/ask_agent_stream")
+    async def ask_agent_stream_get(request: Request) -> Response:
+        """The same stream for a browser's ``EventSource``, which can only GET.
+
+        The body's fields come as query parameters (``router_args`` as a JSON object).
+        """
+        try:
+            body = AskRequest.model_validate(_query_body(request))
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors()) from None
+        return await open_stream(body, request)
 
     @app.get("/", response_class=HTMLResponse)
     async def page() -> HTMLResponse:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from routerlab.serve.contract import present
+from routerlab.serve.contract import present, seed_node
 
 __all__ = ["ErrorCode", "ProgressSummary", "dump_json", "envelope", "error_envelope", "event_envelope"]
 
@@ -16,7 +16,8 @@ __all__ = ["ErrorCode", "ProgressSummary", "dump_json", "envelope", "error_envel
 class ErrorCode(IntEnum):
     """Stable ``code`` values of the envelope (200 means success, as in seed 002).
 
-    The first three digits are the HTTP status the code is usually sent with.
+    The first three digits are the HTTP status the code is usually sent with. A run that ended in
+    error is seed 002's 500 (a refused write included), sent with HTTP 500 by ``ask_agent``.
     """
 
     OK = 200
@@ -26,7 +27,7 @@ class ErrorCode(IntEnum):
     FORBIDDEN = 40300
     NOT_FOUND = 40400
     CONVERSATION_BUSY = 40900
-    RUN_FAILED = 42200
+    RUN_FAILED = 500
     RUN_ERROR = 50000
     INTERNAL_ERROR = 50001
 
@@ -97,7 +98,7 @@ class ProgressSummary:
     Attributes:
         routing_mode: The routing mode the run uses (seed 002's ``rule``/``llm``/``hybrid``,
             another router's name, or ``direct``).
-        execution_path: Nodes that reported so far, in order.
+        execution_path: Seed 002's nodes of the events so far, in order (``start`` first).
         tools: Sub-agents run so far, in order.
         tool_errors: How many of them failed.
         intent: The router's latest intent.
@@ -112,8 +113,13 @@ class ProgressSummary:
     confidence: float | None = None
 
     def add(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Fold ``event`` in and return the summary as it stands after it."""
-        self.execution_path.append(event["node"])
+        """Fold ``event`` in and return the summary as it stands after it.
+
+        The returned ``node`` is the event's seed node (:func:`routerlab.serve.contract.seed_node`);
+        :func:`routerlab.serve.contract.present` moves it to the event's ``node``.
+        """
+        node = seed_node(event, self.execution_path[-1] if self.execution_path else None)
+        self.execution_path.append(node)
         if event.get("tool"):
             self.tools.append(event["tool"])
             self.tool_errors += event.get("status") == "error"
@@ -122,6 +128,7 @@ class ProgressSummary:
             self.intent = route["intent"]
             self.confidence = route.get("confidence")
         return {
+            "node": node,
             "current_step": event.get("tool") or event["node"],
             "routing_mode": self.routing_mode,
             "execution_path": list(self.execution_path),
@@ -147,14 +154,13 @@ def event_envelope(
     Args:
         event: The event as ``Pipeline.stream`` yielded it.
         state: The summary returned by :meth:`ProgressSummary.add` for this event.
-        code: Error code of an error event (default: :attr:`ErrorCode.INTERNAL_ERROR` when the
-            pipeline set ``has_internal_error``, else :attr:`ErrorCode.RUN_FAILED`).
+        code: Error code of an error event (default: seed 002's :attr:`ErrorCode.RUN_FAILED`;
+            ``has_internal_error`` in the data says whether it was an internal error).
         echo: Request fields every event repeats (user id, context type, ignored fields).
     """
     data = present(event, state, echo or {})
     if event["type"] == "error":
-        default = ErrorCode.INTERNAL_ERROR if event.get("has_internal_error") else ErrorCode.RUN_FAILED
-        return envelope(code or default, str(event.get("details", "")), data)
+        return envelope(code or ErrorCode.RUN_FAILED, str(event.get("details", "")), data)
     if event["type"] == "completed":
         return envelope(ErrorCode.OK, "completed", data)
     return envelope(ErrorCode.OK, f"running: {event.get('display_name', event['node'])}", data)

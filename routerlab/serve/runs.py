@@ -214,7 +214,8 @@ async def stream_run(
         **kwargs: Arguments of :meth:`Pipeline.stream` (question, database, reply, agent, hint).
 
     Yields:
-        Envelopes of progress events, then one of completed or error.
+        Envelopes of the start event (node ``start``), progress events, then one of completed
+        or error.
     """
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
@@ -232,6 +233,9 @@ async def stream_run(
     finished = False
     worker.start()
     try:
+        # seed 002's first message: the run started (its conversation id, before any node reports)
+        opening = make_event("progress", "start", "run started", run.conversation_id, status="started")
+        yield event_envelope(opening, summary.add(opening), echo=echo)
         while True:
             try:
                 kind, item = await asyncio.wait_for(queue.get(), timeout=poll_s)

@@ -74,7 +74,7 @@ def test_seed_postman_body_gets_a_200_stream_in_seed_format(server):
         assert env["code"] == 200 and env["success"] is True
         data = env["data"]
         assert data["user_id"] == "test_user"
-        assert data["status"] in ("running", "success", "waiting")
+        assert data["status"] in ("started", "running", "success", "waiting")
         assert data["sub_status"]
         assert set(data["state_summary"]) >= SEED_PROGRESS_STATE
         assert data["state_summary"]["routing_mode"] == "hybrid"
@@ -111,7 +111,7 @@ def test_seed_browser_client_body_and_the_synchronous_api(server):
 )
 def test_each_routing_mode_runs_its_router(server, mode, strategy):
     events = _stream(server, {"question": "How many areas have EV charging?", "routing_mode": mode})
-    first_route = next(e["data"]["route"] for e in events if e["data"]["node"] == "route")
+    first_route = next(e["data"]["route"] for e in events if e["data"]["graph_node"] == "route")
     assert first_route["strategy"] == strategy
     expected = {"auto": "rule"}.get(mode, mode)
     assert {e["data"]["state_summary"]["routing_mode"] for e in events} == {expected}
@@ -143,12 +143,15 @@ def test_error_event_names_the_offending_sql_and_the_rule(server):
     data = last["data"]
     assert set(data) >= SEED_ERROR
     assert set(data["state_summary"]) >= SEED_ERROR_STATE
-    assert data["error_type"] == "guard_violation"
+    # seed 002's error type of a refused write, on the node that wrote the SQL
+    assert data["error_type"] == "forbidden_keywords" and data["error_class"] == "guard_violation"
+    assert data["node"] == "agent_sql_generation"
     assert data["sql"] == data["state_summary"]["sql"] == "DROP TABLE areas"
-    assert data["rule"] and data["rule"] in data["error"]
-    assert data["state_summary"]["validation_error_type"] == "guard_violation"
+    assert data["rule"] == "only_select" and data["rule"] in data["error"]
+    assert data["state_summary"]["validation_error_type"] == "forbidden_keywords"
     assert data["status"] == "error" and data["rule"] in data["sub_status"]
-    assert data["has_internal_error"] is False
+    # seed 000: a tool error that ends the turn is an internal error; the code stays seed 002's 500
+    assert data["has_internal_error"] is True and data["internal_error_message"].startswith("generate_sql failed")
 
 
 @pytest.mark.parametrize("routing_mode", ["rule", "llm"])
@@ -156,7 +159,7 @@ def test_a_failing_model_call_sets_has_internal_error(server, routing_mode):
     # rules: generate_sql's model call raises; llm: the router's own model call raises
     body = {"question": "How many areas have EV charging? [crash]", "routing_mode": routing_mode}
     last = _stream(server, body)[-1]
-    assert last["code"] == ErrorCode.INTERNAL_ERROR and last["success"] is False
+    assert last["code"] == ErrorCode.RUN_FAILED and last["success"] is False
     data = last["data"]
     assert data["type"] == "error" and data["has_internal_error"] is True
     assert "scripted crash" in data["internal_error_message"]
@@ -173,10 +176,10 @@ def _doc_examples() -> dict[str, dict]:
 
 def test_docs_show_one_example_per_event_type_with_the_keys_the_server_sends(server):
     examples = _doc_examples()
-    assert set(examples) == {"progress", "completed", "error"}
+    assert set(examples) == {"start", "progress", "completed", "error"}
     ok = _stream(server, {"question": "How many areas have EV charging?", "user_id": "test_user"})
     bad = _stream(server, {"question": "How many areas have EV charging? [guard]", "user_id": "test_user"})
-    sent = {"progress": ok[0], "completed": ok[-1], "error": bad[-1]}
+    sent = {"start": ok[0], "progress": ok[1], "completed": ok[-1], "error": bad[-1]}
     for name, env in sent.items():
         doc = examples[name]
         assert set(doc) == set(env), name
@@ -188,10 +191,10 @@ def test_docs_show_one_example_per_event_type_with_the_keys_the_server_sends(ser
 def test_direct_mode_runs_the_requested_agent(server):
     body = {"question": "How many areas have EV charging?", "mode": "direct", "agent": "generate_sql"}
     events = _stream(server, body)
-    first, done = events[0]["data"], events[-1]["data"]
-    assert first["node"] == "direct"
+    first, done = events[1]["data"], events[-1]["data"]
+    assert (first["node"], first["graph_node"]) == ("classify_question", "direct")
     assert first["details"] == "explicit request for generate_sql: data_discovery first (generate_sql needs its output)"
     assert done["type"] == "completed" and done["sql"] == COUNT_SQL and done["response"] == COUNT_SQL
     assert done["state_summary"]["tools"] == ["data_discovery", "generate_sql"]
-    assert done["routing_mode"] == "direct" and "route" not in done["execution_path"]
+    assert done["routing_mode"] == "direct" and "route" not in done["graph_path"]
     assert done["query_result"] == {"columns": [], "rows": [], "row_count": 0}  # nothing ran

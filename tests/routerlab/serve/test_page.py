@@ -112,13 +112,17 @@ def test_page_streams_progress_and_shows_the_result(browser, url, tmp_path):
     kinds = [li.get_attribute("class") for li in items]
     assert kinds[-1] == "completed"
     assert kinds[:-1] and set(kinds[:-1]) == {"progress"}
-    assert "Running a sub-agent" in browser.find_element(By.ID, "events").text
+    text = browser.find_element(By.ID, "events").text
+    # seed 002's steps, by their display names
+    for shown in ("Starting", "Analysing the question type", "Generating the SQL query", "Running the query"):
+        assert shown in text, shown
+    assert re.search(r"^\+0\.\d\d s", text, re.M)  # offsets from the ISO timestamps, not NaN
     assert browser.find_element(By.ID, "sql").text == SQL
     answer = browser.find_element(By.ID, "answer").text
     assert "Qinling North" in answer
     cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#rows td")]
     assert cells == ["Qinling North", "Shaanxi"]
-    assert "respond" in browser.find_element(By.ID, "path").text
+    assert "format_response" in browser.find_element(By.ID, "path").text
 
     shot = tmp_path / "page.png"
     assert browser.save_screenshot(str(shot))
@@ -158,8 +162,9 @@ def test_progress_arrives_live_and_stop_cancels_the_run(browser, server, gate):
     browser.find_element(By.ID, "conversation").send_keys("page-stop")
     browser.find_element(By.ID, "submit").click()
     assert entered.wait(10)
-    # the run is parked inside generate_sql: its first events are on the page already
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#events li.progress")) == 3)
+    # the run is parked inside generate_sql: its first events (start, route, data_discovery,
+    # route) are on the page already
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#events li.progress")) == 4)
     assert browser.find_element(By.ID, "status").text == "running"
     assert not browser.find_element(By.ID, "result").is_displayed()
     browser.find_element(By.ID, "stop").click()
