@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dspy.utils.exceptions import is_retryable_lm_error
@@ -118,6 +118,11 @@ class Pipeline:
         self.lm = lm
         self.tools = {t.name: t for t in tools}
         self.config = config or PipelineConfig()
+        # a router may fix how its sub-agents work (single_call's schema view and framing are its
+        # constructor arguments): those settings override the run's for this pipeline only
+        overrides = dict(getattr(router, "tool_settings", None) or {})
+        if overrides:
+            self.config = replace(self.config, tools=replace(self.config.tools, **overrides))
         self.programs = programs or SQLPrograms()
         self._dbs: dict[str, Database] = {}
         self._db_lock = threading.Lock()

@@ -13,13 +13,19 @@ from routerlab.agents.lm.messages import text_of
 
 
 def sql_lm(sql: str, fixed: str = "SELECT 'fix_sql was called'", seen: list | None = None):
-    """A scripted LM answering generate_sql with ``sql`` and fix_sql with ``fixed``."""
+    """A scripted LM answering generate_sql with ``sql`` and fix_sql with ``fixed``.
+
+    A plain chat request (the chat framing) gets ``sql`` as a chat model writes it: in a fenced
+    block with a sentence after it.
+    """
 
     def reply(request):
         system = str(request.system or "")
         field = (re.search(r"Your output fields are:\n1\. `(\w+)`", system) or [None, ""])[1]
         if seen is not None:
             seen.append("\n".join(text_of(m) for m in request.messages))
+        if not field:
+            return f"```sql\n{sql}\n```\nThis query answers the question."
         return {"fields": {field: {"sql": sql, "fixed_sql": fixed}.get(field, "")}}
 
     return scripted_lm(reply)
