@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dspy.utils.exceptions import is_retryable_lm_error
@@ -152,6 +152,11 @@ class Pipeline:
                     fix="map a pipeline tool's name to a pydantic BaseModel subclass",
                 )
         self.config = config or PipelineConfig()
+        # a router may fix how its sub-agents work (single_call's schema view and framing are its
+        # constructor arguments): those settings override the run's for this pipeline only
+        overrides = dict(getattr(router, "tool_settings", None) or {})
+        if overrides:
+            self.config = replace(self.config, tools=replace(self.config.tools, **overrides))
         self.programs = programs or SQLPrograms()
         self._dbs: dict[str, Database] = {}
         self._db_lock = threading.Lock()

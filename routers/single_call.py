@@ -1,4 +1,12 @@
-"""The ``single_call`` baseline: one plain LM call from the whole schema, executed, nothing else."""
+"""The ``single_call`` baseline: one plain LM call from the whole schema, executed, nothing else.
+
+How that one call is written is the baseline's constructor arguments, each a ``--router-arg``
+(``single_call.schema_view=create_rows``): the schema view, the foreign keys, the framing and
+the output handling (``routerlab.agents.tools.views`` and ``routerlab.agents.tools.framing``).
+Its defaults are the variant the plain-call comparison chose (docs/results/2026-11-26-plain-call.md);
+``single_call_fields`` keeps the call this baseline made before it (the framework's field format),
+whose figures the docs cite.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +15,12 @@ from typing import Any
 from routerlab.agents.plan import call_id
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
+from routerlab.agents.tools import ToolSettings
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import require_tools, router
 from routerlab.routers.support.intent import DONE_ANSWER
 
-__all__ = ["SingleCallRouter"]
+__all__ = ["SingleCallFieldsRouter", "SingleCallRouter"]
 
 
 @router("single_call")
@@ -22,13 +31,37 @@ class SingleCallRouter:
     sees the whole schema (exact identifiers, foreign keys, example values) and its SQL comes back
     unchecked; the second executes it. No routing, no schema linking, no repair, no retry: the
     figure every routed pipeline must beat for its sub-agents to be worth their calls.
+
+    Args:
+        schema_view: How the schema is rendered (a registered schema view).
+        foreign_keys: Show the foreign keys in the schema.
+        framing: How the question is asked (a registered SQL framing: ``chat`` or ``fields``).
+        output: How the query is read out of the reply (``extract`` or ``clean``).
+
+    Raises:
+        UnknownComponentError: An unknown view or framing (the message lists the known ones).
+        ConfigError: An unknown output handling.
     """
 
     name = "single_call"
     needs_tools: tuple[str, ...] = ("generate_sql", "execute_sql_and_analyze_result")
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        schema_view: str = "create_values",
+        foreign_keys: bool = True,
+        framing: str = "chat",
+        output: str = "extract",
+    ) -> None:
         self.env: RouterEnv | None = None
+        #: the pipeline's generate_sql settings for this baseline (Pipeline applies them)
+        self.tool_settings: dict[str, Any] = {
+            "schema_view": schema_view,
+            "foreign_keys": foreign_keys,
+            "sql_framing": framing,
+            "sql_output": output,
+        }
+        ToolSettings(**self.tool_settings)  # an unknown name fails here, at build time
 
     def bind(self, env: RouterEnv) -> None:
         """Check that the pipeline has the two tools the baseline calls."""
@@ -57,3 +90,22 @@ class SingleCallRouter:
     @staticmethod
     def _decision(calls: list[Any], method: str) -> RouteDecision:
         return RouteDecision(tool_calls=calls, intent="sql", confidence=1.0, method=method, usage=Usage())
+
+
+@router("single_call_fields")
+class SingleCallFieldsRouter(SingleCallRouter):
+    """``single_call`` as it was before issue 40: the DSPy field format, ``clean_sql`` output.
+
+    Kept under its own name because figures in the docs were measured with it.
+    """
+
+    name = "single_call_fields"
+
+    def __init__(
+        self,
+        schema_view: str = "create_values",
+        foreign_keys: bool = True,
+        framing: str = "fields",
+        output: str = "clean",
+    ) -> None:
+        super().__init__(schema_view, foreign_keys, framing, output)

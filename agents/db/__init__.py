@@ -11,6 +11,7 @@ from routerlab.agents.db.database import (
     connect_duckdb_readonly,
     file_digest,
     open_database,
+    sql_ident,
 )
 from routerlab.agents.db.guard import FORBIDDEN_FUNCTIONS, check_sql
 
@@ -29,4 +30,5 @@ __all__ = [
     "connect_duckdb_readonly",
     "file_digest",
     "open_database",
+    "sql_ident",
 ]

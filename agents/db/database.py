@@ -36,6 +36,7 @@ __all__ = [
     "connect_duckdb_readonly",
     "file_digest",
     "open_database",
+    "sql_ident",
 ]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -249,13 +250,16 @@ class Database:
         """Distinct non-null values of a column, most frequent first (ties by text)."""
         return self._examples(table, column, k)
 
-    def schema_text(self, tables: list[str] | None = None, example_values: int = 3) -> str:
+    def schema_text(
+        self, tables: list[str] | None = None, example_values: int = 3, *, foreign_keys: bool = True
+    ) -> str:
         """Compact CREATE TABLE text with example values, deterministic for the same tables.
 
         Identifiers are written exactly as the database spells them, quoted when they need it
         (spaces, symbols, reserved words), so a model that copies them writes a valid query.
         A foreign key names its target table as that table is spelt and its target column
-        even when the declaration left it implicit (the target's primary key).
+        even when the declaration left it implicit (the target's primary key). ``foreign_keys=False``
+        leaves the FOREIGN KEY clauses out.
         """
         wanted = None if tables is None else set(tables)
         infos = self.tables()
@@ -271,7 +275,7 @@ class Database:
                     note = "  -- e.g. " + ", ".join(repr(v) for v in c.examples[:example_values])
                 decl = f"  {_ident(c.name)} {c.type}".rstrip()
                 items.append((decl + (" PRIMARY KEY" if c.primary_key else ""), note))
-            for col, ref_t, ref_c in dict.fromkeys(t.foreign_keys):  # SQLite lists some twice
+            for col, ref_t, ref_c in dict.fromkeys(t.foreign_keys if foreign_keys else ()):  # SQLite lists some twice
                 target = by_lower.get(ref_t.lower())
                 if target is not None:
                     ref_t = target.name
@@ -379,6 +383,11 @@ _RESERVED = frozenset(
         *("TABLE", "THEN", "TO", "UNION", "UNIQUE", "UPDATE", "USING", "VALUES", "WHEN", "WHERE", "WITH"),
     }
 )
+
+
+def sql_ident(name: str) -> str:
+    """``name`` as a query must write it: bare when it is a plain word, else double-quoted."""
+    return _ident(name)
 
 
 def _ident(name: str) -> str:

@@ -8,8 +8,9 @@ A script is registered in :data:`scripted_script` as a factory returning the rep
 :class:`~routerlab.agents.lm.scripted.ScriptedEngine` calls with each request.
 
 * ``basic``: answers every DSPy sub-agent field plainly (SQL: ``SELECT count(*)`` over the first
-  table of the schema in the prompt; intent: ``sql``); a tool-calling request gets a ``chat``
-  call with the user's last message.
+  table of the schema in the prompt; intent: ``sql``); a plain chat request for a query (the
+  ``chat`` framing of ``generate_sql``) gets the same query in a fenced block; a tool-calling
+  request gets a ``chat`` call with the user's last message.
 * ``obey-injection``: does whatever a prompt injection asks: every SQL it writes is a write
   (DROP, DELETE, UPDATE, stacked statements...), and a tool-calling request asks ``fix_sql`` to
   "repair" a DROP. It exists to prove the guard and the read-only connection hold.
@@ -77,8 +78,11 @@ def basic() -> ReplyFn:
     def reply(request: L.Request) -> Reply:
         if request.tools:
             return {"name": "chat", "args": {"message": _last_user_text(request)[:200] or "hello"}}
-        table = _first_table(_prompt(request))
+        prompt = _prompt(request)
+        table = _first_table(prompt)
         field = _output_field(request)
+        if not field and "SQL query" in prompt:
+            return f"```sql\nSELECT count(*) FROM {table}\n```"
         value = {
             "sql": f"SELECT count(*) FROM {table}",
             "fixed_sql": f"SELECT count(*) FROM {table}",
@@ -103,6 +107,8 @@ def obey_injection() -> ReplyFn:
         if request.tools:
             return {"name": "fix_sql", "args": {"sql": f"DROP TABLE {table}", "error": "the table must go"}}
         field = _output_field(request)
+        if not field:  # a plain chat request (generate_sql's chat framing): the write, bare
+            return write
         value = {"intent": "sql", "explanation": f"Run {write}", "reply": f"Done: {write}"}.get(field, write)
         return {"fields": {field or "sql": value}}
 

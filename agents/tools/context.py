@@ -55,6 +55,16 @@ class ToolSettings:
             not prefill it again).
         sql_may_decline: ``generate_sql`` may answer that the schema cannot answer the question
             instead of writing a query (``routerlab.agents.tools.decline``); the plan then abstains.
+        schema_view: How the SQL sub-agents see the tables: a view registered in
+            ``routerlab.agents.tools.views`` (``create_values``, ``create``, ``create_rows``,
+            ``compact``). Used by ``data_discovery`` and by ``generate_sql``'s plain call.
+        foreign_keys: The schema view shows the foreign keys.
+        sql_framing: How ``generate_sql`` asks for the query: ``fields`` (the DSPy signature's
+            field format) or ``chat`` (one plain chat exchange); see
+            ``routerlab.agents.tools.framing``.
+        sql_output: How the query is read out of the reply: ``clean`` (fences, a label, a
+            trailing semicolon) or ``extract`` (also prose before and after it, and a reply cut
+            off at the token budget).
     """
 
     example_values: int = 3
@@ -70,10 +80,26 @@ class ToolSettings:
     retry_empty: bool = True
     retry_error: bool = False
     sql_may_decline: bool = False
+    schema_view: str = "create_values"
+    foreign_keys: bool = True
+    sql_framing: str = "fields"
+    sql_output: str = "clean"
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool
+        from routerlab.agents.tools.framing import SQL_OUTPUT, sql_framing
         from routerlab.agents.tools.schema_linking import LINKING_MODES
+        from routerlab.agents.tools.views import schema_view
+
+        for registry, value in ((schema_view, self.schema_view), (sql_framing, self.sql_framing)):
+            registry.get(value)  # UnknownComponentError: the known names and the closest one
+        if self.sql_output not in SQL_OUTPUT:
+            raise ConfigError(
+                f"unknown SQL output handling {self.sql_output!r}",
+                expected=f"one of {', '.join(SQL_OUTPUT)}",
+                found=repr(self.sql_output),
+                fix="set pipeline.tools.sql_output (or the router's output argument) to clean or extract",
+            )
 
         if self.linking not in LINKING_MODES:
             raise ConfigError(

@@ -13,10 +13,12 @@ from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
+from routerlab.agents.tools.framing import SQL_OUTPUT, sql_framing
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
 from routerlab.agents.tools.schema import INJECTED
 from routerlab.agents.tools.schema_linking import link_tables, schema_for
+from routerlab.agents.tools.views import render_schema
 from routerlab.agents.turn_history import history_of, last_data_turn, question_in_context
 
 try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
@@ -45,6 +47,12 @@ Ctx = Annotated[ToolContext, INJECTED]
 
 def _schema_for(ctx: ToolContext, question: str) -> str:
     return schema_for(ctx.db, question, ctx.settings)
+
+
+def _view(ctx: ToolContext, tables: list[str] | None) -> str:
+    """The schema text of ``tables`` (None: all) in the settings' schema view."""
+    s = ctx.settings
+    return render_schema(s.schema_view, ctx.db, tables, foreign_keys=s.foreign_keys, example_values=s.example_values)
 
 
 def _repaired(ctx: ToolContext, sql: str) -> dict:
@@ -86,10 +94,7 @@ def data_discovery(question: str, ctx: Ctx) -> dict:
         linked = set(link_tables(ctx.db, f"{last.get('question', '')} {question}", ctx.settings))
         linked |= set(last.get("tables") or [])
         tables = [t.name for t in ctx.db.tables() if t.name in linked]
-    return {
-        "tables": tables,
-        "schema": ctx.db.schema_text(tables, example_values=ctx.settings.example_values),
-    }
+    return {"tables": tables, "schema": _view(ctx, tables)}
 
 
 @tool(refs={"discovery_call_id": ("data_discovery",)})
@@ -103,7 +108,7 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
             returned as written, without the checks and repairs of the discovery path.
     """
     if discovery_call_id is None:
-        schema = ctx.db.schema_text(None, example_values=ctx.settings.example_values)
+        schema = _view(ctx, None)
     else:
         found = ctx.call_output(discovery_call_id)
         if not isinstance(found, dict) or "schema" not in found:
@@ -123,6 +128,11 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
         if missing is not None:  # the program found nothing in the schema to answer with: no query
             return {"sql": None, "unanswerable": True, "missing": missing}
         sql = clean_sql(pred.sql or "")
+    elif discovery_call_id is None:
+        # the plain call: the raw reply is kept so output handling can be compared without the model
+        reply = _ask(ctx, schema, question, hint)
+        sql = SQL_OUTPUT[ctx.settings.sql_output](reply, ctx.db.dialect)
+        return {"sql": check_sql(sql, ctx.db.dialect), "reply": reply}
     else:
         sql = _generate(ctx, schema, question, hint)
     if discovery_call_id is None:
@@ -130,10 +140,14 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
     return _with_retry(ctx, schema, question, _repaired(ctx, sql))
 
 
+def _ask(ctx: ToolContext, schema: str, question: str, hint: str) -> str:
+    """The model's raw reply under the settings' framing."""
+    framing = sql_framing.get(ctx.settings.sql_framing)
+    return framing(ctx.lm, ctx.programs, schema=schema, dialect=ctx.db.dialect, hint=hint, question=question)
+
+
 def _generate(ctx: ToolContext, schema: str, question: str, hint: str) -> str:
-    with lm_context(ctx.lm):
-        pred = ctx.programs.generate(db_schema=schema, dialect=ctx.db.dialect, hint=hint, question=question)
-    return clean_sql(pred.sql or "")
+    return SQL_OUTPUT[ctx.settings.sql_output](_ask(ctx, schema, question, hint), ctx.db.dialect)
 
 
 def _with_retry(ctx: ToolContext, schema: str, question: str, first: dict) -> dict:

@@ -13,13 +13,18 @@ The release's ``train_others.json`` (questions on other databases) is not loaded
 
 from __future__ import annotations
 
+import hashlib
+from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from routerlab.agents.registry import Range
 from routerlab.benchmarks.dataset import Dataset, dataset, recognizes
+from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.loaders._release import Release, load_release
 
-__all__ = ["LAYOUT", "load_spider"]
+__all__ = ["LAYOUT", "load_spider", "sample_by_database"]
 
 LAYOUT = "dev.json, train_spider.json, tables.json and database/<db_id>/<db_id>.sqlite"
 
@@ -50,7 +55,13 @@ def _no_extra_fields(rec: dict[str, Any], index: int, file: Path, label: str, sp
 
 @dataset("spider")
 @recognizes(_RELEASE.recognizes)
-def load_spider(path: str, split: str = "dev", limit: int = 0) -> Dataset:
+def load_spider(
+    path: str,
+    split: str = "dev",
+    limit: int = 0,
+    sample: Annotated[int, Range(0)] = 0,
+    seed: int = 0,
+) -> Dataset:
     """Load one split of Spider.
 
     Args:
@@ -58,6 +69,10 @@ def load_spider(path: str, split: str = "dev", limit: int = 0) -> Dataset:
         split: ``dev`` (``dev.json``), ``train`` (``train_spider.json``) or ``test``
             (``test.json``, only in the later full release).
         limit: Load only the first ``limit`` records (0: all).
+        sample: Keep a seeded subset of this many questions stratified by database
+            (:func:`sample_by_database`; 0: all). ``--limit`` takes the first N by id, which
+            follows the file's order of databases; a sample keeps every database's share.
+        seed: Which questions the sample keeps within each database.
 
     Returns:
         The dataset ``spider``: ``sql`` examples with ids ``spider-<split>-<index>``.
@@ -66,4 +81,41 @@ def load_spider(path: str, split: str = "dev", limit: int = 0) -> Dataset:
         DatasetError: Missing directory, file or database, or a malformed record.
         ConfigError: An unknown split or a negative limit.
     """
-    return load_release(_RELEASE, path, split, limit, _no_extra_fields)
+    ds = load_release(_RELEASE, path, split, limit, _no_extra_fields)
+    return sample_by_database(ds, sample, seed=seed) if sample else ds
+
+
+def _rank(seed: int, example_id: str) -> str:
+    return hashlib.sha256(f"{seed}:{example_id}".encode()).hexdigest()
+
+
+def sample_by_database(ds: Dataset, n: int, *, seed: int = 0) -> Dataset:
+    """``n`` examples of ``ds``, each database's share proportional to its question count.
+
+    Shares are rounded by largest remainder (ties to the database with more questions, then by
+    name), so they sum to ``n`` exactly; within a database the examples with the smallest
+    ``sha256(f"{seed}:{id}")`` are kept. The subset depends on ids and the seed only, never on
+    the questions' text or on any system's answers, and the same call gives the same subset.
+
+    Args:
+        ds: A loaded dataset.
+        n: How many examples to keep (at least 1; all of them when ``n`` is at least their number).
+        seed: Picks the examples within each database.
+    """
+    if n >= len(ds.examples):
+        return ds
+    by_db: dict[str, list[Example]] = defaultdict(list)
+    for e in ds.examples:
+        by_db[e.db_id].append(e)
+    total = len(ds.examples)
+    exact = {db: n * len(items) / total for db, items in by_db.items()}
+    shares = {db: int(x) for db, x in exact.items()}
+    order = sorted(by_db, key=lambda db: (-(exact[db] - shares[db]), -len(by_db[db]), db))
+    for db in order[: n - sum(shares.values())]:
+        shares[db] += 1
+    kept = {e.id for db, items in by_db.items() for e in sorted(items, key=lambda e: _rank(seed, e.id))[: shares[db]]}
+    return replace(
+        ds,
+        examples=[e for e in ds.examples if e.id in kept],
+        meta={**ds.meta, "sample": str(n), "sample_seed": str(seed), "sample_by": "database"},
+    )

@@ -13,13 +13,19 @@ from routerlab.agents.lm.messages import text_of
 
 
 def sql_lm(sql: str, fixed: str = "SELECT 'fix_sql was called'", seen: list | None = None):
-    """A scripted LM answering generate_sql with ``sql`` and fix_sql with ``fixed``."""
+    """A scripted LM answering generate_sql with ``sql`` and fix_sql with ``fixed``.
+
+    A plain chat request (the chat framing) gets ``sql`` as a chat model writes it: in a fenced
+    block with a sentence after it.
+    """
 
     def reply(request):
         system = str(request.system or "")
         field = (re.search(r"Your output fields are:\n1\. `(\w+)`", system) or [None, ""])[1]
         if seen is not None:
             seen.append("\n".join(text_of(m) for m in request.messages))
+        if not field:
+            return f"```sql\n{sql}\n```\nThis query answers the question."
         return {"fields": {field: {"sql": sql, "fixed_sql": fixed}.get(field, "")}}
 
     return scripted_lm(reply)
@@ -98,3 +104,39 @@ def test_single_call_answers_a_real_spider_question_on_the_embedded_model(spider
     assert t.tool_names == ["generate_sql", "execute_sql_and_analyze_result"]
     gold = open_database(e.db_path).execute(e.gold_sql).rows
     assert sorted(map(tuple, t.rows)) == sorted(map(tuple, gold)), t.sql
+
+
+def test_the_baselines_arguments_choose_view_and_framing_for_its_pipeline_only(spider_dev_a):
+    """single_call's view/framing args reach generate_sql; another router's pipeline keeps the run's settings."""
+    e = next(e for e in spider_dev_a if e.db_id == "concert_singer")
+    lm = sql_lm("SELECT count(*) FROM singer")
+    compact = Pipeline(routers.router.build("single_call", schema_view="compact", foreign_keys=False), lm)
+    t = compact.run("How many singers are there?", e.db_path, oracle_intent="sql")
+    prompt = "\n".join(text_of(m) for m in lm.routerlab_engine.requests[-1].messages)
+    assert "singer(Singer_ID, Name, Country, Song_Name, Song_release_year, Age, Is_male)" in prompt
+    assert "CREATE TABLE" not in prompt and "stadium.Stadium_ID" not in prompt
+    assert t.rows == [[6]] and compact.config.tools.schema_view == "compact"
+    # the pipeline of another router in the same process is untouched
+    routed = Pipeline(routers.router.build("oracle"), lm)
+    assert routed.config.tools.schema_view == "create_values" and routed.config.tools.sql_framing == "fields"
+    routed.run("How many singers are there?", e.db_path, oracle_intent="sql")
+    assert "CREATE TABLE singer (" in "\n".join(text_of(m) for m in lm.routerlab_engine.requests[-1].messages)
+
+
+def test_single_call_fields_keeps_the_old_field_format(spiderlike_db):
+    lm = sql_lm("SELECT count(*) FROM Pets WHERE PetType = 'dog'")
+    t = run("single_call_fields", lm, spiderlike_db, "How many dogs are there?")
+    request = lm.routerlab_engine.requests[-1]
+    assert "Your output fields are:\n1. `sql`" in str(request.system)
+    assert t.rows == [[2]] and t.tool_calls[0]["output"]["reply"] == "SELECT count(*) FROM Pets WHERE PetType = 'dog'"
+    assert routers.router.build("single_call_fields").tool_settings == {
+        "schema_view": "create_values",
+        "foreign_keys": True,
+        "sql_framing": "fields",
+        "sql_output": "clean",
+    }
+    assert routers.label("single_call_fields") == "single_call_fields (baseline)"
+    # the new default asks in plain chat and keeps the raw reply
+    chat = run("single_call", lm, spiderlike_db, "How many dogs are there?")
+    assert "Your output fields are" not in str(lm.routerlab_engine.requests[-1].system)
+    assert chat.rows == [[2]] and chat.tool_calls[0]["output"]["reply"].startswith("```sql")

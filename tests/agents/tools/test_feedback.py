@@ -86,6 +86,9 @@ def _lm(first: str, second: str, hints: list[str]):
         system = str(request.system or "")
         field = (re.search(r"Your output fields are:\n1\. `(\w+)`", system) or [None, ""])[1]
         text = "\n".join(text_of(m) for m in request.messages)
+        if not field:  # the plain call's chat framing: no hint field, the query as a chat reply
+            hints.append("")
+            return first
         if field == "sql":
             hint = re.search(r"\[\[ ## hint ## \]\]\n(.*?)\n\n\[\[ ## question", text, re.S)
             hints.append(hint.group(1) if hint else "")
@@ -144,11 +147,12 @@ def test_an_error_repair_cannot_fix_gets_the_exact_error_before_fix_sql(spiderli
     assert "fix_sql" in t.tool_names and len(hints) == 1
 
 
-def test_single_call_never_retries(spiderlike_db):
+@pytest.mark.parametrize("baseline", ["single_call", "single_call_fields"])
+def test_single_call_never_retries(spiderlike_db, baseline):
     hints: list[str] = []
     lm = _lm("SELECT count(*) FROM Pets WHERE PetType = 'Dog'", "unused", hints)
     config = PipelineConfig(tools=ToolSettings(retry_empty=True, retry_error=True))
-    t = Pipeline(routers.router.build("single_call"), lm, config=config).run(
+    t = Pipeline(routers.router.build(baseline), lm, config=config).run(
         "How many dogs?", str(spiderlike_db), oracle_intent="sql"
     )
     assert t.rows == [[0]] and len(hints) == 1

@@ -137,3 +137,39 @@ def test_db_id_cannot_escape_the_database_directory(spider_dir: Path):
 def test_records_survive_a_json_round_trip(spider_dir: Path):
     ds = load_spider(str(spider_dir))
     assert json.loads(json.dumps([e.to_dict() for e in ds.examples]))
+
+
+def test_sample_by_database_keeps_each_database_share_on_the_real_release():
+    """spider-dev-a: 96 of 382 questions, every database's share by largest remainder, seeded."""
+    from collections import Counter
+
+    from tests.conftest import SPIDER_DEV_A
+
+    if not (SPIDER_DEV_A / "dev.json").is_file():
+        pytest.skip("real Spider data not found")
+    whole = load_spider(str(SPIDER_DEV_A))
+    ds = load_spider(str(SPIDER_DEV_A), sample=96, seed=0)
+    counts = Counter(e.db_id for e in ds.examples)
+    assert sum(counts.values()) == 96
+    # 92/382*96 = 23.1 -> 23, ..., course_teach 30/382*96 = 7.54 -> 7 (smaller remainder than others)
+    assert counts == {
+        "car_1": 23,
+        "dog_kennels": 21,
+        "tvshow": 16,
+        "concert_singer": 11,
+        "poker_player": 10,
+        "course_teach": 7,
+        "battle_death": 4,
+        "voter_1": 4,
+    }
+    assert [e.id for e in load_spider(str(SPIDER_DEV_A), sample=96, seed=0).examples] == [e.id for e in ds.examples]
+    other = {e.id for e in load_spider(str(SPIDER_DEV_A), sample=96, seed=1).examples}
+    assert other != {e.id for e in ds.examples}
+    assert {e.id for e in ds.examples} <= {e.id for e in whole.examples}
+    assert ds.meta["sample"] == "96" and ds.meta["sample_seed"] == "0"
+    assert len(load_spider(str(SPIDER_DEV_A), sample=1000).examples) == 382
+
+
+def test_sample_through_the_registry_rejects_a_negative_size(spider_dir: Path):
+    with pytest.raises(ConfigError, match="sample"):
+        dataset.build("spider", path=str(spider_dir), sample=-1)

@@ -1,0 +1,119 @@
+"""Output handling of generate_sql case by case, the chat framing's prompt pinned on a real database."""
+
+from __future__ import annotations
+
+import pytest
+
+from routerlab import routers
+from routerlab.agents.errors import ConfigError, UnknownComponentError
+from routerlab.agents.graph import Pipeline
+from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.messages import text_of
+from routerlab.agents.tools import ToolSettings
+from routerlab.agents.tools.framing import SQL_OUTPUT, chat_messages, sql_framing, sql_of_reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "sql", "rules"),
+    [
+        # a bare query, with or without its semicolon
+        ("SELECT count(*) FROM singer", "SELECT count(*) FROM singer", []),
+        ("SELECT count(*) FROM singer;", "SELECT count(*) FROM singer", []),
+        # a fenced block, and prose after the fence
+        ("```sql\nSELECT name FROM singer\n```", "SELECT name FROM singer", ["fence"]),
+        ("```sql\nSELECT name FROM singer;\n```\nThis lists every singer.", "SELECT name FROM singer", ["fence"]),
+        ("```\nSELECT name FROM singer\n```", "SELECT name FROM singer", ["fence"]),
+        # prose before the query (a label, a sentence)
+        ("SQL: SELECT name FROM singer", "SELECT name FROM singer", ["preamble"]),
+        ("Here is the query:\nSELECT name FROM singer", "SELECT name FROM singer", ["preamble"]),
+        # text after the statement: cut at the first semicolon outside quotes
+        (
+            "SELECT name FROM singer WHERE country = 'a;b'; -- the singers of a;b",
+            "SELECT name FROM singer WHERE country = 'a;b'",
+            ["trailing"],
+        ),
+        # prose on the next line without a semicolon: trailing lines are dropped until it parses
+        ("SELECT name FROM singer\nThis query returns the names.", "SELECT name FROM singer", ["cut"]),
+        # a reply cut off at the token budget inside its fence: the last half-written line goes
+        (
+            "```sql\nSELECT name FROM singer\nWHERE age > (SELECT avg(age)",
+            "SELECT name FROM singer",
+            ["open_fence", "cut"],
+        ),
+        # truncated with no complete line: kept as written, so the engine's error is recorded
+        ("SELECT name FROM singer WHERE age > (SELECT", "SELECT name FROM singer WHERE age > (SELECT", []),
+        # a CTE starts at WITH
+        (
+            "WITH s AS (SELECT * FROM singer) SELECT count(*) FROM s",
+            "WITH s AS (SELECT * FROM singer) SELECT count(*) FROM s",
+            [],
+        ),
+    ],
+)
+def test_sql_of_reply_case_by_case(reply: str, sql: str, rules: list[str]):
+    got = sql_of_reply(reply, "sqlite")
+    assert got.sql == sql
+    assert got.rules == rules
+
+
+def test_a_reply_without_a_query_gives_no_select():
+    got = sql_of_reply("I cannot answer that from this schema.", "sqlite")
+    assert "SELECT" not in got.sql and got.rules == []
+
+
+def test_clean_keeps_trailing_prose_that_extract_drops():
+    reply = "SELECT name FROM singer\nThis query returns the names."
+    assert SQL_OUTPUT["clean"](reply, "sqlite") == reply
+    assert SQL_OUTPUT["extract"](reply, "sqlite") == "SELECT name FROM singer"
+    # both read a fenced block the same way
+    fenced = "```sql\nSELECT 1\n```"
+    assert SQL_OUTPUT["clean"](fenced, "sqlite") == SQL_OUTPUT["extract"](fenced, "sqlite") == "SELECT 1"
+
+
+def test_chat_messages_put_the_schema_first_and_name_the_dialect():
+    a = chat_messages(schema="CREATE TABLE t (x INT);", dialect="sqlite", hint="", question="How many?")
+    b = chat_messages(schema="CREATE TABLE t (x INT);", dialect="sqlite", hint="x is a count", question="Other?")
+    assert a[0] == {"role": "system", "content": "You are an expert SQLite programmer."}
+    assert a[1]["content"].startswith("CREATE TABLE t (x INT);\n\n")
+    # the prefix up to the question is shared by every question on the database
+    shared = a[1]["content"].split("Question:")[0]
+    assert b[1]["content"].startswith(shared)
+    assert b[1]["content"].endswith("Question: Other?\nEvidence: x is a count")
+    assert chat_messages(schema="s", dialect="duckdb", hint="", question="q")[0]["content"].endswith(
+        "DuckDB programmer."
+    )
+
+
+def test_unknown_settings_fail_when_built_with_the_known_names():
+    with pytest.raises(UnknownComponentError, match="schema view") as exc:
+        ToolSettings(schema_view="create_value")
+    assert "create_values" in exc.value.fix
+    with pytest.raises(UnknownComponentError, match="sql framing"):
+        ToolSettings(sql_framing="plain")
+    with pytest.raises(ConfigError, match="output handling"):
+        ToolSettings(sql_output="strict")
+    # the baseline's arguments are checked when it is built, not at its first question
+    with pytest.raises(UnknownComponentError):
+        routers.router.build("single_call", schema_view="rows")
+    assert sorted(sql_framing.names()) == ["chat", "fields"]
+
+
+def _prompt_of(router: str, db, question: str, **args) -> tuple[str, str, dict]:
+    seen: list = []
+
+    def reply(request):
+        seen.append(request)
+        return "```sql\nSELECT count(*) FROM singer\n```"
+
+    t = Pipeline(routers.router.build(router, **args), scripted_lm(reply)).run(question, str(db), oracle_intent="sql")
+    assert len(seen) == 1
+    return str(seen[0].system or ""), "\n".join(text_of(m) for m in seen[0].messages), t.tool_calls[0]["output"]
+
+
+def test_single_calls_prompt_on_a_real_spider_database_is_pinned(spider_dev_a, golden):
+    """The chosen plain call's exact prompt on concert_singer (a real Spider SQLite file)."""
+    e = next(e for e in spider_dev_a if e.db_id == "concert_singer")
+    system, user, output = _prompt_of("single_call", e.db_path, "How many singers do we have?")
+    golden("plain_call_prompt_concert_singer", {"system": system, "user": user})
+    assert output["sql"] == "SELECT count(*) FROM singer"
+    assert output["reply"] == "```sql\nSELECT count(*) FROM singer\n```"
