@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from routerlab.serve import API_PREFIX, ServeSettings, create_app, serve_in_background
-from tests.agents.test_conversation import FEWEST_SQL, FIRST, FOLLOW_UP, MOST_SQL, follow_up_lm
+from tests.agents.test_turn_history import FEWEST_SQL, FIRST, FOLLOW_UP, MOST_SQL, follow_up_lm
 from tests.routerlab.serve.test_api import read_sse
 
 pytestmark = pytest.mark.server

@@ -180,7 +180,7 @@ def test_progress_arrives_live_and_stop_cancels_the_run(browser, server, gate):
 
 @pytest.fixture(scope="module")
 def conversation_url(sales_db):
-    from tests.agents.test_conversation import follow_up_lm
+    from tests.agents.test_turn_history import follow_up_lm
 
     app = create_app(ServeSettings(lm=follow_up_lm(), database=sales_db, poll_s=0.05))
     with serve_in_background(app) as base:
@@ -190,7 +190,7 @@ def conversation_url(sales_db):
 def test_page_holds_a_two_turn_conversation(browser, conversation_url):
     from selenium.webdriver.common.by import By
 
-    from tests.agents.test_conversation import FEWEST_SQL, FIRST, FOLLOW_UP, MOST_SQL
+    from tests.agents.test_turn_history import FEWEST_SQL, FIRST, FOLLOW_UP, MOST_SQL
 
     wait = _ask(browser, conversation_url, FIRST)
     assert browser.find_element(By.ID, "sql").text == MOST_SQL
