@@ -22,6 +22,7 @@ import pandas as pd
 from routerlab.agents.state import INTENTS, initial_state
 from routerlab.benchmarks.example import Example
 from routerlab.eval.confidence_calibration import calibration_summary
+from routerlab.eval.robustness import diversion
 from routerlab.eval.stats import bootstrap_ci
 
 __all__ = ["FirstDecision", "first_decisions", "implied_intent", "intent_confusion", "summary_table"]
@@ -128,10 +129,11 @@ def first_decisions(
 def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     """Accuracy with a 95 % bootstrap CI, recall per gold intent, confidence, calibration and cost.
 
-    Columns: ``router, n, accuracy, ci_low, ci_high, recall_<intent>..., confidence, ece, lm_calls,
+    Columns: ``router, n, accuracy, ci_low, ci_high, diverted, recall_<intent>..., confidence, ece, lm_calls,
     prompt_tokens, completion_tokens, scored_tokens, p50_ms, lm_p50_ms, errors`` (``confidence`` is
     the mean confidence, ``ece`` its expected calibration error, see
-    :mod:`routerlab.eval.confidence_calibration`; cost columns are means per example, ``p50_ms`` the median
+    :mod:`routerlab.eval.confidence_calibration`; ``diverted`` the share of data questions sent away from
+    SQL, :mod:`routerlab.eval.robustness`; cost columns are means per example, ``p50_ms`` the median
     wall time of one decision, ``lm_p50_ms`` the same over decisions that called the LM).
     """
     rows = []
@@ -144,6 +146,8 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
             "accuracy": sum(hits) / len(hits) if hits else float("nan"),
             "ci_low": lo,
             "ci_high": hi,
+            # next to accuracy: a data question chatted at, refused, asked back or declined
+            "diverted": diversion((d.gold, d.predicted, d.correct) for d in ds).share,
         }
         for intent in INTENTS:
             mine = [d.correct for d in ds if d.gold == intent]
