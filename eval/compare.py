@@ -37,9 +37,9 @@ from routerlab.eval.confidence_calibration import run_calibration
 from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
 from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
+from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers import HEADLINE_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_bootstrap_diff
 
 __all__ = [
