@@ -34,6 +34,7 @@ from routerlab.routers.support.schema_outline import (
     rules_finding,
     schema_view,
 )
+from routerlab.routers.support.turns import without_pleasantries
 
 __all__ = [
     "CHECKS",
@@ -426,7 +427,8 @@ class DSPyRouter(IntentRouter):
         """
         assert self.env is not None
         tables = schema_view(self.env, state, self.program.route.schema)
-        request = state.get("question", "")
+        # greetings and thanks around a data question are not what it asks (routers/support/turns.py)
+        request = without_pleasantries(state.get("question", "") or "")
         conversation = history_text(history_of(state))
         evidence = request_evidence(self.env, state, self.program.route.checks, self.program.route.neighbours)
         scored = (

@@ -13,6 +13,7 @@ from routerlab.routers.rules import RulesRouter
 from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.support.schema_outline import check_view, gate_on_gap, schema_view
+from routerlab.routers.support.turns import without_pleasantries
 
 __all__ = ["HybridRouter"]
 
@@ -102,7 +103,8 @@ class HybridRouter(IntentRouter):
             self.env.lm,
             self.prompt,
             tables=schema_view(self.env, state, self.schema),
-            request=state.get("question", ""),
+            # greetings and thanks around a data question are not what it asks (routers/support/turns.py)
+            request=without_pleasantries(state.get("question", "") or ""),
             conversation=history_text(history_of(state)),
             note=self._note(state),
         )

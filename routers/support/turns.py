@@ -33,7 +33,15 @@ from routerlab.agents.answerability import stem
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
 
-__all__ = ["TURN_CHECKS", "SocialSplit", "general_knowledge", "requested_action", "split_social", "turn_check"]
+__all__ = [
+    "TURN_CHECKS",
+    "SocialSplit",
+    "general_knowledge",
+    "requested_action",
+    "split_social",
+    "turn_check",
+    "without_pleasantries",
+]
 
 # -- social words around a request ---------------------------------------------------------------
 #: greetings and thanks: removed at the start of a request whatever follows them
@@ -101,6 +109,15 @@ def split_social(text: str) -> SocialSplit:
     if social and not re.search(r"\w", rest):
         rest = ""
     return SocialSplit(rest, social)
+
+
+def without_pleasantries(text: str) -> str:
+    """``text`` without the social words around it, or ``text`` itself when it is nothing else.
+
+    What an LM classifier reads: "Hi! How many dogs are there?" is classified as the data question
+    it is, and "Thanks!" stays small talk.
+    """
+    return split_social(text).rest or text
 
 
 # -- actions the assistant cannot take -------------------------------------------------------------

@@ -258,3 +258,15 @@ def test_semantic_reads_the_turn_checks_first_and_embeds_the_request_without_ple
     assert d.intent == intent, (text, d.method)
     if intent == "chat":
         assert d.method.startswith("semantic:turn-check:")
+
+
+def test_the_dspy_program_reads_a_polite_data_question_without_its_pleasantries(kennels):
+    from routerlab.agents.lm.scripted import scripted_lm
+
+    lm = scripted_lm([{"fields": {"intent": "sql"}}])
+    r = router.build("dspy")
+    r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
+    assert r.decide(initial_state("Hi there! How many dogs are there? Thanks!", kennels)).intent == "sql"
+    (request,) = lm.routerlab_engine.requests
+    said = repr(request.messages)
+    assert "How many dogs are there?" in said and "Hi there" not in said and "Thanks" not in said
