@@ -1,6 +1,6 @@
 r"""The LM routers with and without the schema gate, on the requests where the schema check finds a gap.
 
-The gate (``abstain_check``, routers/schema_outline.py) can only change a first decision on a
+The gate (``abstain_check``, routers/support/schema_outline.py) can only change a first decision on a
 request in which the schema check finds a gap; on every other request the LM routers decide as
 they did without it (same prompt, same pass). So the gate's whole effect on a dataset is measured
 on that subset alone: this script selects it, runs ``llm`` and ``dspy`` with ``abstain_check``
@@ -28,7 +28,7 @@ from routerlab.agents.state import initial_state
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.config import load_run_config
 from routerlab.route_eval import first_decisions
-from routerlab.routers.schema_outline import schema_finding
+from routerlab.routers.support.schema_outline import schema_finding
 from routerlab.selection import schedule
 from routerlab.session import load_dataset, select
 

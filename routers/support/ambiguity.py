@@ -211,7 +211,7 @@ def _names_schema(words: str, db: Database) -> bool:
     return bool(head) and stem(head[-1]) in _schema_words(db)
 
 
-#: the bounded, cached reads other checks share (``routers/turns.py``)
+#: the bounded, cached reads other checks share (``support/turns.py``)
 text_values = _text_values
 schema_words = _schema_words
 
