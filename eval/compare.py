@@ -37,6 +37,7 @@ from routerlab.eval.confidence_calibration import run_calibration
 from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
 from routerlab.eval.metrics import Rate, cluster_of, cold_latency, pass_k_summary, rate
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
+from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers import HEADLINE_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_cluster_bootstrap_diff
@@ -105,6 +106,8 @@ class RunRow:
             differ between two runs of one router name them (``hybrid (threshold=0.7)``).
         calibration: ECE, mean confidence and reliability bins of the first route decisions
             (:func:`routerlab.eval.confidence_calibration.run_calibration`).
+        diverted: The share of data questions sent away from SQL (chat, refuse, clarify,
+            abstain), :mod:`routerlab.eval.robustness`; shown next to the rates.
     """
 
     run_id: str
@@ -130,6 +133,7 @@ class RunRow:
     not_run: int = 0
     variant: tuple[tuple[str, str], ...] = ()
     calibration: dict[str, Any] = field(default_factory=dict)
+    diverted: Diversion = field(default_factory=lambda: diversion_of_results(()))
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,7 @@ def _run_row(
         ),
         lm_calls_per_ex=_mean([r.router_usage.lm_calls + r.subagent_usage.lm_calls for r in results]),
         calibration=run_calibration(results),
+        diverted=diversion_of_results(results),
     )
 
 
@@ -564,7 +569,7 @@ def _run_names(c: Comparison) -> list[str]:
 
 def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     # short headers keep the table inside a terminal; the note below the table spells them out
-    header = ["router", "lm", "n", *c.scorers, "p50 s", "p95 s", "router tok", "agent tok", "LM calls"]
+    header = ["router", "lm", "n", *c.scorers, "diverted", "p50 s", "p95 s", "router tok", "agent tok", "LM calls"]
     k = max((r.attempts_k for r in c.runs), default=1)
     if k > 1:
         header += [f"pass^{k}", f"pass@{k}"]
@@ -575,6 +580,7 @@ def _display_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
             r.lm,
             str(r.n),
             *[_fmt_rate(r.rates[s]) for s in c.scorers],
+            r.diverted.fmt(),
             _fmt_num(r.cold_latency_p50_s if cold else r.latency_p50_s),
             _fmt_num(r.cold_latency_p95_s if cold else r.latency_p95_s),
             _fmt_num(r.cold_router_tokens_per_ex if cold else r.router_tokens_per_ex, 0),
@@ -657,7 +663,9 @@ def _fmt_mdd(mdd: float) -> str:
 
 
 _RUNS_NOTE = (
-    "Rates with 95% bootstrap CIs; p50/p95: end-to-end latency in seconds; router tok, agent tok "
+    "Rates with 95% bootstrap CIs; diverted: share of data questions (gold sql) the router sent to "
+    "chat, refuse, clarify or abstain, lower is better (sent away/data questions); "
+    "p50/p95: end-to-end latency in seconds; router tok, agent tok "
     "(sub-agents) and LM calls are per example. 'not run': examples that never started (left out "
     "of n, every rate and every paired test; --resume runs them)."
 )
@@ -720,7 +728,7 @@ def _render_table(c: Comparison, width: int | None) -> str:
     header, body = _display_rows(c)
     table = Table(title="Router comparison", caption=_runs_note(c))
     # the router label and a rate with its CI read as one value: never cut or split them
-    keep_whole = {"router", *c.scorers}
+    keep_whole = {"router", "diverted", *c.scorers}
     for i, col in enumerate(header):
         table.add_column(
             col,
@@ -757,6 +765,10 @@ def _render_csv(c: Comparison) -> str:
             "lm",
             "n",
             *rate_cols,
+            "diverted",
+            "diverted_ci_low",
+            "diverted_ci_high",
+            "diverted_n",
             "latency_p50_s",
             "latency_p95_s",
             "router_tokens_per_ex",
@@ -785,6 +797,10 @@ def _render_csv(c: Comparison) -> str:
                     r.lm,
                     r.n,
                     *rates,
+                    r.diverted.share,
+                    r.diverted.ci_low,
+                    r.diverted.ci_high,
+                    r.diverted.n,
                     r.latency_p50_s,
                     r.latency_p95_s,
                     r.router_tokens_per_ex,

@@ -12,6 +12,7 @@ import pandas as pd
 
 from routerlab.agents.state import INTENTS
 from routerlab.eval.risk import risk_summary
+from routerlab.eval.robustness import diversion_of_results
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.stats import cluster_bootstrap_ci, pass_at_k, pass_hat_k
@@ -320,6 +321,7 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     out |= _pass_k_metrics(results)
     out |= _routing_prf_metrics(results)
     out |= risk_summary(results).metrics()
+    out |= diversion_of_results(results).metrics()
     # imported here: the conversation figures are built on rate() of this module
     from routerlab.eval.conversation_metrics import conversation_summary
 

@@ -47,6 +47,7 @@ from routerlab.agents.state import INTENTS, initial_state
 from routerlab.agents.turn_history import Turn
 from routerlab.benchmarks.example import Example
 from routerlab.eval.confidence_calibration import calibration_summary
+from routerlab.eval.robustness import diversion
 from routerlab.eval.stats import cluster_bootstrap_ci
 
 __all__ = [
@@ -285,11 +286,12 @@ def first_decisions(
 def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     """Accuracy with a 95 % bootstrap CI, recall per gold intent, confidence, calibration and cost.
 
-    Columns: ``router, n, accuracy, ci_low, ci_high, [n_first, acc_first, n_followup, acc_followup,]
-    recall_<intent>..., confidence, ece, lm_calls,
+    Columns: ``router, n, accuracy, ci_low, ci_high, diverted, [n_first, acc_first, n_followup,
+    acc_followup,] recall_<intent>..., confidence, ece, lm_calls,
     prompt_tokens, completion_tokens, scored_tokens, p50_ms, lm_p50_ms, errors`` (``confidence`` is
     the mean confidence, ``ece`` its expected calibration error, see
-    :mod:`routerlab.eval.confidence_calibration`; cost columns are means per example, ``p50_ms`` the median
+    :mod:`routerlab.eval.confidence_calibration`; ``diverted`` the share of data questions sent away from
+    SQL, :mod:`routerlab.eval.robustness`; cost columns are means per example, ``p50_ms`` the median
     wall time of one decision, ``lm_p50_ms`` the same over decisions that called the LM). The
     CI resamples conversations whole (a single request is its own); the ``first`` / ``followup``
     columns (turn 1 / turns 2+) appear when some example belongs to a conversation.
@@ -305,6 +307,8 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
             "accuracy": sum(hits) / len(hits) if hits else float("nan"),
             "ci_low": lo,
             "ci_high": hi,
+            # next to accuracy: a data question chatted at, refused, asked back or declined
+            "diverted": diversion((d.gold, d.predicted, d.correct) for d in ds).share,
         }
         if any(d.conversation for d in ds):
             for name, part in (("first", [d for d in ds if d.turn == 1]), ("followup", [d for d in ds if d.turn > 1])):

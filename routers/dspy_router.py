@@ -27,7 +27,15 @@ from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.label_calibration import shift
 from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.support.neighbours import Neighbours
-from routerlab.routers.support.schema_outline import SchemaView, check_view, request_note, rules_finding, schema_view
+from routerlab.routers.support.schema_outline import (
+    SchemaView,
+    check_view,
+    gate_on_gap,
+    request_note,
+    rules_finding,
+    schema_view,
+)
+from routerlab.routers.support.turns import without_pleasantries
 
 __all__ = [
     "CHECKS",
@@ -376,15 +384,22 @@ class DSPyRouter(IntentRouter):
         fix_budget: fix_sql calls a failed execution may trigger.
         one_pass: Read the intent from label probabilities when the LM can score them; False
             always runs the program by generation (to compare the two paths).
+        abstain_check: Read the schema check's finding as a gate: a data request the program
+            would answer (or ask about, with nothing the ambiguity check finds open) becomes an
+            abstention when the database lacks what it names
+            (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). False: the program alone.
     """
 
     name = "dspy"
     #: arguments that name a file, by kind (the server takes only allow-listed names for them)
     file_arguments: ClassVar[dict[str, str]] = {"program": "program"}
 
-    def __init__(self, program: str = "builtin", fix_budget: int = 1, one_pass: bool = True) -> None:
+    def __init__(
+        self, program: str = "builtin", fix_budget: int = 1, one_pass: bool = True, abstain_check: bool = True
+    ) -> None:
         super().__init__(fix_budget=fix_budget)
         self.one_pass = one_pass
+        self.abstain_check = abstain_check
         self.program_name = program
         self.program, self.program_file = load_program(program, one_pass=one_pass)
         self.version = _digest(self.program_file) if self.program_file else "zero-shot"
@@ -405,6 +420,11 @@ class DSPyRouter(IntentRouter):
             )
 
     def classify(self, state: PipelineState) -> Classification:
+        """The program's intent, through the schema gate when ``abstain_check`` is on."""
+        decided = self._classify(state)
+        return gate_on_gap(self.env, state, decided) if self.abstain_check else decided
+
+    def _classify(self, state: PipelineState) -> Classification:
         """One pass over the label probabilities when the LM can score them, else one program call.
 
         The one-pass path reads the compiled program's instructions and demos as a cached prompt
@@ -416,7 +436,8 @@ class DSPyRouter(IntentRouter):
         """
         assert self.env is not None
         tables = schema_view(self.env, state, self.program.route.schema)
-        request = state.get("question", "")
+        # greetings and thanks around a data question are not what it asks (routers/support/turns.py)
+        request = without_pleasantries(state.get("question", "") or "")
         conversation = history_text(history_of(state))
         evidence = request_evidence(self.env, state, self.program.route.checks, self.program.route.neighbours)
         scored = (

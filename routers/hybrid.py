@@ -14,7 +14,8 @@ from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.rules import RulesRouter
 from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
-from routerlab.routers.support.schema_outline import check_view, schema_view
+from routerlab.routers.support.schema_outline import check_view, gate_on_gap, schema_view
+from routerlab.routers.support.turns import without_pleasantries
 
 __all__ = ["HybridRouter"]
 
@@ -50,6 +51,11 @@ class HybridRouter(IntentRouter):
             so this matters only with those rules ablated (``rules`` router's ``without``).
             A program compiled with ``checks`` turns the matching finding on whatever these say:
             its demos show the findings, so its requests do too.
+        abstain_check: Read the schema check's finding as a gate on the LM path's decisions: a
+            data request the LM would answer (or ask about, with nothing the ambiguity check finds
+            open) becomes an abstention when the database lacks what it names
+            (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). The rules' own decisions
+            are never gated: their ``schema_gap`` rule already reads the same check.
     """
 
     name = "hybrid"
@@ -67,8 +73,10 @@ class HybridRouter(IntentRouter):
         schema: str = "columns",
         schema_check: bool = False,
         ambiguity_check: bool = False,
+        abstain_check: bool = True,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.abstain_check = abstain_check
         self.schema_check = schema_check
         self.ambiguity_check = ambiguity_check
         self.schema = check_view("hybrid", schema)
@@ -99,15 +107,22 @@ class HybridRouter(IntentRouter):
             self.env.lm,
             self.prompt,
             tables=schema_view(self.env, state, self.schema),
-            request=state.get("question", ""),
+            # greetings and thanks around a data question are not what it asks (routers/support/turns.py)
+            request=without_pleasantries(state.get("question", "") or ""),
             conversation=history_text(history_of(state)),
             note=self._note(state),
         )
         if scored is not None:
             if scored.confidence >= self.lm_threshold:
-                return Classification(scored.intent, scored.confidence, "hybrid:logprob", scored.usage)
+                return self._gated(
+                    state, Classification(scored.intent, scored.confidence, "hybrid:logprob", scored.usage)
+                )
             return Classification(intent, conf, f"hybrid:{method}(lm-unsure)", scored.usage)
         return self._generation(state, intent, conf, method)
+
+    def _gated(self, state: PipelineState, decided: Classification) -> Classification:
+        """An LM decision through the schema gate when ``abstain_check`` is on."""
+        return gate_on_gap(self.env, state, decided) if self.abstain_check else decided
 
     def _note(self, state: PipelineState) -> str:
         flags = {"schema": self.schema_check, "ambiguity": self.ambiguity_check}
@@ -119,5 +134,5 @@ class HybridRouter(IntentRouter):
         note = self._note(state)
         found, usage = intent_by_tool_call(self.env, state, self.max_tokens, note)
         if found is not None:
-            return Classification(found, 1.0, "hybrid:generation", usage)  # type: ignore[arg-type]
+            return self._gated(state, Classification(found, 1.0, "hybrid:generation", usage))  # type: ignore[arg-type]
         return Classification(intent, conf, f"hybrid:{method}(llm-invalid)", usage)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ request per step (``method`` says which path decided).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,7 @@ from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import HISTORY_TURNS, history_of
 from routerlab.routers.base import router
-from routerlab.routers.support.schema_outline import check_view, request_note, schema_view
+from routerlab.routers.support.schema_outline import abstains_on_gap, check_view, request_note, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
 
@@ -198,6 +199,11 @@ class LLMRouter:
             :func:`~routerlab.routers.support.schema_outline.ambiguity_finding`) when it finds the request
             open on this database; nothing is added otherwise. Off by default: it adds tokens to
             the decisions it fires on (README, "Clarify, refuse and the `dspy` optimizers").
+        abstain_check: Read the schema check's finding as a gate on the first decision: a data
+            request the LM would answer (or ask about, with nothing the ambiguity check finds
+            open) gets the ``abstain`` call instead when the database lacks what it names
+            (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). Told the finding, the
+            1.5B model asks rather than abstain; the gate is the schema check's own verdict.
     """
 
     name = "llm"
@@ -210,7 +216,9 @@ class LLMRouter:
         schema: str = "columns",
         schema_check: bool = False,
         ambiguity_check: bool = False,
+        abstain_check: bool = True,
     ) -> None:
+        self.abstain_check = abstain_check
         self.schema_check = schema_check
         self.ambiguity_check = ambiguity_check
         self.max_tokens = max_tokens
@@ -234,8 +242,21 @@ class LLMRouter:
         """One step: the one-pass tool choice when available, else one tool-calling request."""
         assert self.env is not None and self.env.lm is not None
         if self.one_pass and reply_continuer(self.env.lm) is not None:
-            return self._one_pass(state)
-        return self._generation(state)
+            decision = self._one_pass(state)
+        else:
+            decision = self._generation(state)
+        if self.abstain_check and not state.get("tool_calls") and abstains_on_gap(self.env, state, decision.intent):
+            # the first step only: later steps follow calls already made
+            call = {"id": call_id(state, "abstain"), "name": "abstain", "args": {"question": _request(state)}}
+            return dataclasses.replace(
+                decision,
+                tool_calls=[call],
+                answer=None,
+                intent="unanswerable",
+                method=f"{decision.method}+schema-gap",
+                invalid_tool_calls=[],
+            )
+        return decision
 
     def _system(self, state: PipelineState) -> str:
         """The system prompt with the turn's database outline (stable for every request of it)."""

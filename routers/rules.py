@@ -20,9 +20,11 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql, normalise_request
 from routerlab.agents.trace import Usage
+from routerlab.agents.turn_history import history_of
 from routerlab.routers.base import router
 from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, find_ambiguities
 from routerlab.routers.support.intent import Classification, IntentRouter
+from routerlab.routers.support.turns import TURN_CHECKS, split_social
 
 __all__ = ["DEFAULT_RULES", "Rule", "RulesRouter", "normalise_request", "schema_gaps"]
 
@@ -94,12 +96,24 @@ def _has_outside_sql(text: str) -> bool:
     return _OUTSIDE_SQL.search(text) is not None
 
 
+def _text_check(kind: str) -> Callable[[str], bool]:
+    """The turn check ``kind`` (routers/support/turns.py) as a detector over the request alone."""
+    check = TURN_CHECKS[kind]
+    return lambda text: bool(check(text, None))
+
+
 DETECTORS: dict[str, Callable[[str], bool]] = {
     "sql_present": lambda text: extract_sql(text) is not None,
     "sql_with_error": lambda text: extract_sql(text) is not None and extract_error(text) is not None,
     "write_sql": _has_write_sql,
     "outside_sql": _has_outside_sql,
+    # turns that are not for the database (routers/support/turns.py); these read no schema
+    **{f"turn:{kind}": _text_check(kind) for kind in TURN_CHECKS if kind != "general_knowledge"},
 }
+
+#: detectors that read the whole request; every other rule reads it without the greetings and
+#: thanks around it, so a polite data question is decided as the data question it is
+_WHOLE_REQUEST = frozenset({"turn:social"})
 
 _QUOTES_SQL = re.compile(r"\bselect\b.+\bfrom\b", re.I | re.S)
 
@@ -112,20 +126,23 @@ def _records_time(db: Any) -> bool:
     return any(_TEMPORAL_TYPE.search(c.type or "") for t in db.tables() for c in t.columns)
 
 
-SCHEMA_DETECTORS: dict[str, Callable[[str, Any], bool]] = {
+#: ``(request, database, earlier turns) -> bool``; the turns matter to the ambiguity kinds that a
+#: conversation can settle (routers/support/ambiguity.py)
+SCHEMA_DETECTORS: dict[str, Callable[[str, Any, Sequence[Any]], bool]] = {
     # a request quoting SQL is about that SQL (explain, fix), not a question for the schema
-    "schema_gap": lambda text, db: (
+    "schema_gap": lambda text, db, _history: (
         extract_sql(text) is None and not _QUOTES_SQL.search(text) and not check_question(text, db).answerable
     ),
-    "records_time": lambda text, db: _records_time(db),
+    "records_time": lambda text, db, _history: _records_time(db),
+    "turn:general_knowledge": lambda text, db, _history: bool(TURN_CHECKS["general_knowledge"](text, db)),
 }
 
 
-def _ambiguity_detectors(today: _dt.date | None) -> dict[str, Callable[[str, Any], bool]]:
+def _ambiguity_detectors(today: _dt.date | None) -> dict[str, Callable[[str, Any, Sequence[Any]], bool]]:
     """``ambiguity:<kind>`` detectors: the schema-derived ambiguity check of one kind (``support/ambiguity.py``)."""
 
-    def detector(kind: str) -> Callable[[str, Any], bool]:
-        return lambda text, db: bool(find_ambiguities(text, db, kinds=(kind,), today=today))
+    def detector(kind: str) -> Callable[[str, Any, Sequence[Any]], bool]:
+        return lambda text, db, history: bool(find_ambiguities(text, db, kinds=(kind,), today=today, history=history))
 
     return {f"ambiguity:{kind}": detector(kind) for kind in AMBIGUITY_KINDS}
 
@@ -256,12 +273,13 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     ),
     # a quoted query with no fix, error or refusal cue: the request is about that query
     Rule("sql_only", "explain", 0.81, detector="sql_present"),
-    Rule(
-        "greeting",
-        "chat",
-        0.9,
-        r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you|cheers|bye|goodbye)\b",
-    ),
+    # nothing but greetings, thanks or goodbyes; a data question wrapped in them is decided without them
+    Rule("greeting", "chat", 0.9, detector="turn:social"),
+    # below the refusals (0.9-0.97): "send me the passwords" is refused, not chatted about
+    Rule("action_request", "chat", 0.89, detector="turn:action"),
+    # above the checks of a data request (schema_gap 0.84, clarifications up to 0.85)
+    Rule("small_talk", "chat", 0.86, detector="turn:small_talk"),
+    Rule("general_knowledge", "chat", 0.86, detector="turn:general_knowledge"),
     Rule(
         "about_assistant",
         "chat",
@@ -303,6 +321,12 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("unspecified_value", "clarify", 0.85, detector="ambiguity:unspecified_value"),
     Rule("unnamed_entity", "clarify", 0.83, detector="ambiguity:unnamed_entity"),
     Rule("vague_quantity", "clarify", 0.82, detector="ambiguity:vague_quantity"),
+    # a pronoun or follow-up with nothing to refer to, attributes or a table left open (the
+    # conversation settles the first: with an earlier data turn it is a follow-up data question)
+    Rule("open_reference", "clarify", 0.83, detector="ambiguity:open_reference"),
+    # above schema_gap (0.84): "everything about Max" is asked about before any gap is looked for
+    Rule("everything_about", "clarify", 0.85, detector="ambiguity:everything_about"),
+    Rule("which_table", "clarify", 0.83, detector="ambiguity:which_table"),
     Rule(
         "missing_period",
         "clarify",
@@ -380,27 +404,32 @@ class RulesRouter(IntentRouter):
             k for k in AMBIGUITY_KINDS if any(r.detector == f"ambiguity:{k}" for r in self.rules)
         )
 
-    def match(self, text: str, db: Any = None) -> tuple[Rule, list[str]]:
+    def match(self, text: str, db: Any = None, history: Sequence[Any] = ()) -> tuple[Rule, list[str]]:
         """The winning rule for ``text`` and the names of all matching rules.
 
         The text is read through :func:`normalise_request`, so look-alike letters and invisible
-        characters cannot hide a keyword. ``db`` is the turn's database, for schema detectors.
+        characters cannot hide a keyword. ``db`` is the turn's database, for schema detectors;
+        ``history`` the conversation's earlier turns, which settle a follow-up's references.
         """
-        text = normalise_request(text)
+        whole = normalise_request(text)
+        # the greetings and thanks around a request decide nothing ("Hi! How many ...?")
+        text = split_social(whole).rest or whole
         hits: list[Rule] = []
         for rule, rx in self._compiled:
             if rx is not None and not rx.search(text):
                 continue
             if rule.detector in self._schema_detectors:
-                if db is None or not self._schema_detectors[rule.detector](text, db):
+                if db is None or not self._schema_detectors[rule.detector](text, db, history):
                     continue
-            elif rule.detector is not None and not DETECTORS[rule.detector](text):
-                continue
+            elif rule.detector is not None:
+                read = whole if rule.detector in _WHOLE_REQUEST else text
+                if not DETECTORS[rule.detector](read):
+                    continue
             hits.append(rule)
         best = max(hits, key=lambda r: r.confidence)  # the default rule always matches
         return best, [r.name for r in hits]
 
     def classify(self, state: PipelineState) -> Classification:
         """Highest-confidence matching rule."""
-        rule, _ = self.match(state.get("question", "") or "", self._database(state))
+        rule, _ = self.match(state.get("question", "") or "", self._database(state), history_of(state))
         return rule.intent, rule.confidence, f"rule:{rule.name}", Usage()

@@ -52,11 +52,14 @@ from routerlab.agents.paths import cache_root, cache_writes_allowed
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import INTENTS, PipelineState
 from routerlab.agents.tools.index import Embedder, load_embedder
+from routerlab.agents.tools.text import normalise_request
 from routerlab.agents.trace import Usage
+from routerlab.agents.turn_history import history_of
 from routerlab.routers.base import router
 from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.rules import RulesRouter
 from routerlab.routers.support.intent import Classification, IntentRouter
+from routerlab.routers.support.turns import split_social
 
 __all__ = [
     "EXEMPLAR_DIR",
@@ -470,6 +473,13 @@ class SemanticRouter(IntentRouter):
         """The nearest intent when its margin clears the threshold, else the fallback's intent."""
         assert self.embedder is not None and self.calibration is not None
         question = state.get("question", "") or ""
+        # a turn the turn checks place outside the data (small talk, an action the assistant
+        # cannot take, general knowledge about a value) is decided by them, as the rules would
+        rule, _ = self._rules.match(question, self._database(state), history_of(state))
+        if rule.detector is not None and rule.detector.startswith("turn:"):
+            return Classification(rule.intent, rule.confidence, f"semantic:turn-check:{rule.name}", Usage())  # type: ignore[arg-type]
+        # greetings and thanks around a data question are not what it asks: embed the rest
+        question = split_social(normalise_request(question)).rest or question
         query = np.asarray(self.embedder.embed([question]), dtype=np.float32)
         best, margin = self._rank(self._scores(self._vectors, self._y, query, self._centroids))
         label, gap = int(best[0]), float(margin[0])

@@ -9,7 +9,9 @@
   prompt holds, and the schema check's finding a request may carry;
 * :mod:`~routerlab.routers.support.ambiguity`: the schema-derived ambiguity check (what a request
   leaves open on this database, and the question to ask about it);
-* :mod:`~routerlab.routers.support.neighbours`: the intents of the nearest labelled requests.
+* :mod:`~routerlab.routers.support.neighbours`: the intents of the nearest labelled requests;
+* :mod:`~routerlab.routers.support.turns`: checks for turns that are not data questions (greetings
+  and thanks around a request, actions the assistant cannot take, general knowledge, small talk).
 
 Nothing here registers a router; ``routers/`` itself holds only routers (and ``base.py``, the
 router registry).

@@ -19,7 +19,22 @@ phrases, so it carries over to databases it has never seen:
 * **unnamed_entity**: the request ends on a singular entity of the schema with no name ("list the
   staff at the service area"), and that table has more than one row;
 * **vague_quantity**: a count or threshold left vague where the query needs a number ("the a few
-  oldest", "top several", "with a lot of ...").
+  oldest", "top several", "with a lot of ...");
+* **open_reference**: a pronoun or an elliptical follow-up ("how many does it have?", "what about
+  their ages?", "and the fewest?") whose referent neither the request nor the conversation
+  supplies: a first turn that refers back to nothing (AmbiQT/AMBROSIA's reference ambiguity);
+* **everything_about**: "everything" or "all the details" about one entity (a stored value, or
+  "the <table>" in the singular) with no attribute named (AMBROSIA's vagueness): which of its
+  columns? The question names them;
+* **which_table**: an attribute that several tables hold ("the names", "the average age") in a
+  request that names no table, no value and no other attribute to tell them apart (AmbiQT's
+  column/table ambiguity): the question names the candidates.
+
+**The conversation decides referring kinds.** ``find_ambiguities(..., history=...)`` takes the
+earlier turns (``agents/turn_history.Turn``). A reference the conversation supplies is no
+ambiguity: a pronoun or a follow-up after a data turn, "that year" or "the station" when an
+earlier turn named it. What the conversation cannot settle (which attributes, which of several
+columns, a vague count, a period the data do not reach) is asked for whatever came before.
 
 Each finding carries the clarifying question to ask, built from the schema's own words, so a
 router that asks says what it needs ("Which one do you mean: Qinling North or Qinling South?").
@@ -33,7 +48,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -43,6 +58,7 @@ from routerlab.agents.lexicon import stem, word_stems
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
     from routerlab.agents.db.database import TableInfo
+    from routerlab.agents.turn_history import Turn
 
 __all__ = [
     "AMBIGUITY_KINDS",
@@ -51,10 +67,20 @@ __all__ = [
     "AmbiguityKind",
     "clarifying_question",
     "find_ambiguities",
+    "schema_words",
+    "text_values",
 ]
 
 AmbiguityKind = Literal[
-    "relative_period", "unnamed_period", "several_values", "unspecified_value", "unnamed_entity", "vague_quantity"
+    "relative_period",
+    "unnamed_period",
+    "several_values",
+    "unspecified_value",
+    "unnamed_entity",
+    "vague_quantity",
+    "open_reference",
+    "everything_about",
+    "which_table",
 ]
 AMBIGUITY_KINDS: tuple[str, ...] = (
     "relative_period",
@@ -63,6 +89,9 @@ AMBIGUITY_KINDS: tuple[str, ...] = (
     "unspecified_value",
     "unnamed_entity",
     "vague_quantity",
+    "open_reference",
+    "everything_about",
+    "which_table",
 )
 
 
@@ -182,6 +211,11 @@ def _names_schema(words: str, db: Database) -> bool:
     return bool(head) and stem(head[-1]) in _schema_words(db)
 
 
+#: the bounded, cached reads other checks share (``support/turns.py``)
+text_values = _text_values
+schema_words = _schema_words
+
+
 # -- detectors -----------------------------------------------------------------------------------
 #: a year or a calendar date pins the period, whatever else the request says
 _ABSOLUTE = re.compile(
@@ -217,7 +251,7 @@ def _period_start(which: str, unit: str, today: _dt.date) -> _dt.date:
     return _period_start("this", unit, before)
 
 
-def _relative_period(text: str, db: Database, today: _dt.date | None) -> list[Ambiguity]:
+def _relative_period(text: str, db: Database, today: _dt.date | None, _history: Sequence[Turn] = ()) -> list[Ambiguity]:
     if _ABSOLUTE.search(text):
         return []
     m = _RELATIVE.search(text)
@@ -250,7 +284,7 @@ _UNNAMED_PERIOD = re.compile(
 )
 
 
-def _unnamed_period(text: str, db: Database, _today: _dt.date | None) -> list[Ambiguity]:
+def _unnamed_period(text: str, db: Database, _today: _dt.date | None, _history: Sequence[Turn] = ()) -> list[Ambiguity]:
     if _ABSOLUTE.search(text):
         return []
     m = next((m for m in _UNNAMED_PERIOD.finditer(text) if m.group(3)[0].islower()), None)
@@ -266,7 +300,7 @@ _NAME = re.compile(r"(?<![.?!]\s)(?<!^)(?<![\w'\"])([A-Z][\w-]*(?:\s+[A-Z][\w-]*
 _QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")
 
 
-def _several_values(text: str, db: Database, _today: _dt.date | None) -> list[Ambiguity]:
+def _several_values(text: str, db: Database, _today: _dt.date | None, _history: Sequence[Turn] = ()) -> list[Ambiguity]:
     names = [m.group(1) for m in _NAME.finditer(_QUOTED.sub(lambda q: " " * len(q.group(0)), text))]
     if not names:
         return []
@@ -300,7 +334,9 @@ _REFERRING = re.compile(
 )
 
 
-def _unspecified_value(text: str, db: Database, _today: _dt.date | None) -> list[Ambiguity]:
+def _unspecified_value(
+    text: str, db: Database, _today: _dt.date | None, history: Sequence[Turn] = ()
+) -> list[Ambiguity]:
     found: list[Ambiguity] = []
     for m in _REFERRING.finditer(text):
         what = (m.group("a") or m.group("b") or m.group("c") or "").strip()
@@ -311,6 +347,8 @@ def _unspecified_value(text: str, db: Database, _today: _dt.date | None) -> list
             continue  # "rather than a particular branch": a kind of thing, not a value the user has in mind
         if m.group("c") and stem(what.lower().split()[-1]) in {stem(w) for w in re.findall(r"[a-z0-9]+", before)}:
             continue  # "at what hour ... in that hour": it refers back to the request itself
+        if not m.group("a") and _mentioned(what, history):
+            continue  # "that year" after a turn about years: the conversation names it
         found.append(Ambiguity("unspecified_value", m.group(0).strip(), f"Which {what} do you mean?"))
     return found
 
@@ -320,19 +358,35 @@ _ENDS_ON_ENTITY = re.compile(
 )
 
 
+def _forms(word: str) -> set[str]:
+    """Stems of ``word`` and of its singular forms: the stemmer keeps "branches" as "branche"."""
+    w = word.lower()
+    out = {stem(w)}
+    if w.endswith("es") and len(w) > 4:
+        out.add(stem(w[:-2]))
+    if w.endswith("s") and len(w) > 3:
+        out.add(stem(w[:-1]))
+    return out
+
+
+def _table_words(name: str) -> list[set[str]]:
+    """The forms of each word of a table's name (``serviceAreas``, ``service_areas``: service, area)."""
+    return [_forms(w) for w in re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).lower())]
+
+
 def _singular_table(words: str, db: Database) -> TableInfo | None:
     """The table named exactly ``words`` in the singular (``service area``: ``service_areas``)."""
     low = words.lower().split()
     if stem(low[-1]) != low[-1]:
         return None  # plural: "the service areas" means all of them
     for table in db.tables():
-        parts = [stem(w) for w in re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", table.name).lower())]
-        if parts == low:
+        parts = _table_words(table.name)
+        if len(parts) == len(low) and all(w in forms for w, forms in zip(low, parts, strict=True)):
             return table
     return None
 
 
-def _unnamed_entity(text: str, db: Database, _today: _dt.date | None) -> list[Ambiguity]:
+def _unnamed_entity(text: str, db: Database, _today: _dt.date | None, history: Sequence[Turn] = ()) -> list[Ambiguity]:
     m = _ENDS_ON_ENTITY.search(text)
     if m is None:
         return []
@@ -342,6 +396,8 @@ def _unnamed_entity(text: str, db: Database, _today: _dt.date | None) -> list[Am
     table = _singular_table(words, db)
     if table is None or table.row_count == 1:
         return []  # not an entity of the schema, or the only one: nothing to choose
+    if _mentioned(words, history):
+        return []  # "the station" after a turn about stations: that one
     return [Ambiguity("unnamed_entity", f"the {words}", f"Which {words} do you mean?")]
 
 
@@ -355,7 +411,9 @@ _VAGUE_QUANTITY = re.compile(
 )
 
 
-def _vague_quantity(text: str, _db: Database, _today: _dt.date | None) -> list[Ambiguity]:
+def _vague_quantity(
+    text: str, _db: Database, _today: _dt.date | None, _history: Sequence[Turn] = ()
+) -> list[Ambiguity]:
     m = _VAGUE_QUANTITY.search(text)
     if m is None:
         return []
@@ -363,7 +421,188 @@ def _vague_quantity(text: str, _db: Database, _today: _dt.date | None) -> list[A
     return [Ambiguity("vague_quantity", term, f"How many exactly do you mean by '{term}'?")]
 
 
-Detector = Callable[[str, "Database", _dt.date | None], list[Ambiguity]]
+# -- the conversation -------------------------------------------------------------------------------
+def _has_data_turn(history: Sequence[Turn]) -> bool:
+    """An earlier turn asked for data (its SQL ran, or it was a data question): what a follow-up builds on."""
+    return any(t.get("sql") or t.get("intent") in ("sql", "clarify") for t in history)
+
+
+def _mentioned(words: str, history: Sequence[Turn]) -> bool:
+    """Whether an earlier data turn named the head noun of ``words`` (its question, columns or tables)."""
+    head = re.findall(r"[a-z0-9]+", words.lower())
+    if not head or not _has_data_turn(history):
+        return False
+    said: set[str] = set()
+    for t in history:
+        parts = [str(t.get("question") or ""), *(t.get("columns") or []), *(t.get("tables") or [])]
+        said |= word_stems(" ".join(parts))
+    return stem(head[-1]) in said
+
+
+#: a pronoun that needs a referent, or a follow-up that starts from the previous answer
+_PRONOUN = re.compile(
+    r"\b(?P<p>it|its|they|them|their|theirs|he|she|him|his|her|hers|those|these|the former|the latter"
+    r"|that one|this one|the same ones?|the previous ones?|the above)\b",
+    re.I,
+)
+_FOLLOW_UP = re.compile(
+    r"^\W*(?:and|but|what about|how about|what if|also|only|just|same for|now for|then|ok(?:ay)? (?:and|now)|what of)\b"
+    r"|^\W*(?:of|among|from|for|in|with|by) (?:them|those|these|it|that)\b",
+    re.I,
+)
+#: a pronoun after a noun that can be its antecedent inside the request ("singers and their ages")
+_NOUN = re.compile(r"[a-z][a-z0-9_-]+", re.I)
+#: pronouns that never need a referent from the conversation ("is there", "it is possible")
+_DUMMY_IT = re.compile(r"\b(?:is|was) it (?:true|possible)\b|\bit (?:is|was) (?:possible|true)\b", re.I)
+
+
+def _grounds(before: str, db: Database) -> bool:
+    """Whether ``before`` holds a noun a later pronoun can refer to: a table or column word, or a stored value."""
+    words = {stem(w.lower()) for w in _NOUN.findall(before)}
+    if words & schema_words(db):
+        return True
+    return bool(_NAME.search(before))  # a name the request itself introduced ("Fido ... his owner")
+
+
+def _open_reference(text: str, db: Database, _today: _dt.date | None, history: Sequence[Turn] = ()) -> list[Ambiguity]:
+    if _has_data_turn(history) or _DUMMY_IT.search(text):
+        return []  # the conversation supplies the referent: a follow-up data question
+    m = _FOLLOW_UP.search(text)
+    if m is not None:
+        term = m.group(0).strip()
+        return [Ambiguity("open_reference", term, f"'{term}' follows up on what? Please ask the whole question.")]
+    for m in _PRONOUN.finditer(text):
+        if _grounds(text[: m.start()], db):
+            continue
+        term = m.group("p")
+        return [Ambiguity("open_reference", term, f"Who or what do you mean by '{term}'?")]
+    return []
+
+
+_EVERYTHING = re.compile(
+    r"\b(?:everything|anything|all (?:the )?(?:info(?:rmation)?|details|data|facts|records?|there is to know)"
+    r"|(?:the |some |any |more )?(?:info(?:rmation)?|details|particulars)|all you (?:have|know)|what you (?:have|know))"
+    r"\s+(?:about|on|for|of|regarding|concerning)\s+(?P<x>.+?)\s*[.?!]*$"
+    r"|^\W*(?:tell me|what do you (?:know|have)|what can you tell me) about\s+(?P<y>.+?)\s*[.?!]*$",
+    re.I,
+)
+
+
+#: "the branch", "this dog": one entity of a table named in the singular
+_ONE_ENTITY = re.compile(r"(?:the|this|that|a|one|a single|a specific)\s+(?P<n>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)$", re.I)
+
+
+def _table_of_value(value: str, db: Database) -> str | None:
+    low = value.lower()
+    for table, _column, values in _text_values(db):
+        if any(v.lower() == low for v in values):
+            return table
+    return None
+
+
+def _everything_about(
+    text: str, db: Database, _today: _dt.date | None, _history: Sequence[Turn] = ()
+) -> list[Ambiguity]:
+    m = _EVERYTHING.search(text)
+    if m is None:
+        return []
+    what = (m.group("x") or m.group("y") or "").strip()
+    table_name: str | None = None
+    names = [n.group(1) for n in _NAME.finditer(" " + what)]  # a name: one entity, e.g. "Max" or "Qinling North"
+    for name in names:
+        table_name = _table_of_value(name, db)
+        if table_name:
+            break
+    if table_name is None:
+        ent = _ONE_ENTITY.match(what)
+        table = _singular_table(ent.group("n"), db) if ent else None
+        table_name = table.name if table is not None else None
+    if table_name is None:
+        return []  # a whole table ("all information about dogs" reads every column) or nothing of the schema
+    table = next(t for t in db.tables() if t.name == table_name)
+    # keys and codes are how rows join, not details a user asks for
+    shown = [c.name for c in table.columns if not re.search(r"(^|_)(id|code)$", c.name.lower())][:8]
+    return [
+        Ambiguity(
+            "everything_about",
+            what,
+            f"Which details of {what} do you want ({', '.join(shown)}, ...)?",
+        )
+    ]
+
+
+#: words that never name an attribute
+_NOT_ATTRIBUTE = frozenset(
+    [
+        "what",
+        "which",
+        "who",
+        "whose",
+        "how",
+        "many",
+        "much",
+        "show",
+        "list",
+        "give",
+        "find",
+        "return",
+        "name",
+        "tell",
+        "me",
+        "the",
+        "a",
+        "an",
+        "of",
+        "all",
+        "every",
+        "each",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "there",
+        "their",
+        "and",
+        "or",
+        "in",
+        "on",
+        "at",
+        "for",
+        "by",
+        "to",
+        "from",
+        "with",
+    ]
+)
+
+
+def _which_table(text: str, db: Database, _today: _dt.date | None, history: Sequence[Turn] = ()) -> list[Ambiguity]:
+    if _has_data_turn(history) or _NAME.search(text) or re.search(r"\d", text):
+        return []  # the conversation or a value in the request says which table
+    words = [w.lower() for w in _NOUN.findall(text) if w.lower() not in _NOT_ATTRIBUTE]
+    stems = {stem(w) for w in words}
+    loose = set().union(*(_forms(w) for w in words)) if words else set()
+    tables = db.tables()
+    if any(loose & forms for t in tables for forms in _table_words(t.name)):
+        return []  # a table named: the attribute is its own
+    holders: dict[str, set[str]] = {}
+    for t in tables:
+        for c in t.columns:
+            for w in stems & word_stems(c.name):
+                holders.setdefault(w, set()).add(t.name)
+    if len(holders) != 1:
+        return []  # no attribute, or several attributes that together may single a table out
+    ((attribute, owners),) = holders.items()
+    if len(owners) < 2:
+        return []
+    shown = sorted(owners)[:4]
+    return [Ambiguity("which_table", attribute, f"The {attribute} of which: {' or '.join(shown)}?")]
+
+
+Detector = Callable[[str, "Database", _dt.date | None, Sequence["Turn"]], list[Ambiguity]]
 
 #: one detector per kind; the ``rules`` router turns each into a rule of the same name
 DETECTORS: dict[str, Detector] = {
@@ -373,6 +612,9 @@ DETECTORS: dict[str, Detector] = {
     "unspecified_value": _unspecified_value,
     "unnamed_entity": _unnamed_entity,
     "vague_quantity": _vague_quantity,
+    "open_reference": _open_reference,
+    "everything_about": _everything_about,
+    "which_table": _which_table,
 }
 
 #: a request quoting a query (explain / fix) is about that query, never an ambiguous data question
@@ -380,7 +622,12 @@ _QUOTES_SQL = re.compile(r"\bselect\b.+\bfrom\b", re.I | re.S)
 
 
 def find_ambiguities(
-    text: str, db: Database | None, *, kinds: tuple[str, ...] = AMBIGUITY_KINDS, today: _dt.date | None = None
+    text: str,
+    db: Database | None,
+    *,
+    kinds: tuple[str, ...] = AMBIGUITY_KINDS,
+    today: _dt.date | None = None,
+    history: Sequence[Turn] = (),
 ) -> tuple[Ambiguity, ...]:
     """What ``text`` leaves open that ``db`` cannot settle, kind by kind (empty: nothing found).
 
@@ -391,12 +638,14 @@ def find_ambiguities(
         today: The date relative periods are read against. None (the default): no reference
             date, so any relative period over dated rows is asked for; never the machine's clock,
             so a benchmark's figures do not depend on the day it runs.
+        history: The conversation's earlier turns, oldest first: a referent they supply is no
+            ambiguity (a follow-up's pronoun, "that year" named before).
     """
     if db is None or not text.strip() or _QUOTES_SQL.search(text):
         return ()
     found: list[Ambiguity] = []
     for kind in kinds:
-        found += DETECTORS[kind](text, db, today)
+        found += DETECTORS[kind](text, db, today, history)
     return tuple(found)
 
 

@@ -84,7 +84,7 @@ class IntentRouter:
             intent, conf, method, usage = route["intent"], route.get("confidence", 1.0), "plan", Usage()
         else:
             intent, conf, method, usage = self.classify(state)
-            if intent == "clarify" and last_data_turn(history_of(state)) is not None:
+            if intent == "clarify" and self._settled_by_conversation(state):
                 # ambiguous alone ("and that area?"), but the conversation's last data turn gives
                 # the context a clarifying question would ask for: a follow-up data question
                 intent, method = "sql", f"{method}:follow-up"
@@ -98,6 +98,23 @@ class IntentRouter:
         decision = RouteDecision(tool_calls=[call], intent=intent, confidence=conf, method=method, usage=usage)
         return self.ask_specifically(decision, state)
 
+    def _settled_by_conversation(self, state: PipelineState) -> bool:
+        """Whether the conversation settles what a clarification would ask.
+
+        Only after an earlier data turn, and only when the ambiguity check, given the
+        conversation, finds nothing left open: a follow-up's pronoun or "that station" is
+        settled by the turns before; which attributes, which of several tables or values, a
+        vague count or a period the data do not reach are not, so they are still asked.
+        """
+        history = history_of(state)
+        if last_data_turn(history) is None:
+            return False
+        text = normalise_request(state.get("question", "") or "")
+        found = find_ambiguities(
+            text, self._database(state), kinds=self.clarify_kinds, today=self.reference_date, history=history
+        )
+        return not found
+
     def ask_specifically(self, decision: RouteDecision, state: PipelineState) -> RouteDecision:
         """``decision`` with its ``ask_human`` question replaced by the ambiguity check's, if it found any.
 
@@ -108,7 +125,9 @@ class IntentRouter:
         if not calls or calls[0]["name"] != "ask_human" or not self.clarify_kinds:
             return decision
         text = normalise_request(state.get("question", "") or "")
-        found = find_ambiguities(text, self._database(state), kinds=self.clarify_kinds, today=self.reference_date)
+        found = find_ambiguities(
+            text, self._database(state), kinds=self.clarify_kinds, today=self.reference_date, history=history_of(state)
+        )
         question = clarifying_question(found)
         if question is None:
             return decision

@@ -157,7 +157,7 @@ def test_every_format_renders(two_runs):
     assert pairs[0]["scorer"] == "ex" and float(pairs[0]["mcnemar_p"]) == pytest.approx(0.6875)
 
     md = render(c, "markdown")
-    assert "| router | lm | n | ex | route | chain_valid | success | p50 s |" in md
+    assert "| router | lm | n | ex | route | chain_valid | success | diverted | p50 s |" in md
     assert "0.60 [" in md and "0.688" in md
 
     table = render(c, "table", width=250)

@@ -142,7 +142,8 @@ def test_last_period_ends_where_this_one_starts(today, unit):
 # -- unnamed_period ------------------------------------------------------------------------------
 def test_a_period_named_by_a_common_noun_is_asked(stations, undated):
     assert kinds("How many cars did we have at the weekend?", stations) == ["unnamed_period"]
-    assert kinds("How busy was it over the holiday?", stations) == ["unnamed_period"]
+    # and "it" with nothing before it to refer to: which place, on a first turn
+    assert kinds("How busy was it over the holiday?", stations) == ["unnamed_period", "open_reference"]
     assert kinds("How many cars came at the weekend of 5 October 2024?", stations) == []  # dated
     assert kinds("How many cars came during the Spring Festival?", stations) == []  # a name, not a noun
     assert kinds("How many students enrolled over the holiday?", undated) == []  # nothing dated

@@ -133,10 +133,13 @@ def test_an_unusable_lm_reply_keeps_the_semantic_guess(cache_dir):
 def test_below_the_threshold_the_rules_decide(cache_dir):
     r = bound(threshold=5.0)
     rules = routers.router.build("rules")
-    for text in ("Delete all rows from the revenue table", "hello!", EXPLAIN, "How did that area do recently?"):
+    for text in ("Delete all rows from the revenue table", EXPLAIN, "How did that area do recently?"):
         d = r.decide(initial_state(text, "db.duckdb"))
         intent, conf, _, _ = rules.classify(initial_state(text, "db.duckdb"))
         assert (d.method, d.intent, d.confidence) == ("semantic:fallback-rules", intent, conf)
+    # a turn the turn checks place outside the data is theirs at any threshold (routers/support/turns.py)
+    d = r.decide(initial_state("hello!", "db.duckdb"))
+    assert (d.method, d.intent, d.confidence) == ("semantic:turn-check:greeting", "chat", 0.9)
 
 
 def test_a_request_unlike_every_exemplar_goes_to_the_fallback(semantic):
