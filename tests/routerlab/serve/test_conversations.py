@@ -52,7 +52,11 @@ def test_a_follow_up_continues_its_conversation(server):
 def test_another_conversation_starts_without_context(server):
     url, _, _ = server
     alone = _stream(url, {"question": FOLLOW_UP})
-    assert alone["sql"] == MOST_SQL  # no earlier turn: the follow-up has nothing to build on
+    # no earlier turn: the follow-up has nothing to build on, so the rules ask for the whole question
+    # (a follow-up with no antecedent is ambiguity, docs/turns-and-ambiguity.md) rather than guess
+    assert alone["status"] == "waiting" and "sql" not in alone
+    assert "follows up on what" in alone["ask_human"]
+    assert alone["state_summary"]["intent"] == "clarify"
 
 
 def test_turns_are_kept_in_the_configured_file(server):
