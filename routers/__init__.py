@@ -2,8 +2,9 @@
 
 Importing this package registers every built-in router: ``rules`` (rules.py), ``llm`` (llm.py),
 ``hybrid`` (hybrid.py), ``dspy`` (dspy_router.py), ``semantic`` (semantic.py), ``handoff``
-(handoff.py), ``team`` (team.py), ``retrieval`` (retrieval.py) and the baselines ``oracle`` and ``random``
-(baselines.py) and ``single_call`` (single_call.py). ``base.py`` is the ``@router`` registry;
+(handoff.py), ``team`` (team.py), ``retrieval`` (retrieval.py) and the baselines ``oracle`` and
+``random`` (baselines.py) and ``single_call`` with ``single_call_fields``, its form before issue 40
+(single_call.py). ``base.py`` is the ``@router`` registry;
 what routers share but is not a router (the intent-router base, one-pass LM classification,
 label calibration, the schema outline and the ambiguity and neighbours checks) is in
 :mod:`routerlab.routers.support`. ``tests/routers/test_conformance.py`` checks that this list
