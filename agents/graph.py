@@ -294,14 +294,14 @@ class Pipeline:
             try:
                 decision = self.router.decide(state)
             except CallDeadlineExceeded as exc:
-                return _deadline_update(exc)
+                return exc.turn_update()
             except Exception as exc:
                 if is_transient(exc):
                     raise  # the node's retry policy takes it; exhausted, the run records a crash
                 return self._internal_error(f"{type(exc).__name__}: {exc}", type(exc).__name__)
         if (cut := deadline_cut()) is not None:
             # a router that caught the cut call (and fell back) still ran out of time
-            return _deadline_update(cut)
+            return cut.turn_update()
         measured = log.total()
         if decision.usage.lm_calls == 0 and measured.lm_calls:
             decision.usage = measured
@@ -483,7 +483,7 @@ class Pipeline:
                 if (cut := deadline_cut()) is not None:
                     # a cut model call ends the turn, even when the sub-agent caught it
                     output, status, error_class = str(cut), "error", cut.error_class
-                    update |= _deadline_update(cut)
+                    update |= cut.turn_update()
                 u = log.total()
                 if status == "success" and key is not None and self._outcomes is not None:
                     self._outcomes.put(key, tool.name, output, u)
@@ -763,16 +763,6 @@ class Pipeline:
     def spec(self) -> dict[str, Any]:
         """Recorded arguments of the pipeline and its router (for MLflow params)."""
         return {"router": component_spec(self.router), "config": _config_dict(self.config)}
-
-
-def _deadline_update(exc: CallDeadlineExceeded) -> dict[str, Any]:
-    """The update that ends a turn whose model call ran out of time (a deadline failure).
-
-    ``run_deadline`` (the run's ``--deadline-s``) makes the example ``not_run``; ``timeout``
-    (the turn's ``timeout_s`` or the per-call cap) is the turn's failure, as a turn that runs
-    past its deadline between nodes is.
-    """
-    return {"error": str(exc), "error_class": exc.error_class}
 
 
 #: the key of a tool output that asks the user to confirm before going on (seed 000)

@@ -86,6 +86,15 @@ class CallDeadlineExceeded(RouterlabError, DSPyLMError):
         """``run_deadline`` when the run's deadline cut it, else ``timeout``."""
         return RUN_DEADLINE_CLASS if self.bound == "run" else TURN_TIMEOUT_CLASS
 
+    def turn_update(self) -> dict[str, Any]:
+        """The pipeline-state update that ends the turn with this deadline failure.
+
+        ``run_deadline`` (the run's ``--deadline-s``) makes the example ``not_run``; ``timeout``
+        (the turn's ``timeout_s`` or the per-call cap) is the turn's failure, as a turn that runs
+        past its deadline between nodes is.
+        """
+        return {"error": str(self), "error_class": self.error_class}
+
 
 @dataclass
 class DeadlineScope:
