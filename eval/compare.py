@@ -35,7 +35,7 @@ import numpy as np
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.confidence_calibration import run_calibration
 from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
-from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate
+from routerlab.eval.metrics import Rate, cold_latency, pass_k_summary, rate, scored_names
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.scorers import HEADLINE_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
@@ -476,6 +476,8 @@ def compare_runs(
         )
     labels = _labels([str(meta[r]["router"]) for r in ids])
     results, not_run = _ran_results(store, ids)
+    # custom scorers a run was scored with (run --scorer) join the default columns
+    scorers = scored_names([x for rs in results.values() for x in rs], first=scorers)
     rows = [
         replace(
             _run_row(
