@@ -683,7 +683,7 @@ def _render_markdown(c: Comparison) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _render_table(c: Comparison, width: int | None) -> str:
+def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
     from rich.console import Console
     from rich.table import Table
 
@@ -708,7 +708,7 @@ def _render_table(c: Comparison, width: int | None) -> str:
     for row in body:
         table.add_row(*row)
     console.print(table)
-    if c.pairs:
+    if c.pairs and pairs:
         p_header, p_body = _display_pairs(c)
         pairs = Table(title="Paired differences", caption=_pairs_note(c))
         for i, col in enumerate(p_header):
@@ -806,7 +806,7 @@ def csv_tables(comparison: Comparison) -> dict[str, str]:
     return tables
 
 
-def render(comparison: Comparison, fmt: str = "table", *, width: int | None = None) -> str:
+def render(comparison: Comparison, fmt: str = "table", *, width: int | None = None, pairs: bool = True) -> str:
     """Render a comparison.
 
     Args:
@@ -814,6 +814,8 @@ def render(comparison: Comparison, fmt: str = "table", *, width: int | None = No
         fmt: ``table`` (rich, for terminals), ``markdown``, ``csv`` (the runs table, then a blank
             line and the pairs table, numbers unformatted) or ``json`` (everything, NaN as null).
         width: Terminal width for ``table`` (default: the current terminal's).
+        pairs: With ``table``: also the paired-differences table and its summary lines (a caller
+            that prints its own verdict leaves them to ``routerlab compare``).
 
     Raises:
         ConfigError: For an unknown format.
@@ -831,7 +833,7 @@ def render(comparison: Comparison, fmt: str = "table", *, width: int | None = No
         )
     if fmt == "table":
         return (
-            _render_table(comparison, width)
+            _render_table(comparison, width, pairs)
             + render_risk(labels, comparison.risk, "table")
             + render_conversations(labels, comparison.conversations, "table")
         )

@@ -217,7 +217,14 @@ def run_cmd(
         ),
     ] = False,
 ) -> None:
-    """Replay a dataset through the pipeline with each router and print the comparison.
+    """Compare routers. With no option that picks routers or data: the main job, ending with a verdict.
+
+    The main job scores the first decision of every fast router on the built-in dev split (111
+    requests), runs hybrid, oracle and single_call end to end on one request per intent, and
+    prints the best router per axis with its interval, which differences are significant and the
+    cheapest router within the best one's interval. Any of --router, --dataset, --dataset-path,
+    --split, --limit, --config, --scorer, --attempts, --faults, --deadline-s or --resume runs a
+    plain comparison of what was asked for instead.
 
     Exit codes: 0 done; 1 a run FAILED (most of its examples crashed; they are stored); 2 bad
     input (a message names the file, record and field or the option; also a --resume with options
@@ -231,6 +238,21 @@ def run_cmd(
     from routerlab.session import SessionSpec, check_resume, parse_routers, recorded_session, run_session
     from routerlab.signals import stop_signals
 
+    picked = (router_names, dataset_name, dataset_path, split, limit, config_file, scorer_names, attempts, faults)
+    if all(v is None for v in (*picked, deadline_s, resume)):
+        from routerlab.main_job import run_main_job
+
+        with stop_signals() as stopped:
+            job = run_main_job(
+                lm_spec=lm or "local",
+                lm_api_base=lm_api_base,
+                store=store,
+                tracking_uri=None if no_mlflow else tracking_uri,
+                console=_out,
+                lm_cache=False if no_cache else None,
+            )
+        _end_session(job.session, stopped, store, tracking_uri, no_mlflow)
+        return
     # a resumed session starts from what it recorded; options that would change it are refused
     recorded_routers, defaults = (
         recorded_session(store, resume) if resume else ([], _run_defaults(dataset_name, config_file))
@@ -271,7 +293,19 @@ def run_cmd(
         result = run_session(spec, console=_out, resume=resume)
     comparison = compare_runs(ResultsStore(store), result.run_ids)
     _out.print(render(comparison, "table"))
-    _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
+    from routerlab.eval.verdict import render_verdict
+    from routerlab.main_job import e2e_verdicts
+
+    if result.run_ids and not result.interrupted:
+        run_verdicts = e2e_verdicts(ResultsStore(store, read_only=True), result.run_ids, [n for n, _ in routers])
+        _out.print(render_verdict(run_verdicts), highlight=False, markup=False)
+    _end_session(result, stopped, store, tracking_uri, no_mlflow)
+
+
+def _end_session(result: Any, stopped: Any, store: str, tracking_uri: str, no_mlflow: bool) -> None:
+    """Print the session id and, after an interruption, failure or deadline, the exit code and resume command."""
+    mlflow_where = "off" if no_mlflow else tracking_uri
+    _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {mlflow_where})")
     where = "" if store == ".routerlab/results.duckdb" else f" --store {store}"
     where += " --no-mlflow" if no_mlflow else ""
     where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
