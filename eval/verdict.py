@@ -14,13 +14,28 @@ import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from routerlab.eval.result import ExampleResult, did_run
 from routerlab.eval.stats import bootstrap_ci, mcnemar_exact
 
-__all__ = ["ALPHA", "AxisVerdict", "axis_verdict", "render_verdict"]
+__all__ = [
+    "ALPHA",
+    "AXES",
+    "AxisVerdict",
+    "axis_verdict",
+    "intervals_table",
+    "render_verdict",
+    "render_verdict_markdown",
+    "verdicts_from_results",
+]
 
 #: the level at which a difference is called significant
 ALPHA = 0.05
+#: end-to-end axes, in the order a verdict lists them: (name, scorer); the first sorts the tables
+AXES: tuple[tuple[str, str], ...] = (("end-to-end success", "success"), ("EX", "ex"))
+#: a value at least this close to 1 counts as correct
+_CORRECT = 1.0 - 1e-9
 
 
 @dataclass(frozen=True)
@@ -150,3 +165,68 @@ def render_verdict(verdicts: Sequence[AxisVerdict], *, width: int = 118) -> str:
         text = "; ".join(parts)
         lines += textwrap.wrap(text, width=width, initial_indent="  ", subsequent_indent="      ")
     return "\n".join(lines)
+
+
+def verdicts_from_results(
+    results: Mapping[str, Sequence[ExampleResult]], *, baselines: Sequence[str] = (), seed: int = 0
+) -> list[AxisVerdict]:
+    """Verdicts on each of :data:`AXES` from stored results, with cold p50 latency as the cost.
+
+    Args:
+        results: ``router label -> results`` (examples that never ran are left out).
+        baselines: Labels shown for reference only.
+        seed: Bootstrap seed.
+    """
+    # imported here: compare imports the scorers' aggregates, which a verdict of decisions needs not
+    from routerlab.eval.compare import cold_cost_figures
+
+    ran = {label: [r for r in rs if did_run(r)] for label, rs in results.items()}
+    cost = {label: float(cold_cost_figures(rs)["cold_latency_p50_s"]) if rs else math.nan for label, rs in ran.items()}
+    out = []
+    for axis, scorer in AXES:
+        outcomes = {
+            label: {
+                f"{r.example_id}#{r.attempt}": (r.value(scorer) or 0.0) >= _CORRECT
+                for r in rs
+                if r.value(scorer) is not None
+            }
+            for label, rs in ran.items()
+        }
+        v = axis_verdict(
+            axis, outcomes, cost, cost_label="s per request, cold p50", baselines=tuple(baselines), seed=seed
+        )
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def render_verdict_markdown(verdicts: Sequence[AxisVerdict]) -> str:
+    """The verdict as Markdown bullets (the report's first section)."""
+    lines = []
+    for v in verdicts:
+        text = render_verdict([v], width=10_000).splitlines()[1].strip()
+        head, _, rest = text.partition(": best ")
+        lines.append(f"- **{head}**: best **{rest.split(' ', 1)[0]}** {rest.split(' ', 1)[1]}")
+    return "\n".join(lines) if lines else "- no router ran on any axis"
+
+
+def intervals_table(rates: Any, sort_by: str = "success") -> Any:
+    """Rates as ``value [low, high]`` per router (rows) and metric (columns), best ``sort_by`` first.
+
+    Args:
+        rates: :func:`routerlab.eval.analysis.rates_table` output (``router, metric, value, ci_low,
+            ci_high, n``).
+        sort_by: The metric whose value orders the rows (the verdict's first axis).
+    """
+    import pandas as pd
+
+    cells = rates.assign(
+        shown=[
+            "n/a" if not n else f"{v:.2f} [{lo:.2f}, {hi:.2f}]"
+            for v, lo, hi, n in zip(rates["value"], rates["ci_low"], rates["ci_high"], rates["n"], strict=True)
+        ]
+    )
+    table = cells.pivot(index="router", columns="metric", values="shown")
+    order = rates[rates["metric"] == sort_by].set_index("router")["value"].fillna(-1.0).sort_values(ascending=False)
+    columns = [sort_by, *[c for c in table.columns if c != sort_by]]
+    return pd.DataFrame(table.loc[list(order.index), columns]).rename_axis(columns=None)

@@ -18,7 +18,6 @@ comparison instead.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from routerlab.eval.verdict import AxisVerdict, axis_verdict, render_verdict
+from routerlab.eval.verdict import AxisVerdict, axis_verdict, render_verdict, verdicts_from_results
 from routerlab.route_eval import FirstDecision, first_decisions
 from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select
 
@@ -108,29 +107,17 @@ def _routing_verdict(decisions: dict[str, list[FirstDecision]]) -> AxisVerdict |
 
 
 def e2e_verdicts(store: Any, run_ids: Sequence[str], routers: Sequence[str]) -> list[AxisVerdict]:
-    """Verdicts on EX and end-to-end success from a session's stored results (cold p50 as cost).
+    """Verdicts on end-to-end success and EX from a session's stored results (cold p50 as cost).
 
     Args:
         store: The results store.
         run_ids: The session's runs, one per router.
         routers: The routers of ``run_ids``, in the same order.
     """
-    from routerlab.eval.compare import cold_cost_figures
-    from routerlab.eval.result import did_run
     from routerlab.routers import BASELINES
 
-    results = {r: [x for x in store.results(rid) if did_run(x)] for r, rid in zip(routers, run_ids, strict=True)}
-    cost = {r: float(cold_cost_figures(rs)["cold_latency_p50_s"]) if rs else math.nan for r, rs in results.items()}
-    out = []
-    for axis, scorer in (("EX", "ex"), ("end-to-end success", "success")):
-        outcomes = {
-            r: {x.example_id: (x.value(scorer) or 0.0) >= 1 - 1e-9 for x in rs if x.value(scorer) is not None}
-            for r, rs in results.items()
-        }
-        v = axis_verdict(axis, outcomes, cost, cost_label="s per request, cold p50", baselines=tuple(BASELINES))
-        if v is not None:
-            out.append(v)
-    return out
+    results = {r: store.results(rid) for r, rid in zip(routers, run_ids, strict=True)}
+    return verdicts_from_results(results, baselines=tuple(BASELINES))
 
 
 def run_main_job(

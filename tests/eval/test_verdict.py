@@ -57,3 +57,37 @@ def test_rendered_verdict_stays_narrow_and_says_what_it_found() -> None:
     flat = " ".join(text.split())
     assert "best router_with_a_long_name_0 0.90" in flat
     assert "significantly better than router_with_a_long_name_1" in flat
+
+
+def test_intervals_table_is_sorted_by_the_verdicts_metric() -> None:
+    import pandas as pd
+
+    from routerlab.eval.verdict import intervals_table
+
+    rows = [
+        ("a", "success", 0.5, 0.3, 0.7, 10),
+        ("b", "success", 0.9, 0.8, 1.0, 10),
+        ("a", "ex", 0.4, 0.2, 0.6, 5),
+        ("b", "ex", float("nan"), float("nan"), float("nan"), 0),
+    ]
+    rates = pd.DataFrame(rows, columns=["router", "metric", "value", "ci_low", "ci_high", "n"])
+    table = intervals_table(rates, sort_by="success")
+    assert list(table.index) == ["b", "a"] and list(table.columns) == ["success", "ex"]
+    assert table.loc["b", "success"] == "0.90 [0.80, 1.00]" and table.loc["b", "ex"] == "n/a"
+
+
+def test_verdicts_from_a_recorded_session(tmp_path_factory) -> None:
+    from routerlab.demo import make_demo_session
+    from routerlab.eval import analysis
+    from routerlab.eval.verdict import render_verdict_markdown, verdicts_from_results
+
+    store, _, session = make_demo_session(tmp_path_factory.getbasetemp() / "routerlab-demo")
+    data = analysis.load_store(store, session=session)
+    verdicts = verdicts_from_results(data, baselines=analysis.baseline_labels(data))
+    assert [v.axis for v in verdicts] == ["end-to-end success", "EX"]
+    success = verdicts[0]
+    # the demo's one real router is the answer; the baselines are references with their rates
+    assert success.best == "rules" and set(success.references) == {"oracle (baseline)", "random (baseline)"}
+    rates = analysis.rates_table(data).set_index(["router", "metric"])["value"]
+    assert abs(success.value - rates[("rules", "success")]) < 1e-9
+    assert render_verdict_markdown(verdicts).startswith("- **end-to-end success (n=")

@@ -169,10 +169,10 @@ def test_notebook_opened_from_notebooks_folder_finds_the_project_store(tmp_path_
     shutil.copy(store, root / ".routerlab" / "results.duckdb")
     shutil.copy(tracking.removeprefix("sqlite:///"), root / "mlflow.db")
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    # the cells up to loading the session and its MLflow cross-check: where the paths are used
-    last = next(i for i, c in enumerate(nb.cells) if "analysis.load_mlflow" in c.source)
+    # the cells that use the paths: parameters, setup, loading the session, its MLflow cross-check
+    used = ("make_demo_session", "analysis.load_store", "analysis.load_mlflow")
     run = copy.deepcopy(nb)
-    run.cells = run.cells[: last + 1]
+    run.cells = [run.cells[0], *(c for c in run.cells[1:] if any(u in c.source for u in used))]
     run.cells.insert(1, nbformat.v4.new_code_cell(f"SESSION = {session!r}", metadata={"tags": ["injected-parameters"]}))
     client = NotebookClient(
         run, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(root / "notebooks")}}
