@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from routerlab.eval.result import ExampleResult, did_run
+from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.stats import bootstrap_ci, mcnemar_exact
 
 __all__ = [

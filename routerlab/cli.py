@@ -799,13 +799,37 @@ def ui_cmd(
     host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 5000,
 ) -> None:
-    """Start the MLflow UI on the same store."""
+    """Start the MLflow UI on the same store, print its URL; Ctrl-C (or SIGTERM) stops its server too."""
+    import os
+    import signal
     import subprocess
 
     from routerlab.sweep.mlflow_server import mlflow_command
 
     cmd = mlflow_command("ui", backend_store_uri=tracking_uri, host=host, port=port)
-    raise typer.Exit(subprocess.call(cmd))
+    # its own process group: the UI's server workers are stopped with it, never left behind
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    _out.print(f"MLflow UI: http://{shown}:{port}  (store {tracking_uri}; Ctrl-C stops it)", highlight=False)
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        code = 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    raise typer.Exit(code)
 
 
 @server_app.command("mlflow")
