@@ -291,11 +291,19 @@ class Registry(Generic[T]):
             bound = inspect.signature(factory).bind(**kwargs)
         except TypeError as exc:
             params = list(inspect.signature(factory).parameters)
+            # a typo (hybrid.treshold) is the usual cause: name the parameter that was meant
+            guesses = {
+                k: close[0]
+                for k in sorted(kwargs)
+                if k not in params and (close := difflib.get_close_matches(k, params, n=1))
+            }
+            hint = "".join(f"did you mean {g!r} for {k!r}? " for k, g in guesses.items())
             raise ConfigError(
                 f"bad arguments for {self.kind} {name!r}: {exc}",
                 expected=f"keyword arguments among {params}",
                 found=f"{sorted(kwargs)}",
-                fix=f"check the {self.kind}'s documented parameters",
+                fix=f"{hint}check the {self.kind}'s documented parameters",
+                details={"suggestions": guesses},
             ) from None
         bound.apply_defaults()
         check_arguments(self.kind, name, factory, dict(bound.arguments))

@@ -35,7 +35,7 @@ import numpy as np
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.confidence_calibration import run_calibration
 from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
-from routerlab.eval.metrics import Rate, cluster_of, cold_latency, pass_k_summary, rate
+from routerlab.eval.metrics import Rate, cluster_of, cold_latency, pass_k_summary, rate, scored_names
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers import HEADLINE_SCORERS
@@ -500,6 +500,8 @@ def compare_runs(
         )
     labels = _labels([str(meta[r]["router"]) for r in ids])
     results, not_run = _ran_results(store, ids)
+    # custom scorers a run was scored with (run --scorer) join the default columns
+    scorers = scored_names([x for rs in results.values() for x in rs], first=scorers)
     rows = [
         replace(
             _run_row(
@@ -714,7 +716,7 @@ def _render_markdown(c: Comparison) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _render_table(c: Comparison, width: int | None) -> str:
+def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
     from rich.console import Console
     from rich.table import Table
 
@@ -739,7 +741,7 @@ def _render_table(c: Comparison, width: int | None) -> str:
     for row in body:
         table.add_row(*row)
     console.print(table)
-    if c.pairs:
+    if c.pairs and pairs:
         p_header, p_body = _display_pairs(c)
         pairs = Table(title="Paired differences", caption=_pairs_note(c))
         for i, col in enumerate(p_header):
@@ -845,7 +847,7 @@ def csv_tables(comparison: Comparison) -> dict[str, str]:
     return tables
 
 
-def render(comparison: Comparison, fmt: str = "table", *, width: int | None = None) -> str:
+def render(comparison: Comparison, fmt: str = "table", *, width: int | None = None, pairs: bool = True) -> str:
     """Render a comparison.
 
     Args:
@@ -853,6 +855,8 @@ def render(comparison: Comparison, fmt: str = "table", *, width: int | None = No
         fmt: ``table`` (rich, for terminals), ``markdown``, ``csv`` (the runs table, then a blank
             line and the pairs table, numbers unformatted) or ``json`` (everything, NaN as null).
         width: Terminal width for ``table`` (default: the current terminal's).
+        pairs: With ``table``: also the paired-differences table and its summary lines (a caller
+            that prints its own verdict leaves them to ``routerlab compare``).
 
     Raises:
         ConfigError: For an unknown format.
@@ -870,7 +874,7 @@ def render(comparison: Comparison, fmt: str = "table", *, width: int | None = No
         )
     if fmt == "table":
         return (
-            _render_table(comparison, width)
+            _render_table(comparison, width, pairs)
             + render_risk(labels, comparison.risk, "table")
             + render_conversations(labels, comparison.conversations, "table")
         )

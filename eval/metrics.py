@@ -30,6 +30,7 @@ __all__ = [
     "per_intent",
     "rate",
     "routing_prf",
+    "scored_names",
     "summarize",
     "usage_summary",
 ]
@@ -291,6 +292,17 @@ def _routing_prf_metrics(results: Sequence[ExampleResult]) -> dict[str, float]:
     }
 
 
+def scored_names(results: Sequence[ExampleResult], first: Sequence[str] = SCORE_NAMES) -> list[str]:
+    """Scorer names to report: ``first`` in its order, then any non-default scorer the results carry.
+
+    A registered custom scorer chosen with ``--scorer`` must reach every table and MLflow without
+    being added to a list here, so the names come from the scores themselves; the built-in
+    scorers a table leaves out on purpose (``first`` is its choice) stay out.
+    """
+    extra = sorted({name for r in results for name in r.scores} - set(first) - set(SCORE_NAMES))
+    return [*first, *extra]
+
+
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage.
 
@@ -303,7 +315,7 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
         "n_examples": float(len(results)),
         "crashes": float(sum(r.outcome == "crash" for r in results)),
     }
-    for s in SCORE_NAMES:
+    for s in scored_names(results):
         r = rate(results, s)
         if r.n:
             out |= {s: r.value, f"{s}_ci_low": r.ci_low, f"{s}_ci_high": r.ci_high, f"{s}_n": float(r.n)}

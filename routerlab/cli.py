@@ -54,7 +54,7 @@ RunConfigOpt = Annotated[
     typer.Option(
         "--config",
         help="YAML/JSON run settings (dataset, dataset_args such as the mixer's base/seed/ratios, split, limit, "
-        "lm, routers, pipeline); options given here win.",
+        "lm, scorers, pipeline; routers are named with --router); options given here win.",
     ),
 ]
 
@@ -135,6 +135,12 @@ def ask_cmd(
 
 
 DEFAULT_ROUTERS = "rules,llm,dspy,oracle,single_call"
+#: `route`'s default: the routers that decide in under a second (handoff and retrieval generate
+#: their decisions, several seconds each on the embedded model: name them to include them)
+ROUTE_DEFAULT_ROUTERS = "rules,semantic,hybrid,llm,dspy,random"
+#: seconds per example and router on the embedded model, end to end: the p50 measured on the whole
+#: of spider-dev-a on 2 cores (docs/results/2026-11-24-sql-quality.md); an order of magnitude only
+LOCAL_SECONDS_PER_EXAMPLE = 13.0
 DEFAULT_LIMIT = 7  # one request per intent
 
 
@@ -156,21 +162,21 @@ def _run_defaults(dataset: str | None, config_file: Path | None) -> dict[str, An
 @_clean_errors
 def run_cmd(
     router_names: Annotated[
-        str | None, typer.Option("--router", help=f"Comma-separated routers to compare. [default: {DEFAULT_ROUTERS}]")
+        str | None, typer.Option("--router", help=f"Comma-separated routers to compare. \\[default: {DEFAULT_ROUTERS}]")
     ] = None,
     dataset_name: Annotated[
-        str | None, typer.Option("--dataset", help="Dataset name (builtin, spider, bird, ...). [default: builtin]")
+        str | None, typer.Option("--dataset", help="Dataset name (builtin, spider, bird, ...). \\[default: builtin]")
     ] = None,
     dataset_path: Annotated[
         str | None, typer.Option("--dataset-path", help="Dataset directory or file (on-disk formats).")
     ] = None,
     db_dir: DbDirOpt = None,
-    split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. [default: dev]")] = None,
+    split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. \\[default: dev]")] = None,
     limit: Annotated[
         int | None,
         typer.Option(
             "--limit",
-            help=f"At most N examples (stratified by intent); 0 = all. [default: {DEFAULT_LIMIT} for the "
+            help=f"At most N examples (stratified by intent); 0 = all. \\[default: {DEFAULT_LIMIT} for the "
             "built-in benchmark, all for other datasets]",
         ),
     ] = None,
@@ -179,17 +185,25 @@ def run_cmd(
         typer.Option(
             "--lm",
             help="LM spec: local, local:0.5b, local:/path.gguf, a LiteLLM model string such as "
-            "openai/gpt-4o-mini, or scripted:NAME (a deterministic test double for tests/CI). [default: local]",
+            "openai/gpt-4o-mini, or scripted:NAME (a deterministic test double for tests/CI). \\[default: local]",
         ),
     ] = None,
     lm_api_base: ApiBaseOpt = None,
     concurrency: Annotated[
-        int | None, typer.Option("--concurrency", min=1, help="Worker threads (remote LMs). [default: 1]")
+        int | None, typer.Option("--concurrency", min=1, help="Worker threads (remote LMs). \\[default: 1]")
     ] = None,
     router_arg: Annotated[
         list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")
     ] = None,
     config_file: RunConfigOpt = None,
+    scorer_names: Annotated[
+        str | None,
+        typer.Option(
+            "--scorer",
+            help="Comma-separated scorers (registered names, your own included; see docs/extending.md). "
+            "\\[default: ex,chain_valid,trajectory,chain_f1,route,success,abstain]",
+        ),
+    ] = None,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -202,7 +216,7 @@ def run_cmd(
     store: Annotated[str, typer.Option("--store", help="DuckDB results store.")] = ".routerlab/results.duckdb",
     no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
     attempts: Annotated[
-        int | None, typer.Option("--attempts", min=1, help="Runs per example (pass^k). [default: 1]")
+        int | None, typer.Option("--attempts", min=1, help="Runs per example (pass^k). \\[default: 1]")
     ] = None,
     faults: Annotated[
         str | None,
@@ -245,7 +259,14 @@ def run_cmd(
         ),
     ] = False,
 ) -> None:
-    """Replay a dataset through the pipeline with each router and print the comparison.
+    """Compare routers. With no option that picks routers or data: the main job, ending with a verdict.
+
+    The main job scores the first decision of every fast router on the built-in dev split (111
+    requests), runs hybrid, oracle and single_call end to end on one request per intent, and
+    prints the best router per axis with its interval, which differences are significant and the
+    cheapest router within the best one's interval. Any of --router, --dataset, --dataset-path,
+    --split, --limit, --config, --scorer, --attempts, --faults, --deadline-s or --resume runs a
+    plain comparison of what was asked for instead.
 
     Exit codes: 0 done; 1 a run FAILED (most of its examples crashed; they are stored); 2 bad
     input (a message names the file, record and field or the option; also a --resume with options
@@ -270,6 +291,21 @@ def run_cmd(
     )
     from routerlab.signals import stop_signals
 
+    picked = (router_names, dataset_name, dataset_path, split, limit, config_file, scorer_names, attempts, faults)
+    if all(v is None for v in (*picked, deadline_s, resume)):
+        from routerlab.main_job import run_main_job
+
+        with stop_signals() as stopped:
+            job = run_main_job(
+                lm_spec=lm or "local",
+                lm_api_base=lm_api_base,
+                store=store,
+                tracking_uri=None if no_mlflow else tracking_uri,
+                console=_out,
+                lm_cache=False if no_cache else None,
+            )
+        _end_session(job.session, stopped, store, tracking_uri, no_mlflow)
+        return
     # a resumed session starts from what it recorded; options that would change it are refused
     recorded_routers, defaults = (
         recorded_session(store, resume) if resume else ([], _run_defaults(dataset_name, config_file))
@@ -293,11 +329,14 @@ def run_cmd(
         deadline_s=deadline_s,
         replay=replay or None,
         lm_cache=False if no_cache else None,
+        scorers=_split_names(scorer_names),
     )
     names = router_names or ",".join(n for n, _ in recorded_routers) or DEFAULT_ROUTERS
     routers = parse_routers(names, router_arg or (), dict(recorded_routers))
     if resume:
         check_resume(resume, recorded_routers, recorded_config, routers, config)
+    if not resume:
+        _announce_size(config, len(routers))
     spec = SessionSpec(
         routers=routers,
         config=config,
@@ -324,7 +363,19 @@ def run_cmd(
         raise typer.Exit(STORE_BUSY_EXIT)
     comparison = compare_runs(ResultsStore(store), result.run_ids)
     _out.print(render(comparison, "table"))
-    _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {spec.tracking_uri or 'off'})")
+    from routerlab.eval.verdict import render_verdict
+    from routerlab.main_job import e2e_verdicts
+
+    if result.run_ids and not result.interrupted:
+        run_verdicts = e2e_verdicts(ResultsStore(store, read_only=True), result.run_ids, [n for n, _ in routers])
+        _out.print(render_verdict(run_verdicts), highlight=False, markup=False)
+    _end_session(result, stopped, store, tracking_uri, no_mlflow)
+
+
+def _end_session(result: Any, stopped: Any, store: str, tracking_uri: str, no_mlflow: bool) -> None:
+    """Print the session id and, after an interruption, failure or deadline, the exit code and resume command."""
+    mlflow_where = "off" if no_mlflow else tracking_uri
+    _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {mlflow_where})")
     where = "" if store == ".routerlab/results.duckdb" else f" --store {store}"
     where += " --no-mlflow" if no_mlflow else ""
     where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
@@ -366,6 +417,38 @@ def run_cmd(
         raise typer.Exit(3)
 
 
+def _deprecated(old: str, old_value: Any, new: str, new_value: Any) -> Any:
+    """The value of an option given under its former name, with a note; the new name wins."""
+    if old_value is None:
+        return new_value
+    _err.print(f"note: {old} is deprecated here; use {new}", highlight=False, markup=False)
+    return new_value if new_value is not None else old_value
+
+
+def _split_names(text: str | None) -> list[str] | None:
+    """``a,b`` -> ``["a", "b"]``; None (not given) stays None."""
+    return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _announce_size(config: Any, n_routers: int) -> None:
+    """Say how many examples a run has and, on the embedded model, about how long it will take.
+
+    A named dataset is scored whole by default; a full Spider dev folder on a CPU model runs for
+    hours, and the person who started it should know that before it starts, not after.
+    """
+    from routerlab.session import load_dataset, select
+
+    n = len(select(load_dataset(config), config))
+    line = f"{n} example(s) x {n_routers} router(s)"
+    if str(config.lm).startswith("local"):
+        minutes = n * n_routers * LOCAL_SECONDS_PER_EXAMPLE / 60
+        line += (
+            f"; on the embedded model about {minutes:.0f} min at ~{LOCAL_SECONDS_PER_EXAMPLE:.0f} s per example "
+            "and router (2 cores; --limit N runs fewer)"
+        )
+    _out.print(line, highlight=False, soft_wrap=True)
+
+
 @app.command("compare")
 @_clean_errors
 def compare_cmd(
@@ -378,10 +461,11 @@ def compare_cmd(
             "--cost", help="Latency/token columns: cold (as first computed; default) or observed (this run paid)."
         ),
     ] = "cold",
-    out: Annotated[
+    out_dir: Annotated[
         Path | None,
-        typer.Option("--out", help="With --format csv: write runs.csv and pairs.csv into this folder."),
+        typer.Option("--out-dir", help="With --format csv: write runs.csv and pairs.csv into this folder."),
     ] = None,
+    out_old: Annotated[Path | None, typer.Option("--out", hidden=True, help="Deprecated name of --out-dir.")] = None,
 ) -> None:
     """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance.
 
@@ -398,6 +482,7 @@ def compare_cmd(
     for rid in run_ids:
         expanded += [rid] if rid in known else [k for k in known if k.startswith(f"{rid}.")] or [rid]
     comparison = compare_runs(rs, expanded, cost=cost)
+    out = _deprecated("--out", out_old, "--out-dir", out_dir)
     if fmt == "csv":
         _write_csv(csv_tables(comparison), out)
     else:
@@ -411,7 +496,9 @@ def _write_csv(tables: dict[str, str], out: Path | None) -> None:
     if out is None:
         print(tables["runs"], end="")
         if "pairs" in tables:
-            _err.print("paired tests are a second table: pass --out DIR to write runs.csv and pairs.csv", markup=False)
+            _err.print(
+                "paired tests are a second table: pass --out-dir DIR to write runs.csv and pairs.csv", markup=False
+            )
         return
     out.mkdir(parents=True, exist_ok=True)
     for name, text in tables.items():
@@ -444,17 +531,15 @@ def _status_notes(store: Any, run_ids: list[str]) -> list[str]:
 @app.command("route")
 @_clean_errors
 def route_cmd(
-    router_names: Annotated[
-        str, typer.Option("--router", help="Comma-separated routers.")
-    ] = "rules,hybrid,llm,dspy,handoff,random",
-    dataset_name: Annotated[str | None, typer.Option("--dataset", help="Dataset name. [default: builtin]")] = None,
+    router_names: Annotated[str, typer.Option("--router", help="Comma-separated routers.")] = ROUTE_DEFAULT_ROUTERS,
+    dataset_name: Annotated[str | None, typer.Option("--dataset", help="Dataset name. \\[default: builtin]")] = None,
     dataset_path: Annotated[str | None, typer.Option("--dataset-path", help="Dataset directory or file.")] = None,
     db_dir: DbDirOpt = None,
-    split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. [default: dev]")] = None,
+    split: Annotated[str | None, typer.Option("--split", help="train, dev, test or all. \\[default: dev]")] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all. [default: 0]")
+        int | None, typer.Option("--limit", help="At most N examples (stratified by intent); 0 = all. \\[default: 0]")
     ] = None,
-    lm: Annotated[str | None, typer.Option("--lm", help=LM_HELP + " [default: local]")] = None,
+    lm: Annotated[str | None, typer.Option("--lm", help=LM_HELP + " \\[default: local]")] = None,
     lm_api_base: ApiBaseOpt = None,
     router_arg: Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE.")] = None,
     config_file: RunConfigOpt = None,
@@ -827,13 +912,37 @@ def ui_cmd(
     host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 5000,
 ) -> None:
-    """Start the MLflow UI on the same store."""
+    """Start the MLflow UI on the same store, print its URL; Ctrl-C (or SIGTERM) stops its server too."""
+    import os
+    import signal
     import subprocess
 
     from routerlab.sweep.mlflow_server import mlflow_command
 
     cmd = mlflow_command("ui", backend_store_uri=tracking_uri, host=host, port=port)
-    raise typer.Exit(subprocess.call(cmd))
+    # its own process group: the UI's server workers are stopped with it, never left behind
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    _out.print(f"MLflow UI: http://{shown}:{port}  (store {tracking_uri}; Ctrl-C stops it)", highlight=False)
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        code = 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    raise typer.Exit(code)
 
 
 @server_app.command("mlflow")
@@ -843,12 +952,13 @@ def server_mlflow_cmd(
         str, typer.Option("--host", help="Bind address: loopback by default, 0.0.0.0 for the team's machines.")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.")] = 5000,
-    backend_store_uri: Annotated[
+    tracking_uri: Annotated[
         str,
-        typer.Option(
-            "--backend-store-uri", help="Database of runs: sqlite:///FILE or a SQLAlchemy URI (postgresql://...)."
-        ),
+        typer.Option("--tracking-uri", help="Database of runs: sqlite:///FILE or a SQLAlchemy URI (postgresql://...)."),
     ] = "sqlite:///mlflow.db",
+    backend_store_uri: Annotated[
+        str | None, typer.Option("--backend-store-uri", hidden=True, help="Deprecated name of --tracking-uri.")
+    ] = None,
     artifacts_destination: Annotated[
         str | None,
         typer.Option(
@@ -876,7 +986,8 @@ def server_mlflow_cmd(
 
     raise typer.Exit(
         serve_mlflow(
-            backend_store_uri=backend_store_uri,
+            backend_store_uri=_deprecated("--backend-store-uri", backend_store_uri, "--tracking-uri", None)
+            or tracking_uri,
             host=host,
             port=port,
             artifacts_destination=artifacts_destination,
@@ -1083,7 +1194,7 @@ def report_cmd(
     tracking_uri: Annotated[
         str | None,
         typer.Option(
-            "--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store. [default: sqlite:///mlflow.db]"
+            "--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store. \\[default: sqlite:///mlflow.db]"
         ),
     ] = None,
     no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip the MLflow cross-check.")] = False,

@@ -232,6 +232,27 @@ def _execute(nb: Any, cwd: Path, timeout_s: int, progress: Callable[[str], None]
         raise _cell_error(nb, int(state["index"]), n_code, exc) from None
 
 
+#: the tag of cells that form a section shown only when it has something to show
+OPTIONAL_SECTION = "optional-section"
+#: the tag of cells for the person running the notebook (how to set it up), not for a page's reader
+NOTEBOOK_ONLY = "notebook-only"
+
+
+def drop_empty_sections(nb: Any) -> int:
+    """Remove what a shared page's reader has no use for; returns how many cells were removed.
+
+    Cells tagged ``notebook-only`` (the set-up instructions) always go. Cells tagged
+    ``optional-section`` go when none of their code cells printed anything: a section whose input
+    is missing (no ``toolscale.json`` for this session) is only noise on a shared page.
+    """
+    tagged = [c for c in nb.cells if OPTIONAL_SECTION in c.metadata.get("tags", [])]
+    drop = [c for c in nb.cells if NOTEBOOK_ONLY in c.metadata.get("tags", [])]
+    if not any(c.get("outputs") for c in tagged if c.cell_type == "code"):
+        drop += tagged
+    nb.cells = [c for c in nb.cells if not any(c is d for d in drop)]
+    return len(drop)
+
+
 def _to_html(nb: Any, *, with_code: bool, title: str) -> tuple[str, int]:
     """The executed notebook as one self-contained HTML page, and how many images it embeds."""
     from jinja2 import DictLoader
@@ -316,6 +337,7 @@ def make_report(
     _inject(nb, params, header)
     progress(f"running {nb_path.name} for session {session} ({len(runs)} runs)")
     _execute(nb, Path(cwd or Path.cwd()).resolve(), timeout_s, progress)
+    drop_empty_sections(nb)
     progress("rendering HTML")
     html, images = _to_html(nb, with_code=with_code, title=f"Router comparison, session {session}")
     out_path = Path(out)

@@ -517,8 +517,53 @@ def run_session(
     out.bad_databases = list(bad)
     if sink is not None and parent is not None:
         final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
-        sink.finish_parent(parent, status=final)
+        sink.finish_parent(parent, status=final, **parent_dashboard(store, out))
     return out
+
+
+def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:
+    """What a session's MLflow parent run shows: each router's headline metrics, the comparison, a plot.
+
+    The parent is the page a person opens first: its metrics (``<router>.success``,
+    ``<router>.success_ci_low``, ``<router>.cold_latency_p50_s``...) make the runs table and
+    the compare view show which router is best, and its artifacts hold the comparison table
+    (``comparison.md``), the verdict (``verdict.md``) and the rates plot (``rates.png``).
+    A failure here never fails the session: the child runs already hold every figure.
+    """
+    from routerlab.eval.compare import compare_runs, render
+    from routerlab.eval.verdict import render_verdict_markdown, verdicts_from_results
+    from routerlab.routers import BASELINES
+
+    ids = [r for r in out.run_ids if store.results(r)]
+    if not ids:
+        return {}
+    try:
+        comparison = compare_runs(store, ids)
+        metrics: dict[str, float] = {}
+        for row in comparison.runs:
+            for scorer, r in row.rates.items():
+                if r.n:
+                    metrics |= {f"{row.router}.{scorer}": r.value, f"{row.router}.{scorer}_ci_low": r.ci_low}
+                    metrics[f"{row.router}.{scorer}_ci_high"] = r.ci_high
+            metrics[f"{row.router}.cold_latency_p50_s"] = row.cold_latency_p50_s
+        results = {row.router: store.results(row.run_id) for row in comparison.runs}
+        verdict = render_verdict_markdown(verdicts_from_results(results, baselines=tuple(BASELINES)))
+        return {
+            "metrics": metrics,
+            "texts": {"comparison.md": render(comparison, "markdown"), "verdict.md": verdict + "\n"},
+            "figures": {"rates.png": _rates_figure(store, ids)},
+        }
+    except Exception as exc:  # the dashboard is a summary: the session's results stand without it
+        logging.getLogger(__name__).warning("parent run summary not logged: %s", exc)
+        return {}
+
+
+def _rates_figure(store: Any, run_ids: Sequence[str]) -> Any:
+    """The rates-with-intervals figure of the report, for the parent run."""
+    from routerlab.eval import analysis, plots
+
+    data = analysis.load_store(store, run_ids=list(run_ids))
+    return plots.plot_rates(analysis.rates_table(data))
 
 
 #: a run in which more than this share of the examples that ran crashed is FAILED, not a result

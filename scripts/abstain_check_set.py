@@ -7,7 +7,8 @@ read from the data folder, never copied into the repository. Database paths are 
 
 Usage::
 
-    .venv/bin/python scripts/abstain_check_set.py --spider ../shared/data/spider-dev-a --out /tmp/abstain_check.jsonl
+    .venv/bin/python scripts/abstain_check_set.py --dataset-path ../shared/data/spider-dev-a \
+        --out /tmp/abstain_check.jsonl
     .venv/bin/routerlab route --dataset jsonl --dataset-path /tmp/abstain_check.jsonl --router rules,hybrid,llm
 """
 
@@ -52,11 +53,15 @@ def build(spider: Path, per_db: int = 4, seed: int = 0) -> list[dict]:
 def main() -> None:
     """Write the set, one JSON object per line, and say how many of each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spider", required=True, type=Path, help="the spider-dev-a folder")
+    parser.add_argument("--dataset-path", dest="spider", type=Path, help="the spider-dev-a folder")
+    # the former name still works; every other routerlab command calls a dataset's location --dataset-path
+    parser.add_argument("--spider", dest="spider", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--per-db", type=int, default=4, help="Spider questions per database")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.spider is None:
+        parser.error("--dataset-path is required (the spider-dev-a folder, e.g. ../shared/data/spider-dev-a)")
     rows = build(args.spider, args.per_db, args.seed)
     args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     n_un = sum(r["intent"] == "unanswerable" for r in rows)

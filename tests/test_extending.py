@@ -150,3 +150,30 @@ def test_an_example_is_one_file_plus_its_test(kind, tmp_path):
     done = subprocess.run([sys.executable, "-c", boot], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert re.search(r"\d+ passed", done.stdout), done.stdout[-2000:]
+
+
+def test_a_custom_scorer_reaches_the_table_compare_and_mlflow(registries, tmp_path):
+    """``routerlab run --scorer ex,few_steps`` as the page says: its column in every view of the run."""
+    import mlflow
+    from typer.testing import CliRunner
+
+    from routerlab.cli import app
+
+    _run("eval/scorers/steps.py")
+    store, tracking = str(tmp_path / "r.duckdb"), f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ["run", "--router", "rules", "--scorer", "ex,few_steps", "--lm", "scripted:basic", "--limit", "3"]
+    result = CliRunner().invoke(app, [*args, "--store", store, "--tracking-uri", tracking])
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.output.splitlines() if "┃ router" in line)
+    assert "few_steps" in header, result.output
+    session = re.search(r"session id: (\S+)", result.output).group(1)  # type: ignore[union-attr]
+    shown = CliRunner().invoke(app, ["compare", session, "--store", store, "--format", "markdown"])
+    table_header = next(line for line in shown.output.splitlines() if line.startswith("| router |"))
+    assert shown.exit_code == 0 and "few_steps" in table_header, shown.output
+    client = mlflow.MlflowClient(tracking)
+    runs = client.search_runs(
+        [e.experiment_id for e in client.search_experiments()], f"tags.`routerlab.run_key` = '{session}.rules'"
+    )
+    assert runs, "the router's MLflow run"
+    metrics = runs[0].data.metrics
+    assert 0.0 <= metrics["few_steps"] <= 1.0 and metrics["few_steps_n"] == 3.0

@@ -111,7 +111,8 @@ def load_store(
     Raises:
         ConfigError: For an unknown session or run id.
     """
-    store = store if isinstance(store, ResultsStore) else ResultsStore(store)
+    # read-only: a mistyped path is an error, never a new empty store
+    store = store if isinstance(store, ResultsStore) else ResultsStore(store, read_only=True)
     runs = store.runs()
     if run_ids:
         runs = _select(runs, "run_id", run_ids, str(store.path))

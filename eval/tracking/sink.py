@@ -549,12 +549,40 @@ class MlflowSink:
         else:
             self.client.log_table(run_id, data=frame, artifact_file=EXAMPLES_TABLE)
 
-    def finish_parent(self, run_id: str, status: str = "FINISHED", *, table: pd.DataFrame | None = None) -> None:
-        """Close a comparison's parent run, optionally with its summary table (``comparison.json``)."""
+    def finish_parent(
+        self,
+        run_id: str,
+        status: str = "FINISHED",
+        *,
+        table: pd.DataFrame | None = None,
+        metrics: Mapping[str, float] | None = None,
+        texts: Mapping[str, str] | None = None,
+        figures: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Close a comparison's parent run with what its dashboard shows.
+
+        Args:
+            run_id: The parent run.
+            status: Its final status.
+            table: The summary table (``comparison.json``).
+            metrics: Each router's headline metrics (``<router>.<metric>``), so the runs table and
+                the parent's page show which router is best without opening a child.
+            texts: Text artifacts by file name (the comparison as Markdown, the verdict).
+            figures: Matplotlib figures by file name (``rates.png``).
+        """
         _check_status(status)
         try:
             if table is not None and not table.empty:
                 self.client.log_table(run_id, data=table, artifact_file="comparison.json")
+            if metrics:
+                stamp = int(time.time() * 1000)
+                items = [Metric(metric_name(k), float(v), stamp, 0) for k, v in metrics.items() if math.isfinite(v)]
+                for i in range(0, len(items), _METRICS_PER_BATCH):
+                    self.client.log_batch(run_id, metrics=items[i : i + _METRICS_PER_BATCH])
+            for name, text in (texts or {}).items():
+                self.client.log_text(run_id, text, name)
+            for name, fig in (figures or {}).items():
+                self.client.log_figure(run_id, fig, name)
         finally:
             self._set_tags(run_id, {TAG_STATUS: status})
             self.client.set_terminated(run_id, status=status)

@@ -155,3 +155,31 @@ def test_jupyter_lab_serves_the_notebook(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_notebook_opened_from_notebooks_folder_finds_the_project_store(tmp_path_factory):
+    """`jupyter lab notebooks/` starts the kernel in notebooks/: only SESSION is set, as the README says."""
+    import shutil
+
+    demo_dir = tmp_path_factory.getbasetemp() / "routerlab-demo"
+    store, tracking, session = make_demo_session(demo_dir)
+    root = tmp_path_factory.mktemp("project")
+    (root / ".routerlab").mkdir()
+    (root / "notebooks").mkdir()
+    shutil.copy(store, root / ".routerlab" / "results.duckdb")
+    shutil.copy(tracking.removeprefix("sqlite:///"), root / "mlflow.db")
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    # the cells that use the paths: parameters, setup, loading the session, its MLflow cross-check
+    used = ("make_demo_session", "analysis.load_store", "analysis.load_mlflow")
+    run = copy.deepcopy(nb)
+    run.cells = [run.cells[0], *(c for c in run.cells[1:] if any(u in c.source for u in used))]
+    run.cells.insert(1, nbformat.v4.new_code_cell(f"SESSION = {session!r}", metadata={"tags": ["injected-parameters"]}))
+    client = NotebookClient(
+        run, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(root / "notebooks")}}
+    )
+    client.execute(env={**os.environ, "MPLBACKEND": "Agg"})
+    printed = "".join(_text(c) for c in run.cells)
+    assert f"store {root / '.routerlab' / 'results.duckdb'}" in printed
+    assert f"tracking sqlite:///{root / 'mlflow.db'}" in printed
+    assert "0 rates differ between the store and MLflow" in printed
+    assert list((root / "notebooks").iterdir()) == []  # no empty store or MLflow database created there

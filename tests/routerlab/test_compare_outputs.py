@@ -45,7 +45,9 @@ def test_compare_csv_is_one_table_per_file(tmp_path: Path) -> None:
     _, sweep_id = _sweep(tmp_path)
     store = str(tmp_path / "r.duckdb")
     out_dir = tmp_path / "csv"
-    result = CliRunner().invoke(app, ["compare", sweep_id, "--store", store, "--format", "csv", "--out", str(out_dir)])
+    result = CliRunner().invoke(
+        app, ["compare", sweep_id, "--store", store, "--format", "csv", "--out-dir", str(out_dir)]
+    )
     assert result.exit_code == 0, result.output
     runs = pd.read_csv(out_dir / "runs.csv")
     pairs = pd.read_csv(out_dir / "pairs.csv")
@@ -55,4 +57,10 @@ def test_compare_csv_is_one_table_per_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["compare", sweep_id, "--store", store, "--format", "csv"])
     lines = [line for line in result.stdout.splitlines() if line]
     assert lines[0].startswith("run_id,") and len(lines) == 3
-    assert "pass --out DIR" in result.output
+    assert "pass --out-dir DIR" in result.output
+    # the former name of the folder option still works, with a note naming the new one
+    old_dir = tmp_path / "old"
+    result = CliRunner().invoke(app, ["compare", sweep_id, "--store", store, "--format", "csv", "--out", str(old_dir)])
+    assert result.exit_code == 0, result.output
+    assert (old_dir / "pairs.csv").read_text() == (out_dir / "pairs.csv").read_text()
+    assert "--out is deprecated here; use --out-dir" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -261,3 +262,28 @@ def test_missing_notebook_tools_are_named(demo, tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nbconvert" else real(name, *a))
     code, text = _invoke(session, "--store", store, "--out", str(tmp_path / "r.html"))
     assert code == 2 and "missing: nbconvert" in text and "scripts/setup.sh" in text
+
+
+def test_shared_page_drops_setup_and_empty_optional_sections():
+    """What the page's reader has no use for goes: the set-up text, a section with nothing to show."""
+    import nbformat
+
+    from routerlab.report import drop_empty_sections
+
+    nb = nbformat.read(Path(__file__).resolve().parents[2] / "notebooks" / "router_comparison.ipynb", as_version=4)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    n_setup = sum("notebook-only" in t for t in tags)
+    n_optional = sum("optional-section" in t for t in tags)
+    assert n_setup == 2 and n_optional == 2  # the Setup section; the tool-scale section
+    # never executed: the tool-scale code printed nothing, so its section goes too
+    empty = copy.deepcopy(nb)
+    assert drop_empty_sections(empty) == n_setup + n_optional
+    assert not any("Setup" in c.source or "Tool scale" in c.source for c in empty.cells if c.cell_type == "markdown")
+    # the section stays when it has output
+    shown = copy.deepcopy(nb)
+    code = next(c for c in shown.cells if "optional-section" in c.metadata.get("tags", []) and c.cell_type == "code")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="sizes 9, 64\n")]
+    assert drop_empty_sections(shown) == n_setup
+    # the verdict is the first section the reader meets
+    first = next(c for c in empty.cells if c.cell_type == "markdown" and c.source.startswith("## "))
+    assert first.source.startswith("## Verdict")

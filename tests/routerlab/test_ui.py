@@ -34,7 +34,8 @@ def test_ui_starts_and_lists_the_experiments_of_the_store(tmp_path: Path):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}  # as a user's shell
     cli = [sys.executable, "-m", "routerlab.cli", "ui", "--tracking-uri", uri, "--port", str(port)]
-    proc = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    log = (tmp_path / "ui.out").open("w")
+    proc = subprocess.Popen(cli, env=env, stdout=log, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240  # start-up imports take tens of seconds on a loaded 2-core machine
         while True:
@@ -55,6 +56,21 @@ def test_ui_starts_and_lists_the_experiments_of_the_store(tmp_path: Path):
         with urllib.request.urlopen(req, timeout=30) as r:
             body = r.read().decode()
         assert "routerlab/ui-check" in body
+        # it says where it is, and its server stops with it (SIGTERM to routerlab alone)
+        assert f"MLflow UI: http://127.0.0.1:{port}" in (tmp_path / "ui.out").read_text()
+        proc.send_signal(15)
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2):
+                    pass
+            except OSError:
+                break  # nothing listens on the port any more
+            assert time.monotonic() < deadline, "the MLflow server outlived routerlab ui"
+            time.sleep(1)
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
+        if proc.poll() is None:
+            os.killpg(proc.pid, 15)
+            proc.wait(timeout=30)
+        log.close()

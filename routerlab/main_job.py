@@ -1,0 +1,192 @@
+"""The main job: what ``routerlab run`` with no options runs, sized to end with a verdict in minutes.
+
+A full end-to-end run costs tens of seconds per request and router on a CPU model, so the sample
+it can afford in ten minutes (a handful of requests) cannot tell routers apart. Whether a router
+sends a request to the right sub-agent is decided by its first decision, which costs one router
+call, so the job splits the question in two:
+
+1. **routing**: the first decision of every fast router on the whole dev split of the built-in
+   benchmark (111 requests): large enough for paired tests to separate routers;
+2. **end to end**: one request per intent through the whole pipeline with the best-known router
+   and the two baselines that bracket it (perfect routing, one plain model call), sharing
+   sub-agent outcomes between routers (``replay``) so each one pays mostly for its own decisions;
+
+and ends with :func:`routerlab.eval.verdict.render_verdict` over both. The routers and sizes are
+the constants below; any option of ``routerlab run`` that picks routers or data runs a plain
+comparison instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from routerlab.eval.verdict import AxisVerdict, axis_verdict, render_verdict, verdicts_from_results
+from routerlab.route_eval import FirstDecision, first_decisions
+from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select
+
+__all__ = ["E2E_LIMIT", "E2E_ROUTERS", "ROUTING_ROUTERS", "MainJobResult", "run_main_job"]
+
+#: routers whose first decision takes under a second on the embedded model (handoff and
+#: retrieval generate theirs, several seconds each, and would take the job past ten minutes)
+ROUTING_ROUTERS: tuple[str, ...] = ("rules", "semantic", "hybrid", "llm", "dspy")
+#: the end-to-end routers: the best router on the committed measurements and its two brackets
+E2E_ROUTERS: tuple[str, ...] = ("hybrid", "oracle", "single_call")
+#: one request per intent of the dev split
+E2E_LIMIT = 7
+#: the widest line the job prints
+WIDTH = 118
+
+
+@dataclass(frozen=True)
+class MainJobResult:
+    """What the main job produced.
+
+    Attributes:
+        session: The end-to-end session (its run ids, interruptions, failures).
+        decisions: ``router -> first decisions`` of the routing part.
+        verdicts: One verdict per axis.
+        routing_csv: Where the first decisions were written.
+    """
+
+    session: SessionResult
+    decisions: dict[str, list[FirstDecision]]
+    verdicts: list[AxisVerdict]
+    routing_csv: Path
+
+
+def _routing_table(decisions: dict[str, list[FirstDecision]], verdict: AxisVerdict | None) -> Table:
+    """Routers sorted by accuracy: accuracy with its interval, cost per decision."""
+    from routerlab.eval.stats import bootstrap_ci
+
+    table = Table(title=f"Routing: first decisions on {len(next(iter(decisions.values())))} dev requests")
+    for col in ("router", "accuracy [95% CI]", "ms per decision", "LM calls", "significance vs best"):
+        table.add_column(col, justify="left" if col in ("router", "significance vs best") else "right")
+    rows = []
+    for name, ds in decisions.items():
+        hits = [float(d.correct) for d in ds]
+        lo, hi = bootstrap_ci(hits)
+        acc = sum(hits) / len(hits)
+        ms = 1000 * sum(d.seconds for d in ds) / len(ds)
+        calls = sum(d.lm_calls for d in ds) / len(ds)
+        if verdict is None or name == verdict.best:
+            note = "best" if verdict else ""
+        elif name in verdict.better_than:
+            note = f"worse, p={verdict.better_than[name]:.3f}"
+        else:
+            note = "not told apart"
+        rows.append((acc, [name, f"{acc:.2f} [{lo:.2f}, {hi:.2f}]", f"{ms:.1f}", f"{calls:.2f}", note]))
+    for _, row in sorted(rows, key=lambda r: -r[0]):
+        table.add_row(*row)
+    return table
+
+
+def _e2e_table(comparison: Any, n_requests: int) -> Table:
+    """The end-to-end runs sorted by success: the headline rates with intervals and cold cost."""
+    scorers = ("success", "ex", "route")
+    table = Table(title=f"End to end: {n_requests} dev requests (one per intent)")
+    for col in ("router", "n", *scorers, "cold p50 s", "LM calls"):
+        table.add_column(col, justify="left" if col == "router" else "right")
+    for r in sorted(comparison.runs, key=lambda r: -(r.rates["success"].value if r.rates["success"].n else -1)):
+        rates = [r.rates[s] for s in scorers]
+        cells = [f"{x.value:.2f} [{x.ci_low:.2f}, {x.ci_high:.2f}]" if x.n else "n/a" for x in rates]
+        table.add_row(r.label, str(r.n), *cells, f"{r.cold_latency_p50_s:.1f}", f"{r.lm_calls_per_ex:.1f}")
+    return table
+
+
+def _routing_verdict(decisions: dict[str, list[FirstDecision]]) -> AxisVerdict | None:
+    outcomes = {r: {d.example_id: d.correct for d in ds} for r, ds in decisions.items()}
+    cost = {r: 1000 * sum(d.seconds for d in ds) / len(ds) for r, ds in decisions.items() if ds}
+    return axis_verdict("routing accuracy", outcomes, cost, cost_label="ms per decision")
+
+
+def e2e_verdicts(store: Any, run_ids: Sequence[str], routers: Sequence[str]) -> list[AxisVerdict]:
+    """Verdicts on end-to-end success and EX from a session's stored results (cold p50 as cost).
+
+    Args:
+        store: The results store.
+        run_ids: The session's runs, one per router.
+        routers: The routers of ``run_ids``, in the same order.
+    """
+    from routerlab.routers import BASELINES
+
+    results = {r: store.results(rid) for r, rid in zip(routers, run_ids, strict=True)}
+    return verdicts_from_results(results, baselines=tuple(BASELINES))
+
+
+def run_main_job(
+    *,
+    lm_spec: str,
+    lm_api_base: str | None,
+    store: str,
+    tracking_uri: str | None,
+    console: Console,
+    lm_cache: bool | None = None,
+) -> MainJobResult:
+    """Run the routing part, then the end-to-end session, and print both tables and the verdict.
+
+    Args:
+        lm_spec: The ``--lm`` spec (the embedded model by default).
+        lm_api_base: API base of an OpenAI-compatible server.
+        store: The DuckDB results store (the first decisions are written beside it as CSV).
+        tracking_uri: MLflow store (None: off).
+        console: Where progress and tables go.
+        lm_cache: False turns the LM response cache off (``--no-cache``: every call computed).
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.config import load_run_config
+    from routerlab.eval.compare import compare_runs
+    from routerlab.eval.store import ResultsStore
+
+    common = {"dataset": "builtin", "split": "dev", "lm": lm_spec, "lm_api_base": lm_api_base, "lm_cache": lm_cache}
+    routing_config = load_run_config(None, limit=0, **common)
+    e2e_config = load_run_config(None, limit=E2E_LIMIT, replay=True, **common)
+    examples = select(load_dataset(routing_config), routing_config)
+    console.print(
+        f"main job: first decisions of {', '.join(ROUTING_ROUTERS)} on {len(examples)} dev requests, then "
+        f"{', '.join(E2E_ROUTERS)} end to end on {E2E_LIMIT} (one per intent); a verdict at the end",
+        highlight=False,
+        soft_wrap=True,
+    )
+    model = resolve_lm(routing_config.lm, api_base=routing_config.lm_api_base, cache=routing_config.lm_cache)
+    decisions: dict[str, list[FirstDecision]] = {}
+    columns = (TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+        for name in ROUTING_ROUTERS:
+            task = progress.add_task(name, total=len(examples))
+            decisions[name] = first_decisions(
+                name, {}, examples, model, on_done=lambda _d, task=task: progress.advance(task)
+            )
+            if not console.is_terminal:  # a log gets one line per router
+                ds = decisions[name]
+                console.print(
+                    f"routing {name}: {sum(d.correct for d in ds)}/{len(ds)} right, {sum(d.seconds for d in ds):.1f} s",
+                    highlight=False,
+                )
+    routing = _routing_verdict(decisions)
+    console.print(_routing_table(decisions, routing))
+    spec = SessionSpec(
+        routers=[(r, {}) for r in E2E_ROUTERS], config=e2e_config, tracking_uri=tracking_uri, store_path=store
+    )
+    session = run_session(spec, console=console, lm=model)
+    csv_path = Path(store).parent / f"{session.session_id}.routing.csv"
+    frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=r) for r, ds in decisions.items()]
+    pd.concat(frames).to_csv(csv_path, index=False)
+    results = ResultsStore(store, read_only=True)
+    console.print(_e2e_table(compare_runs(results, session.run_ids), E2E_LIMIT))
+    verdicts = ([routing] if routing else []) + e2e_verdicts(results, session.run_ids, E2E_ROUTERS)
+    console.print(render_verdict(verdicts, width=WIDTH), highlight=False, markup=False)
+    console.print(
+        f"details: routerlab compare {session.session_id} (paired tests, all metrics); first decisions in {csv_path}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return MainJobResult(session=session, decisions=decisions, verdicts=verdicts, routing_csv=csv_path)

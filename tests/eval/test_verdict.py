@@ -1,0 +1,93 @@
+"""The verdict: best router per axis with its interval, significant differences, cheapest good router."""
+
+from __future__ import annotations
+
+import math
+
+from routerlab.eval.stats import bootstrap_ci, mcnemar_exact
+from routerlab.eval.verdict import axis_verdict, render_verdict
+
+
+def _outcomes(pattern: str) -> dict[str, bool]:
+    return {f"e{i:03d}": c == "1" for i, c in enumerate(pattern)}
+
+
+A = "1" * 90 + "0" * 10  # 0.90
+B = "1" * 86 + "0" * 14  # 0.86: 4 discordant pairs against A, not significant
+C = "1" * 60 + "0" * 40  # 0.60: 30 discordant pairs, significant
+
+
+def test_best_significance_and_cheapest_within_the_interval() -> None:
+    outcomes = {"slow_best": _outcomes(A), "cheap_close": _outcomes(B), "poor": _outcomes(C)}
+    outcomes["oracle"] = _outcomes("1" * 100)
+    cost = {"slow_best": 500.0, "cheap_close": 1.0, "poor": 0.5, "oracle": 0.0}
+    v = axis_verdict("routing accuracy", outcomes, cost, cost_label="ms per decision", baselines=("oracle",))
+    assert v is not None
+    # the baseline is a reference, never the answer
+    assert v.best == "slow_best" and v.references == {"oracle": 1.0}
+    assert v.ci == bootstrap_ci([1.0] * 90 + [0.0] * 10)
+    p_poor = mcnemar_exact([c == "1" for c in A], [c == "1" for c in C]).p_value
+    assert v.better_than == {"poor": p_poor} and p_poor < 0.05
+    assert set(v.not_told_apart) == {"cheap_close"} and v.significant
+    # poor is cheaper still, but significantly worse: the cheapest *good* router is cheap_close
+    assert v.cheapest == "cheap_close" and v.cheapest_cost == 1.0
+
+
+def test_tests_pair_only_the_examples_both_ran() -> None:
+    full = _outcomes(A)
+    half = {k: v for k, v in _outcomes(C).items() if int(k[1:]) < 50}  # 50 examples, all right
+    v = axis_verdict("EX", {"a": full, "b": half}, {"a": 1.0, "b": 2.0}, cost_label="s")
+    assert v is not None and v.best == "b" and v.n == 50
+    # on their 50 common examples both are right every time: nothing to tell apart
+    assert v.not_told_apart == {"a": 1.0}
+
+
+def test_no_candidate_gives_no_verdict_and_unknown_cost_is_never_cheapest() -> None:
+    assert axis_verdict("EX", {"oracle": _outcomes(A)}, {}, cost_label="s", baselines=("oracle",)) is None
+    v = axis_verdict("EX", {"a": _outcomes(A), "b": _outcomes(A)}, {"a": math.nan, "b": 3.0}, cost_label="s")
+    assert v is not None and v.cheapest == "b"
+
+
+def test_rendered_verdict_stays_narrow_and_says_what_it_found() -> None:
+    outcomes = {f"router_with_a_long_name_{i}": _outcomes(C if i else A) for i in range(6)}
+    v = axis_verdict("routing accuracy", outcomes, dict.fromkeys(outcomes, 1.0), cost_label="ms per decision")
+    assert v is not None
+    text = render_verdict([v], width=100)
+    assert all(len(line) <= 100 for line in text.splitlines())
+    flat = " ".join(text.split())
+    assert "best router_with_a_long_name_0 0.90" in flat
+    assert "significantly better than router_with_a_long_name_1" in flat
+
+
+def test_intervals_table_is_sorted_by_the_verdicts_metric() -> None:
+    import pandas as pd
+
+    from routerlab.eval.verdict import intervals_table
+
+    rows = [
+        ("a", "success", 0.5, 0.3, 0.7, 10),
+        ("b", "success", 0.9, 0.8, 1.0, 10),
+        ("a", "ex", 0.4, 0.2, 0.6, 5),
+        ("b", "ex", float("nan"), float("nan"), float("nan"), 0),
+    ]
+    rates = pd.DataFrame(rows, columns=["router", "metric", "value", "ci_low", "ci_high", "n"])
+    table = intervals_table(rates, sort_by="success")
+    assert list(table.index) == ["b", "a"] and list(table.columns) == ["success", "ex"]
+    assert table.loc["b", "success"] == "0.90 [0.80, 1.00]" and table.loc["b", "ex"] == "n/a"
+
+
+def test_verdicts_from_a_recorded_session(tmp_path_factory) -> None:
+    from routerlab.demo import make_demo_session
+    from routerlab.eval import analysis
+    from routerlab.eval.verdict import render_verdict_markdown, verdicts_from_results
+
+    store, _, session = make_demo_session(tmp_path_factory.getbasetemp() / "routerlab-demo")
+    data = analysis.load_store(store, session=session)
+    verdicts = verdicts_from_results(data, baselines=analysis.baseline_labels(data))
+    assert [v.axis for v in verdicts] == ["end-to-end success", "EX"]
+    success = verdicts[0]
+    # the demo's one real router is the answer; the baselines are references with their rates
+    assert success.best == "rules" and set(success.references) == {"oracle (baseline)", "random (baseline)"}
+    rates = analysis.rates_table(data).set_index(["router", "metric"])["value"]
+    assert abs(success.value - rates[("rules", "success")]) < 1e-9
+    assert render_verdict_markdown(verdicts).startswith("- **end-to-end success (n=")

@@ -1,0 +1,41 @@
+"""`routerlab run` with no options: the main job's two parts and its verdict (scripted LM: control flow)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from routerlab.cli import app
+from routerlab.eval.store import ResultsStore
+from routerlab.main_job import E2E_LIMIT, E2E_ROUTERS, ROUTING_ROUTERS
+
+
+def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:
+    store = tmp_path / "results.duckdb"
+    result = CliRunner().invoke(app, ["run", "--lm", "scripted:basic", "--store", str(store), "--no-mlflow"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    # no table or verdict line wider than 120 columns (progress lines of the log are not tables)
+    drawn = [line for line in out.splitlines() if line[:1] in "┏┃┡│└ " or line.startswith("verdict")]
+    assert drawn and max(len(line.rstrip()) for line in drawn) <= 120, max(drawn, key=len)
+    session = re.search(r"session id: (\S+)", out).group(1)  # type: ignore[union-attr]
+    # part 1: every fast router's first decision on the whole dev split, written beside the store
+    decisions = pd.read_csv(tmp_path / f"{session}.routing.csv")
+    assert sorted(decisions["router"].unique()) == sorted(ROUTING_ROUTERS)
+    assert decisions.groupby("router").size().eq(111).all()
+    # part 2: the end-to-end session, one run per router, one request per intent
+    runs = ResultsStore(str(store), read_only=True).runs()
+    mine = runs[runs["run_id"].str.startswith(session)]
+    assert sorted(mine["router"]) == sorted(E2E_ROUTERS) and set(mine["status"]) == {"FINISHED"}
+    assert len(ResultsStore(str(store), read_only=True).results(f"{session}.hybrid")) == E2E_LIMIT
+    # the verdict: best routing router with its interval, and a significant difference
+    verdict = " ".join(out[out.index("verdict") :].split())
+    best = re.search(r"routing accuracy \(n=111\): best (\w+) (\d\.\d\d) \[(\d\.\d\d), (\d\.\d\d)\]", verdict)
+    assert best, verdict
+    acc = decisions[decisions["router"] == best.group(1)]["correct"].mean()
+    assert f"{acc:.2f}" == best.group(2) and float(best.group(3)) <= acc <= float(best.group(4))
+    assert "significantly better than" in verdict and "cheapest within its interval" in verdict
+    assert f"routerlab compare {session}" in out

@@ -1,0 +1,42 @@
+"""A session's MLflow parent run is its dashboard: each router's headline metrics, the table, the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+from rich.console import Console
+
+from routerlab.agents.lm import resolve_lm
+from routerlab.eval.store import ResultsStore
+from routerlab.runner import RunConfig
+from routerlab.session import SessionSpec, run_session
+
+
+def test_parent_run_carries_headline_metrics_and_the_comparison(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    spec = SessionSpec(
+        routers=[("rules", {}), ("oracle", {})],
+        config=RunConfig(limit=3, split="dev", lm="scripted:basic"),
+        tracking_uri=uri,
+        store_path=str(tmp_path / "r.duckdb"),
+        traces=False,
+    )
+    out = run_session(spec, console=Console(quiet=True), lm=resolve_lm("scripted:basic"))
+    client = mlflow.MlflowClient(uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    parent = client.search_runs(experiments, "tags.`routerlab.kind` = 'comparison'")[0]
+    metrics = parent.data.metrics
+    store = ResultsStore(str(tmp_path / "r.duckdb"), read_only=True)
+    for router in ("rules", "oracle"):
+        results = store.results(f"{out.session_id}.{router}")
+        success = [r.value("success") for r in results if r.value("success") is not None]
+        assert abs(metrics[f"{router}.success"] - sum(success) / len(success)) < 1e-9
+        assert (
+            metrics[f"{router}.success_ci_low"] <= metrics[f"{router}.success"] <= metrics[f"{router}.success_ci_high"]
+        )
+        assert f"{router}.cold_latency_p50_s" in metrics
+    files = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"comparison.md", "verdict.md", "rates.png"} <= files
+    local = Path(client.download_artifacts(parent.info.run_id, "verdict.md", str(tmp_path)))
+    assert local.read_text().startswith("- **end-to-end success (n=3)**: best **rules**")
