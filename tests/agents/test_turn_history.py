@@ -55,9 +55,10 @@ def test_a_follow_up_reuses_the_previous_sql(sales_db):
     assert first.sql == MOST_SQL and first.rows == [["Qinling North"]]
     assert history[0]["sql"] == MOST_SQL and history[0]["row_count"] == 1 and history[0]["tables"]
     assert second.sql == FEWEST_SQL and second.rows == [["Hanzhong East"]]
-    # without the history the same words get no context
+    # without the history the same words refer to nothing: the rules ask for the whole question
     alone = Pipeline(routers.router.build("rules"), follow_up_lm()).run(FOLLOW_UP, str(sales_db))
-    assert alone.sql == MOST_SQL
+    assert alone.intent == "clarify" and alone.sql is None
+    assert "follows up on what" in alone.answer
 
 
 def test_a_first_turn_prompt_is_unchanged():

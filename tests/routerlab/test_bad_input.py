@@ -241,30 +241,23 @@ def test_a_run_that_fails_half_way_is_marked_failed_and_resumes(work, monkeypatc
 
     monkeypatch.setattr(RunWriter, "add", flaky)
     code, text = _cli(work, "run", "--lm", "scripted:basic", "--router", "rules,oracle", "--limit", "4")
-    assert code == 2 and "cannot open the results store" in text
-    m = re.search(r"resume with routerlab run --resume (\S+)", text)
+    # the store turned busy mid-session: exit 75 (docs/reliability.md), what finished is kept and
+    # the interrupted run stays resumable (not FAILED), with a resume command that works as printed
+    assert code == 75 and "cannot open the results store" in text, text
+    m = re.search(r"resumes with\s+routerlab run --resume (\S+)", text)
     assert m is not None, text
     session = m.group(1)
     store = ResultsStore(work / "results.duckdb")
     runs = store.runs().set_index("run_id")["status"].to_dict()
-    assert runs[f"{session}.rules"] == runs[f"{session}.oracle"] == "FAILED"
+    assert runs[f"{session}.rules"] == "RUNNING"  # resumable, not FAILED
     assert len(store.results(f"{session}.rules")) == 2
-    client = MlflowClient(f"sqlite:///{work}/mlflow.db")
-    exp = client.get_experiment_by_name("routerlab/builtin")
-    mine = client.search_runs([exp.experiment_id], filter_string=f"tags.`routerlab.run_key` LIKE '{session}%'")
-    assert {r.data.tags["routerlab.run_key"]: r.info.status for r in mine} == {
-        session: "FAILED",
-        f"{session}.rules": "FAILED",
-    }
-    assert (
-        "StoreBusyError"
-        in next(r for r in mine if r.data.tags["routerlab.run_key"] != session).data.tags["routerlab.error"]
-    )
     monkeypatch.setattr(RunWriter, "add", real)
     code, text = _cli(work, "run", "--resume", session)
     assert code == 0, text
     for router in ("rules", "oracle"):
         assert len(store.results(f"{session}.{router}")) == 4
+    client = MlflowClient(f"sqlite:///{work}/mlflow.db")
+    exp = client.get_experiment_by_name("routerlab/builtin")
     mine = client.search_runs([exp.experiment_id], filter_string=f"tags.`routerlab.run_key` LIKE '{session}%'")
     assert sorted(r.info.status for r in mine) == ["FINISHED"] * 3
 
