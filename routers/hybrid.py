@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from routerlab.agents.routing import RouterEnv
@@ -56,6 +57,8 @@ class HybridRouter(IntentRouter):
             open) becomes an abstention when the database lacks what it names
             (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). The rules' own decisions
             are never gated: their ``schema_gap`` rule already reads the same check.
+        rules_without: Rules left out of the rules' table (the ``rules`` router's ``without``), to
+            switch single checks off (``--router-arg 'hybrid.rules_without=["which_column"]'``).
     """
 
     name = "hybrid"
@@ -74,6 +77,7 @@ class HybridRouter(IntentRouter):
         schema_check: bool = False,
         ambiguity_check: bool = False,
         abstain_check: bool = True,
+        rules_without: Sequence[str] | str = (),
     ) -> None:
         super().__init__(fix_budget=fix_budget)
         self.abstain_check = abstain_check
@@ -89,7 +93,10 @@ class HybridRouter(IntentRouter):
         self.prompt = IntentPrompt.from_predict(route)
         # a program compiled with evidence shows it in its demos: the LM path adds the same findings
         self._route = route
-        self._rules = RulesRouter(fix_budget=fix_budget)
+        self._rules = RulesRouter(fix_budget=fix_budget, without=rules_without)
+        self.rules_without = self._rules.without
+        # a clarification names only what the checks left in the table find open
+        self.clarify_kinds = self._rules.clarify_kinds
 
     def bind(self, env: RouterEnv) -> None:
         """Needs the plan's tools; the LM is optional (without one, rules always decide)."""

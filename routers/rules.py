@@ -327,6 +327,12 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     # above schema_gap (0.84): "everything about Max" is asked about before any gap is looked for
     Rule("everything_about", "clarify", 0.85, detector="ambiguity:everything_about"),
     Rule("which_table", "clarify", 0.83, detector="ambiguity:which_table"),
+    # choices the schema leaves open (AmbiQT column ambiguity, a measure left unsaid, an id with no
+    # table); above data_question (0.8) and below schema_gap (0.84): a request naming what the
+    # database lacks is declined, not asked about
+    Rule("which_column", "clarify", 0.83, detector="ambiguity:which_column"),
+    Rule("missing_measure", "clarify", 0.83, detector="ambiguity:missing_measure"),
+    Rule("id_without_table", "clarify", 0.83, detector="ambiguity:id_without_table"),
     Rule(
         "missing_period",
         "clarify",

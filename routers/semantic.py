@@ -302,6 +302,14 @@ class SemanticRouter(IntentRouter):
         folds: Folds of the held-back calibration (each exemplar is held back once).
         fix_budget: fix_sql calls a failed execution may trigger.
         max_tokens: Completion budget of the fallback LM call.
+        ambiguity_first: Let the schema-grounded ambiguity checks (``routers/support/ambiguity.py``,
+            each a clarify rule of the ``rules`` table) decide before the embedding, as the turn
+            checks do: a request that leaves a column, a measure, a table or a referent open on its
+            database, with the conversation settling none of it, is asked about whatever its
+            nearest exemplars say. False: they decide only on the rules fallback (the former
+            behaviour, for a before/after measurement).
+        rules_without: Rules left out of the table the turn checks, the ambiguity checks and the
+            rules fallback read (the ``rules`` router's ``without``), to switch single checks off.
 
     Raises:
         ConfigError: For an unknown strategy or fallback, or a number out of range.
@@ -323,6 +331,8 @@ class SemanticRouter(IntentRouter):
         folds: int = 5,
         fix_budget: int = 1,
         max_tokens: int = 256,
+        ambiguity_first: bool = True,
+        rules_without: Sequence[str] | str = (),
     ) -> None:
         super().__init__(fix_budget=fix_budget)
         for label, value, known in (("strategy", strategy, STRATEGIES), ("fallback", fallback, FALLBACKS)):
@@ -360,7 +370,11 @@ class SemanticRouter(IntentRouter):
         self.floor_quantile = floor_quantile
         self.folds = folds
         self.max_tokens = max_tokens
-        self._rules = RulesRouter(fix_budget=fix_budget)
+        self.ambiguity_first = ambiguity_first
+        self._rules = RulesRouter(fix_budget=fix_budget, without=rules_without)
+        self.rules_without = self._rules.without
+        # a clarification names only what the checks left in the table find open
+        self.clarify_kinds = self._rules.clarify_kinds
         self.embedder: Embedder | None = None
         self.calibration: Calibration | None = None
         self._centroids: np.ndarray | None = None
@@ -478,6 +492,9 @@ class SemanticRouter(IntentRouter):
         rule, _ = self._rules.match(question, self._database(state), history_of(state))
         if rule.detector is not None and rule.detector.startswith("turn:"):
             return Classification(rule.intent, rule.confidence, f"semantic:turn-check:{rule.name}", Usage())  # type: ignore[arg-type]
+        if self.ambiguity_first and rule.detector is not None and rule.detector.startswith("ambiguity:"):
+            # the ambiguity detectors read the conversation: a finding is still open after it
+            return Classification(rule.intent, rule.confidence, f"semantic:ambiguity-check:{rule.name}", Usage())  # type: ignore[arg-type]
         # greetings and thanks around a data question are not what it asks: embed the rest
         question = split_social(normalise_request(question)).rest or question
         query = np.asarray(self.embedder.embed([question]), dtype=np.float32)

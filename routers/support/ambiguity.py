@@ -28,7 +28,16 @@ phrases, so it carries over to databases it has never seen:
   columns? The question names them;
 * **which_table**: an attribute that several tables hold ("the names", "the average age") in a
   request that names no table, no value and no other attribute to tell them apart (AmbiQT's
-  column/table ambiguity): the question names the candidates.
+  column/table ambiguity): the question names the candidates;
+* **which_column**: the request's noun is the head of two or more columns of one table ("the
+  date" over ``date_arrived``, ``date_departed``; "the commander" over ``bulgarian_commander``,
+  ``latin_commander``) and names nothing that tells them apart (AmbiQT's column ambiguity,
+  PRACTIQ's ambiguous SELECT/WHERE column): "which date: Dogs.date_arrived or ...?";
+* **missing_measure**: a superlative or comparison whose measure is missing ("the best stadium",
+  "the most popular singer") on a table whose rows rank two or more ways (its numeric columns,
+  the number of rows referring to it): AMBROSIA's vagueness; the question lists the measures;
+* **id_without_table**: an id with no table ("the record with id 7") that several tables hold as
+  a key (English Query's unique-ID clarification, AmbiQT's table ambiguity).
 
 **The conversation decides referring kinds.** ``find_ambiguities(..., history=...)`` takes the
 earlier turns (``agents/turn_history.Turn``). A reference the conversation supplies is no
@@ -53,7 +62,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import RouterlabError
-from routerlab.agents.lexicon import stem, word_stems
+from routerlab.agents.lexicon import split_identifier, stem, word_stems
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
@@ -81,6 +90,9 @@ AmbiguityKind = Literal[
     "open_reference",
     "everything_about",
     "which_table",
+    "which_column",
+    "missing_measure",
+    "id_without_table",
 ]
 AMBIGUITY_KINDS: tuple[str, ...] = (
     "relative_period",
@@ -92,6 +104,9 @@ AMBIGUITY_KINDS: tuple[str, ...] = (
     "open_reference",
     "everything_about",
     "which_table",
+    "which_column",
+    "missing_measure",
+    "id_without_table",
 )
 
 
@@ -602,6 +617,278 @@ def _which_table(text: str, db: Database, _today: _dt.date | None, history: Sequ
     return [Ambiguity("which_table", attribute, f"The {attribute} of which: {' or '.join(shown)}?")]
 
 
+# -- choices the schema leaves open: a column, a measure, a table for an id -------------------------
+#: words that name no attribute of their own (functions, keys, quantities)
+_GENERIC = frozenset(["number", "id", "code", "count", "total", "average", "sum", "type", "no", "yn", "info", "list"])
+#: parts of a person's name: "the name" with first_name and last_name means both, not a choice
+_NAME_PARTS = frozenset(["first", "last", "middle", "full", "given", "family", "sur", "nick"])
+_PREPOSITIONS = frozenset(["on", "at", "in", "by", "to", "for", "from", "with", "per"])
+_TIME_WORDS = frozenset(["date", "time", "year", "day", "month", "created", "timestamp"])
+_NUMERIC_TYPE = re.compile(r"int|real|num|float|double|dec|money", re.I)
+
+
+def _column_words(name: str) -> list[str]:
+    return split_identifier(name)
+
+
+def _head(name: str) -> str:
+    """The head noun of a column name.
+
+    ``date_of_birth`` -> date, ``date_arrived`` -> date, ``bulgarian_commander`` -> commander,
+    ``Song_release_year`` -> year.
+    """
+    words = _column_words(name)
+    if "of" in words:
+        return stem(words[0])
+    # ``opened_on``, ``directed_by``: a participle and its preposition, no noun to ask about
+    words = [w for w in words if w not in _PREPOSITIONS]
+    timed = [w for w in words if w in _TIME_WORDS]
+    return stem(timed[-1] if timed else words[-1]) if words else ""
+
+
+def _related(word: str, other: str) -> bool:
+    """Whether two words share a root (``arrival``/``arrived``, ``departure``/``departed``).
+
+    A common prefix of five letters (four for a shorter word), a light stand-in for a lemmatiser.
+    """
+    if word == other:
+        return True
+    n = min(len(word), len(other), 5)
+    return n >= 4 and word[:n] == other[:n]
+
+
+def _request_words(text: str) -> list[str]:
+    return [w.lower() for w in _NOUN.findall(text)]
+
+
+def _named_tables(words: Sequence[str], db: Database) -> list[TableInfo]:
+    """Tables the request names.
+
+    Every word of the table's name present (any form), or its head word when that word names no
+    attribute of its own (``players`` -> ``poker_player``, not ``names`` -> ``car_names``).
+    """
+    forms = set().union(*(_forms(w) for w in words)) if words else set()
+    out = []
+    for table in db.tables():
+        parts = _table_words(table.name)
+        if not parts:
+            continue
+        whole = all(p & forms for p in parts)
+        head = parts[-1] & forms and not (parts[-1] & (_GENERIC | {"name", "data", "arrange", "detail"}))
+        if whole or head:
+            out.append(table)
+    return out
+
+
+def _history_tables(history: Sequence[Turn], db: Database) -> list[TableInfo]:
+    """The tables the conversation's data turns read (their SQL's tables), oldest first."""
+    names = {str(n).lower() for t in history for n in (t.get("tables") or [])}
+    return [t for t in db.tables() if t.name.lower() in names]
+
+
+def _history_says(history: Sequence[Turn], column: str) -> bool:
+    """Whether an earlier data turn used ``column`` (its SQL or result columns) or named its words."""
+    if not _has_data_turn(history):
+        return False
+    low = column.lower()
+    for t in history:
+        used = " ".join([str(t.get("sql") or ""), *(str(c) for c in (t.get("columns") or []))]).lower()
+        if re.search(rf"(?<![\w]){re.escape(low)}(?![\w])", used):
+            return True
+        said = {w.lower() for w in _NOUN.findall(str(t.get("question") or ""))}
+        words = [w for w in _column_words(column) if w not in _GENERIC]
+        if words and all(any(_related(w, s) for s in said) for w in words):
+            return True
+    return False
+
+
+def _which_column(text: str, db: Database, _today: _dt.date | None, history: Sequence[Turn] = ()) -> list[Ambiguity]:
+    """AmbiQT's column ambiguity (PRACTIQ's ambiguous SELECT / WHERE column).
+
+    The request's noun is the head of two or more columns of one table, and the request names none
+    of the words that tell them apart.
+
+    "When did the dogs get their date?" over ``Dogs(date_of_birth, date_arrived, date_adopted,
+    date_departed)``: which date? "the commander" of ``battle(bulgarian_commander, latin_commander)``:
+    which one? A noun that is itself a whole column ("the name" beside ``song_name``) is no choice,
+    and neither are the parts of a person's name (``first_name``, ``last_name``: "the name" means
+    both). The request, or a column an earlier turn used, settles it.
+    """
+    words = _request_words(text)
+    stems = {stem(w) for w in words}
+    named = _named_tables(words, db)
+    tables = named or _history_tables(history, db) or db.tables()
+    for table in tables:
+        table_forms = set().union(*_table_words(table.name))
+        whole = {stem(c.name.lower()) for c in table.columns}
+        by_head: dict[str, list[str]] = {}
+        for column in table.columns:
+            parts = _column_words(column.name)
+            if len(parts) < 2 or column.primary_key:
+                continue
+            by_head.setdefault(_head(column.name), []).append(column.name)
+        for head, columns in by_head.items():
+            if head not in stems or head in _GENERIC or head in table_forms or head in whole or len(columns) < 2:
+                continue
+            modifiers = [
+                [w for w in _column_words(c) if stem(w) != head and w != "of" and w not in _PREPOSITIONS]
+                for c in columns
+            ]
+            if all(set(m) <= _NAME_PARTS for m in modifiers):
+                continue  # first and last name: one name
+            if any(any(_related(w, m) for w in words for m in mods) for mods in modifiers):
+                continue  # "arrival date": the request names which
+            if any(_history_says(history, c) for c in columns):
+                continue  # the conversation already used one of them
+            shown = [f"{table.name}.{c}" for c in columns[:5]]
+            listed = ", ".join(shown[:-1]) + f" or {shown[-1]}"
+            return [Ambiguity("which_column", head, f"Which {head} do you mean: {listed}?")]
+    return []
+
+
+_VAGUE_MEASURE = re.compile(
+    r"\b(?P<w>best|worst|better|worse|top|bottom|greatest|biggest|largest|smallest|leading|strongest|weakest"
+    r"|(?:most|least) (?:popular|successful|important|famous|valuable|impressive|significant))\b",
+    re.I,
+)
+#: a measure named after the comparison ("the top three by capacity", "in terms of earnings")
+_MEASURE_NAMED = re.compile(r"\b(by|in terms of|based on|according to|measured by|ranked by|sorted by)\b", re.I)
+#: "the most dogs", "fewer concerts": a count of rows is the measure
+_COUNT_MEASURE = re.compile(
+    r"\b(?:most|fewest|least|more|fewer|highest number of|lowest number of)\s+(?P<n>[a-z]+)", re.I
+)
+#: what a size adjective measures when the table has such a column
+_SIZE_WORDS = frozenset(["capacity", "size", "area", "tonnage", "weight", "population", "volume", "length", "height"])
+_SIZE_ADJECTIVES = frozenset(["biggest", "largest", "smallest"])
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return True
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _measures(table: TableInfo, db: Database) -> list[str]:
+    """What rows of ``table`` can be ranked by.
+
+    Its numeric columns that are not keys, flags or times, and the number of rows of each table
+    that refers to it (``the number of singer_in_concert rows``).
+    """
+    keys = {fk[0].lower() for fk in table.foreign_keys}
+    out: list[str] = []
+    for column in table.columns:
+        words = _column_words(column.name)
+        if column.primary_key or column.name.lower() in keys or not words:
+            continue
+        if words[-1] in ("id", "code", "number", "no", "yn") or words[0] in ("is", "has") or set(words) & _TIME_WORDS:
+            continue
+        examples = [v for v in column.examples if v is not None]
+        if examples and {str(v) for v in examples} <= {"0", "1"}:
+            continue  # a flag stored as 0/1 ranks nothing
+        numeric = bool(_NUMERIC_TYPE.search(column.type or "")) or (bool(examples) and all(map(_is_number, examples)))
+        if numeric:
+            out.append(f"{table.name}.{column.name}")
+    for other in db.tables():
+        if other.name != table.name and any(fk[1].lower() == table.name.lower() for fk in other.foreign_keys):
+            out.append(f"the number of {other.name} rows")
+    return out
+
+
+def _missing_measure(text: str, db: Database, _today: _dt.date | None, history: Sequence[Turn] = ()) -> list[Ambiguity]:
+    """A comparison or superlative whose measure is missing (AMBROSIA's vagueness).
+
+    PRACTIQ's ambiguous filter criteria: "the best singers", "the top ones", "the most popular
+    stadium" with nothing saying by what, on a table whose rows can be ranked two or more ways.
+
+    The measure is named when the request says "by ..." or "in terms of ...", counts rows ("the
+    most concerts"), uses a word of one of the table's measures ("the best finish" beside
+    ``Best_Finish``), or puts a size adjective on a table with a size column ("the largest stadium",
+    ``Capacity``); an earlier turn that used one of the measures settles it too. The table is the
+    one the request names, else the one the conversation is about; with neither, nothing is asked.
+    """
+    m = _VAGUE_MEASURE.search(text)
+    if m is None or _MEASURE_NAMED.search(text):
+        return []
+    words = _request_words(text)
+    tables = _named_tables(words, db) or _history_tables(history, db)[-1:]
+    if len(tables) != 1:
+        return []  # no table, or several: which_table and the schema check speak to those
+    table = tables[0]
+    count = _COUNT_MEASURE.search(text)
+    if count and any(_forms(count.group("n")) & set().union(*_table_words(t.name)) for t in db.tables()):
+        return []  # "the most concerts": counted
+    candidates = _measures(table, db)
+    column_words: set[str] = set()
+    for c in candidates:
+        if "." in c:
+            parts = _column_words(c.split(".", 1)[1])
+            # "Average" is a measure of its own; in ``average_age`` the word is the aggregate
+            column_words |= set(parts) if len(parts) == 1 else set(parts) - _GENERIC
+    if any(_related(w, c) for w in words for c in column_words):
+        return []  # "the best finish", "the greatest earnings": a measure named
+    vague = m.group("w").lower()
+    if vague in _SIZE_ADJECTIVES and column_words & _SIZE_WORDS:
+        return []  # "the largest stadium": its capacity
+    if any(_history_says(history, c.split(".", 1)[1]) for c in candidates if "." in c):
+        return []  # the conversation has been about one of them
+    if len(candidates) < 2:
+        return []  # one way to rank them, or none: nothing to choose
+    shown = candidates[:5]
+    listed = ", ".join(shown[:-1]) + f" or {shown[-1]}"
+    return [Ambiguity("missing_measure", m.group(0), f"'{m.group(0)}' by which measure: {listed}?")]
+
+
+_BARE_ID = re.compile(r"(?:\b(?:id|identifier|number|no\.?)\s*(?:of\s+|=\s*|is\s+)?|#\s*)(?P<v>\d+)\b", re.I)
+
+
+def _id_columns(table: TableInfo) -> list[str]:
+    return [
+        c.name
+        for c in table.columns
+        if c.primary_key or (_column_words(c.name) and _column_words(c.name)[-1] in ("id", "number"))
+    ]
+
+
+def _id_without_table(
+    text: str, db: Database, _today: _dt.date | None, history: Sequence[Turn] = ()
+) -> list[Ambiguity]:
+    """An id with no table (English Query's unique-ID clarification; AmbiQT's table ambiguity).
+
+    "Show the record with id 7" when several tables hold a row whose own key is 7.
+
+    A table named in the request ("the dog with id 7"), or one an earlier data turn read, settles
+    it; a number that only one table holds as a key is no choice either.
+    """
+    m = _BARE_ID.search(text)
+    if m is None:
+        return []
+    words = _request_words(text)
+    if _named_tables(words, db) or _history_tables(history, db):
+        return []
+    value = int(m.group("v"))
+    holders: list[str] = []
+    for table in db.tables():
+        own = [c.name for c in table.columns if c.primary_key] or _id_columns(table)[:1]
+        for column in own:
+            try:
+                sql = f"SELECT 1 FROM {_q(table.name)} WHERE {_q(column)} = {value} LIMIT 1"
+                rows = db.execute(sql, timeout_s=2.0, max_rows=1).rows
+            except RouterlabError:
+                continue
+            if rows:
+                holders.append(f"{table.name}.{column}")
+                break
+    if len(holders) < 2:
+        return []
+    shown = holders[:5]
+    listed = ", ".join(shown[:-1]) + f" or {shown[-1]}"
+    return [Ambiguity("id_without_table", m.group(0), f"Which record is '{m.group(0).strip()}': {listed}?")]
+
+
 Detector = Callable[[str, "Database", _dt.date | None, Sequence["Turn"]], list[Ambiguity]]
 
 #: one detector per kind; the ``rules`` router turns each into a rule of the same name
@@ -615,6 +902,9 @@ DETECTORS: dict[str, Detector] = {
     "open_reference": _open_reference,
     "everything_about": _everything_about,
     "which_table": _which_table,
+    "which_column": _which_column,
+    "missing_measure": _missing_measure,
+    "id_without_table": _id_without_table,
 }
 
 #: a request quoting a query (explain / fix) is about that query, never an ambiguous data question

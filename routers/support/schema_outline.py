@@ -26,6 +26,7 @@ import functools
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import ConfigError, RouterlabError
+from routerlab.agents.turn_history import history_of
 from routerlab.routers.rules import RulesRouter, normalise_request, schema_gaps
 from routerlab.routers.support.ambiguity import clarifying_question, find_ambiguities
 from routerlab.routers.support.intent import Classification
@@ -120,7 +121,9 @@ def ambiguity_finding(env: RouterEnv | None, state: PipelineState) -> str:
     db = _turn_db(env, state)
     if db is None:
         return ""
-    question = clarifying_question(find_ambiguities(normalise_request(str(state.get("question", "") or "")), db))
+    text = normalise_request(str(state.get("question", "") or ""))
+    # with the conversation: a follow-up's pronoun is no ambiguity once an earlier turn supplies it
+    question = clarifying_question(find_ambiguities(text, db, history=history_of(state)))
     return f"Ambiguity check: {question}" if question else ""
 
 
@@ -140,7 +143,7 @@ def rules_finding(env: RouterEnv | None, state: PipelineState) -> str:
     it); the winning rule's intent and name. A program that reads it learns from its demos how far
     to trust each rule, where the ``hybrid`` router trusts a rule by a fixed threshold.
     """
-    rule, _ = _default_rules().match(str(state.get("question", "") or ""), _turn_db(env, state))
+    rule, _ = _default_rules().match(str(state.get("question", "") or ""), _turn_db(env, state), history_of(state))
     return f"Rules: {rule.intent} ({rule.name.replace('_', ' ')})."
 
 

@@ -11,7 +11,8 @@ requests:
   talk. A data question is never sent to chat for being polite or informal.
 * **action**: a request for an action outside the database and the chat: sending a message or
   an email, calling, reminding, booking, buying, posting or sharing, building a link or a file to
-  hand on. The assistant can only say it cannot; SQL generation has nothing to do.
+  hand on, searching the web, translating, drawing a chart. The assistant can only say it
+  cannot; SQL generation has nothing to do.
 * **general_knowledge**: an encyclopedic question ("who is", "where is ... located", "what does
   ... mean", "the history of") about a value stored in the data, naming no table or column
   besides the value: the database holds the value, not facts about it.
@@ -140,7 +141,13 @@ _ACTION = re.compile(
     r"|(?:buy|purchase|pay for|order)\s+(?:me|us)\b|(?:buy|purchase)\s+(?:an?|the|two|some)\s+\w+"
     r"|(?:set|schedule)\s+(?:up\s+)?(?:an?\s+)?(?:reminder|alarm|meeting|appointment|call)\b"
     r"|print\s+(?:this|that|it|them)\b"
+    # the web and other languages: the assistant reads one database, it browses and translates nothing
+    r"|(?:search|google|look up|browse)\s+(?:the\s+)?(?:web|internet|online)\b|google\s+(?:it|this|that|for)\b"
+    r"|translate\s+(?:this|that|it|them|the (?:answer|result|results|list|table))\b"
     r")"
+    # a picture of the answer: the assistant answers in text and tables, it draws nothing
+    r"|\b(?:draw|plot|make|create|build|generate|give|show)\s+(?:me\s+|us\s+)?(?:an?\s+|the\s+)?"
+    r"(?:(?:bar|pie|line|scatter)\s+)?(?:chart|graph|diagram|histogram|visuali[sz]ation)s?\b"
     # artefacts to hand on: a link, a QR code, a calendar event, a file, wherever the verb stands
     r"|\b(?:make|create|build|generate|give|send|get|share|set up|produce)\s+(?:me\s+|us\s+)?(?:an?\s+|the\s+)?"
     r"(?:(?:shareable|sharable|public|short|download|direct)\s+)?(?:link|url|hyperlink|shortcut|qr code"
