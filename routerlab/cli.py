@@ -566,7 +566,7 @@ def route_cmd(
     from routerlab.agents.errors import ConfigError
     from routerlab.agents.lm import resolve_lm
     from routerlab.config import load_run_config
-    from routerlab.route_eval import HISTORIES, first_decisions, intent_confusion, summary_table
+    from routerlab.route_eval import HISTORIES, diversion_line, first_decisions, intent_confusion, summary_table
     from routerlab.session import load_dataset, parse_routers, select
 
     config = load_run_config(
@@ -614,6 +614,9 @@ def route_cmd(
         )
     # plain print: rich would wrap these wide tables at 80 columns when stdout is not a terminal
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print("\ndata questions sent away from SQL (diverted: chat, refuse, clarify or abstain), with 95% CI")
+    for label, decisions in by_router.items():
+        print(f"  {label}: {diversion_line(decisions)}")
     for label, decisions in by_router.items():
         # the matrix counts raw predictions; recall above also accepts an example's alternates
         print(f"\n{label}: gold intent (rows) x first-decision intent (columns; recall_* also counts alternates)")

@@ -53,6 +53,7 @@ from routerlab.eval.stats import cluster_bootstrap_ci
 __all__ = [
     "HISTORIES",
     "FirstDecision",
+    "diversion_line",
     "first_decisions",
     "gold_turn",
     "implied_intent",
@@ -331,6 +332,17 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
         row["errors"] = int(frame["error"].notna().sum()) if len(frame) else 0
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def diversion_line(decisions: Sequence[FirstDecision]) -> str:
+    """The data questions ``decisions`` sent away from SQL, and where: ``0.04 [0.02, 0.06] (13/361): clarify 3, ...``.
+
+    The ``diverted`` column of :func:`summary_table` as a count with its interval and destinations
+    (:mod:`routerlab.eval.robustness`); ``n/a`` without data questions.
+    """
+    found = diversion((d.gold, d.predicted, d.correct) for d in decisions)
+    where = ", ".join(f"{intent} {n}" for intent, n in found.to.items() if n)
+    return found.fmt() + (f": {where}" if where else "")
 
 
 def intent_confusion(decisions: Sequence[FirstDecision]) -> pd.DataFrame:
