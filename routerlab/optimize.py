@@ -17,7 +17,7 @@ import datetime as _dt
 import json
 import random
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,6 +37,7 @@ from routerlab.routers.support.neighbours import Neighbours
 
 if TYPE_CHECKING:
     from routerlab.agents.routing import RouterEnv
+    from routerlab.agents.turn_history import Turn
 
 __all__ = [
     "Figures",
@@ -44,6 +45,7 @@ __all__ = [
     "holdout_split",
     "optimize_router",
     "report_json",
+    "route_set",
     "score_program",
     "score_set",
     "to_dspy_examples",
@@ -132,27 +134,58 @@ def to_dspy_examples(
     tables_of: dict[str, str],
     checks: tuple[str, ...] = (),
     neighbours: Neighbours | None = None,
+    context: Sequence[Example] | None = None,
 ) -> list[dspy.Example]:
     """DSPy examples ``(tables, conversation, request, evidence) -> intent`` (``accepted`` for scoring).
 
-    ``evidence`` holds the findings of ``checks`` about each request, read on its database as
-    the router reads them (no such field without checks); the ``neighbours`` check reads the
-    ``neighbours`` pool, in which an example is never its own neighbour.
+    Each example is shown as the ``dspy`` router shows its turn (``routerlab route --history
+    gold``): the request without the pleasantries around it, and a turn of a conversation with
+    the conversation's earlier turns as ``conversation``, each as the assistant keeps it after
+    answering it right (:func:`~routerlab.route_eval.gold_turn`). Earlier turns are looked up in
+    ``context`` (default: ``examples``), so a sample of a conversation's turns still sees all the
+    turns before it. ``evidence`` holds the findings of ``checks`` about each request, read on its
+    database as the router reads them (no such field without checks); the ``neighbours`` check
+    reads the ``neighbours`` pool, in which an example is never its own neighbour.
     """
+    from routerlab.agents.turn_history import history_text
+    from routerlab.routers.support.turns import without_pleasantries
+
     inputs = ("tables", "conversation", "request", *(("evidence",) if checks else ()))
     env = _check_env() if checks else None
+    histories = _gold_histories(examples, context if context is not None else examples)
     return [
         dspy.Example(
             tables=tables_of.get(e.db_path, ""),
-            conversation="",
-            request=e.question,
+            conversation=history_text(histories.get(e.id, [])),
+            # the router strips greetings and thanks around a request before the program reads it
+            request=without_pleasantries(e.question),
             # without checks the examples (and so the demos a program saves) have no evidence field
-            **({"evidence": _evidence(env, e, checks, neighbours)} if checks else {}),
+            **({"evidence": _evidence(env, e, checks, neighbours, histories.get(e.id, []))} if checks else {}),
             intent=e.intent,
             accepted=list(e.accepted_intents),
         ).with_inputs(*inputs)
         for e in examples
     ]
+
+
+def _gold_histories(examples: Sequence[Example], context: Sequence[Example]) -> dict[str, list[Turn]]:
+    """Example id -> the gold turns before it in its conversation (only for examples that have some)."""
+    from routerlab.route_eval import gold_turn
+
+    later = [e for e in examples if e.conversation and e.turn > 1]
+    if not later:
+        return {}
+    wanted = {e.conversation for e in later}
+    by_conversation: dict[str, list[Example]] = defaultdict(list)
+    for e in context:
+        if e.conversation in wanted:
+            by_conversation[str(e.conversation)].append(e)
+    turns: dict[str, Turn] = {}  # each earlier turn's query runs once
+    out: dict[str, list[Turn]] = {}
+    for e in later:
+        earlier = sorted((c for c in by_conversation[str(e.conversation)] if c.turn < e.turn), key=lambda c: c.turn)
+        out[e.id] = [turns.setdefault(c.id, gold_turn(c)) for c in earlier]
+    return out
 
 
 def _check_env() -> RouterEnv:
@@ -163,20 +196,30 @@ def _check_env() -> RouterEnv:
     return RouterEnv(tools=[], open_db=open_database)
 
 
-def _evidence(env: RouterEnv | None, example: Example, checks: tuple[str, ...], neighbours: Neighbours | None) -> str:
+def _evidence(
+    env: RouterEnv | None,
+    example: Example,
+    checks: tuple[str, ...],
+    neighbours: Neighbours | None,
+    history: list[Turn] | None = None,
+) -> str:
     """The checks' findings about ``example``'s request on its database (what the router adds)."""
     from routerlab.routers.dspy_router import request_evidence
 
-    state = {"database": example.db_path, "question": example.question}
+    state = {"database": example.db_path, "question": example.question, "history": list(history or [])}
     return request_evidence(env, state, checks, neighbours)  # type: ignore[arg-type]
 
 
 def holdout_split(examples: Sequence[Example], fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
     """Divide ``examples`` into (fit, held-out), stratified by intent, deterministic per seed.
 
-    Each intent's examples are shuffled with ``seed`` and ``round(fraction * n)`` of them are held
-    out (at least one when the intent has two or more, none when it has one). Both parts keep the
-    input order.
+    The unit is a conversation (all its turns on one side: a held-out turn's history must not
+    be a fit turn's demo) or a single request. A unit's stratum is its rarest intent (fewest
+    examples in ``examples``, ties by name), so a conversation holding a clarification is divided
+    with the clarifications. Each stratum's units are shuffled with ``seed`` and ``round(fraction
+    * n)`` of them are held out (at least one when the stratum has two or more units, none when it
+    has one). Both parts keep the input order. With single requests only, a unit is an example
+    and its stratum its intent.
 
     Raises:
         ConfigError: ``fraction`` is not in [0, 1).
@@ -188,17 +231,22 @@ def holdout_split(examples: Sequence[Example], fraction: float, seed: int) -> tu
             found=str(fraction),
             fix="pass --heldout 0.33, say",
         )
-    by_intent: dict[str, list[int]] = defaultdict(list)
+    counts = Counter(e.intent for e in examples)
+    units: dict[str, list[int]] = {}  # unit key -> example indices, in input order of first turn
     for i, e in enumerate(examples):
-        by_intent[e.intent].append(i)
+        units.setdefault(f"c:{e.conversation}" if e.conversation else f"e:{i}", []).append(i)
+    by_stratum: dict[str, list[str]] = defaultdict(list)
+    for key, idx in units.items():
+        by_stratum[min((counts[examples[i].intent], examples[i].intent) for i in idx)[1]].append(key)
     held: set[int] = set()
-    for intent in sorted(by_intent):
-        idx = list(by_intent[intent])
-        random.Random(f"{seed}:{intent}").shuffle(idx)
-        k = round(fraction * len(idx))
-        if fraction > 0 and len(idx) >= 2:
-            k = min(max(k, 1), len(idx) - 1)
-        held.update(idx[:k])
+    for stratum in sorted(by_stratum):
+        keys = list(by_stratum[stratum])
+        random.Random(f"{seed}:{stratum}").shuffle(keys)
+        k = round(fraction * len(keys))
+        if fraction > 0 and len(keys) >= 2:
+            k = min(max(k, 1), len(keys) - 1)
+        for key in keys[:k]:
+            held.update(units[key])
     fit = [e for i, e in enumerate(examples) if i not in held]
     return fit, [e for i, e in enumerate(examples) if i in held]
 
@@ -216,6 +264,21 @@ def _summary(gold: list[str], correct: list[bool], safety: float) -> dict[str, A
     }
 
 
+def _route_one(program: dspy.Module, ex: dspy.Example) -> tuple[str | None, str | None]:
+    """``(intent, intent before the calibration)`` of one example; ``(None, None)`` for a failed call."""
+    try:
+        pred = program(**ex.inputs())
+    except (AdapterParseError, ValueError, RuntimeError):
+        return None, None  # a failed prediction is a wrong decision, never a crashed compile
+    before = getattr(pred, "_uncalibrated", None)
+    return str(getattr(pred, "intent", "")).strip(), None if before is None else str(before)
+
+
+def route_set(program: dspy.Module, data: Sequence[dspy.Example]) -> list[str | None]:
+    """The intent ``program`` decides for each example of ``data`` (None: the call failed)."""
+    return [_route_one(program, ex)[0] for ex in data]
+
+
 def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: float = 2.0) -> Figures:
     """Route every example of ``data`` with ``program`` once; an unparsable or failed call is wrong.
 
@@ -227,14 +290,12 @@ def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: flo
     correct: list[bool] = []
     raw: list[bool | None] = []
     for ex in data:
-        try:
-            pred = program(**ex.inputs())
-            ok = intent_correct(ex, pred)
-            before = getattr(pred, "_uncalibrated", None)
-            raw.append(None if before is None else intent_correct(ex, dspy.Prediction(intent=before)))
-        except (AdapterParseError, ValueError, RuntimeError):
-            ok = False  # a failed prediction is a wrong decision, never a crashed compile
+        intent, before = _route_one(program, ex)
+        ok = intent is not None and intent_correct(ex, dspy.Prediction(intent=intent))
+        if intent is None:
             raw.append(False)
+        else:
+            raw.append(None if before is None else intent_correct(ex, dspy.Prediction(intent=before)))
         gold.append(ex.intent)
         correct.append(ok)
     route = getattr(program, "route", None)
