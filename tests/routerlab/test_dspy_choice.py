@@ -304,3 +304,28 @@ def test_a_winning_candidate_is_written_with_the_rules_outcome_and_reported(tmp_
     assert result["report_program"] == str(written)
     for source, row in result["report"].items():
         assert row["n"] == result["sizes"]["report"][source] and row["accuracy"] > 0.8
+
+
+@real_data
+@pytest.mark.model
+def test_the_default_program_loads_as_its_meta_says_and_routes_real_follow_ups_in_one_pass():
+    """After the choice: the committed default (replaced or kept) routes cosql turns with history on the model."""
+    from routerlab import routers
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.state import INTENTS
+    from routerlab.routers.dspy_router import program_path
+
+    meta = json.loads(program_path("builtin").with_suffix(".meta.json").read_text())
+    router = routers.router.build("dspy")
+    route = router.program.route
+    assert len(route.demos) == meta["demos"] and route.schema == meta["schema"]
+    assert list(route.checks) == meta.get("checks", []) and "rules" not in route.checks
+    if meta["dataset"] == "blend":  # a replacement records the rule that chose it
+        assert meta["choice"]["outcome"] == "replace" and meta["choice"]["chosen"] == meta["candidate"]["name"]
+        assert meta["report"] and meta["selection"]["diverted"] <= meta["choice"]["rule"]["max_diversion"]
+    cosql = dataset.build("cosql", path=str(DATA / "cosql-dev-a"), limit=2)
+    model = resolve_lm("local", cache=False)
+    decisions = first_decisions("dspy", {}, cosql.examples, model, history="gold")
+    assert all(d.error is None and d.predicted in INTENTS for d in decisions)
+    assert all(d.method.endswith(":logprob") or d.method.endswith("+schema-gap") for d in decisions)
+    assert [d.history_turns for d in decisions] == [e.turn - 1 for e in cosql.examples]
