@@ -50,6 +50,9 @@ router that asks says what it needs ("Which one do you mean: Qinling North or Qi
 Detectors are a table (:data:`DETECTORS`), so each kind can be ablated (the ``rules`` router's
 ``without=``) and new ones added without touching the others. Database reads are bounded and
 cached per database file: one ``MAX`` per date column, distinct text values up to a cap.
+
+Long because the detectors share one schema reading (noun heads, value index, history lookups);
+splitting them apart would split that shared reading across modules.
 """
 
 from __future__ import annotations
