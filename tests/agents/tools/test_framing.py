@@ -117,3 +117,35 @@ def test_single_calls_prompt_on_a_real_spider_database_is_pinned(spider_dev_a, g
     golden("plain_call_prompt_concert_singer", {"system": system, "user": user})
     assert output["sql"] == "SELECT count(*) FROM singer"
     assert output["reply"] == "```sql\nSELECT count(*) FROM singer\n```"
+
+
+@pytest.mark.parametrize(
+    "db_id",
+    ["battle_death", "car_1", "concert_singer", "course_teach", "dog_kennels", "poker_player", "tvshow", "voter_1"],
+)
+def test_the_pipelines_generate_sql_asks_exactly_what_the_plain_call_asks(spider_dev_a, db_id):
+    """With the plain call's view and framing, the routed generate_sql starts where the baseline starts.
+
+    Every spider-dev-a schema fits ``schema_budget_chars``, so linking keeps all tables and
+    data_discovery's rendering is the whole-schema view the plain call renders: the two first
+    model requests are the same text (and the same LM-cache key), so the pipeline can only
+    differ from the baseline by what it adds after that call.
+    """
+    from routerlab.agents.graph import PipelineConfig
+
+    e = next(e for e in spider_dev_a if e.db_id == db_id)
+    plain = _prompt_of("single_call", e.db_path, e.question)
+    seen: list = []
+
+    def reply(request):
+        seen.append(request)
+        return "```sql\nSELECT 1\n```"
+
+    tools = ToolSettings(sql_framing="chat", sql_output="extract")
+    t = Pipeline(routers.router.build("oracle"), scripted_lm(reply), config=PipelineConfig(tools=tools)).run(
+        e.question, str(e.db_path), oracle_intent="sql"
+    )
+    assert t.tool_names[:2] == ["data_discovery", "generate_sql"]
+    routed = (str(seen[0].system or ""), "\n".join(text_of(m) for m in seen[0].messages))
+    assert routed == plain[:2]
+    assert seen[0].config.temperature in (0, 0.0, None)
