@@ -39,6 +39,7 @@ _MINIMUM: dict[str, float] = {
     "max_rows": 1,
     "max_tables": 1,
     "fix_attempts": 1,
+    "candidates": 1,
 }
 #: settings that must be strictly positive (a zero timeout would fail every call)
 _POSITIVE: frozenset[str] = frozenset({"timeout_s", "sql_timeout_s"})

@@ -52,6 +52,8 @@ def chat(
     *,
     tool_choice: str = "auto",
     max_tokens: int | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
 ) -> ChatResult:
     """Send OpenAI-style ``messages`` (and tool schemas) to ``lm`` and parse the reply.
 
@@ -64,6 +66,9 @@ def chat(
         tools: OpenAI-style function schemas.
         tool_choice: ``auto``, ``required``, ``none`` or a tool name.
         max_tokens: Completion budget (default: the LM's).
+        temperature: Sampling temperature (default: the LM's, greedy unless it says otherwise).
+        seed: Sampling seed (default: the engine's). Sampled candidates of one prompt differ by
+            seed, which keeps each reproducible and a distinct response-cache entry.
     """
     request = to_request(
         lm.model,
@@ -71,7 +76,8 @@ def chat(
         tools,
         tool_choice=tool_choice,
         max_tokens=max_tokens or lm.kwargs.get("max_tokens"),
-        temperature=lm.kwargs.get("temperature", 0.0),
+        temperature=lm.kwargs.get("temperature", 0.0) if temperature is None else temperature,
+        seed=seed,
     )
     t0 = time.perf_counter()
     with usage_scope() as log:

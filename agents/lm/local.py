@@ -413,7 +413,8 @@ class LlamaEngine:
         kwargs: dict[str, Any] = {
             "temperature": 0.0 if cfg.temperature is None else cfg.temperature,
             "max_tokens": cfg.max_tokens or self.max_tokens,
-            "seed": self.seed,
+            # a request's own seed (a sampled candidate) wins over the engine's
+            "seed": self.seed if cfg.seed is None else cfg.seed,
         }
         if cfg.stop:
             kwargs["stop"] = list(cfg.stop)

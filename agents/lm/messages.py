@@ -38,6 +38,7 @@ def to_request(
     tool_choice: str = "auto",
     max_tokens: int | None = None,
     temperature: float | None = 0.0,
+    seed: int | None = None,
 ) -> L.Request:
     """Build an lm15 ``Request`` from OpenAI-style messages and tool schemas.
 
@@ -49,6 +50,7 @@ def to_request(
         tool_choice: ``auto``, ``required``, ``none`` or a tool name (forces that tool).
         max_tokens: Completion budget.
         temperature: Sampling temperature.
+        seed: Sampling seed (None: the engine's own); part of the request, so of its cache key.
     """
     system_parts = [str(m.get("content") or "") for m in messages if m["role"] == "system"]
     out: list[L.Message] = []
@@ -102,7 +104,7 @@ def to_request(
         messages=tuple(out),
         system="\n\n".join(system_parts) or None,
         tools=fn_tools,
-        config=L.Config(max_tokens=max_tokens, temperature=temperature, tool_choice=choice),
+        config=L.Config(max_tokens=max_tokens, temperature=temperature, tool_choice=choice, seed=seed),
     )
 
 

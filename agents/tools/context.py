@@ -65,6 +65,20 @@ class ToolSettings:
         sql_output: How the query is read out of the reply: ``clean`` (fences, a label, a
             trailing semicolon) or ``extract`` (also prose before and after it, and a reply cut
             off at the token budget).
+        value_linking: data_discovery looks the values the question names (quoted, capitalised,
+            numbers) up in the database's text columns and generate_sql reads where each is stored
+            ("'Asia' is a value of country.Continent.") after the question; with ``overlap``
+            linking the tables holding them are kept too (``routerlab.agents.tools.value_linking``).
+        candidates: Execution-guided selection: candidate queries per discovery-path
+            generate_sql, the greedy one included (1: the greedy query only, no selection). The
+            others are sampled, all are executed and the result most agree on wins
+            (``routerlab.agents.tools.selection``).
+        candidate_temperature: Sampling temperature of the candidates after the greedy one.
+        selection_budget_s: Seconds the sampling of candidates may take; no sample starts after.
+        result_checks: Checks of a discovery-path query's result against the question
+            (registry ``routerlab.agents.tools.result_checks.result_check``: ``empty``,
+            ``count_for_list``, ``list_for_count``, ``duplicates``); a failed one triggers one
+            more generate_sql call with the finding as feedback, kept only if it fails fewer.
     """
 
     example_values: int = 3
@@ -84,10 +98,16 @@ class ToolSettings:
     foreign_keys: bool = True
     sql_framing: str = "fields"
     sql_output: str = "clean"
+    value_linking: bool = False
+    candidates: int = 1
+    candidate_temperature: float = 0.7
+    selection_budget_s: float = 6.0
+    result_checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool
         from routerlab.agents.tools.framing import SQL_OUTPUT, sql_framing
+        from routerlab.agents.tools.result_checks import result_check
         from routerlab.agents.tools.schema_linking import LINKING_MODES
         from routerlab.agents.tools.views import schema_view
 
@@ -99,6 +119,22 @@ class ToolSettings:
                 expected=f"one of {', '.join(SQL_OUTPUT)}",
                 found=repr(self.sql_output),
                 fix="set pipeline.tools.sql_output (or the router's output argument) to clean or extract",
+            )
+
+        # a config file writes the checks as a list (or one name): kept as a tuple, hashable and frozen
+        checks = (self.result_checks,) if isinstance(self.result_checks, str) else tuple(self.result_checks)
+        object.__setattr__(self, "result_checks", checks)
+        for name in checks:
+            result_check.get(name)  # UnknownComponentError: the known names and the closest one
+        if self.candidates < 1 or self.candidate_temperature < 0 or self.selection_budget_s < 0:
+            raise ConfigError(
+                "bad execution-guided selection settings",
+                expected="candidates >= 1, candidate_temperature >= 0, selection_budget_s >= 0",
+                found=(
+                    f"candidates={self.candidates}, candidate_temperature={self.candidate_temperature}, "
+                    f"selection_budget_s={self.selection_budget_s}"
+                ),
+                fix="set pipeline.tools.candidates (1 turns selection off) and the other two to non-negative numbers",
             )
 
         if self.linking not in LINKING_MODES:

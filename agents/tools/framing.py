@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHAT_MAX_TOKENS",
     "SQL_OUTPUT",
+    "Sampling",
     "SqlFraming",
     "SqlReply",
     "chat_messages",
@@ -47,12 +48,34 @@ CHAT_MAX_TOKENS = 256
 _DIALECT_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB"}
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """One sampled reply instead of the greedy one (execution-guided selection's candidates).
+
+    Attributes:
+        temperature: Sampling temperature.
+        seed: Sampling seed: candidates of one prompt differ by seed only, so each is reproducible
+            and its own response-cache entry.
+    """
+
+    temperature: float
+    seed: int
+
+
 @runtime_checkable
 class SqlFraming(Protocol):
     """Asks ``lm`` for one query answering ``question`` on ``schema``; returns the raw reply."""
 
     def __call__(
-        self, lm: dspy.LM, programs: SQLPrograms, *, schema: str, dialect: str, hint: str, question: str
+        self,
+        lm: dspy.LM,
+        programs: SQLPrograms,
+        *,
+        schema: str,
+        dialect: str,
+        hint: str,
+        question: str,
+        sampling: Sampling | None = None,
     ) -> str:
         """The model's reply, unprocessed (output handling is :data:`SQL_OUTPUT`'s job).
 
@@ -63,6 +86,7 @@ class SqlFraming(Protocol):
             dialect: The database's dialect (``sqlite``, ``duckdb``).
             hint: Extra evidence about the question (may be empty).
             question: The question.
+            sampling: Sample instead of decoding greedily (None: greedy, the default).
         """
         ...
 
@@ -72,8 +96,19 @@ sql_framing: Registry[SqlFraming] = Registry("sql framing")
 
 
 @sql_framing("fields")
-def fields_framing(lm: dspy.LM, programs: SQLPrograms, *, schema: str, dialect: str, hint: str, question: str) -> str:
+def fields_framing(
+    lm: dspy.LM,
+    programs: SQLPrograms,
+    *,
+    schema: str,
+    dialect: str,
+    hint: str,
+    question: str,
+    sampling: Sampling | None = None,
+) -> str:
     """The ``GenerateSQL`` signature in DSPy's field format (the framing before issue 40)."""
+    if sampling is not None:
+        lm = lm.copy(temperature=sampling.temperature, seed=sampling.seed)
     with lm_context(lm):
         pred = programs.generate(db_schema=schema, dialect=dialect, hint=hint, question=question)
     return pred.sql or ""
@@ -96,10 +131,21 @@ def chat_messages(*, schema: str, dialect: str, hint: str, question: str) -> lis
 
 
 @sql_framing("chat")
-def chat_framing(lm: dspy.LM, programs: SQLPrograms, *, schema: str, dialect: str, hint: str, question: str) -> str:
-    """One plain chat call, greedy, the schema first (:func:`chat_messages`)."""
+def chat_framing(
+    lm: dspy.LM,
+    programs: SQLPrograms,
+    *,
+    schema: str,
+    dialect: str,
+    hint: str,
+    question: str,
+    sampling: Sampling | None = None,
+) -> str:
+    """One plain chat call, greedy unless ``sampling``, the schema first (:func:`chat_messages`)."""
     messages = chat_messages(schema=schema, dialect=dialect, hint=hint, question=question)
-    return chat(lm, messages, max_tokens=CHAT_MAX_TOKENS).text
+    if sampling is None:
+        return chat(lm, messages, max_tokens=CHAT_MAX_TOKENS).text
+    return chat(lm, messages, max_tokens=CHAT_MAX_TOKENS, temperature=sampling.temperature, seed=sampling.seed).text
 
 
 @dataclass

@@ -13,11 +13,14 @@ from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
-from routerlab.agents.tools.framing import SQL_OUTPUT, sql_framing
+from routerlab.agents.tools.framing import SQL_OUTPUT, Sampling, sql_framing
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
+from routerlab.agents.tools.result_checks import Finding, check_result
 from routerlab.agents.tools.schema import INJECTED
 from routerlab.agents.tools.schema_linking import link_tables, schema_for
+from routerlab.agents.tools.selection import select
+from routerlab.agents.tools.value_linking import value_hits, value_notes_text
 from routerlab.agents.tools.views import render_schema
 from routerlab.agents.turn_history import history_of, last_data_turn, question_in_context
 
@@ -94,7 +97,14 @@ def data_discovery(question: str, ctx: Ctx) -> dict:
         linked = set(link_tables(ctx.db, f"{last.get('question', '')} {question}", ctx.settings))
         linked |= set(last.get("tables") or [])
         tables = [t.name for t in ctx.db.tables() if t.name in linked]
-    return {"tables": tables, "schema": _view(ctx, tables)}
+    if not ctx.settings.value_linking:
+        return {"tables": tables, "schema": _view(ctx, tables)}
+    hits = value_hits(ctx.db, question)
+    # a table holding a value the question names is kept even when linking left it out
+    holding = {h.table for h in hits} | set(tables)
+    tables = [t.name for t in ctx.db.tables() if t.name in holding]
+    notes = list(dict.fromkeys(h.note() for h in hits))
+    return {"tables": tables, "schema": _view(ctx, tables), "values": notes}
 
 
 @tool(refs={"discovery_call_id": ("data_discovery",)})
@@ -107,6 +117,7 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
             it only for one plain call: the model then sees the whole schema and its SQL is
             returned as written, without the checks and repairs of the discovery path.
     """
+    notes: list[str] = []
     if discovery_call_id is None:
         schema = _view(ctx, None)
     else:
@@ -116,9 +127,11 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
                 f"discovery_call_id {discovery_call_id!r} is not a finished data_discovery call",
                 error_class="bad_reference",
             )
-        schema = found["schema"]
+        schema, notes = found["schema"], found.get("values") or []
     question = _question_with_reply(ctx, question)
-    hint = ctx.state.get("hint") or ""
+    # value-linking notes go after the question, not into the schema: the schema stays the
+    # prompt prefix every question on the database shares
+    hint = _joined(ctx.state.get("hint") or "", value_notes_text(notes))
     if ctx.settings.sql_may_decline:
         with lm_context(ctx.lm):
             pred = declining(ctx.programs.generate)(
@@ -137,20 +150,90 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
         sql = _generate(ctx, schema, question, hint)
     if discovery_call_id is None:
         return {"sql": check_sql(sql, ctx.db.dialect)}
-    return _with_retry(ctx, schema, question, _repaired(ctx, sql))
+    chosen = _select(ctx, schema, question, hint, _repaired(ctx, sql))
+    return _checked(ctx, schema, question, hint, _with_retry(ctx, schema, question, hint, chosen))
 
 
-def _ask(ctx: ToolContext, schema: str, question: str, hint: str) -> str:
-    """The model's raw reply under the settings' framing."""
+def _joined(*parts: str) -> str:
+    return "\n".join(p for p in parts if p)
+
+
+def _ask(ctx: ToolContext, schema: str, question: str, hint: str, sampling: Sampling | None = None) -> str:
+    """The model's raw reply under the settings' framing (greedy unless ``sampling``)."""
     framing = sql_framing.get(ctx.settings.sql_framing)
-    return framing(ctx.lm, ctx.programs, schema=schema, dialect=ctx.db.dialect, hint=hint, question=question)
+    return framing(
+        ctx.lm, ctx.programs, schema=schema, dialect=ctx.db.dialect, hint=hint, question=question, sampling=sampling
+    )
 
 
-def _generate(ctx: ToolContext, schema: str, question: str, hint: str) -> str:
-    return SQL_OUTPUT[ctx.settings.sql_output](_ask(ctx, schema, question, hint), ctx.db.dialect)
+def _generate(ctx: ToolContext, schema: str, question: str, hint: str, sampling: Sampling | None = None) -> str:
+    return SQL_OUTPUT[ctx.settings.sql_output](_ask(ctx, schema, question, hint, sampling), ctx.db.dialect)
 
 
-def _with_retry(ctx: ToolContext, schema: str, question: str, first: dict) -> dict:
+def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict) -> dict:
+    """Execution-guided selection among ``candidates`` queries (``routerlab.agents.tools.selection``).
+
+    The samples see the greedy call's exact prompt, so llama.cpp reuses all of it and each costs
+    only its own tokens. Each passes the guard and the deterministic repairs like the greedy one.
+    """
+    s = ctx.settings
+    if s.candidates <= 1 or not first.get("sql"):
+        return first
+
+    def sample(seed: int) -> dict:
+        return _repaired(ctx, _generate(ctx, schema, question, hint, Sampling(s.candidate_temperature, seed)))
+
+    def run(sql: str) -> list[list]:
+        return ctx.db.execute(sql, timeout_s=s.sql_timeout_s, max_rows=s.max_rows).rows
+
+    chosen = select(first, sample, run, k=s.candidates, budget_s=s.selection_budget_s)
+    return {**chosen.candidates[chosen.chosen].output, "selection": chosen.record()}
+
+
+def _findings(ctx: ToolContext, question: str, sql: str) -> list[Finding] | None:
+    """The result checks' findings on ``sql`` (None: it does not run, which is the retry's and fix_sql's case)."""
+    s = ctx.settings
+    try:
+        result = ctx.db.execute(sql, timeout_s=s.sql_timeout_s, max_rows=s.max_rows)
+    except ToolError:
+        return None
+    return check_result(s.result_checks, question, sql, result, ctx.db.dialect)
+
+
+def _checked(ctx: ToolContext, schema: str, question: str, hint: str, out: dict) -> dict:
+    """Checks of a result that runs against the question; a failed one gets ONE more call.
+
+    The finding is fed back as the execution-feedback retry's is (after the question, the query
+    left out); the new query replaces ``out`` only when it runs and fails fewer checks.
+    """
+    if not ctx.settings.result_checks or not out.get("sql"):
+        return out
+    found = _findings(ctx, question, out["sql"])
+    if not found:
+        return out
+    acted = found
+    if (out.get("retry") or {}).get("reason") == "empty":
+        acted = [f for f in found if f.check != "empty"]  # the empty retry already acted on that evidence
+    if not acted:
+        return out
+    feedback = "A first answer ran but does not fit the question:\n" + "\n".join(f.text for f in acted)
+    try:
+        second = _repaired(ctx, _generate(ctx, schema, question, _joined(hint, feedback)))
+    except ToolError:  # a regeneration that writes or does not parse is dropped, as the retry's is
+        second = {"sql": ""}
+    after = _findings(ctx, question, second["sql"]) if second["sql"] else None
+    better = after is not None and len(after) < len(found)
+    check = {
+        "findings": [f.check for f in found],
+        "feedback": feedback,
+        "sql": second["sql"],
+        "after": None if after is None else [f.check for f in after],
+        "kept": better,
+    }
+    return {**second, "check": check} if better else {**out, "check": check}
+
+
+def _with_retry(ctx: ToolContext, schema: str, question: str, hint: str, first: dict) -> dict:
     """Execution-guided correction: one more generate_sql call when ``first`` fails or comes back empty.
 
     The retry sees the same schema (the prompt prefix llama.cpp already holds) and, in the hint
@@ -169,9 +252,8 @@ def _with_retry(ctx: ToolContext, schema: str, question: str, first: dict) -> di
     if found.error is None and not notes:
         return first  # an empty result nothing explains: the same prompt would bring the same query back
     feedback = feedback_text(found, notes)
-    hint = "\n".join(h for h in (ctx.state.get("hint") or "", feedback) if h)
     try:
-        second = _repaired(ctx, _generate(ctx, schema, question, hint))
+        second = _repaired(ctx, _generate(ctx, schema, question, _joined(hint, feedback)))
     except ToolError:  # a retry that writes or does not parse is dropped, not reported
         second = {"sql": ""}
     after = probe(ctx.db, second["sql"], s.sql_timeout_s) if second["sql"] else Probe(error="no SQL")
