@@ -13,6 +13,7 @@ from routerlab.perf import (
     figures_json,
     first_decision_cost,
     harness_overhead,
+    pipeline_split,
     router_replay,
     routing_prefix_reuse,
 )
@@ -97,3 +98,37 @@ def test_first_decision_section_restores_each_database_prefix_from_disk(spider_d
     assert figures["disk per saved prefix state (mean)"].value > 1
     # the section measures in a store of its own, never the one the environment names
     assert not (tmp_path / "mine").exists()
+
+
+def test_pipeline_split_reports_each_stage_next_to_the_plain_call(spider_dev_a):
+    """The stage split on real spider-dev-a databases with the scripted LM (control flow only)."""
+    from tests.conftest import SPIDER_DEV_A
+
+    figures = {f.name: f for f in pipeline_split("scripted:basic", SPIDER_DEV_A, n=3)}
+    stages = ("routing", "discovery", "generation", "execution", "repair", "other")
+    for router in ("single_call", "oracle"):
+        for stage in stages:
+            assert figures[f"{router}: p50 {stage}"].unit == "s" and figures[f"{router}: p50 {stage}"].value >= 0
+        assert figures[f"{router}: p95 per question"].value >= figures[f"{router}: p50 per question"].value > 0
+    # the plain call has no discovery and no repair; the pipeline discovers every time
+    assert figures["single_call: p50 discovery"].value == 0 and figures["single_call: p50 repair"].value == 0
+    assert figures["oracle: p50 discovery"].value > 0 and figures["oracle: p50 generation"].value > 0
+    gap = figures["oracle p50 minus single_call p50"]
+    assert gap.goal == "<= 1 s" and gap.met in (True, False)
+
+
+def test_stage_seconds_splits_one_trace_without_losing_time(spiderlike_db):
+    from routerlab import routers
+    from routerlab.agents.graph import Pipeline
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.perf import stage_seconds
+
+    trace = Pipeline(routers.router.build("oracle"), resolve_lm("scripted:basic")).run(
+        "How many pets are there?", str(spiderlike_db), oracle_intent="sql"
+    )
+    split = stage_seconds(trace)
+    assert list(split) == ["routing", "discovery", "generation", "execution", "repair", "other"]
+    assert all(v >= 0 for v in split.values())
+    assert abs(sum(split.values()) - trace.total_latency_s) < 1e-6
+    ran = {c["name"]: c["ended"] - c["started"] for c in trace.tool_calls}
+    assert split["generation"] == pytest.approx(ran["generate_sql"])
