@@ -1,0 +1,29 @@
+"""The measurement configs of issue 40's techniques: each is the _chat config plus its one technique."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from routerlab.config import load_run_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "docs" / "configs"
+
+
+@pytest.mark.parametrize(
+    ("name", "technique"),
+    [
+        ("values", {"value_linking": True}),
+        ("select", {"candidates": 3}),  # temperature 0.7 and the 6 s budget are the defaults
+        ("checks", {"result_checks": ("empty", "count_for_list", "list_for_count", "duplicates")}),
+    ],
+)
+def test_each_technique_config_differs_from_its_before_by_that_technique_only(name, technique):
+    before = load_run_config(CONFIGS / "spider_dev_a_48_chat.yaml")
+    after = load_run_config(CONFIGS / f"spider_dev_a_48_{name}.yaml")
+    b, a = asdict(before.pipeline.tools), asdict(after.pipeline.tools)
+    assert {k: v for k, v in a.items() if b[k] != v} == technique
+    # the same 48 questions, so the two runs pair question by question
+    assert after.dataset_args == before.dataset_args and after.dataset == before.dataset == "spider"
