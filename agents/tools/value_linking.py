@@ -82,7 +82,7 @@ def question_values(question: str) -> list[str]:
     """The words of ``question`` most likely to be values, in order, at most six.
 
     Quoted strings first, then capitalised words and phrases (function words at their ends
-    dropped: "What", "The"), then numbers. The first word of a sentence is capitalised anyway, so
+    dropped: "What", "The"), then numbers of two digits or more. The first word of a sentence is capitalised anyway, so
     it counts only when it is not a function word.
     """
     out: list[str] = []
@@ -100,7 +100,9 @@ def question_values(question: str) -> list[str]:
             words.pop()
         if words:
             out.append(" ".join(words).rstrip(".'"))
-    out += [m.group(0) for m in _NUMBER.finditer(question)]
+    # a one-digit number is nearly always a quantity ("the 3 oldest", "more than 2"), not a
+    # stored value, and one-digit codes are in many text columns: looking it up adds only noise
+    out += [m.group(0) for m in _NUMBER.finditer(question) if len(m.group(0).replace(".", "")) > 1]
     return [v for v in dict.fromkeys(v for v in out if v)][:_MAX_VALUES]
 
 

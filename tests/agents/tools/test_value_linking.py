@@ -49,7 +49,14 @@ def test_question_values_case_by_case(question, values):
 
 def test_at_most_six_values_are_taken():
     assert question_values("A1 B2 C3 D4 E5 F6 G7 Hh Ii") == ["A1 B2 C3 D4 E5 F6 G7 Hh Ii"]
-    assert question_values("1 2 3 4 5 6 7 8") == ["1", "2", "3", "4", "5", "6"]
+    assert question_values("11 12 13 14 15 16 17 18") == ["11", "12", "13", "14", "15", "16"]
+
+
+def test_a_one_digit_number_is_a_quantity_not_a_value():
+    assert question_values("Show the 3 oldest singers born after 1990 with 2.5 or 10 songs") == ["1990", "2.5", "10"]
+    # car_1 keeps its country codes as text ('1', '2', ...): "the 2 makers" must not point there
+    db = open_database(spider_db("car_1"))
+    assert value_hits(db, "Which are the 2 makers with the most models?") == []
 
 
 def test_a_value_is_found_in_the_column_that_holds_it_as_the_database_spells_it():
