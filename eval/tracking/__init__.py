@@ -18,6 +18,11 @@ Layout:
   decision that several agents took part in (the ``handoff`` router's ``activations``) is a
   CHAIN span with an AGENT span per activation under it.
 
+``routerlab route`` logs first decisions, not example results, through the same writer: a parent
+run per invocation (``routerlab.kind = route-comparison``) and a child run per router
+(``route-run``) with its params, first-decision metrics and ``decisions.csv``
+(:mod:`routerlab.route_tracking`).
+
 Thread safety: the runner logs from worker threads, and MLflow's fluent API keeps the active
 run in thread-local state, so everything here goes through :class:`mlflow.MlflowClient` with
 explicit run ids. The one process-wide setting is the tracking URI, which MLflow's tracer uses
@@ -38,8 +43,11 @@ re-exports their public names, so ``from routerlab.eval.tracking import MlflowSi
 from routerlab.eval.metrics import metric_name
 from routerlab.eval.tracking.address import DEFAULT_TRACKING_URI, check_tracking_store, resolve_tracking_uri
 from routerlab.eval.tracking.layout import (
+    DECISIONS_CSV,
     EXAMPLES_TABLE,
     FINAL_STATUSES,
+    KIND_ROUTE_PARENT,
+    KIND_ROUTE_RUN,
     RISK_CURVE,
     RISK_FIGURE,
     TAG_DATASET,
@@ -54,9 +62,12 @@ from routerlab.eval.tracking.reader import load_examples, load_runs
 from routerlab.eval.tracking.sink import MlflowSink, examples_frame, flatten_params
 
 __all__ = [
+    "DECISIONS_CSV",
     "DEFAULT_TRACKING_URI",
     "EXAMPLES_TABLE",
     "FINAL_STATUSES",
+    "KIND_ROUTE_PARENT",
+    "KIND_ROUTE_RUN",
     "RISK_CURVE",
     "RISK_FIGURE",
     "TAG_DATASET",

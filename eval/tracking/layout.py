@@ -21,6 +21,14 @@ TAG_ROUTER = "routerlab.router"
 TAG_LM = "routerlab.lm"
 TAG_DATASET = "routerlab.dataset"
 
+#: ``routerlab.kind`` of the runs ``routerlab route`` logs: one parent per invocation, one child
+#: per router. Not ``comparison`` / ``router-run``: those carry example tables that
+#: ``load_mlflow`` and the report read, and first decisions are not example results.
+KIND_ROUTE_PARENT = "route-comparison"
+KIND_ROUTE_RUN = "route-run"
+#: a ``routerlab route`` child run's first decisions (the rows ``route --out`` writes)
+DECISIONS_CSV = "decisions.csv"
+
 
 def _check_status(status: str) -> None:
     if status not in FINAL_STATUSES:

@@ -504,22 +504,50 @@ class MlflowSink:
             if results:
                 metrics = {metric_name(k): float(v) for k, v in summarize(list(results)).items()}
                 metrics |= {metric_name(k): v for k, v in calibration_metrics(results).items()}
-                stamp = int(time.time() * 1000)
-                # NaN (no applicable example) is left out: MLflow would chart it as a value
-                items = [Metric(k, v, stamp, 0) for k, v in metrics.items() if math.isfinite(v)]
-                for i in range(0, len(items), _METRICS_PER_BATCH):
-                    self.client.log_batch(run_id, metrics=items[i : i + _METRICS_PER_BATCH])
+                self.log_metrics(run_id, metrics)
                 self._log_examples_table(run_id, examples_frame(results))
                 self._log_risk_coverage(run_id, results)
         except Exception:
             final = "FAILED"
             raise
         finally:
-            tags = {TAG_STATUS: final, "routerlab.n_results": str(len(results))}
-            if error:
-                tags["routerlab.error"] = error[:5000]
-            self._set_tags(run_id, tags)
-            self.client.set_terminated(run_id, status=final)
+            self.close_run(run_id, final, error=error, tags={"routerlab.n_results": str(len(results))})
+
+    def log_metrics(self, run_id: str, metrics: Mapping[str, float]) -> None:
+        """Log ``metrics`` at step 0, names reduced by :func:`metric_name`, non-finite values left out.
+
+        NaN means "no applicable example" (no data question, no follow-up): MLflow would chart
+        it as a value, so it is not logged at all.
+        """
+        stamp = int(time.time() * 1000)
+        items = [Metric(metric_name(k), float(v), stamp, 0) for k, v in metrics.items() if math.isfinite(float(v))]
+        for i in range(0, len(items), _METRICS_PER_BATCH):
+            self.client.log_batch(run_id, metrics=items[i : i + _METRICS_PER_BATCH])
+
+    def log_texts(self, run_id: str, texts: Mapping[str, str]) -> None:
+        """Write each text as an artifact of ``run_id`` under its file name (``decisions.csv``, ``comparison.md``)."""
+        for name, text in texts.items():
+            self.client.log_text(run_id, text, name)
+
+    def close_run(
+        self,
+        run_id: str,
+        status: str = "FINISHED",
+        *,
+        error: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """End a run with ``status`` (also its ``routerlab.status`` tag), keeping ``error`` as ``routerlab.error``.
+
+        For runs whose figures were logged some other way than :meth:`finish_run` (``routerlab
+        route`` logs first decisions, not example results).
+        """
+        _check_status(status)
+        run_tags = {TAG_STATUS: status, **(tags or {})}
+        if error:
+            run_tags["routerlab.error"] = error[:5000]
+        self._set_tags(run_id, run_tags)
+        self.client.set_terminated(run_id, status=status)
 
     def _log_risk_coverage(self, run_id: str, results: Sequence[ExampleResult]) -> None:
         """``risk_coverage.json`` (the curve's points) and its figure, when the run answered data questions."""
@@ -575,17 +603,12 @@ class MlflowSink:
             if table is not None and not table.empty:
                 self.client.log_table(run_id, data=table, artifact_file="comparison.json")
             if metrics:
-                stamp = int(time.time() * 1000)
-                items = [Metric(metric_name(k), float(v), stamp, 0) for k, v in metrics.items() if math.isfinite(v)]
-                for i in range(0, len(items), _METRICS_PER_BATCH):
-                    self.client.log_batch(run_id, metrics=items[i : i + _METRICS_PER_BATCH])
-            for name, text in (texts or {}).items():
-                self.client.log_text(run_id, text, name)
+                self.log_metrics(run_id, metrics)
+            self.log_texts(run_id, texts or {})
             for name, fig in (figures or {}).items():
                 self.client.log_figure(run_id, fig, name)
         finally:
-            self._set_tags(run_id, {TAG_STATUS: status})
-            self.client.set_terminated(run_id, status=status)
+            self.close_run(run_id, status)
 
     # -- read back --------------------------------------------------------------------------
 
