@@ -552,13 +552,24 @@ def route_cmd(
             "predicted (the router's own earlier decisions).",
         ),
     ] = "gold",
+    tracking_uri: Annotated[
+        str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")
+    ] = "sqlite:///mlflow.db",
+    no_mlflow: Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")] = False,
 ) -> None:
     """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers.
 
     A turn of a conversation (sparc, cosql, builtin_conversations, jsonl/csv with conversation
     keys) is decided with the conversation's earlier turns as ``ask --conversation`` holds them;
     the table then adds accuracy on first turns and on follow-ups (docs/conversations.md).
+
+    Logged to MLflow like ``run``: a parent run per invocation, a child run per router with its
+    parameters, the printed figures as metrics and its decisions as ``decisions.csv``
+    (routerlab/route_tracking.py). Exit codes: 0 done; 2 bad input, checked before any decision
+    (an unknown or mistyped router argument, a bad --history, an unusable --tracking-uri).
     """
+    import contextlib
+
     import pandas as pd
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -566,8 +577,17 @@ def route_cmd(
     from routerlab.agents.errors import ConfigError
     from routerlab.agents.lm import resolve_lm
     from routerlab.config import load_run_config
-    from routerlab.route_eval import HISTORIES, diversion_line, first_decisions, intent_confusion, summary_table
-    from routerlab.session import load_dataset, parse_routers, select
+    from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
+    from routerlab.route_eval import (
+        HISTORIES,
+        decisions_frame,
+        diversion_line,
+        first_decisions,
+        intent_confusion,
+        summary_table,
+    )
+    from routerlab.route_tracking import RouteTracking
+    from routerlab.session import load_dataset, new_session_id, parse_routers, select
 
     config = load_run_config(
         config_file,
@@ -588,12 +608,31 @@ def route_cmd(
             fix="pass --history gold (the dataset's earlier turns) or --history predicted (the router's own)",
             details={"option": "--history"},
         )
-    examples = select(load_dataset(config), config)
+    chosen = parse_routers(router_names, router_arg or ())
+    # every router is built (its arguments checked) and the MLflow store checked before the model
+    # loads: bad input exits 2 with nothing logged
+    built = {name: routers.router.build(name, **args) for name, args in chosen}
+    if not no_mlflow:
+        check_tracking_store(resolve_tracking_uri(tracking_uri))
+    dataset = load_dataset(config)
+    examples = select(dataset, config)
     model = resolve_lm(config.lm, api_base=config.lm_api_base)
+    settings = {
+        "dataset": config.dataset,
+        "dataset_args": config.dataset_args,
+        "split": config.split,
+        "limit": config.limit,
+        "lm": config.lm,
+        "history": history,
+    }
+    tracking = None if no_mlflow else RouteTracking(tracking_uri, new_session_id(), dataset, settings, list(built))
     by_router = {}
     columns = (TextColumn("[bold]{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=_out, disable=not _out.is_terminal) as progress:
-        for name, args in parse_routers(router_names, router_arg or ()):
+    with (
+        tracking if tracking is not None else contextlib.nullcontext(),
+        Progress(*columns, console=_out, disable=not _out.is_terminal) as progress,
+    ):
+        for name, args in chosen:
             label = routers.label(name)
             task = progress.add_task(label, total=len(examples))
 
@@ -604,28 +643,42 @@ def route_cmd(
                     mark = "ok" if d.correct else f"wrong ({d.error or d.predicted})"
                     print(f"{label} {n}/{len(examples)} {d.example_id} {d.seconds:.1f}s {mark}", flush=True)
 
-            by_router[label] = first_decisions(name, args, examples, model, on_done=done, history=history)
-    table = summary_table(by_router)
+            if tracking is not None:
+                tracking.start_router(name, built[name])
+            by_router[label] = first_decisions(
+                name, args, examples, model, on_done=done, history=history, router=built[name]
+            )
+            if tracking is not None:
+                tracking.finish_router(name, label, by_router[label])
+        table = summary_table(by_router)
+        # plain print: rich would wrap these wide tables at 80 columns when stdout is not a terminal
+        lines = [table.to_string(index=False, float_format=lambda v: f"{v:.2f}")]
+        lines.append("\ndata questions sent away from SQL (diverted: chat, refuse, clarify or abstain), with 95% CI")
+        lines += [f"  {label}: {diversion_line(decisions)}" for label, decisions in by_router.items()]
+        if tracking is not None:
+            tracking.finish(table, "```\n" + "\n".join(lines) + "\n```\n")
     if any(e.conversation for e in examples):
         convs = len({e.conversation for e in examples if e.conversation})
         print(
             f"{len(examples)} turns of {convs} conversations, each decided with its earlier turns ({history} "
             "history); CI: bootstrap over conversations; acc_first: turn 1, acc_followup: turns 2+"
         )
-    # plain print: rich would wrap these wide tables at 80 columns when stdout is not a terminal
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    print("\ndata questions sent away from SQL (diverted: chat, refuse, clarify or abstain), with 95% CI")
-    for label, decisions in by_router.items():
-        print(f"  {label}: {diversion_line(decisions)}")
+    print("\n".join(lines))
     for label, decisions in by_router.items():
         # the matrix counts raw predictions; recall above also accepts an example's alternates
         print(f"\n{label}: gold intent (rows) x first-decision intent (columns; recall_* also counts alternates)")
         print(intent_confusion(decisions).to_string())
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=label) for label, ds in by_router.items()]
-        pd.concat(frames).to_csv(out, index=False)
+        pd.concat([decisions_frame(label, ds) for label, ds in by_router.items()]).to_csv(out, index=False)
         _out.print(f"first decisions written to {out}")
+    if tracking is not None:
+        _out.print(
+            f"MLflow: route {tracking.route_id}, parent run {tracking.parent} (store {tracking.tracking_uri})",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 @app.command("linking")

@@ -53,12 +53,14 @@ from routerlab.eval.stats import cluster_bootstrap_ci
 __all__ = [
     "HISTORIES",
     "FirstDecision",
+    "decisions_frame",
     "diversion_line",
     "first_decisions",
     "gold_turn",
     "implied_intent",
     "intent_confusion",
     "predicted_turn",
+    "route_metrics",
     "runs_sql",
     "summary_table",
 ]
@@ -241,6 +243,7 @@ def first_decisions(
     *,
     on_done: Callable[[FirstDecision], None] | None = None,
     history: str = "gold",
+    router: Any | None = None,
 ) -> list[FirstDecision]:
     """Build the router inside a real pipeline (same binding as a run) and decide once per example.
 
@@ -256,6 +259,8 @@ def first_decisions(
         lm: The LM the router (and, for binding, the sub-agents) would use.
         on_done: Called after each example (progress bars).
         history: How earlier turns are kept: ``gold`` or ``predicted``.
+        router: The router already built from ``router_name`` and ``router_args`` (``routerlab
+            route`` builds every router, and logs its recorded arguments, before deciding).
 
     Returns:
         One decision per example, conversations' turns in turn order.
@@ -269,7 +274,8 @@ def first_decisions(
     from routerlab.runner import conversation_units
 
     keep = HISTORIES[check_choice("history", history, tuple(HISTORIES))]
-    pipeline = Pipeline(routers.router.build(router_name, **router_args), lm)
+    built = router if router is not None else routers.router.build(router_name, **router_args)
+    pipeline = Pipeline(built, lm)
     engine = getattr(lm, "engine", None)
     out: list[FirstDecision] = []
     for unit in conversation_units(examples):
@@ -287,12 +293,13 @@ def first_decisions(
 def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     """Accuracy with a 95 % bootstrap CI, recall per gold intent, confidence, calibration and cost.
 
-    Columns: ``router, n, accuracy, ci_low, ci_high, diverted, [n_first, acc_first, n_followup,
-    acc_followup,] recall_<intent>..., confidence, ece, lm_calls,
+    Columns: ``router, n, accuracy, ci_low, ci_high, diverted, macro_recall, [n_first, acc_first,
+    n_followup, acc_followup,] recall_<intent>..., confidence, ece, lm_calls,
     prompt_tokens, completion_tokens, scored_tokens, p50_ms, lm_p50_ms, errors`` (``confidence`` is
     the mean confidence, ``ece`` its expected calibration error, see
     :mod:`routerlab.eval.confidence_calibration`; ``diverted`` the share of data questions sent away from
-    SQL, :mod:`routerlab.eval.robustness`; cost columns are means per example, ``p50_ms`` the median
+    SQL, :mod:`routerlab.eval.robustness`; ``macro_recall`` the mean of ``recall_<intent>`` over the
+    gold intents present; cost columns are means per example, ``p50_ms`` the median
     wall time of one decision, ``lm_p50_ms`` the same over decisions that called the LM). The
     CI resamples conversations whole (a single request is its own); the ``first`` / ``followup``
     columns (turn 1 / turns 2+) appear when some example belongs to a conversation.
@@ -311,12 +318,15 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
             # next to accuracy: a data question chatted at, refused, asked back or declined
             "diverted": diversion((d.gold, d.predicted, d.correct) for d in ds).share,
         }
+        recall = {intent: [d.correct for d in ds if d.gold == intent] for intent in INTENTS}
+        present = [sum(hits) / len(hits) for hits in recall.values() if hits]
+        # every intent present weighs alike: a router that never asks back cannot hide behind sql
+        row["macro_recall"] = sum(present) / len(present) if present else float("nan")
         if any(d.conversation for d in ds):
             for name, part in (("first", [d for d in ds if d.turn == 1]), ("followup", [d for d in ds if d.turn > 1])):
                 row[f"n_{name}"] = len(part)
                 row[f"acc_{name}"] = sum(d.correct for d in part) / len(part) if part else float("nan")
-        for intent in INTENTS:
-            mine = [d.correct for d in ds if d.gold == intent]
+        for intent, mine in recall.items():
             row[f"recall_{intent}"] = sum(mine) / len(mine) if mine else float("nan")
         decided = [d for d in ds if d.error is None]
         calib = calibration_summary([d.confidence for d in decided], [d.correct for d in decided])
@@ -332,6 +342,50 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
         row["errors"] = int(frame["error"].notna().sum()) if len(frame) else 0
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: the :func:`summary_table` columns logged as MLflow metrics, under these names (``recall_<intent>``
+#: becomes ``recall.<intent>``; ``diverted`` comes with its interval from :meth:`Diversion.metrics`)
+_METRIC_OF_COLUMN: dict[str, str] = {
+    "n": "n_examples",
+    "accuracy": "route_accuracy",
+    "ci_low": "route_accuracy_ci_low",
+    "ci_high": "route_accuracy_ci_high",
+    "macro_recall": "macro_recall",
+    "n_first": "n_first",
+    "acc_first": "acc_first",
+    "n_followup": "n_followup",
+    "acc_followup": "acc_followup",
+    "confidence": "mean_confidence",
+    "ece": "calibration_ece",
+    "lm_calls": "lm_calls_per_decision",
+    "prompt_tokens": "prompt_tokens_per_decision",
+    "completion_tokens": "completion_tokens_per_decision",
+    "scored_tokens": "scored_tokens_per_decision",
+    "p50_ms": "decision_p50_ms",
+    "lm_p50_ms": "lm_decision_p50_ms",
+    "errors": "errors",
+}
+
+
+def route_metrics(decisions: Sequence[FirstDecision]) -> dict[str, float]:
+    """One router's first-decision figures as flat metrics: its :func:`summary_table` row, renamed.
+
+    ``route_accuracy`` with ``_ci_low`` / ``_ci_high``, ``macro_recall``, ``recall.<intent>``,
+    ``diverted`` with its interval, count and destinations, ``acc_first`` / ``acc_followup`` (with
+    their counts) for conversations, ``decision_p50_ms``, ``lm_calls_per_decision`` and the rest of
+    the cost and calibration columns. The same computation as the printed table, so a logged
+    figure is the printed one; NaN (no example of that kind) is kept here and left out by the sink.
+    """
+    row = summary_table({"_": list(decisions)}).iloc[0]
+    out = {name: float(row[col]) for col, name in _METRIC_OF_COLUMN.items() if col in row.index}
+    out |= {f"recall.{col.removeprefix('recall_')}": float(row[col]) for col in row.index if col.startswith("recall_")}
+    return out | diversion((d.gold, d.predicted, d.correct) for d in decisions).metrics()
+
+
+def decisions_frame(label: str, decisions: Sequence[FirstDecision]) -> pd.DataFrame:
+    """One router's first decisions, one row each, with a ``router`` column (``--out``, ``decisions.csv``)."""
+    return pd.DataFrame([d.__dict__ for d in decisions]).assign(router=label)
 
 
 def diversion_line(decisions: Sequence[FirstDecision]) -> str:

@@ -70,7 +70,7 @@ def _adapt(args: list[str], tmp: Path, session: str | None) -> list[str]:
         out += ["--lm", "scripted:basic"]
     if out[0] in ("run", "compare"):
         out += ["--store", str(tmp / "r.duckdb")]
-    if out[0] == "run":
+    if out[0] in ("run", "route"):
         out += ["--tracking-uri", f"sqlite:///{tmp / 'mlflow.db'}"]
     return out
 

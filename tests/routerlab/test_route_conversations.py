@@ -166,7 +166,7 @@ def test_summary_reports_first_turns_and_follow_ups(cosql):
 
 
 def test_route_command_over_cosql_and_bad_history():
-    base = ["route", "--dataset", "cosql", "--dataset-path", str(COSQL), "--lm", "scripted:basic"]
+    base = ["route", "--dataset", "cosql", "--dataset-path", str(COSQL), "--lm", "scripted:basic", "--no-mlflow"]
     result = CliRunner().invoke(app, [*base, "--router", "rules", "--limit", "6", "--history", "predicted"])
     assert result.exit_code == 0, result.output
     assert "predicted history" in result.output and "acc_followup" in result.output

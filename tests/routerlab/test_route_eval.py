@@ -81,7 +81,19 @@ def test_route_reads_dataset_and_its_arguments_from_a_config_file(tmp_path):
     config.write_text("dataset: builtin\ndataset_args: {split_seed: 1}\nsplit: train\nlimit: 7\n")
     out = tmp_path / "d.csv"
     result = CliRunner().invoke(
-        app, ["route", "--router", "rules", "--lm", "scripted:basic", "--config", str(config), "--out", str(out)]
+        app,
+        [
+            "route",
+            "--router",
+            "rules",
+            "--lm",
+            "scripted:basic",
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--no-mlflow",
+        ],
     )
     assert result.exit_code == 0, result.output
     import pandas as pd
@@ -115,7 +127,9 @@ def test_route_reads_dataset_arguments_from_a_run_config(tmp_path):
     config.write_text(
         f"dataset: mixed\ndataset_args: {{base: jsonl, path: {data}, seed: 3, ratios: {{sql: 1, chat: 1}}}}\n"
     )
-    out = CliRunner().invoke(app, ["route", "--router", "oracle", "--config", str(config), "--lm", "scripted:basic"])
+    out = CliRunner().invoke(
+        app, ["route", "--router", "oracle", "--config", str(config), "--lm", "scripted:basic", "--no-mlflow"]
+    )
     assert out.exit_code == 0, out.output
     assert "chat" in out.output and "oracle" in out.output
     mistyped = config.with_name("bad.yaml")

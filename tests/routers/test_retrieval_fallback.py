@@ -171,7 +171,7 @@ def test_route_with_the_retrieval_router_runs_without_the_embedding_model(no_emb
     from routerlab.cli import app
 
     out = str(tmp_path / "d.csv")
-    args = ["route", "--router", "retrieval", "--lm", "scripted:basic", "--limit", "2", "--out", out]
+    args = ["route", "--router", "retrieval", "--lm", "scripted:basic", "--limit", "2", "--out", out, "--no-mlflow"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     text = (tmp_path / "d.csv").read_text()

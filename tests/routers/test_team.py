@@ -145,7 +145,7 @@ def test_route_and_run_accept_the_team_router(tmp_path):
 
     out = tmp_path / "decisions.csv"
     result = CliRunner().invoke(
-        app, ["route", "--router", "team", "--lm", "scripted:basic", "--limit", "7", "--out", str(out)]
+        app, ["route", "--router", "team", "--lm", "scripted:basic", "--limit", "7", "--out", str(out), "--no-mlflow"]
     )
     assert result.exit_code == 0, result.output
     assert "team" in result.output and "team:" in out.read_text()

@@ -316,7 +316,19 @@ def test_cli_mixed_over_a_folder_needs_no_config(spider_dir: Path, tmp_path: Pat
 
     runner = CliRunner()
     out = runner.invoke(
-        app, ["route", "--dataset", "mixed", "--dataset-path", str(spider_dir), "--router", "oracle", "--limit", "0"]
+        app,
+        [
+            "route",
+            "--dataset",
+            "mixed",
+            "--dataset-path",
+            str(spider_dir),
+            "--router",
+            "oracle",
+            "--limit",
+            "0",
+            "--no-mlflow",
+        ],
     )
     assert out.exit_code == 0, out.output
     assert "oracle" in out.output

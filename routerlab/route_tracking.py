@@ -1,0 +1,168 @@
+"""``routerlab route`` in MLflow: one parent run per invocation, one child run per router.
+
+``routerlab run`` logs example results through :class:`~routerlab.eval.tracking.MlflowSink`;
+``route`` logs first decisions through the same writer, in the same experiment
+(``routerlab/<dataset>``), so a router's routing figures sit next to its end-to-end runs:
+
+* the **parent** (``route <id>``, tag ``routerlab.kind = route-comparison``): params ``route``,
+  ``routers``, ``lm``, ``history``; metrics ``<router>.<headline>`` (:data:`HEADLINE`), so the runs
+  table shows which router is best without opening a child; artifacts ``comparison.json`` (the
+  printed table) and ``comparison.md`` (the table and the diversion lines as printed);
+* a **child** per router (``<router> | <lm>``, tag ``routerlab.kind = route-run``, nested under the
+  parent): params as ``run`` logs them (``router.name``, ``router.args.*`` with defaults applied,
+  ``lm.spec``, ``dataset.*`` with the split) plus ``config.*`` (dataset, dataset_args, split,
+  limit, lm, history, route); metrics :func:`routerlab.route_eval.route_metrics`; artifact
+  ``decisions.csv`` (the rows ``--out`` writes).
+
+A child is closed as soon as its router has decided every example; an error or Ctrl-C closes the
+open runs FAILED or KILLED instead of leaving them RUNNING.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import pandas as pd
+
+from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.tracking import (
+    DECISIONS_CSV,
+    KIND_ROUTE_PARENT,
+    KIND_ROUTE_RUN,
+    TAG_KIND,
+    MlflowSink,
+    check_tracking_store,
+    resolve_tracking_uri,
+)
+from routerlab.route_eval import FirstDecision, decisions_frame, route_metrics
+
+__all__ = ["HEADLINE", "RouteTracking"]
+
+#: the child metrics repeated on the parent as ``<router>.<metric>``
+HEADLINE: tuple[str, ...] = (
+    "route_accuracy",
+    "route_accuracy_ci_low",
+    "route_accuracy_ci_high",
+    "macro_recall",
+    "diverted",
+    "diverted_ci_low",
+    "diverted_ci_high",
+    "acc_first",
+    "acc_followup",
+    "decision_p50_ms",
+    "lm_calls_per_decision",
+)
+
+
+class RouteTracking:
+    """The MLflow runs of one ``routerlab route`` invocation.
+
+    Args:
+        tracking_uri: The MLflow store; checked (:func:`check_tracking_store`) before anything is
+            written, so a bad or unreachable store is a :class:`ConfigError`, not runs left RUNNING.
+        route_id: This invocation's id (the parent's run key; children are ``<id>.<router>``).
+        dataset: The dataset decided on (selects the experiment ``routerlab/<dataset>``).
+        settings: What the decisions depend on besides the router (dataset, dataset_args, split,
+            limit, lm, history), logged as each child's ``config.*``.
+        routers: The router names, in order (a parent param).
+
+    Use it as a context manager: leaving it by an exception closes the open child and the parent
+    (KILLED on Ctrl-C, FAILED otherwise).
+
+    Raises:
+        ConfigError: The store cannot be written or does not answer.
+    """
+
+    def __init__(
+        self,
+        tracking_uri: str,
+        route_id: str,
+        dataset: Dataset,
+        settings: Mapping[str, Any],
+        routers: Sequence[str],
+    ) -> None:
+        uri = resolve_tracking_uri(tracking_uri)
+        check_tracking_store(uri)
+        self.route_id = route_id
+        self.dataset = dataset
+        self.settings = {**settings, "route": route_id}
+        self.sink = MlflowSink(uri, traces=False)
+        self.tracking_uri = self.sink.tracking_uri
+        self.parent = self.sink.start_parent(
+            f"route {route_id}",
+            {
+                "route": route_id,
+                "routers": ",".join(routers),
+                "lm": settings.get("lm"),
+                "history": settings.get("history"),
+            },
+            dataset=dataset,
+            run_key=route_id,
+            tags={TAG_KIND: KIND_ROUTE_PARENT},
+        )
+        self.children: dict[str, str] = {}
+        self._open: str | None = None
+        self._headline: dict[str, float] = {}
+        self._parent_open = True
+
+    def start_router(self, name: str, router: Any) -> str:
+        """Open the child run of ``router`` (built, so its full arguments are recorded); returns its id."""
+        child = self.sink.start_run(
+            router,
+            self.settings.get("lm") or "",
+            self.dataset,
+            self.settings,
+            parent_run_id=self.parent,
+            split=str(self.settings.get("split") or "all"),
+            run_key=f"{self.route_id}.{name}",
+            tags={TAG_KIND: KIND_ROUTE_RUN},
+        )
+        self.children[name] = child
+        self._open = child
+        return child
+
+    def finish_router(self, name: str, label: str, decisions: Sequence[FirstDecision]) -> dict[str, float]:
+        """Log a router's metrics and ``decisions.csv`` on its child run and close it; returns the metrics."""
+        child = self.children[name]
+        metrics = route_metrics(decisions)
+        try:
+            self.sink.log_metrics(child, metrics)
+            self.sink.log_texts(child, {DECISIONS_CSV: decisions_frame(label, decisions).to_csv(index=False)})
+        except Exception as exc:
+            self._open = None
+            self.sink.close_run(child, "FAILED", error=f"{type(exc).__name__}: {exc}")
+            raise
+        self._open = None
+        self.sink.close_run(child, "FINISHED", tags={"routerlab.n_decisions": str(len(decisions))})
+        self._headline |= {f"{name}.{k}": metrics[k] for k in HEADLINE if k in metrics}
+        return metrics
+
+    def finish(self, table: pd.DataFrame, text: str) -> None:
+        """Close the parent: headline metrics, ``comparison.json`` (``table``), ``comparison.md`` (``text``)."""
+        self._parent_open = False
+        try:
+            self.sink.finish_parent(
+                self.parent, "FINISHED", table=table, metrics=self._headline, texts={"comparison.md": text}
+            )
+        finally:
+            self.sink.close()
+
+    def __enter__(self) -> RouteTracking:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            return
+        status = "KILLED" if issubclass(exc_type, KeyboardInterrupt) else "FAILED"
+        why = f"{exc_type.__name__}: {exc}"
+        try:
+            if self._open is not None:
+                self.sink.close_run(self._open, status, error=why)
+            if self._parent_open:
+                self.sink.close_run(self.parent, status, error=why)
+        finally:
+            self.sink.close()

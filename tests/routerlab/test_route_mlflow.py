@@ -1,0 +1,215 @@
+"""`routerlab route` logs to MLflow like `run`: a parent per invocation, a child per router.
+
+Real MLflow stores (SQLite files in tmp), the real CLI, the scripted LM (the `llm` router's
+replies; rules decide without it). Every logged figure is checked against what the command
+printed.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from routerlab.cli import app
+from routerlab.eval.tracking import DECISIONS_CSV, KIND_ROUTE_PARENT, KIND_ROUTE_RUN
+from routerlab.route_eval import FirstDecision
+from routerlab.route_tracking import RouteTracking
+from routerlab.runner import RunConfig
+from routerlab.session import load_dataset
+from tests.conftest import SPIDER_DEV_A
+
+#: printed table column -> child metric (the rest of the mapping is route_eval._METRIC_OF_COLUMN)
+PRINTED = {
+    "n": "n_examples",
+    "accuracy": "route_accuracy",
+    "ci_low": "route_accuracy_ci_low",
+    "ci_high": "route_accuracy_ci_high",
+    "diverted": "diverted",
+    "macro_recall": "macro_recall",
+    "acc_first": "acc_first",
+    "acc_followup": "acc_followup",
+    "n_first": "n_first",
+    "n_followup": "n_followup",
+    "lm_calls": "lm_calls_per_decision",
+    "p50_ms": "decision_p50_ms",
+}
+COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"
+
+
+def _printed_rows(output: str, labels: list[str]) -> dict[str, dict[str, float]]:
+    """The summary table as printed: {router label: {column: value}} (NaN for ``NaN``)."""
+    lines = output.splitlines()
+    header = next(line for line in lines if re.match(r"^\s*router\s+n\s+accuracy\s+ci_low", line))
+    columns = header.split()[1:]
+    rows = {}
+    for label in labels:
+        line = next(line for line in lines[lines.index(header) + 1 :] if line.strip().startswith(label + " "))
+        values = line.strip()[len(label) :].split()
+        rows[label] = {c: float(v) for c, v in zip(columns, values, strict=True)}
+    return rows
+
+
+def _printed_diversion(output: str, label: str) -> tuple[float, float, float, int, int]:
+    """``share [low, high] (k/n)`` of the diversion line printed for ``label``."""
+    m = re.search(rf"^  {re.escape(label)}: (\S+) \[(\S+), (\S+)\] \((\d+)/(\d+)\)", output, re.M)
+    assert m, output
+    return float(m[1]), float(m[2]), float(m[3]), int(m[4]), int(m[5])
+
+
+def _runs(uri: str) -> list[mlflow.entities.Run]:
+    client = mlflow.MlflowClient(uri)
+    return client.search_runs([e.experiment_id for e in client.search_experiments()])
+
+
+def _close(logged: float, printed: float) -> bool:
+    """A logged figure is the printed one: equal at the 2 decimals the table shows."""
+    return abs(logged - printed) <= 0.005 + 1e-9
+
+
+def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out_csv = tmp_path / "d.csv"
+    args = ["route", "--router", "rules,llm", "--lm", "scripted:basic", "--split", "dev", "--limit", "14"]
+    args += ["--router-arg", 'rules.without=["which_column"]', "--tracking-uri", uri, "--out", str(out_csv)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    printed = _printed_rows(result.output, ["rules", "llm"])
+
+    runs = _runs(uri)
+    parents = [r for r in runs if r.data.tags.get("routerlab.kind") == KIND_ROUTE_PARENT]
+    children = {r.data.tags["routerlab.router"]: r for r in runs if r.data.tags.get("routerlab.kind") == KIND_ROUTE_RUN}
+    assert len(parents) == 1 and set(children) == {"rules", "llm"} and len(runs) == 3
+    parent = parents[0]
+    assert parent.info.status == "FINISHED" and parent.data.params["routers"] == "rules,llm"
+    assert f"parent run {parent.info.run_id}" in result.output
+    client = mlflow.MlflowClient(uri)
+    written = pd.read_csv(out_csv)
+    for name, child in children.items():
+        assert child.info.status == "FINISHED"
+        assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        params = child.data.params
+        assert params["router.name"] == name and params["lm.spec"] == "scripted:basic"
+        assert params["dataset.name"] == "builtin" and params["dataset.split"] == "dev"
+        assert params["config.limit"] == "14" and params["config.history"] == "gold"
+        m = child.data.metrics
+        for column, metric in PRINTED.items():
+            if column in printed[name]:
+                assert _close(m[metric], printed[name][column]), (name, metric, m[metric], printed[name][column])
+        for intent in ("sql", "chat", "clarify", "refuse", "explain", "fix", "unanswerable"):
+            assert _close(m[f"recall.{intent}"], printed[name][f"recall_{intent}"])
+        share, low, high, k, n = _printed_diversion(result.output, name)
+        assert _close(m["diverted"], share) and _close(m["diverted_ci_low"], low)
+        assert _close(m["diverted_ci_high"], high) and m["diverted_n"] == n
+        assert m["route_accuracy_ci_low"] <= m["route_accuracy"] <= m["route_accuracy_ci_high"]
+        # the parent repeats the headline figures, so the runs table ranks routers without a click
+        for key in ("route_accuracy", "route_accuracy_ci_low", "macro_recall", "diverted", "decision_p50_ms"):
+            assert parent.data.metrics[f"{name}.{key}"] == pytest.approx(m[key])
+        # the child's decisions are the rows --out wrote for that router
+        local = Path(client.download_artifacts(child.info.run_id, DECISIONS_CSV, str(tmp_path / name)))
+        logged = pd.read_csv(local)
+        mine = written[written["router"] == name].reset_index(drop=True)
+        assert logged[["example_id", "gold", "predicted", "correct"]].equals(
+            mine[["example_id", "gold", "predicted", "correct"]]
+        )
+        away = logged["predicted"].isin(["chat", "refuse", "clarify", "unanswerable"]) & ~logged["correct"]
+        assert k == int(((logged["gold"] == "sql") & away).sum())
+    # constructor args with defaults applied, as `run` logs them; the one given on the command line
+    assert children["rules"].data.params["router.args.without"] == '["which_column"]'
+    assert "router.args.schema" in children["llm"].data.params
+    # the scripted LM answers chat to everything: the llm router sends every data question away
+    assert children["llm"].data.metrics["diverted"] == 1.0
+    assert children["llm"].data.metrics["lm_calls_per_decision"] == 1.0
+    assert children["rules"].data.metrics["lm_calls_per_decision"] == 0.0
+    files = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"comparison.json", "comparison.md"} <= files
+    md = Path(client.download_artifacts(parent.info.run_id, "comparison.md", str(tmp_path / "p"))).read_text()
+    assert "data questions sent away from SQL" in md and re.search(r"^\s+llm\s+14\s", md, re.M)
+
+
+@pytest.mark.skipif(
+    not (COSQL / "dev.json").is_file() or not (SPIDER_DEV_A / "database").is_dir(),
+    reason="shared conversation data not found (set ROUTERLAB_SPIDER_DEV)",
+)
+def test_route_over_conversations_logs_first_turn_and_follow_up_accuracy(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ["route", "--dataset", "cosql", "--dataset-path", str(COSQL), "--lm", "scripted:basic"]
+    args += ["--router", "rules", "--limit", "8", "--history", "predicted", "--tracking-uri", uri]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    printed = _printed_rows(result.output, ["rules"])["rules"]
+    (child,) = [r for r in _runs(uri) if r.data.tags.get("routerlab.kind") == KIND_ROUTE_RUN]
+    m = child.data.metrics
+    assert {"acc_first", "acc_followup", "n_first", "n_followup"} <= set(m)
+    for column in ("accuracy", "acc_first", "acc_followup", "n_first", "n_followup", "macro_recall"):
+        assert _close(m[PRINTED[column]], printed[column]), column
+    assert child.data.params["config.history"] == "predicted" and child.data.params["dataset.name"] == "cosql"
+    # an intent with no example logs no figure, never a zero
+    absent = [c for c, v in printed.items() if c.startswith("recall_") and v != v]
+    assert absent and all(f"recall.{c.removeprefix('recall_')}" not in m for c in absent)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("kind", ["not_sqlite", "unreachable_server", "missing_folder"])
+def test_a_bad_tracking_store_exits_2_before_any_decision(tmp_path: Path, kind: str) -> None:
+    bad = tmp_path / "notes.db"
+    bad.write_text("not a database\n")
+    uri, expected = {
+        "not_sqlite": (f"sqlite:///{bad}", "not a SQLite database"),
+        "unreachable_server": (f"http://127.0.0.1:{_free_port()}", "the server does not answer"),
+        "missing_folder": (f"sqlite:///{tmp_path / 'nope' / 'm.db'}", "its folder does not exist"),
+    }[kind]
+    out_csv = tmp_path / "d.csv"
+    args = ["route", "--router", "rules", "--lm", "scripted:basic", "--limit", "7", "--tracking-uri", uri]
+    result = CliRunner().invoke(app, [*args, "--out", str(out_csv)])
+    assert result.exit_code == 2, result.output
+    # the console wraps long lines anywhere: compare without whitespace
+    text = "".join(result.output.split())
+    assert expected.replace(" ", "") in text and uri in text and "fix:" in text
+    # nothing ran: no decision written, the bad file untouched, no folder created
+    assert not out_csv.exists() and bad.read_text() == "not a database\n" and not (tmp_path / "nope").exists()
+
+
+def test_no_mlflow_writes_no_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    result = CliRunner().invoke(
+        app, ["route", "--router", "oracle", "--lm", "scripted:basic", "--limit", "7", "--no-mlflow"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "MLflow" not in result.output and not (tmp_path / "mlflow.db").exists()
+
+
+def test_an_error_while_deciding_closes_the_open_runs_failed(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    from routerlab import routers
+
+    dataset = load_dataset(RunConfig())
+    settings = {"dataset": "builtin", "split": "dev", "limit": 0, "lm": "scripted:basic", "history": "gold"}
+    done = [FirstDecision("e1", "sql", "sql", True, "rules", 0, 0, 0, 0.01, confidence=1.0)]
+    tracking = RouteTracking(uri, "r-1", dataset, settings, ["rules", "oracle"])
+    with pytest.raises(RuntimeError, match="engine gone"), tracking:
+        tracking.start_router("rules", routers.router.build("rules"))
+        tracking.finish_router("rules", "rules", done)
+        tracking.start_router("oracle", routers.router.build("oracle"))
+        raise RuntimeError("engine gone")
+    by_kind = {}
+    for r in _runs(uri):
+        by_kind.setdefault(r.data.tags["routerlab.kind"], []).append(r)
+    (parent,) = by_kind[KIND_ROUTE_PARENT]
+    status = {r.data.tags["routerlab.router"]: r for r in by_kind[KIND_ROUTE_RUN]}
+    # the finished router keeps its figures; the one interrupted and the parent say why they stopped
+    assert status["rules"].info.status == "FINISHED" and status["rules"].data.metrics["route_accuracy"] == 1.0
+    assert status["oracle"].info.status == "FAILED" and parent.info.status == "FAILED"
+    assert status["oracle"].data.tags["routerlab.error"] == "RuntimeError: engine gone"
+    assert parent.data.tags["routerlab.status"] == "FAILED"
