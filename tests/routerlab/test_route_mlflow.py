@@ -213,3 +213,40 @@ def test_an_error_while_deciding_closes_the_open_runs_failed(tmp_path: Path) -> 
     assert status["oracle"].info.status == "FAILED" and parent.info.status == "FAILED"
     assert status["oracle"].data.tags["routerlab.error"] == "RuntimeError: engine gone"
     assert parent.data.tags["routerlab.status"] == "FAILED"
+
+
+@pytest.mark.model
+def test_route_with_the_embedded_model_logs_its_lm_cost_and_the_printed_figures(tmp_path: Path) -> None:
+    """The llm and hybrid routers on the embedded 1.5B: one LM call per llm decision, figures as printed."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [
+        "route",
+        "--router",
+        "llm,hybrid",
+        "--lm",
+        "local",
+        "--split",
+        "dev",
+        "--limit",
+        "14",
+        "--tracking-uri",
+        uri,
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    printed = _printed_rows(result.output, ["llm", "hybrid"])
+    children = {
+        r.data.tags["routerlab.router"]: r for r in _runs(uri) if r.data.tags["routerlab.kind"] == KIND_ROUTE_RUN
+    }
+    for name in ("llm", "hybrid"):
+        m = children[name].data.metrics
+        assert children[name].data.params["lm.spec"] == "local"
+        for column in ("accuracy", "ci_low", "ci_high", "macro_recall", "lm_calls", "p50_ms"):
+            assert _close(m[PRINTED[column]], printed[name][column]), (name, column)
+    # every llm decision asks the model once; hybrid asks it only where its rules are unsure
+    assert children["llm"].data.metrics["lm_calls_per_decision"] >= 1.0
+    assert (
+        children["hybrid"].data.metrics["lm_calls_per_decision"]
+        <= children["llm"].data.metrics["lm_calls_per_decision"]
+    )
+    assert children["llm"].data.metrics["decision_p50_ms"] > 0
