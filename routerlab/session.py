@@ -189,6 +189,19 @@ def _canonical(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=repr))
 
 
+def _with_defaults(recorded: Any, defaults: Any) -> Any:
+    """``recorded`` with every key it lacks taken from ``defaults``, at every depth.
+
+    A session written before a setting existed (``pipeline.call_timeout_s``, say) has no value for
+    it; it is read as that setting's default, as :func:`routerlab.config.load_run_config` reads
+    it, so the session stays resumable. A key both hold keeps its recorded value.
+    """
+    if not (isinstance(recorded, dict) and isinstance(defaults, dict)):
+        return recorded
+    filled = {k: _with_defaults(v, defaults[k]) if k in defaults else v for k, v in recorded.items()}
+    return {**{k: v for k, v in defaults.items() if k not in recorded}, **filled}
+
+
 def check_resume(
     session_id: str,
     recorded_routers: Sequence[tuple[str, Mapping[str, Any]]],
@@ -200,7 +213,8 @@ def check_resume(
 
     Resuming fills in the examples a session is missing; a different router, limit, LM, dataset
     or scorer would mix two experiments under one id (``compare`` would then pair n = 6 with
-    n = 2). Only the settings in :data:`RESUME_MAY_CHANGE` may differ.
+    n = 2). Only the settings in :data:`RESUME_MAY_CHANGE` may differ; a setting the recorded
+    session lacks (it predates the option) counts as its default.
 
     Raises:
         ConfigError: Naming each changed setting with its recorded and its new value.
@@ -212,7 +226,7 @@ def check_resume(
         changes.append(f"routers {','.join(was)} -> {','.join(now)}")
     changes += [f"{n} arguments {was[n]} -> {now[n]}" for n in now if n in was and now[n] != was[n]]
     new = _canonical(config.to_dict())
-    old = _canonical(dict(recorded_config))
+    old = _with_defaults(_canonical(dict(recorded_config)), _canonical(RunConfig().to_dict()))
     for key in sorted(set(new) | set(old)):
         if key not in RESUME_MAY_CHANGE and new.get(key) != old.get(key):
             changes.append(f"{key} {old.get(key)!r} -> {new.get(key)!r}")

@@ -6,6 +6,7 @@ case runs the real CLI in a subprocess.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -162,6 +164,57 @@ def test_resume_refuses_options_that_change_the_session(tmp_path: Path) -> None:
     store = ResultsStore(str(tmp_path / "r.duckdb"))
     assert [r for r in store.runs()["run_id"] if r.startswith(session)] == [f"{session}.rules"]
     assert len(store.results(f"{session}.rules")) == 6
+
+
+def _as_recorded_before_call_timeout(store_path: Path, run_id: str) -> None:
+    """Rewrite a stored run as a version without ``pipeline.call_timeout_s`` recorded it."""
+    con = duckdb.connect(str(store_path))
+    try:
+        config_text, params_text = con.execute("SELECT config, params FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        config, params = json.loads(config_text), json.loads(params_text)
+        del config["pipeline"]["call_timeout_s"], params["config"]["pipeline"]["call_timeout_s"]
+        con.execute(
+            "UPDATE runs SET config = ?, params = ?, status = 'KILLED' WHERE run_id = ?",
+            [json.dumps(config), json.dumps(params), run_id],
+        )
+        # the older session was stopped before its last examples
+        kept = [
+            r[0]
+            for r in con.execute(
+                "SELECT example_id FROM examples WHERE run_id = ? ORDER BY example_id", [run_id]
+            ).fetchall()
+        ]
+        con.execute("DELETE FROM examples WHERE run_id = ? AND example_id IN (SELECT unnest(?))", [run_id, kept[3:]])
+    finally:
+        con.close()
+
+
+def test_resume_reads_a_setting_an_older_session_lacks_as_its_default(tmp_path: Path) -> None:
+    code, out = _run(tmp_path, "--router", "rules", "--limit", "6")
+    assert code == 0, out
+    session, store_path = _session(out), tmp_path / "r.duckdb"
+    finished = {
+        r.example_id: r.scores["route"].value for r in ResultsStore(str(store_path)).results(f"{session}.rules")
+    }
+    _as_recorded_before_call_timeout(store_path, f"{session}.rules")
+    recorded = ResultsStore(str(store_path), read_only=True).run(f"{session}.rules")
+    assert "call_timeout_s" not in recorded["config"]["pipeline"] and recorded["status"] == "KILLED"
+    assert len(ResultsStore(str(store_path), read_only=True).results(f"{session}.rules")) == 3
+
+    # a cap other than the default still changes what the session computes: refused, naming it
+    changed = tmp_path / "cap.yaml"
+    changed.write_text("pipeline:\n  call_timeout_s: 30\n")
+    code, out = _run(tmp_path, "--resume", session, "--config", str(changed))
+    assert code == 2, out
+    said = " ".join(out.split())
+    assert "'call_timeout_s': 600.0" in said and "'call_timeout_s': 30" in said, out
+
+    code, out = _run(tmp_path, "--resume", session)
+    assert code == 0, out
+    store = ResultsStore(str(store_path), read_only=True)
+    assert store.run(f"{session}.rules")["status"] == "FINISHED"
+    resumed = {r.example_id: r.scores["route"].value for r in store.results(f"{session}.rules")}
+    assert resumed == finished
 
 
 # -- item 6: SIGTERM stops a run like Ctrl-C -------------------------------------------------------
