@@ -47,6 +47,26 @@ def _correct(chosen: np.ndarray, labels: Sequence[str], accepted: Sequence[Seque
     return [labels[int(c)] in acc for c, acc in zip(chosen, accepted, strict=True)]
 
 
+def _accepted_or_gold(gold: Sequence[str], accepted: Sequence[Sequence[str]] | None) -> list[list[str]]:
+    """Each example's accepted intents: as given, or its gold intent alone."""
+    return [list(a) for a in accepted] if accepted is not None else [[g] for g in gold]
+
+
+def _checked_accepted(
+    dists: Sequence[Mapping[str, float]],
+    gold: Sequence[str],
+    accepted: Sequence[Sequence[str]] | None,
+    what: str,
+) -> list[list[str]]:
+    """:func:`_accepted_or_gold`, refusing lengths that differ or no examples (``what`` names the fit)."""
+    accepted = _accepted_or_gold(gold, accepted)
+    if not (len(dists) == len(gold) == len(accepted)):
+        raise ValueError(f"dists ({len(dists)}), gold ({len(gold)}) and accepted ({len(accepted)}) differ in length")
+    if not dists:
+        raise ValueError(f"{what} needs at least one example")
+    return accepted
+
+
 def score_with_offsets(
     dists: Sequence[Mapping[str, float]],
     gold: Sequence[str],
@@ -88,11 +108,7 @@ def fit_offsets(
     Raises:
         ValueError: Lengths differ, no examples, or ``max_offset`` is negative.
     """
-    accepted = [list(a) for a in accepted] if accepted is not None else [[g] for g in gold]
-    if not (len(dists) == len(gold) == len(accepted)):
-        raise ValueError(f"dists ({len(dists)}), gold ({len(gold)}) and accepted ({len(accepted)}) differ in length")
-    if not dists:
-        raise ValueError("fitting offsets needs at least one example")
+    accepted = _checked_accepted(dists, gold, accepted, "fitting offsets")
     if max_offset < 0:
         raise ValueError(f"max_offset must be non-negative, got {max_offset}")
     logs = _log_matrix(dists, labels)
@@ -138,6 +154,45 @@ def _folds(gold: Sequence[str], folds: int) -> list[int]:
     return fold_of
 
 
+def _cross_validated(
+    gold: Sequence[str],
+    accepted: Sequence[Sequence[str]],
+    *,
+    labels: Sequence[str],
+    settings: Sequence[float],
+    folds: int,
+    safety: float,
+    decide: Callable[[float, list[int], list[int]], np.ndarray],
+) -> dict[float, float]:
+    """Every setting's routing score on decisions made by fits that did not see the decided examples.
+
+    Examples are dealt into folds by :func:`_folds`; for each setting and fold,
+    ``decide(setting, train, test)`` fits on the ``train`` indices and returns the chosen label
+    index of each ``test`` example, in order. The held-back decisions of all folds are pooled and
+    scored once (a fold with no train or no test examples decides nothing: it counts as wrong).
+
+    Returns:
+        Setting -> routing score, rounded to 4 places (so near-equal scores tie).
+    """
+    fold_of = _folds(gold, folds)
+    scores: dict[float, float] = {}
+    for setting in sorted(set(float(v) for v in settings)):
+        correct = [False] * len(gold)
+        for f in range(folds):
+            train = [i for i in range(len(gold)) if fold_of[i] != f]
+            test = [i for i in range(len(gold)) if fold_of[i] == f]
+            if not test or not train:
+                continue
+            for i, c in zip(test, decide(setting, train, test), strict=True):
+                correct[i] = labels[int(c)] in accepted[i]
+        scores[setting] = round(routing_score(gold, correct, safety=safety), 4)
+    return scores
+
+
+def _pick(values: Sequence[Any], indices: Sequence[int]) -> list[Any]:
+    return [values[i] for i in indices]
+
+
 def choose_bound(
     dists: Sequence[Mapping[str, float]],
     gold: Sequence[str],
@@ -163,28 +218,21 @@ def choose_bound(
     """
     if folds < 2 or not bounds or min(bounds) < 0:
         raise ValueError(f"need folds >= 2 and non-negative bounds, got folds={folds}, bounds={list(bounds)}")
-    accepted = [list(a) for a in accepted] if accepted is not None else [[g] for g in gold]
-    fold_of = _folds(gold, folds)
-    scores: dict[float, float] = {}
-    for bound in sorted(set(float(b) for b in bounds)):
-        correct = [False] * len(gold)
-        for f in range(folds):
-            train = [i for i in range(len(gold)) if fold_of[i] != f]
-            test = [i for i in range(len(gold)) if fold_of[i] == f]
-            if not test or not train:
-                continue
-            offsets = fit_offsets(
-                [dists[i] for i in train],
-                [gold[i] for i in train],
-                [accepted[i] for i in train],
-                labels=labels,
-                safety=safety,
-                max_offset=bound,
-            )
-            logs = _log_matrix([dists[i] for i in test], labels) + np.array([offsets[k] for k in labels])
-            for i, c in zip(test, np.argmax(logs, axis=1), strict=True):
-                correct[i] = labels[int(c)] in accepted[i]
-        scores[bound] = round(routing_score(gold, correct, safety=safety), 4)
+    accepted = _accepted_or_gold(gold, accepted)
+
+    def decide(bound: float, train: list[int], test: list[int]) -> np.ndarray:
+        offsets = fit_offsets(
+            _pick(dists, train),
+            _pick(gold, train),
+            _pick(accepted, train),
+            labels=labels,
+            safety=safety,
+            max_offset=bound,
+        )
+        logs = _log_matrix(_pick(dists, test), labels) + np.array([offsets[k] for k in labels])
+        return np.argmax(logs, axis=1)
+
+    scores = _cross_validated(gold, accepted, labels=labels, settings=bounds, folds=folds, safety=safety, decide=decide)
     best = max(scores.values())
     return min(b for b, s in scores.items() if s == best), scores
 
@@ -233,11 +281,7 @@ def _prepare(
     accepted: Sequence[Sequence[str]] | None,
     labels: Sequence[str],
 ) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
-    accepted = [list(a) for a in accepted] if accepted is not None else [[g] for g in gold]
-    if not (len(dists) == len(gold) == len(accepted)):
-        raise ValueError(f"dists ({len(dists)}), gold ({len(gold)}) and accepted ({len(accepted)}) differ in length")
-    if not dists:
-        raise ValueError("fitting a calibration needs at least one example")
+    accepted = _checked_accepted(dists, gold, accepted, "fitting a calibration")
     return _centred(dists, labels), _accepted_matrix(accepted, labels), accepted
 
 
@@ -331,7 +375,7 @@ def score_with_map(
     safety: float = 2.0,
 ) -> float:
     """The routing score of the decisions that :func:`~routerlab.routers.support.label_calibration.calibrated` makes."""
-    accepted = [list(a) for a in accepted] if accepted is not None else [[g] for g in gold]
+    accepted = _accepted_or_gold(gold, accepted)
     correct = []
     for d, acc in zip(dists, accepted, strict=True):
         probs = calibrated({k: float(d.get(k, 0.0)) for k in labels}, offsets, weights)
@@ -362,28 +406,16 @@ def choose_l2(
     """
     if folds < 2 or not grid or min(grid) < 0:
         raise ValueError(f"need folds >= 2 and non-negative strengths, got folds={folds}, grid={list(grid)}")
-    x, ok, accepted = _prepare(dists, gold, accepted, labels)
-    fold_of = _folds(gold, folds)
-    scores: dict[float, float] = {}
-    for l2 in sorted(set(float(v) for v in grid)):
-        correct = [False] * len(gold)
-        for f in range(folds):
-            train = [i for i in range(len(gold)) if fold_of[i] != f]
-            test = [i for i in range(len(gold)) if fold_of[i] == f]
-            if not test or not train:
-                continue
-            weights, offsets = fit_affine(
-                [dists[i] for i in train],
-                [gold[i] for i in train],
-                [accepted[i] for i in train],
-                labels=labels,
-                safety=safety,
-                l2=l2,
-            )
-            mat, b = _as_arrays(weights, offsets, labels)
-            for i, c in zip(test, np.argmax(x[test] @ mat.T + b, axis=1), strict=True):
-                correct[i] = bool(ok[i, int(c)])
-        scores[l2] = round(routing_score(gold, correct, safety=safety), 4)
+    x, _, accepted = _prepare(dists, gold, accepted, labels)
+
+    def decide(l2: float, train: list[int], test: list[int]) -> np.ndarray:
+        weights, offsets = fit_affine(
+            _pick(dists, train), _pick(gold, train), _pick(accepted, train), labels=labels, safety=safety, l2=l2
+        )
+        mat, b = _as_arrays(weights, offsets, labels)
+        return np.argmax(x[test] @ mat.T + b, axis=1)
+
+    scores = _cross_validated(gold, accepted, labels=labels, settings=grid, folds=folds, safety=safety, decide=decide)
     best = max(scores.values())
     return max(v for v, s in scores.items() if s == best), scores
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import dspy
 import pytest
@@ -74,22 +75,6 @@ def test_scaling_an_examples_probabilities_changes_no_decision(data, scales):
     )
 
 
-@given(st.lists(st.sampled_from(INTENTS), min_size=2, max_size=40), st.floats(0.2, 2.0))
-def test_a_prior_the_prompt_put_on_sql_is_found_and_undone(gold, margin):
-    # every request's gold label is the runner-up behind sql by `margin` nats, except sql's own
-    assume(any(g != "sql" for g in gold))
-    dists = []
-    for g in gold:
-        logits = {k: -6.0 for k in INTENTS} | {g: 0.0}
-        if g != "sql":
-            logits["sql"] = margin
-        z = sum(math.exp(v) for v in logits.values())
-        dists.append({k: math.exp(v) / z for k, v in logits.items()})
-    offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=3.0)
-    assert score_with_offsets(dists, gold, [[g] for g in gold], offsets, labels=INTENTS) == 1.0
-    assert score_with_offsets(dists, gold, [[g] for g in gold], {}, labels=INTENTS) < 1.0
-
-
 def _planted(gold, margin):
     dists = []
     for g in gold:
@@ -99,6 +84,16 @@ def _planted(gold, margin):
         z = sum(math.exp(v) for v in logits.values())
         dists.append({k: math.exp(v) / z for k, v in logits.items()})
     return dists
+
+
+@given(st.lists(st.sampled_from(INTENTS), min_size=2, max_size=40), st.floats(0.2, 2.0))
+def test_a_prior_the_prompt_put_on_sql_is_found_and_undone(gold, margin):
+    # every request's gold label is the runner-up behind sql by `margin` nats, except sql's own
+    assume(any(g != "sql" for g in gold))
+    dists = _planted(gold, margin)
+    offsets = fit_offsets(dists, gold, labels=INTENTS, max_offset=3.0)
+    assert score_with_offsets(dists, gold, [[g] for g in gold], offsets, labels=INTENTS) == 1.0
+    assert score_with_offsets(dists, gold, [[g] for g in gold], {}, labels=INTENTS) < 1.0
 
 
 @settings(max_examples=30, deadline=None)
@@ -119,6 +114,52 @@ def test_cross_validation_keeps_a_prior_every_fold_shares_and_rejects_bad_settin
         choose_bound(_planted(gold, 0.8), gold, labels=INTENTS, bounds=[1.0], folds=1)
     with pytest.raises(ConfigError, match="folds"):
         optimizer.build("calibrated", folds=1)
+
+
+def _uneven_requests():
+    # 26 requests, a third of them sql, every one with sql inflated by the prompt; some accept
+    # clarify too: enough spread that every bound and strength scores differently
+    rng = random.Random(38)
+    dists, gold, accepted = [], [], []
+    for i in range(26):
+        g = INTENTS[i % len(INTENTS)] if i % 3 else "sql"
+        xs = {k: rng.uniform(0.01, 1.0) for k in INTENTS}
+        xs["sql"] += 0.6
+        xs[g] += rng.uniform(0.0, 0.8)
+        z = sum(xs.values())
+        dists.append({k: v / z for k, v in xs.items()})
+        gold.append(g)
+        accepted.append([g, "clarify"] if i % 7 == 0 else [g])
+    return dists, gold, accepted
+
+
+def test_both_cross_validations_give_the_scores_they_gave_before_sharing_one_loop():
+    # recorded from choose_bound / choose_l2 at 3f50fb9, when each had its own fold loop: the
+    # shared loop (_cross_validated) must reproduce them to the last rounded digit
+    dists, gold, accepted = _uneven_requests()
+    assert choose_bound(dists, gold, accepted, labels=INTENTS, bounds=[0.0, 0.25, 0.5, 1.0, 3.0], folds=4) == (
+        0.5,
+        {0.0: 0.3048, 0.25: 0.4736, 0.5: 0.5526, 1.0: 0.5006, 3.0: 0.5006},
+    )
+    assert choose_bound(dists, gold, None, labels=INTENTS, bounds=[0.0, 2.0], folds=5) == (
+        2.0,
+        {0.0: 0.3048, 2.0: 0.452},
+    )
+    l2, scores = choose_l2(dists, gold, accepted, labels=INTENTS, folds=4)
+    assert l2 == 0.1 and scores == {
+        0.001: 0.3472,
+        0.003: 0.2666,
+        0.01: 0.3044,
+        0.03: 0.4015,
+        0.1: 0.5946,
+        0.3: 0.5341,
+        1.0: 0.4359,
+        3.0: 0.3611,
+    }
+    assert choose_l2(dists, gold, None, labels=INTENTS, folds=3, grid=[0.01, 1.0]) == (
+        1.0,
+        {0.01: 0.3514, 1.0: 0.4829},
+    )
 
 
 def test_accepted_alternates_count_and_bad_input_is_named():
