@@ -32,10 +32,12 @@ __all__ = [
     "read_jsonl",
     "require_dir",
     "require_file",
+    "require_items",
     "require_list",
     "require_object",
     "require_records",
     "require_str",
+    "sqlite_example",
     "sqlite_path",
     "take",
 ]
@@ -305,6 +307,29 @@ def _check_quotes(path: Path, rows: Sequence[tuple[int, dict[str, str | None]]])
     )
 
 
+def require_items(
+    container: Mapping[str, Any], key: str, file: Path, record: str, *, problem: str, expected: str, fix: str
+) -> list[Any]:
+    """Read a required, non-empty JSON array field of a record (a conversation's turns, an entry's sentences).
+
+    Args:
+        container: The record.
+        key: The field.
+        file: The dataset file.
+        record: Human label of the record.
+        problem: What is wrong when the field is missing, not a list or empty, in a few words.
+        expected: What a valid value looks like.
+        fix: How to repair the file.
+
+    Raises:
+        DatasetError: Naming the file, the record and the field.
+    """
+    value = container.get(key)
+    if not isinstance(value, list) or not value:
+        raise field_error(file, record, key, problem, expected=expected, found=_short(value), fix=fix)
+    return value
+
+
 def require_object(value: Any, file: Path, record: str) -> dict[str, Any]:
     """Return ``value`` if it is a JSON object, else raise a DatasetError naming the record."""
     if not isinstance(value, dict):
@@ -427,6 +452,21 @@ def build_example(file: Path, record: str, **fields: Any) -> Example:
             found=_short(fields.get(field)) if field != "-" else f"intent {intent!r}",
             fix=f"correct {field!r} in the record" if field != "-" else "correct the record",
         ) from None
+
+
+def sqlite_example(file: Path, record: str, *, gold_sql: str, **fields: Any) -> Example:
+    """:func:`build_example` for a release answered on SQLite: its difficulty is the gold's Spider hardness.
+
+    Args:
+        file: The dataset file (for the error message).
+        record: Human label of the record.
+        gold_sql: The gold SQL (SQLite dialect).
+        **fields: The Example's other fields (a ``difficulty`` among them wins over the computed one).
+
+    Raises:
+        DatasetError: The fields do not make a valid example (naming the offending field).
+    """
+    return build_example(file, record, **{"difficulty": hardness(gold_sql, "sqlite"), **fields, "gold_sql": gold_sql})
 
 
 def hardness(sql: str | None, dialect: str, fallback: Any = None) -> str | None:

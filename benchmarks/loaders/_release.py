@@ -17,11 +17,9 @@ from typing import Any
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.loaders._common import (
-    build_example,
     check_choice,
     check_limit,
     data_version,
-    hardness,
     read_json,
     require_dir,
     require_file,
@@ -29,6 +27,7 @@ from routerlab.benchmarks.loaders._common import (
     require_object,
     require_records,
     require_str,
+    sqlite_example,
     sqlite_path,
     take,
 )
@@ -124,13 +123,12 @@ def load_release(release: Release, path: str, split: str, limit: int, read: Reco
             "db_path": str(sqlite_path(db_root, db_id, file, label, found)),
             "intent": "sql",
             "gold_sql": sql,
-            "difficulty": hardness(sql, "sqlite"),
             "split": split,
             "dataset": release.name,
             "meta": {"record": i},
         }
         meta = {**fields["meta"], **extra.pop("meta", {})}
-        examples.append(build_example(file, label, **{**fields, **extra, "meta": meta}))
+        examples.append(sqlite_example(file, label, **{**fields, **extra, "meta": meta}))
     extra_files = [root / name for name in release.extra_version_files.get(split, ())]
     return Dataset(
         name=release.name,

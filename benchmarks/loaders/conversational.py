@@ -46,19 +46,19 @@ from routerlab.agents.errors import DatasetError
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.loaders._common import (
-    build_example,
     check_choice,
     check_limit,
     data_version,
     field_error,
-    hardness,
     read_json,
     require_dir,
     require_file,
+    require_items,
     require_list,
     require_object,
     require_records,
     require_str,
+    sqlite_example,
     sqlite_path,
     take,
 )
@@ -249,17 +249,15 @@ def load_conversations(release: ConversationRelease, path: str, split: str, limi
         label = f"conversation {conversation} (record {i})"
         rec = require_object(raw, file, label)
         db_id = require_str(rec, "database_id", file, label)
-        turns = rec.get("interaction")
-        if not isinstance(turns, list) or not turns:
-            raise field_error(
-                file,
-                label,
-                "interaction",
-                "no turns",
-                expected="a non-empty list of {utterance, query} turns",
-                found=repr(turns)[:120],
-                fix="give the conversation its turns, or remove the record",
-            )
+        turns = require_items(
+            rec,
+            "interaction",
+            file,
+            label,
+            problem="no turns",
+            expected="a non-empty list of {utterance, query} turns",
+            fix="give the conversation its turns, or remove the record",
+        )
         final = _final(rec, file, label)
         for t, raw_turn in enumerate(turns, start=1):
             turn_label = f"conversation {conversation} turn {t} (record {i})"
@@ -272,14 +270,13 @@ def load_conversations(release: ConversationRelease, path: str, split: str, limi
             if sql != released:
                 meta["released_query"] = released
             examples.append(
-                build_example(
+                sqlite_example(
                     file,
                     turn_label,
                     id=f"{conversation}-t{t}",
                     db_id=db_id,
                     db_path=str(db_path),
                     gold_sql=sql,
-                    difficulty=hardness(sql, "sqlite"),
                     split=split,
                     dataset=release.name,
                     conversation=conversation,

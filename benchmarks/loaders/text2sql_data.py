@@ -32,18 +32,18 @@ from typing import Any
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.loaders._common import (
-    build_example,
     check_choice,
     check_limit,
     data_version,
     field_error,
-    hardness,
     read_json,
     require_file,
+    require_items,
     require_list,
     require_object,
     require_records,
     require_str,
+    sqlite_example,
 )
 
 __all__ = ["SPLIT_FIELDS", "load_text2sql_data", "map_split"]
@@ -241,17 +241,15 @@ def load_text2sql_data(path: str, db: str, split_field: str = "question-split", 
         entry = require_object(raw_entry, file, entry_label)
         sqls = _sql_list(entry, file, entry_label)
         declared = _variable_examples(entry, file, entry_label)
-        sentences = entry.get("sentences")
-        if not isinstance(sentences, list) or not sentences:
-            raise field_error(
-                file,
-                entry_label,
-                "sentences",
-                "missing or empty",
-                expected="a non-empty list of sentence objects",
-                found=repr(sentences)[:120],
-                fix="give the entry at least one sentence",
-            )
+        sentences = require_items(
+            entry,
+            "sentences",
+            file,
+            entry_label,
+            problem="missing or empty",
+            expected="a non-empty list of sentence objects",
+            fix="give the entry at least one sentence",
+        )
         for j, raw_sentence in enumerate(sentences):
             label = f"{entry_label} sentences[{j}]"
             sentence = require_object(raw_sentence, file, label)
@@ -263,7 +261,7 @@ def load_text2sql_data(path: str, db: str, split_field: str = "question-split", 
                 split, fold = _split_of(sentence, split_field, file, label)
             gold, *variants = (_strip_semicolon(_substitute_sql(s, values)) for s in sqls)
             examples.append(
-                build_example(
+                sqlite_example(
                     file,
                     label,
                     id=f"{file.stem}-{i:04d}-{j:02d}",
@@ -272,7 +270,6 @@ def load_text2sql_data(path: str, db: str, split_field: str = "question-split", 
                     db_path=db_path,
                     intent="sql",
                     gold_sql=gold,
-                    difficulty=hardness(gold, "sqlite"),
                     split=split,
                     dataset="text2sql_data",
                     meta={

@@ -124,6 +124,7 @@ def _broken(change) -> list[dict]:
         (lambda es: es[1].pop("sql"), "entry 1", "sql"),
         (lambda es: es[1].update(sql=[]), "entry 1", "sql"),
         (lambda es: es[1].pop("sentences"), "entry 1", "sentences"),
+        (lambda es: es[1].update(sentences=[]), "entry 1", "sentences"),
         (lambda es: es[0]["sentences"][1].pop("text"), "entry 0 sentences[1]", "text"),
         (
             lambda es: es[0]["sentences"][1].update({"question-split": "holdout"}),
