@@ -18,18 +18,13 @@ span each.
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from routerlab.agents.errors import ConfigError, ContractError
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.swarm import (
-    PROGRESS_NODE,
     Agent,
     Context,
     ContextVariables,
@@ -39,14 +34,19 @@ from routerlab.agents.swarm import (
     Swarm,
     SwarmResponse,
     Terminator,
-    Timeout,
 )
 from routerlab.routers.base import router
 from routerlab.routers.llm import to_openai_messages
+from routerlab.routers.support.swarm_decision import (
+    TRIAGE,
+    HandoffDecision,
+    check_tools,
+    pending_call,
+    swarm_decision,
+    within_turn,
+)
 
 __all__ = ["AGENTS", "INSTRUCTIONS", "SPECIALIST_TOOLS", "TRIAGE", "HandoffDecision", "HandoffRouter"]
-
-TRIAGE = "triage"
 
 #: the pipeline tools each agent calls; the graph runs them
 SPECIALIST_TOOLS: dict[str, tuple[str, ...]] = {
@@ -117,52 +117,10 @@ _OWNER: dict[str, str] = {
 #: model reply and, for a handoff, its tool's execution: 4 activations take 7 turns.
 _MAX_ACTIVATIONS = 4
 _MAX_TURNS = 8
-#: characters of a string kept in a decision's recorded swarm events
-_EVENT_TEXT_CAP = 300
 #: context variable listing this decision's hand-backs, ``{"agent", "reason"}`` each
 _HANDED_BACK = "handed_back"
 #: characters of a hand-back reason kept (shown to triage, recorded in traces)
 _REASON_CAP = 200
-
-
-@dataclass
-class HandoffDecision(RouteDecision):
-    """A :class:`RouteDecision` that also records the swarm's side of the decision.
-
-    Its :meth:`summary` (what the pipeline stores per decision, and what MLflow's decision spans
-    show) adds ``agent``, ``swarm_events`` and ``activations``.
-
-    Attributes:
-        agent: The agent active after this decision (the one that made the call).
-        swarm_events: The swarm's trace events (user message, agent messages and switches,
-            handoff calls and results, context updates), as dicts with long strings cut.
-        activations: Every agent activation of this decision
-            (:meth:`routerlab.agents.swarm.Activation.to_dict`, long strings cut); the first
-            one's ``reason`` says why that agent started (a new turn, or the agent resumed).
-    """
-
-    agent: str = TRIAGE
-    swarm_events: list[dict[str, Any]] = field(default_factory=list)
-    activations: list[dict[str, Any]] = field(default_factory=list)
-
-    def summary(self, strategy: str) -> dict[str, Any]:
-        """The base summary plus ``agent``, ``swarm_events`` and ``activations``."""
-        return {
-            **super().summary(strategy),
-            "agent": self.agent,
-            "swarm_events": list(self.swarm_events),
-            "activations": list(self.activations),
-        }
-
-
-def _cap(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > _EVENT_TEXT_CAP:
-        return value[:_EVENT_TEXT_CAP] + "…"
-    if isinstance(value, dict):
-        return {k: _cap(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cap(v) for v in value]
-    return value
 
 
 def _instruction(text: str, *, hand_backs: bool = False) -> Callable[[Context], str]:
@@ -278,16 +236,8 @@ class HandoffRouter:
                 found="lm=None",
                 fix="pass --lm local (the default) or another LM spec",
             )
+        check_tools(self.name, env, (n for names in SPECIALIST_TOOLS.values() for n in names))
         available = {t.name: t for t in env.tools}
-        needed = [n for names in SPECIALIST_TOOLS.values() for n in names]
-        missing = sorted({n for n in needed if n not in available})
-        if missing:
-            raise ContractError(
-                "the handoff router's agents need tools the pipeline lacks",
-                expected=f"tools {sorted(set(needed))}",
-                found=f"missing {missing}",
-                fix="build the pipeline with the default tools",
-            )
         team: dict[str, Agent] = {}
         for name, tool_names in SPECIALIST_TOOLS.items():
             # triage hands requests out; every specialist can hand one back
@@ -312,10 +262,7 @@ class HandoffRouter:
         return self.team[TRIAGE], "a new turn"
 
     def _terminator(self, state: PipelineState) -> Terminator:
-        bound: Terminator = MaxActivations(_MAX_ACTIVATIONS) | MaxTurns(_MAX_TURNS)
-        remaining = state.get("deadline", float("inf")) - time.time()
-        # a specialist's model call must not start after the turn's deadline
-        return bound | Timeout(remaining) if 0 < remaining < float("inf") else bound
+        return within_turn(MaxActivations(_MAX_ACTIVATIONS) | MaxTurns(_MAX_TURNS), state)
 
     def decide(self, state: PipelineState) -> RouteDecision:
         """Run the swarm from the active agent until it makes a pipeline call."""
@@ -330,10 +277,7 @@ class HandoffRouter:
 
     def _decision(self, state: PipelineState, start: Agent, response: SwarmResponse, why: str) -> HandoffDecision:
         known = state.get("tool_calls", {})
-        calls = []
-        for c in response.pending[:1]:  # one step at a time: later calls must cite this one's id
-            cid = c["id"] if c["id"] not in known else f"{c['id']}_{len(known)}"
-            calls.append({"id": cid, "name": c["name"], "args": dict(c["args"])})
+        calls = pending_call(state, response)
         route = state.get("route") or {}
         handed_back = any(to == TRIAGE for _, to in response.switches())
         if known and route.get("intent") and not handed_back:
@@ -343,23 +287,5 @@ class HandoffRouter:
             intent = response.context_variables.get("intent") or (TOOL_INTENT.get(calls[0]["name"]) if calls else None)
         path = ">".join([start.name, *(to for _, to in response.switches())])
         method = f"handoff:{path}" + (":stopped" if response.stopped_by else "")
-        events = [_cap(e.to_dict()) for e in response.events]
-        activations = [_cap(a.to_dict()) for a in response.activations]
-        if activations:
-            activations[0]["reason"] = why
-        return HandoffDecision(
-            tool_calls=calls,
-            answer=None if calls else (response.answer or None),
-            intent=intent,
-            confidence=1.0 if calls else 0.0,
-            method=method,
-            usage=response.usage,
-            invalid_tool_calls=list(response.invalid_tool_calls),
-            agent=response.agent.name,
-            swarm_events=json.loads(json.dumps(events, default=str)),
-            activations=json.loads(json.dumps(activations, default=str)),
-            steps=[
-                (PROGRESS_NODE[e.type], e.describe(), {"swarm": ev})
-                for e, ev in zip(response.events, events, strict=True)
-            ],
-        )
+        answer = None if calls else (response.answer or None)
+        return swarm_decision(response, calls, intent=intent, method=method, answer=answer, why=why)

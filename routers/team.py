@@ -20,16 +20,11 @@ and the pipeline's tools are added to the agents once they are known (``Agent.ad
 
 from __future__ import annotations
 
-import json
-import time
-from typing import Any
-
 from routerlab.agents.errors import ConfigError, ContractError
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.swarm import (
-    PROGRESS_NODE,
     Agent,
     Context,
     MaxActivations,
@@ -37,11 +32,18 @@ from routerlab.agents.swarm import (
     RoundTeam,
     SwarmResponse,
     Terminator,
-    Timeout,
 )
 from routerlab.routers.base import router
-from routerlab.routers.handoff import SPECIALIST_TOOLS, TRIAGE, HandoffDecision
+from routerlab.routers.handoff import SPECIALIST_TOOLS
 from routerlab.routers.llm import to_openai_messages
+from routerlab.routers.support.swarm_decision import (
+    TRIAGE,
+    HandoffDecision,
+    check_tools,
+    pending_call,
+    swarm_decision,
+    within_turn,
+)
 
 __all__ = ["DEFAULT_ORDER", "ROLES", "TeamRouter", "pass_turn", "team_instruction"]
 
@@ -170,16 +172,8 @@ class TeamRouter:
                 found="lm=None",
                 fix="pass --lm local (the default) or another LM spec",
             )
+        check_tools(self.name, env, (n for m in self.order for n in SPECIALIST_TOOLS[m]))
         available = {t.name: t for t in env.tools}
-        needed = sorted({n for m in self.order for n in SPECIALIST_TOOLS[m]})
-        missing = [n for n in needed if n not in available]
-        if missing:
-            raise ContractError(
-                "the team router's agents need tools the pipeline lacks",
-                expected=f"tools {needed}",
-                found=f"missing {missing}",
-                fix="build the pipeline with the default tools",
-            )
         members = ", ".join(self.order)
         agents = []
         for name in self.order:
@@ -202,10 +196,7 @@ class TeamRouter:
 
     def _terminator(self, state: PipelineState) -> Terminator:
         assert self.team is not None
-        bound: Terminator = MaxActivations(self.rounds * len(self.team.agents)) | MaxTurns(self.max_turns)
-        remaining = state.get("deadline", float("inf")) - time.time()
-        # no member's model call may start after the turn's deadline
-        return bound | Timeout(remaining) if 0 < remaining < float("inf") else bound
+        return within_turn(MaxActivations(self.rounds * len(self.team.agents)) | MaxTurns(self.max_turns), state)
 
     def _start(self, state: PipelineState) -> str | None:
         """The member that made the turn's previous call speaks first; a new turn starts the order."""
@@ -233,43 +224,10 @@ class TeamRouter:
 
     def _decision(self, state: PipelineState, response: SwarmResponse) -> HandoffDecision:
         known = state.get("tool_calls", {})
-        calls = []
-        for c in response.pending[:1]:  # one step at a time: later calls must cite this one's id
-            cid = c["id"] if c["id"] not in known else f"{c['id']}_{len(known)}"
-            calls.append({"id": cid, "name": c["name"], "args": dict(c["args"])})
+        calls = pending_call(state, response)
         route = state.get("route") or {}
         first = calls[0]["name"] if calls else None
         intent = route.get("intent") if known and route.get("intent") else TOOL_INTENT.get(first or "")
         speakers = ">".join(a.agent for a in response.activations)
         method = f"team:{speakers}" + (":stopped" if response.stopped_by else "")
-        events = [_cap(e.to_dict()) for e in response.events]
-        return HandoffDecision(
-            tool_calls=calls,
-            answer=None,
-            intent=intent,
-            confidence=1.0 if calls else 0.0,
-            method=method,
-            usage=response.usage,
-            invalid_tool_calls=list(response.invalid_tool_calls),
-            agent=response.agent.name,
-            swarm_events=json.loads(json.dumps(events, default=str)),
-            activations=json.loads(json.dumps([_cap(a.to_dict()) for a in response.activations], default=str)),
-            steps=[
-                (PROGRESS_NODE[e.type], e.describe(), {"swarm": ev})
-                for e, ev in zip(response.events, events, strict=True)
-            ],
-        )
-
-
-#: characters of a string kept in a decision's recorded events
-_TEXT_CAP = 300
-
-
-def _cap(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > _TEXT_CAP:
-        return value[:_TEXT_CAP] + "…"
-    if isinstance(value, dict):
-        return {k: _cap(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cap(v) for v in value]
-    return value
+        return swarm_decision(response, calls, intent=intent, method=method)

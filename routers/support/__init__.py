@@ -12,6 +12,8 @@
 * :mod:`~routerlab.routers.support.neighbours`: the intents of the nearest labelled requests;
 * :mod:`~routerlab.routers.support.turns`: checks for turns that are not data questions (greetings
   and thanks around a request, actions the assistant cannot take, general knowledge, small talk).
+* :mod:`~routerlab.routers.support.swarm_decision`: a swarm's pipeline call as a routing decision
+  (``HandoffDecision``), what the ``handoff`` and ``team`` routers share.
 
 Nothing here registers a router; ``routers/`` itself holds only routers (and ``base.py``, the
 router registry).
