@@ -24,24 +24,6 @@ __all__ = [
 ]
 
 
-def bootstrap_ci(
-    values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean.
-
-    Returns ``(nan, nan)`` for no values and ``(v, v)`` when every value is ``v``.
-    """
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return (math.nan, math.nan)
-    if np.all(x == x[0]):
-        return (float(x[0]), float(x[0]))
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(n_resamples, x.size))].mean(axis=1)
-    alpha = (1 - confidence) / 2
-    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
-
-
 def _cluster_sums(values: Sequence[float], clusters: Sequence[object]) -> tuple[np.ndarray, np.ndarray]:
     """Per cluster (first-seen order): the sum of its values and its number of values."""
     if len(values) != len(clusters):
@@ -54,11 +36,68 @@ def _cluster_sums(values: Sequence[float], clusters: Sequence[object]) -> tuple[
     return sums, counts
 
 
-def _cluster_means(sums: np.ndarray, counts: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """Means of the pooled values of ``n_resamples`` resamples of whole clusters (with replacement)."""
+def _resampled_means(values: np.ndarray, clusters: Sequence[object] | None, n_resamples: int, seed: int) -> np.ndarray:
+    """The bootstrap's one resampling core: the pooled mean of each of ``n_resamples`` resamples.
+
+    A resample draws clusters with replacement, as many as there are, and pools the values of
+    the clusters drawn. With ``clusters`` None every item is its own cluster: the plain
+    bootstrap of the mean (the same draws give the same means to the last bit, since a cluster
+    of one item sums to that item and counts 1).
+    """
+    sums, counts = _cluster_sums(values, clusters if clusters is not None else range(values.size))
     rng = np.random.default_rng(seed)
     pick = rng.integers(0, sums.size, size=(n_resamples, sums.size))
     return sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
+
+
+def _interval(means: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval of the resampled means."""
+    alpha = (1 - confidence) / 2
+    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+
+
+def _mean_ci(
+    values: Sequence[float], clusters: Sequence[object] | None, confidence: float, n_resamples: int, seed: int
+) -> tuple[float, float]:
+    x = np.asarray(values, dtype=float)
+    if clusters is not None and len(values) != len(clusters):
+        raise ValueError(f"values and clusters differ in length: {len(values)} vs {len(clusters)}")
+    if x.size == 0:
+        return (math.nan, math.nan)
+    if np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    return _interval(_resampled_means(x, clusters, n_resamples, seed), confidence)
+
+
+def _paired_diff(
+    a: Sequence[float],
+    b: Sequence[float],
+    clusters: Sequence[object] | None,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+) -> tuple[float, float, float, float]:
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+    d = y - x
+    if d.size == 0:
+        return (math.nan, math.nan, math.nan, math.nan)
+    if np.all(d == d[0]):
+        return (float(d[0]), float(d[0]), float(d[0]), 1.0 if d[0] == 0 else 0.0)
+    means = _resampled_means(d, clusters, n_resamples, seed)
+    p = 2 * min(float(np.mean(means <= 0)), float(np.mean(means >= 0)))
+    return (float(d.mean()), *_interval(means, confidence), min(1.0, p))
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean.
+
+    Returns ``(nan, nan)`` for no values and ``(v, v)`` when every value is ``v``.
+    """
+    return _mean_ci(values, None, confidence, n_resamples, seed)
 
 
 def cluster_bootstrap_ci(
@@ -90,15 +129,24 @@ def cluster_bootstrap_ci(
     Raises:
         ValueError: ``values`` and ``clusters`` differ in length.
     """
-    sums, counts = _cluster_sums(values, clusters)
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return (math.nan, math.nan)
-    if np.all(x == x[0]):
-        return (float(x[0]), float(x[0]))
-    means = _cluster_means(sums, counts, n_resamples, seed)
-    alpha = (1 - confidence) / 2
-    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+    return _mean_ci(values, clusters, confidence, n_resamples, seed)
+
+
+def paired_bootstrap_diff(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float, float, float]:
+    """Mean of ``b - a`` over paired examples, its bootstrap CI and a two-sided bootstrap p-value.
+
+    Returns:
+        ``(mean_diff, low, high, p_value)``; the p-value is twice the smaller tail mass of the
+        resampled differences around 0 (1.0 when every difference is 0).
+    """
+    return _paired_diff(a, b, None, confidence, n_resamples, seed)
 
 
 def paired_cluster_bootstrap_diff(
@@ -119,19 +167,7 @@ def paired_cluster_bootstrap_diff(
     Raises:
         ValueError: The samples or the clusters differ in length.
     """
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if x.shape != y.shape:
-        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
-    d = y - x
-    if d.size == 0:
-        return (math.nan, math.nan, math.nan, math.nan)
-    if np.all(d == d[0]):
-        return (float(d[0]), float(d[0]), float(d[0]), 1.0 if d[0] == 0 else 0.0)
-    sums, counts = _cluster_sums(list(d), clusters)
-    means = _cluster_means(sums, counts, n_resamples, seed)
-    alpha = (1 - confidence) / 2
-    p = 2 * min(float(np.mean(means <= 0)), float(np.mean(means >= 0)))
-    return (float(d.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)), min(1.0, p))
+    return _paired_diff(a, b, clusters, confidence, n_resamples, seed)
 
 
 @dataclass(frozen=True)
@@ -152,40 +188,6 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemarResult:
     n = b01 + b10
     p = 1.0 if n == 0 else float(binomtest(b10, n, 0.5, alternative="two-sided").pvalue)
     return McNemarResult(b01, b10, min(1.0, p))
-
-
-def paired_bootstrap_diff(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    n_resamples: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> tuple[float, float, float, float]:
-    """Mean of ``b - a`` over paired examples, its bootstrap CI and a two-sided bootstrap p-value.
-
-    Returns:
-        ``(mean_diff, low, high, p_value)``; the p-value is twice the smaller tail mass of the
-        resampled differences around 0 (1.0 when every difference is 0).
-    """
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if x.shape != y.shape:
-        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
-    d = y - x
-    if d.size == 0:
-        return (math.nan, math.nan, math.nan, math.nan)
-    if np.all(d == d[0]):
-        return (float(d[0]), float(d[0]), float(d[0]), 1.0 if d[0] == 0 else 0.0)
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, d.size, size=(n_resamples, d.size))].mean(axis=1)
-    alpha = (1 - confidence) / 2
-    p = 2 * min(float(np.mean(means <= 0)), float(np.mean(means >= 0)))
-    return (
-        float(d.mean()),
-        float(np.quantile(means, alpha)),
-        float(np.quantile(means, 1 - alpha)),
-        min(1.0, p),
-    )
 
 
 def pass_hat_k(successes: Sequence[Sequence[bool]], k: int) -> float:

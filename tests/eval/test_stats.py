@@ -4,8 +4,18 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from routerlab.eval.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap_diff, pass_at_k, pass_hat_k
+from routerlab.eval.stats import (
+    bootstrap_ci,
+    cluster_bootstrap_ci,
+    mcnemar_exact,
+    paired_bootstrap_diff,
+    paired_cluster_bootstrap_diff,
+    pass_at_k,
+    pass_hat_k,
+)
 
 
 def test_mcnemar_known_values():
@@ -65,3 +75,46 @@ def test_min_detectable_difference_and_n_needed():
         n_needed(0.0, sd)
     with pytest.raises(ValueError):
         min_detectable_diff([1], [1, 0])
+
+
+def _samples(n: int):
+    rng = np.random.default_rng(5)
+    a = (rng.random(n) < 0.6).astype(float).tolist()
+    b = (rng.random(n) < 0.7).astype(float).tolist()
+    g = rng.random(n).round(2).tolist()
+    return a, b, g, [f"c{int(v * 10)}" for v in rng.random(n)]
+
+
+def test_the_four_bootstraps_give_what_they_gave_before_sharing_one_resampling_core():
+    # recorded at 3f50fb9, when the plain and the cluster bootstrap each drew their own resamples
+    a, b, g, clusters = _samples(40)
+    assert bootstrap_ci(a) == (0.45, 0.75)
+    assert cluster_bootstrap_ci(g, [f"c{i // 3}" for i in range(40)]) == (0.41124506578947373, 0.5821666666666665)
+    assert paired_bootstrap_diff(a, b) == (0.05, -0.15, 0.25, 0.713)
+    assert paired_cluster_bootstrap_diff(g, a, clusters, seed=2) == (
+        0.10199999999999998,
+        -0.12244138906348209,
+        0.31695907928388745,
+        0.357,
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(0, 1), min_size=1, max_size=60),
+    st.lists(st.floats(0, 1), min_size=60, max_size=60),
+    st.integers(0, 2**16),
+)
+def test_one_item_per_cluster_is_the_plain_bootstrap_to_the_last_bit(a, b, seed):
+    b = b[: len(a)]
+    alone = list(range(len(a)))
+    assert cluster_bootstrap_ci(a, alone, seed=seed, n_resamples=300) == bootstrap_ci(a, seed=seed, n_resamples=300)
+    paired = paired_cluster_bootstrap_diff(a, b, alone, seed=seed, n_resamples=300)
+    assert paired == paired_bootstrap_diff(a, b, seed=seed, n_resamples=300)
+
+
+def test_clusters_of_the_wrong_length_are_refused():
+    with pytest.raises(ValueError, match="values and clusters differ in length: 3 vs 2"):
+        cluster_bootstrap_ci([1, 0, 1], ["a", "b"])
+    with pytest.raises(ValueError, match="values and clusters differ in length"):
+        paired_cluster_bootstrap_diff([1, 0, 1], [0, 0, 1], ["a", "b"])
