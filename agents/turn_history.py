@@ -23,6 +23,7 @@ __all__ = [
     "last_data_turn",
     "question_in_context",
     "turn_from_trace",
+    "turn_without_sql",
 ]
 
 #: earlier turns a routing prompt shows (the most recent ones)
@@ -83,6 +84,27 @@ def turn_from_trace(question: str, trace: Trace) -> Turn:
         summary=out.get("summary") if isinstance(out, dict) else None,
         tables=[str(t) for t in tables],
         error_class=trace.error_class,
+    )
+
+
+def turn_without_sql(question: str, intent: str | None, *, error_class: str | None = None) -> Turn:
+    """A turn that ran no SQL: no answer text, no result, no tables (a chat or refusal, or a failed run).
+
+    Args:
+        question: The request of the turn.
+        intent: The intent it was classified as.
+        error_class: Why the turn failed, if it did.
+    """
+    return Turn(
+        question=question,
+        answer="",
+        intent=intent,
+        sql=None,
+        columns=[],
+        row_count=0,
+        summary=None,
+        tables=[],
+        error_class=error_class,
     )
 
 

@@ -44,7 +44,7 @@ from sqlglot import exp, parse_one
 
 from routerlab.agents.plan import CHAINS
 from routerlab.agents.state import INTENTS, initial_state
-from routerlab.agents.turn_history import Turn
+from routerlab.agents.turn_history import Turn, turn_without_sql
 from routerlab.benchmarks.example import Example
 from routerlab.eval.confidence_calibration import calibration_summary
 from routerlab.eval.robustness import diversion
@@ -98,24 +98,14 @@ def gold_turn(example: Example) -> Turn:
     from routerlab.agents.errors import RouterlabError
     from routerlab.agents.tools.subagents import result_summary
 
-    turn = Turn(
-        question=example.question,
-        answer="",
-        intent=example.intent,
-        sql=None,
-        columns=[],
-        row_count=0,
-        summary=None,
-        tables=[],
-        error_class=None,
-    )
+    turn = turn_without_sql(example.question, example.intent)
     if not (runs_sql(example.intent) and example.gold_sql):
         return turn
     db = open_database(example.db_path)
     try:
         result = db.execute(example.gold_sql, timeout_s=_TIMEOUT_S, max_rows=_MAX_ROWS)
     except RouterlabError as exc:
-        return Turn(**{**turn, "error_class": exc.error_class})
+        return turn_without_sql(example.question, example.intent, error_class=exc.error_class)
     summary = result_summary(result.columns, result.rows, result.row_count, result.truncated)
     return Turn(
         **{
@@ -134,17 +124,7 @@ def predicted_turn(gold: Turn, predicted: str | None) -> Turn:
     """The turn as the router decided it: its intent, and the gold result only if that intent runs SQL."""
     if runs_sql(predicted) and gold.get("sql"):
         return Turn(**{**gold, "intent": predicted})
-    return Turn(
-        question=gold["question"],
-        answer="",
-        intent=predicted,
-        sql=None,
-        columns=[],
-        row_count=0,
-        summary=None,
-        tables=[],
-        error_class=None,
-    )
+    return turn_without_sql(gold["question"], predicted)
 
 
 HistoryTurn = Callable[[Turn, Any], Turn]

@@ -323,16 +323,7 @@ def load_cosql(path: str, split: str = "dev", limit: int = 0, db_dir: str | None
     """Load one split of CoSQL's SQL-state-tracking task, one example per turn.
 
     A clarification exchange ``question | clarifying question | reply`` is a ``clarify`` turn
-    whose scripted reply is the user's and whose gold SQL runs after the reply.
-
-    Args:
-        path: The CoSQL directory.
-        split: ``dev`` or ``train``.
-        limit: Load only the first ``limit`` conversations (0: all).
-        db_dir: The databases' folder when it is not ``<path>/database``.
-
-    Raises:
-        DatasetError: Missing directory, file or database, or a malformed record.
-        ConfigError: An unknown split or a negative limit.
+    whose scripted reply is the user's and whose gold SQL runs after the reply. Arguments and
+    errors as :func:`load_sparc`'s (both are :func:`load_conversations` over their release).
     """
     return load_conversations(COSQL, path, split, limit, db_dir)

@@ -7,6 +7,7 @@ Skipped where the shared data is absent (``ROUTERLAB_SPIDER_DEV``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
 from pathlib import Path
@@ -190,3 +191,29 @@ def test_the_diversion_line_counts_data_questions_sent_away_and_where():
     assert line.startswith("0.50 [") and "(2/4)" in line
     assert line.endswith(": clarify 1, unanswerable 1")
     assert diversion_line([fd(0, "chat", "chat")]) == "n/a"
+
+
+def test_a_turn_without_sql_has_every_key_of_a_turn_and_no_result():
+    """``gold_turn``, ``predicted_turn`` and a failed gold query share one turn-without-SQL shape."""
+    from routerlab.agents.turn_history import Turn, turn_without_sql
+
+    examples = dataset.build("jsonl", path=str(EXAMPLE_FILE)).examples
+    chat = next(x for x in examples if x.intent == "chat")
+    data = next(x for x in examples if x.intent == "sql" and x.gold_sql)
+    empty = {"answer": "", "sql": None, "columns": [], "row_count": 0, "summary": None, "tables": []}
+    assert set(turn_without_sql("q", "chat")) == set(Turn.__annotations__)
+    assert (
+        gold_turn(chat)
+        == turn_without_sql(chat.question, "chat")
+        == {
+            "question": chat.question,
+            "intent": "chat",
+            "error_class": None,
+            **empty,
+        }
+    )
+    assert predicted_turn(gold_turn(data), "refuse") == turn_without_sql(data.question, "refuse")
+    broken = dataclasses.replace(data, gold_sql="SELECT no_such_column FROM no_such_table")
+    failed = gold_turn(broken)
+    assert failed == {"question": data.question, "intent": "sql", "error_class": failed["error_class"], **empty}
+    assert failed["error_class"] == "sql_error"
