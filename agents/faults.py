@@ -41,6 +41,7 @@ from routerlab.agents.db import Database, QueryResult
 from routerlab.agents.errors import ConfigError, SQLExecutionError
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm.messages import INVALID_MARKER
+from routerlab.agents.lm.wrapped import behind_engine
 from routerlab.agents.registry import Registry
 
 __all__ = [
@@ -442,23 +443,6 @@ class FaultyEngine:
         return self.injector.lm_faults[call.kind].inject(request, call)
 
 
-#: connection settings a custom engine refuses (the wrapped LM keeps them)
-_CLIENT_KEYS: tuple[str, ...] = (
-    "api_key",
-    "api_base",
-    "base_url",
-    "headers",
-    "extra_headers",
-    "timeout",
-    "api_version",
-    "azure_ad_token_provider",
-    "organization",
-    "project",
-    "extra_query",
-    "custom_llm_provider",
-)
-
-
 def faulty_lm(lm: dspy.LM, injector: FaultInjector) -> dspy.LM:
     """``lm`` behind a :class:`FaultyEngine`: same model string, settings and callbacks.
 
@@ -470,8 +454,7 @@ def faulty_lm(lm: dspy.LM, injector: FaultInjector) -> dspy.LM:
         injector: Decides which calls fail.
     """
     inner = lm.copy(callbacks=[])
-    drop = {k: None for k in _CLIENT_KEYS if lm.kwargs.get(k) is not None}
-    return lm.copy(engine=FaultyEngine(inner, injector), cache=False, num_retries=0, **drop)
+    return behind_engine(lm, FaultyEngine(inner, injector))
 
 
 # -- database ------------------------------------------------------------------------------------

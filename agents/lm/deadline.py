@@ -37,6 +37,7 @@ from dspy import lm15 as L
 from dspy.utils.exceptions import LMError as DSPyLMError
 
 from routerlab.agents.errors import RouterlabError
+from routerlab.agents.lm.wrapped import behind_engine
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
@@ -224,22 +225,6 @@ class BoundedEngine:
         return box["response"]
 
 
-#: connection settings a custom engine refuses (the wrapped LM keeps them)
-_CLIENT_KEYS: tuple[str, ...] = (
-    "api_key",
-    "api_base",
-    "base_url",
-    "headers",
-    "extra_headers",
-    "timeout",
-    "api_version",
-    "organization",
-    "project",
-    "extra_query",
-    "custom_llm_provider",
-)
-
-
 def bounded_lm(lm: dspy.LM, *, request_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> dspy.LM:
     """``lm`` behind a :class:`BoundedEngine`: same model, settings and callbacks.
 
@@ -252,5 +237,4 @@ def bounded_lm(lm: dspy.LM, *, request_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
         request_timeout_s: Request timeout of the wrapped LM, so an abandoned request ends.
     """
     inner = lm.copy(callbacks=[], timeout=request_timeout_s)
-    drop = {k: None for k in _CLIENT_KEYS if lm.kwargs.get(k) is not None}
-    return lm.copy(engine=BoundedEngine(inner), cache=False, num_retries=0, **drop)
+    return behind_engine(lm, BoundedEngine(inner))
