@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,24 @@ def spider_dev_a():
     from routerlab.benchmarks.loaders.spider import load_spider
 
     return load_spider(str(SPIDER_DEV_A)).split("dev")
+
+
+def turn_result(conv: str, turn: int, turns: int, ex: float | None, attempt: int = 0) -> Any:
+    """A stored result of one conversation turn (router ``r``, intent sql) whose ``ex`` and ``success`` are ``ex``."""
+    from routerlab.eval.scoring import ExampleResult, Score
+
+    return ExampleResult(
+        example_id=f"{conv}-t{turn}",
+        dataset="d",
+        split="dev",
+        intent="sql",
+        difficulty=None,
+        router="r",
+        lm="l",
+        outcome="ok",
+        scores={"ex": Score("ex", ex), "success": Score("success", ex)},
+        attempt=attempt,
+        conversation=conv,
+        turn=turn,
+        turns=turns,
+    )

@@ -17,13 +17,14 @@ from hypothesis import strategies as st
 
 from routerlab.eval.conversation_metrics import conversation_summary, render_conversations, turn_bucket
 from routerlab.eval.metrics import summarize
-from routerlab.eval.scoring import ExampleResult, Score
+from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.stats import (
     bootstrap_ci,
     cluster_bootstrap_ci,
     paired_bootstrap_diff,
     paired_cluster_bootstrap_diff,
 )
+from tests.conftest import turn_result
 
 #: outcomes of 3-12 conversations of 1-6 turns each, 0/1 per turn
 CONVERSATIONS = st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=1, max_size=6), min_size=3, max_size=12)
@@ -69,28 +70,12 @@ def test_a_run_whose_conversations_repeat_k_times_keeps_its_intervals(convs, k):
 
 
 def _results(convs: list[list[float]], attempts: int = 1) -> list[ExampleResult]:
-    out = []
-    for a in range(attempts):
-        for i, c in enumerate(convs):
-            for t, v in enumerate(c, start=1):
-                out.append(
-                    ExampleResult(
-                        example_id=f"c{i}-t{t}",
-                        dataset="d",
-                        split="dev",
-                        intent="sql",
-                        difficulty=None,
-                        router="r",
-                        lm="l",
-                        outcome="ok",
-                        scores={"ex": Score("ex", v), "success": Score("success", v)},
-                        attempt=a,
-                        conversation=f"c{i}",
-                        turn=t,
-                        turns=len(c),
-                    )
-                )
-    return out
+    return [
+        turn_result(f"c{i}", t, len(c), v, a)
+        for a in range(attempts)
+        for i, c in enumerate(convs)
+        for t, v in enumerate(c, start=1)
+    ]
 
 
 def test_single_requests_get_the_plain_bootstrap():

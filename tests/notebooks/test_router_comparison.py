@@ -159,15 +159,9 @@ def test_jupyter_lab_serves_the_notebook(tmp_path):
 
 def test_notebook_opened_from_notebooks_folder_finds_the_project_store(tmp_path_factory):
     """`jupyter lab notebooks/` starts the kernel in notebooks/: only SESSION is set, as the README says."""
-    import shutil
+    from tests.routerlab.test_project_paths import demo_project
 
-    demo_dir = tmp_path_factory.getbasetemp() / "routerlab-demo"
-    store, tracking, session = make_demo_session(demo_dir)
-    root = tmp_path_factory.mktemp("project")
-    (root / ".routerlab").mkdir()
-    (root / "notebooks").mkdir()
-    shutil.copy(store, root / ".routerlab" / "results.duckdb")
-    shutil.copy(tracking.removeprefix("sqlite:///"), root / "mlflow.db")
+    root, session = demo_project(tmp_path_factory)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     # the cells that use the paths: parameters, setup, loading the session, its MLflow cross-check
     used = ("make_demo_session", "analysis.load_store", "analysis.load_mlflow")

@@ -21,9 +21,10 @@ from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
 from routerlab.eval.conversation_metrics import conversation_summary
 from routerlab.eval.metrics import summarize
-from routerlab.eval.scoring import ExampleResult, Score
+from routerlab.eval.scoring import ExampleResult
 from routerlab.runner import RouterRun, RunConfig, build_scorers, conversation_units, run_router
 from routerlab.selection import stratified_subset
+from tests.conftest import turn_result as _result
 
 EXAMPLES = dataset.build("builtin_conversations").examples
 
@@ -137,27 +138,6 @@ def test_units_and_subsets_keep_conversations_whole():
     assert all([e.turn for e in u] == list(range(1, u[0].turns + 1)) for u in units)
     subset = stratified_subset(EXAMPLES, 3)
     assert [e.id for e in subset] == ["sa-conv-01-t1", "sa-conv-01-t2", "sa-conv-02-t1", "sa-conv-02-t2"]
-
-
-def _result(conv: str, turn: int, turns: int, ex: float | None, attempt: int = 0) -> ExampleResult:
-    return ExampleResult(
-        example_id=f"{conv}-t{turn}",
-        dataset="d",
-        split="dev",
-        intent="sql",
-        difficulty=None,
-        router="r",
-        lm="l",
-        outcome="ok",
-        scores={"ex": Score("ex", ex), "success": Score("success", ex)},
-        attempt=attempt,
-        conversation=conv,
-        turn=turn,
-        turns=turns,
-    )
-
-
-ATTEMPTS = [_result("a", 1, 2, 1.0), _result("a", 2, 2, 1.0), _result("a", 1, 2, 1.0, 1), _result("a", 2, 2, 0.0, 1)]
 
 
 ATTEMPTS = [_result("a", 1, 2, 1.0), _result("a", 2, 2, 1.0), _result("a", 1, 2, 1.0, 1), _result("a", 2, 2, 0.0, 1)]

@@ -13,9 +13,8 @@ from routerlab.eval import analysis
 from routerlab.project import candidates, locate
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> tuple[Path, str]:
-    """A project folder laid out as `routerlab run` leaves it, with a real recorded session."""
+def demo_project(tmp_path_factory) -> tuple[Path, str]:
+    """A project folder laid out as `routerlab run` leaves it, with a real recorded session (and its id)."""
     demo_dir = tmp_path_factory.getbasetemp() / "routerlab-demo"
     store, tracking, session = make_demo_session(demo_dir)
     root = tmp_path_factory.mktemp("project")
@@ -24,6 +23,12 @@ def project(tmp_path_factory) -> tuple[Path, str]:
     shutil.copy(store, root / ".routerlab" / "results.duckdb")
     shutil.copy(tracking.removeprefix("sqlite:///"), root / "mlflow.db")
     return root, session
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> tuple[Path, str]:
+    """A project folder laid out as `routerlab run` leaves it, with a real recorded session."""
+    return demo_project(tmp_path_factory)
 
 
 def _files(root: Path) -> set[Path]:

@@ -7,7 +7,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime
 
 import httpx
@@ -61,6 +63,16 @@ def make_lm(gate: Gate):
         return {"fields": {field: value}}
 
     return scripted_lm(reply)
+
+
+@contextmanager
+def rules_server(database) -> Iterator[str]:
+    """A served app on ``database`` whose ``rules`` router answers at once (its gate is open); yields its URL."""
+    gate = Gate()
+    gate.release.set()
+    app = create_app(ServeSettings(lm=make_lm(gate), database=database, poll_s=0.05, router="rules"))
+    with serve_in_background(app) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from routerlab.serve import API_PREFIX, ErrorCode, ServeSettings, create_app, serve_in_background
-from tests.routerlab.serve.test_api import COUNT_SQL, Gate, make_lm, read_sse
+from routerlab.serve import API_PREFIX, ErrorCode
+from tests.routerlab.serve.test_api import COUNT_SQL, read_sse, rules_server
 
 pytestmark = pytest.mark.server
 
@@ -48,10 +48,7 @@ SEED_ERROR_STATE = {"sql", "validation_error_type"}
 
 @pytest.fixture(scope="module")
 def server(sales_db):
-    gate = Gate()
-    gate.release.set()
-    app = create_app(ServeSettings(lm=make_lm(gate), database=sales_db, poll_s=0.05, router="rules"))
-    with serve_in_background(app) as url:
+    with rules_server(sales_db) as url:
         yield url
 
 

@@ -14,8 +14,8 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from routerlab.serve import API_PREFIX, ServeSettings, create_app, serve_in_background
-from tests.routerlab.serve.test_api import COUNT_SQL, Gate, make_lm, read_sse
+from routerlab.serve import API_PREFIX
+from tests.routerlab.serve.test_api import COUNT_SQL, read_sse, rules_server
 from tests.routerlab.serve.test_contract import _doc_examples
 from tests.routerlab.serve.test_page import browser  # noqa: F401  (the real-browser fixture)
 
@@ -63,10 +63,7 @@ setTimeout(finish, 20000);
 
 @pytest.fixture(scope="module")
 def server(sales_db):
-    gate = Gate()
-    gate.release.set()
-    app = create_app(ServeSettings(lm=make_lm(gate), database=sales_db, poll_s=0.05, router="rules"))
-    with serve_in_background(app) as url:
+    with rules_server(sales_db) as url:
         yield url
 
 
