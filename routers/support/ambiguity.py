@@ -62,7 +62,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from routerlab.agents.errors import RouterlabError
 from routerlab.agents.lexicon import split_identifier, stem, word_stems
@@ -97,20 +97,8 @@ AmbiguityKind = Literal[
     "missing_measure",
     "id_without_table",
 ]
-AMBIGUITY_KINDS: tuple[str, ...] = (
-    "relative_period",
-    "unnamed_period",
-    "several_values",
-    "unspecified_value",
-    "unnamed_entity",
-    "vague_quantity",
-    "open_reference",
-    "everything_about",
-    "which_table",
-    "which_column",
-    "missing_measure",
-    "id_without_table",
-)
+#: the kinds in their order (the rules router's and the checks' order), read off the Literal: one list
+AMBIGUITY_KINDS: tuple[str, ...] = get_args(AmbiguityKind)
 
 
 @dataclass(frozen=True)

@@ -303,6 +303,16 @@ def test_each_kind_is_a_clarify_rule_that_asks_its_question(stations, stations_p
     assert d.tool_calls[0]["args"]["question"] == clarifying_question(find_ambiguities(text, stations, today=LATER))
 
 
+def test_the_kinds_are_one_list_the_literal_the_tuple_and_the_detectors_agree():
+    from typing import get_args
+
+    from routerlab.routers.support.ambiguity import DETECTORS, AmbiguityKind
+
+    assert AMBIGUITY_KINDS == get_args(AmbiguityKind) == tuple(DETECTORS)
+    assert AMBIGUITY_KINDS[:3] == ("relative_period", "unnamed_period", "several_values")  # the rules' order
+    assert len(set(AMBIGUITY_KINDS)) == len(AMBIGUITY_KINDS) == 12
+
+
 def test_each_kind_can_be_ablated_and_the_ablation_rebuilds(stations, stations_path):
     from routerlab.agents.plan import CLARIFY_QUESTION
     from routerlab.agents.registry import component_spec
