@@ -35,12 +35,11 @@ from routerlab.agents.swarm import (
     SwarmResponse,
     Terminator,
 )
-from routerlab.routers.base import router
+from routerlab.routers.base import require_tools, router
 from routerlab.routers.llm import to_openai_messages
 from routerlab.routers.support.swarm_decision import (
     TRIAGE,
     HandoffDecision,
-    check_tools,
     pending_call,
     swarm_decision,
     within_turn,
@@ -236,7 +235,7 @@ class HandoffRouter:
                 found="lm=None",
                 fix="pass --lm local (the default) or another LM spec",
             )
-        check_tools(self.name, env, (n for names in SPECIALIST_TOOLS.values() for n in names))
+        require_tools(self.name, sorted({n for names in SPECIALIST_TOOLS.values() for n in names}), env)
         available = {t.name: t for t in env.tools}
         team: dict[str, Agent] = {}
         for name, tool_names in SPECIALIST_TOOLS.items():

@@ -33,17 +33,10 @@ from routerlab.agents.swarm import (
     SwarmResponse,
     Terminator,
 )
-from routerlab.routers.base import router
-from routerlab.routers.handoff import SPECIALIST_TOOLS
+from routerlab.routers.base import require_tools, router
+from routerlab.routers.handoff import SPECIALIST_TOOLS, TRIAGE, HandoffDecision
 from routerlab.routers.llm import to_openai_messages
-from routerlab.routers.support.swarm_decision import (
-    TRIAGE,
-    HandoffDecision,
-    check_tools,
-    pending_call,
-    swarm_decision,
-    within_turn,
-)
+from routerlab.routers.support.swarm_decision import pending_call, swarm_decision, within_turn
 
 __all__ = ["DEFAULT_ORDER", "ROLES", "TeamRouter", "pass_turn", "team_instruction"]
 
@@ -172,7 +165,7 @@ class TeamRouter:
                 found="lm=None",
                 fix="pass --lm local (the default) or another LM spec",
             )
-        check_tools(self.name, env, (n for m in self.order for n in SPECIALIST_TOOLS[m]))
+        require_tools(self.name, sorted({n for m in self.order for n in SPECIALIST_TOOLS[m]}), env)
         available = {t.name: t for t in env.tools}
         members = ", ".join(self.order)
         agents = []

@@ -5,7 +5,6 @@ a call to a pipeline tool. The swarm does not run that call: the router returns 
 dispatch graph to run, exactly as the ``llm`` router returns its call. Turning the swarm's run
 into that decision is one job, done here once:
 
-* :func:`check_tools`: the pipeline must hold every tool the agents call;
 * :func:`within_turn`: the swarm's bound, plus the turn's deadline so no agent's model call
   starts after it;
 * :func:`pending_call`: the run's first pending call, under an id no earlier call of the turn has;
@@ -20,12 +19,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from routerlab.agents.errors import ContractError
-from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.routing import RouteDecision
 from routerlab.agents.state import PipelineState
 from routerlab.agents.swarm import PROGRESS_NODE, SwarmResponse, Terminator, Timeout
 
@@ -34,7 +31,6 @@ __all__ = [
     "TRIAGE",
     "HandoffDecision",
     "cap_text",
-    "check_tools",
     "pending_call",
     "swarm_decision",
     "within_turn",
@@ -86,24 +82,6 @@ def cap_text(value: Any) -> Any:
     if isinstance(value, list):
         return [cap_text(v) for v in value]
     return value
-
-
-def check_tools(router_name: str, env: RouterEnv, needed: Iterable[str]) -> None:
-    """Refuse a pipeline that lacks a tool the router's agents call.
-
-    Raises:
-        ContractError: Naming the tools needed and the ones missing.
-    """
-    available = {t.name for t in env.tools}
-    wanted = sorted(set(needed))
-    missing = [n for n in wanted if n not in available]
-    if missing:
-        raise ContractError(
-            f"the {router_name} router's agents need tools the pipeline lacks",
-            expected=f"tools {wanted}",
-            found=f"missing {missing}",
-            fix="build the pipeline with the default tools",
-        )
 
 
 def within_turn(bound: Terminator, state: PipelineState) -> Terminator:

@@ -20,7 +20,6 @@ from routerlab.routers.support.swarm_decision import (
     EVENT_TEXT_CAP,
     HandoffDecision,
     cap_text,
-    check_tools,
     pending_call,
     swarm_decision,
     within_turn,
@@ -83,10 +82,11 @@ def test_within_turn_adds_the_turns_deadline_only_when_one_is_ahead():
     assert ahead is not bound and "Timeout" in repr(ahead) and "MaxTurns" in repr(ahead)
 
 
-def test_check_tools_names_what_the_pipeline_lacks():
-    check_tools("team", RouterEnv(tools=DEFAULT_TOOLS, lm=None), ["chat", "fix_sql"])
-    with pytest.raises(ContractError) as err:
-        check_tools("handoff", RouterEnv(tools=DEFAULT_TOOLS[:1], lm=None), ["chat", "fix_sql", "chat"])
-    assert err.value.what == "the handoff router's agents need tools the pipeline lacks"
-    assert err.value.expected == "tools ['chat', 'fix_sql']"
-    assert "missing" in err.value.found and "fix_sql" in err.value.found
+def test_both_routers_check_their_agents_tools_through_the_routers_one_check():
+    from routerlab import routers
+
+    for name in ("handoff", "team"):
+        with pytest.raises(ContractError) as err:
+            routers.router.build(name).bind(RouterEnv(tools=DEFAULT_TOOLS[:1], lm=scripted_lm(["x"])))
+        assert err.value.what == f"router {name!r} needs tools the pipeline lacks"
+        assert "fix_sql" in err.value.expected and "fix_sql" in err.value.found
