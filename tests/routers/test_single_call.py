@@ -31,8 +31,8 @@ def sql_lm(sql: str, fixed: str = "SELECT 'fix_sql was called'", seen: list | No
     return scripted_lm(reply)
 
 
-def run(router: str, lm, db, question: str):
-    return Pipeline(routers.router.build(router), lm).run(question, str(db), oracle_intent="sql")
+def run(router: str, lm, db, question: str, **args):
+    return Pipeline(routers.router.build(router, **args), lm).run(question, str(db), oracle_intent="sql")
 
 
 def test_one_call_from_the_whole_schema_then_execution(spiderlike_db):
@@ -136,7 +136,7 @@ def test_single_call_fields_keeps_the_old_field_format(spiderlike_db):
         "sql_output": "clean",
     }
     assert routers.label("single_call_fields") == "single_call_fields (baseline)"
-    # the new default asks in plain chat and keeps the raw reply
-    chat = run("single_call", lm, spiderlike_db, "How many dogs are there?")
+    # the chat framing asks in plain chat and keeps the raw reply
+    chat = run("single_call", lm, spiderlike_db, "How many dogs are there?", framing="chat")
     assert "Your output fields are" not in str(lm.routerlab_engine.requests[-1].system)
     assert chat.rows == [[2]] and chat.tool_calls[0]["output"]["reply"].startswith("```sql")

@@ -110,13 +110,22 @@ def _prompt_of(router: str, db, question: str, **args) -> tuple[str, str, dict]:
     return str(seen[0].system or ""), "\n".join(text_of(m) for m in seen[0].messages), t.tool_calls[0]["output"]
 
 
-def test_single_calls_prompt_on_a_real_spider_database_is_pinned(spider_dev_a, golden):
-    """The chosen plain call's exact prompt on concert_singer (a real Spider SQLite file)."""
+def test_the_plain_chat_calls_prompt_on_a_real_spider_database_is_pinned(spider_dev_a, golden):
+    """The plain chat call's exact prompt on concert_singer (a real Spider SQLite file)."""
     e = next(e for e in spider_dev_a if e.db_id == "concert_singer")
-    system, user, output = _prompt_of("single_call", e.db_path, "How many singers do we have?")
+    system, user, output = _prompt_of("single_call", e.db_path, "How many singers do we have?", framing="chat")
     golden("plain_call_prompt_concert_singer", {"system": system, "user": user})
     assert output["sql"] == "SELECT count(*) FROM singer"
     assert output["reply"] == "```sql\nSELECT count(*) FROM singer\n```"
+
+
+def test_the_chosen_plain_calls_prompt_on_a_real_spider_database_is_pinned(spider_dev_a, golden):
+    """single_call's default (the comparison's choice: CREATE TABLE + values, field format) on concert_singer."""
+    e = next(e for e in spider_dev_a if e.db_id == "concert_singer")
+    system, user, output = _prompt_of("single_call", e.db_path, "How many singers do we have?")
+    golden("plain_call_prompt_concert_singer_fields", {"system": system, "user": user})
+    assert "Your output fields are" in system and "CREATE TABLE singer (" in user
+    assert output["sql"] == "SELECT count(*) FROM singer"
 
 
 @pytest.mark.parametrize(
@@ -134,7 +143,7 @@ def test_the_pipelines_generate_sql_asks_exactly_what_the_plain_call_asks(spider
     from routerlab.agents.graph import PipelineConfig
 
     e = next(e for e in spider_dev_a if e.db_id == db_id)
-    plain = _prompt_of("single_call", e.db_path, e.question)
+    plain = _prompt_of("single_call", e.db_path, e.question, framing="chat")
     seen: list = []
 
     def reply(request):
@@ -149,3 +158,17 @@ def test_the_pipelines_generate_sql_asks_exactly_what_the_plain_call_asks(spider
     routed = (str(seen[0].system or ""), "\n".join(text_of(m) for m in seen[0].messages))
     assert routed == plain[:2]
     assert seen[0].config.temperature in (0, 0.0, None)
+
+
+def test_by_default_the_pipeline_and_the_plain_call_send_the_same_first_request(spider_dev_a):
+    """Defaults agree: the routed generate_sql's first request is single_call's (same view and framing)."""
+    e = next(e for e in spider_dev_a if e.db_id == "car_1")
+    plain = _prompt_of("single_call", e.db_path, e.question)
+    seen: list = []
+
+    def reply(request):
+        seen.append(request)
+        return "SELECT 1"
+
+    Pipeline(routers.router.build("oracle"), scripted_lm(reply)).run(e.question, str(e.db_path), oracle_intent="sql")
+    assert (str(seen[0].system or ""), "\n".join(text_of(m) for m in seen[0].messages)) == plain[:2]
