@@ -164,6 +164,15 @@ def render_verdict(verdicts: Sequence[AxisVerdict], *, width: int = 118) -> str:
             parts.append("reference: " + ", ".join(f"{r} {x:.2f}" for r, x in v.references.items()))
         text = "; ".join(parts)
         lines += textwrap.wrap(text, width=width, initial_indent="  ", subsequent_indent="      ")
+    if not verdicts:
+        # a bare heading reads like a lost result: say why there is nothing to judge
+        lines += textwrap.wrap(
+            "no router to judge: every router that ran is a baseline, or none has a scored example;"
+            " the table above compares them (routerlab compare SESSION for paired tests)",
+            width=width,
+            initial_indent="  ",
+            subsequent_indent="      ",
+        )
     return "\n".join(lines)
 
 

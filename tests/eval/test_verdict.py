@@ -91,3 +91,11 @@ def test_verdicts_from_a_recorded_session(tmp_path_factory) -> None:
     rates = analysis.rates_table(data).set_index(["router", "metric"])["value"]
     assert abs(success.value - rates[("rules", "success")]) < 1e-9
     assert render_verdict_markdown(verdicts).startswith("- **end-to-end success (n=")
+
+
+def test_a_verdict_with_no_router_to_judge_says_why() -> None:
+    """Only baselines ran (e.g. single_call vs single_call_fields): the heading is not left bare."""
+    text = render_verdict([], width=80)
+    assert text.splitlines()[0] == "verdict"
+    assert "no router to judge" in text and "baseline" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
