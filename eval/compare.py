@@ -718,6 +718,7 @@ def _render_markdown(c: Comparison) -> str:
 
 def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     buf = io.StringIO()
@@ -728,18 +729,48 @@ def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
         color_system=None,
     )
     header, body = _display_rows(c)
-    table = Table(title="Router comparison", caption=_runs_note(c))
     # the router label and a rate with its CI read as one value: never cut or split them
     keep_whole = {"router", "diverted", *c.scorers}
-    for i, col in enumerate(header):
-        table.add_column(
-            col,
-            justify="left" if i < 2 else "right",
-            no_wrap=col in keep_whole,
-            min_width=max(len(row[i]) for row in body) if col in keep_whole and body else None,
+
+    def build(cols: list[int], caption: str) -> Table:
+        table = Table(title="Router comparison", caption=caption)
+        for i in cols:
+            col = header[i]
+            table.add_column(
+                col,
+                justify="left" if i < 2 else "right",
+                no_wrap=col in keep_whole or col == "n",
+                min_width=max(len(row[i]) for row in body) if (col in keep_whole or col == "n") and body else None,
+            )
+        for row in body:
+            table.add_row(*(row[i] for i in cols))
+        return table
+
+    # Rich squeezes columns it cannot fit down to nothing (a blank "n" column reads as missing
+    # data): leave out whole columns instead, cheapest to lose first, and say which
+    cols = list(range(len(header)))
+    droppable = [i for i in reversed(cols) if header[i] not in keep_whole and header[i] not in ("n", "lm")]
+    if "lm" in header:
+        droppable.append(header.index("lm"))
+    # then the rates from the right; the router, n and the first (headline) rate always stay
+    rates = [i for i in cols if header[i] in keep_whole and header[i] != "router"]
+    droppable += list(reversed(rates[1:]))
+    left_out: list[str] = []
+    table = build(cols, _runs_note(c))
+
+    def too_wide(t: Table) -> bool:
+        # measured unbounded: Rich clamps a table's measurement to the width it is given
+        return Measurement.get(console, console.options.update_width(10_000), t).minimum > console.width
+
+    while droppable and too_wide(table):
+        i = droppable.pop(0)
+        cols.remove(i)
+        left_out.insert(0, header[i])
+        note = (
+            f"{_runs_note(c)} Left out to fit {console.width} columns: {', '.join(left_out)}"
+            " (--format markdown shows every column)."
         )
-    for row in body:
-        table.add_row(*row)
+        table = build(cols, note)
     console.print(table)
     if c.pairs and pairs:
         p_header, p_body = _display_pairs(c)

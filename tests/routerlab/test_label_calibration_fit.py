@@ -578,7 +578,6 @@ class _InstructionEngine(_SqlBiasedEngine):
 
 def test_the_instruction_variant_with_the_best_cross_validated_score_is_kept(builtin, tmp_path):
     from routerlab.routers.dspy_router import INSTRUCTIONS
-
     from routerlab.routers.support.turns import without_pleasantries
 
     # keyed as the program reads a request: greetings and thanks around it stripped
