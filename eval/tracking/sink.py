@@ -10,7 +10,6 @@ import datetime as _dt
 import json
 import logging
 import math
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,10 +37,8 @@ from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.confidence_calibration import calibration_metrics, first_confidence
 from routerlab.eval.metrics import metric_name, summarize
 from routerlab.eval.scoring import ExampleResult
-from routerlab.eval.tracking.address import (
-    _default_artifact_root,
-    resolve_tracking_uri,
-)
+from routerlab.eval.tracking.address import resolve_tracking_uri
+from routerlab.eval.tracking.artifacts import experiment_folder, experiment_location
 from routerlab.eval.tracking.layout import (
     EXAMPLES_TABLE,
     RISK_CURVE,
@@ -153,7 +150,9 @@ class MlflowSink:
         experiment: Experiment name for every run; None means ``routerlab/<dataset name>``.
         traces: Log one trace per example (turn off for very large runs).
         artifact_location: Artifact root of experiments this sink creates; by default
-            ``mlartifacts/`` beside a SQLite store.
+            ``mlflow-artifacts:`` for a SQLite store, which this package resolves to
+            ``mlartifacts/`` beside the database wherever the store folder is
+            (:mod:`routerlab.eval.tracking.artifacts`).
 
     Use it as a context manager, or call :meth:`close`, to flush pending traces and give the
     process its previous tracking URI back.
@@ -171,7 +170,7 @@ class MlflowSink:
         self.experiment_name = experiment
         self.traces = traces
         self.client = MlflowClient(tracking_uri=self.tracking_uri)
-        self._artifact_root = artifact_location or _default_artifact_root(self.tracking_uri)
+        self._artifact_root = artifact_location
         self._experiments: dict[str, str] = {}
         self._run_experiment: dict[str, str] = {}
         self._current: str | None = None
@@ -223,9 +222,11 @@ class MlflowSink:
             if exp.lifecycle_stage == "deleted":
                 self.client.restore_experiment(exp.experiment_id)
             return exp.experiment_id
-        location = None
         if self._artifact_root is not None:
-            location = str(Path(self._artifact_root) / re.sub(r"[^\w.-]+", "_", name))
+            location: str | None = str(Path(self._artifact_root) / experiment_folder(name))
+        else:
+            # relative to a SQLite store: a copied or moved store folder keeps its artifacts
+            location = experiment_location(self.tracking_uri, name)
         try:
             return self.client.create_experiment(name, artifact_location=location)
         except MlflowException:
