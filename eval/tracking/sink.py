@@ -41,9 +41,11 @@ from routerlab.eval.tracking.address import resolve_tracking_uri
 from routerlab.eval.tracking.artifacts import experiment_folder, experiment_location
 from routerlab.eval.tracking.layout import (
     EXAMPLES_TABLE,
+    PARAM_ROUTER,
     RISK_CURVE,
     RISK_FIGURE,
     TAG_DATASET,
+    TAG_DESCRIPTION,
     TAG_KIND,
     TAG_LM,
     TAG_ROUTER,
@@ -51,6 +53,8 @@ from routerlab.eval.tracking.layout import (
     TAG_STATUS,
     _check_status,
     _quote,
+    compare_link,
+    headline_first,
 )
 from routerlab.eval.tracking.provenance import _routerlab_version, git_commit
 from routerlab.eval.tracking.reader import load_examples, load_runs
@@ -375,6 +379,7 @@ class MlflowSink:
         run = self.client.create_run(experiment_id, run_name=name, tags=run_tags)
         run_id = run.info.run_id
         params: dict[str, Any] = {
+            PARAM_ROUTER: str(router_params["name"]),
             "router": router_params,
             "lm": lm_params,
             "dataset": {
@@ -505,7 +510,8 @@ class MlflowSink:
             if results:
                 metrics = {metric_name(k): float(v) for k, v in summarize(list(results)).items()}
                 metrics |= {metric_name(k): v for k, v in calibration_metrics(results).items()}
-                self.log_metrics(run_id, metrics)
+                # logging order is display order in MLflow's compare page and run page
+                self.log_metrics(run_id, headline_first(metrics))
                 self._log_examples_table(run_id, examples_frame(results))
                 self._log_risk_coverage(run_id, results)
         except Exception:
@@ -587,6 +593,7 @@ class MlflowSink:
         metrics: Mapping[str, float] | None = None,
         texts: Mapping[str, str] | None = None,
         figures: Mapping[str, Any] | None = None,
+        children: Sequence[str] = (),
     ) -> None:
         """Close a comparison's parent run with what its dashboard shows.
 
@@ -598,6 +605,8 @@ class MlflowSink:
                 the parent's page show which router is best without opening a child.
             texts: Text artifacts by file name (the comparison as Markdown, the verdict).
             figures: Matplotlib figures by file name (``rates.png``).
+            children: The MLflow ids of the comparison's router runs: the run's description (the
+                top of its page) links to their compare page, under the verdict.
         """
         _check_status(status)
         try:
@@ -608,6 +617,11 @@ class MlflowSink:
             self.log_texts(run_id, texts or {})
             for name, fig in (figures or {}).items():
                 self.client.log_figure(run_id, fig, name)
+            if children:
+                experiments = [self.client.get_run(c).info.experiment_id for c in children]
+                verdict = (texts or {}).get("verdict.md", "")
+                link = f"[Compare the {len(children)} router runs]({compare_link(list(children), experiments)})"
+                self._set_tags(run_id, {TAG_DESCRIPTION: f"{verdict.strip()}\n\n{link}".strip()})
         finally:
             self.close_run(run_id, status)
 
