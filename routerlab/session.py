@@ -542,7 +542,7 @@ def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:
     ``<router>.success_ci_low``, ``<router>.cold_latency_p50_s``...) make the runs table and
     the compare view show which router is best, and its artifacts hold the comparison table
     (``comparison.md``), the verdict (``verdict.md``) and the rates plot (``rates.png``); its
-    description (the top of its page) is the verdict with a link to the router runs' compare page.
+    description (the Description section of its page) is the verdict with a link to the router runs' compare page.
     A failure here never fails the session: the child runs already hold every figure.
     """
     from routerlab.eval.compare import compare_runs, render

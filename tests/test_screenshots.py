@@ -124,7 +124,7 @@ def test_mlflow_runs_page_lists_the_session_with_its_rates(demo, ui, browser, tm
     _no_error_banner(browser)
     assert browser.save_screenshot(str(tmp_path / "mlflow-runs.png"))
 
-    # the parent run's page opens on the verdict (its description) and carries the dashboard metrics
+    # the parent run's page shows the verdict (its description) and the link to the compare page
     browser.get(f"{ui}/#/experiments/{experiment}/runs/{parent.info.run_id}")
     _wait(browser, lambda d: "end-to-end success" in _text(d), "the verdict in the parent's description")
     text = _text(browser)

@@ -20,7 +20,7 @@ TAG_STATUS = "routerlab.status"
 TAG_ROUTER = "routerlab.router"
 TAG_LM = "routerlab.lm"
 TAG_DATASET = "routerlab.dataset"
-#: MLflow's run description (Markdown, shown at the top of the run's page)
+#: MLflow's run description (Markdown, the Description section of the run's Overview tab)
 TAG_DESCRIPTION = "mlflow.note.content"
 
 #: the rates a comparison is judged on, logged first (each with its interval) in every router run:

@@ -606,7 +606,7 @@ class MlflowSink:
             texts: Text artifacts by file name (the comparison as Markdown, the verdict).
             figures: Matplotlib figures by file name (``rates.png``).
             children: The MLflow ids of the comparison's router runs: the run's description (the
-                top of its page) links to their compare page, under the verdict.
+                Description section of its page) links to their compare page, under the verdict.
         """
         _check_status(status)
         try:

@@ -40,7 +40,7 @@ def test_parent_run_carries_headline_metrics_and_the_comparison(tmp_path: Path) 
     assert {"comparison.md", "verdict.md", "rates.png"} <= files
     local = Path(client.download_artifacts(parent.info.run_id, "verdict.md", str(tmp_path)))
     assert local.read_text().startswith("- **end-to-end success (n=3)**: best **rules**")
-    # the top of the parent's page: the verdict, then a link to the router runs' compare page
+    # the parent page's description: the verdict, then a link to the router runs' compare page
     description = parent.data.tags["mlflow.note.content"]
     assert description.startswith("- **end-to-end success (n=3)**: best **rules**")
     children = client.search_runs(experiments, "tags.`routerlab.kind` = 'router-run'")
