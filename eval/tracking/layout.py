@@ -44,6 +44,7 @@ def compare_link(run_ids: list[str], experiment_ids: list[str]) -> str:
     experiments = ",".join(f'"{e}"' for e in dict.fromkeys(experiment_ids))
     return f"#/compare-runs?runs=[{runs}]&experiments=[{experiments}]"
 
+
 #: ``routerlab.kind`` of the runs ``routerlab route`` logs: one parent per invocation, one child
 #: per router. Not ``comparison`` / ``router-run``: those carry example tables that
 #: ``load_mlflow`` and the report read, and first decisions are not example results.
