@@ -83,10 +83,12 @@ def test_report_runs_with_progress_and_writes_one_file(rendered):
     cells = re.findall(r"^report: cell (\d+)/(\d+) at [\d.]+ s: (.+)$", proc.stderr, flags=re.M)
     total = int(cells[0][1])
     assert [int(n) for n, _, _ in cells] == list(range(1, total + 1))
-    assert {section for _, _, section in cells} >= {"parameters", "Load the runs", "Conclusions"}
+    assert {section for _, _, section in cells} >= {"parameters", "Verdict", "Conclusions"}
     assert "report: rendering HTML" in proc.stderr
     summary = re.search(r"wrote (\S+) \(([\d.]+) MB, (\d+) figures, (\d+) cells\) in ([\d.]+) s", proc.stdout)
-    assert summary and Path(summary[1]) == out and int(summary[3]) >= 7 and int(summary[4]) == total
+    assert (
+        summary and Path(summary[1]) == out and int(summary[3]) >= 7 and int(summary[4]) <= total
+    )  # cells of sections left off the page not counted
     assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # no temporary file left behind
 
     html = out.read_text()
@@ -288,7 +290,8 @@ def test_without_mlflow_the_notebook_reports_from_the_store_alone(demo, tmp_path
     nbformat.write(nb, head)
     result = report.make_report(session, tmp_path / "r.html", store=store, no_mlflow=True, notebook=head)
     html = result.out.read_text()
-    assert "tracking none (no MLflow cross-check)" in html
+    # the set-up cell that prints the paths is for the notebook's user, not on the page: the header says it
+    assert result.tracking_uri is None and "(no MLflow cross-check)" in html
     assert "the rates come from the results store only" in html and "MLflow runs" not in html
 
 
