@@ -973,9 +973,19 @@ def ui_cmd(
     import signal
     import subprocess
 
+    from routerlab.eval.tracking.artifacts import artifacts_folder
     from routerlab.sweep.mlflow_server import mlflow_command
 
-    cmd = mlflow_command("ui", backend_store_uri=tracking_uri, host=host, port=port)
+    # artifacts are stored relative to a SQLite store (mlflow-artifacts:/...): serve them from its
+    # folder, wherever the store was copied to and whatever the working directory
+    folder = artifacts_folder(tracking_uri)
+    cmd = mlflow_command(
+        "ui",
+        backend_store_uri=tracking_uri,
+        host=host,
+        port=port,
+        artifacts_destination=str(folder) if folder is not None else None,
+    )
     # its own process group: the UI's server workers are stopped with it, never left behind
     proc = subprocess.Popen(cmd, start_new_session=True)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host

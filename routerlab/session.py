@@ -541,7 +541,8 @@ def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:
     The parent is the page a person opens first: its metrics (``<router>.success``,
     ``<router>.success_ci_low``, ``<router>.cold_latency_p50_s``...) make the runs table and
     the compare view show which router is best, and its artifacts hold the comparison table
-    (``comparison.md``), the verdict (``verdict.md``) and the rates plot (``rates.png``).
+    (``comparison.md``), the verdict (``verdict.md``) and the rates plot (``rates.png``); its
+    description (the Description section of its page) is the verdict with a link to the router runs' compare page.
     A failure here never fails the session: the child runs already hold every figure.
     """
     from routerlab.eval.compare import compare_runs, render
@@ -562,10 +563,13 @@ def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:
             metrics[f"{row.router}.cold_latency_p50_s"] = row.cold_latency_p50_s
         results = {row.router: store.results(row.run_id) for row in comparison.runs}
         verdict = render_verdict_markdown(verdicts_from_results(results, baselines=tuple(BASELINES)))
+        runs = store.runs()
+        mlflow_ids = runs.set_index("run_id").reindex(ids)["mlflow_run_id"].dropna()
         return {
             "metrics": metrics,
             "texts": {"comparison.md": render(comparison, "markdown"), "verdict.md": verdict + "\n"},
             "figures": {"rates.png": _rates_figure(store, ids)},
+            "children": [str(m) for m in mlflow_ids if m],
         }
     except Exception as exc:  # the dashboard is a summary: the session's results stand without it
         logging.getLogger(__name__).warning("parent run summary not logged: %s", exc)

@@ -377,17 +377,15 @@ def toolscale_json(result: ToolscaleResult) -> str:
 
 
 def _experiment_id(client: Any, name: str, tracking_uri: str) -> str:
-    """The experiment's id, created with its artifacts beside a SQLite store (as runs do)."""
+    """The experiment's id, created with its artifacts relative to a SQLite store (as runs do)."""
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         if exp.lifecycle_stage == "deleted":
             client.restore_experiment(exp.experiment_id)
         return exp.experiment_id
-    location = None
-    if tracking_uri.startswith("sqlite:///"):
-        root = Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts"
-        location = str(root / re.sub(r"[^\w.-]+", "_", name))
-    return client.create_experiment(name, artifact_location=location)
+    from routerlab.eval.tracking.artifacts import experiment_location
+
+    return client.create_experiment(name, artifact_location=experiment_location(tracking_uri, name))
 
 
 def log_toolscale(result: ToolscaleResult, tracking_uri: str, *, experiment: str = EXPERIMENT) -> dict[str, str]:

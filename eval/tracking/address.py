@@ -146,10 +146,3 @@ def _check_server(uri: str, timeout_s: float) -> None:
             f"HTTP {status}",
             "check that the address is an MLflow tracking server",
         )
-
-
-def _default_artifact_root(tracking_uri: str) -> str | None:
-    """``mlartifacts`` beside a SQLite store (None: let the server decide)."""
-    if tracking_uri.startswith("sqlite:///"):
-        return str(Path(tracking_uri[len("sqlite:///") :]).parent / "mlartifacts")
-    return None

@@ -10,7 +10,6 @@ import datetime as _dt
 import json
 import logging
 import math
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,15 +37,15 @@ from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.confidence_calibration import calibration_metrics, first_confidence
 from routerlab.eval.metrics import metric_name, summarize
 from routerlab.eval.scoring import ExampleResult
-from routerlab.eval.tracking.address import (
-    _default_artifact_root,
-    resolve_tracking_uri,
-)
+from routerlab.eval.tracking.address import resolve_tracking_uri
+from routerlab.eval.tracking.artifacts import experiment_folder, experiment_location
 from routerlab.eval.tracking.layout import (
     EXAMPLES_TABLE,
+    PARAM_ROUTER,
     RISK_CURVE,
     RISK_FIGURE,
     TAG_DATASET,
+    TAG_DESCRIPTION,
     TAG_KIND,
     TAG_LM,
     TAG_ROUTER,
@@ -54,6 +53,8 @@ from routerlab.eval.tracking.layout import (
     TAG_STATUS,
     _check_status,
     _quote,
+    compare_link,
+    headline_first,
 )
 from routerlab.eval.tracking.provenance import _routerlab_version, git_commit
 from routerlab.eval.tracking.reader import load_examples, load_runs
@@ -153,7 +154,9 @@ class MlflowSink:
         experiment: Experiment name for every run; None means ``routerlab/<dataset name>``.
         traces: Log one trace per example (turn off for very large runs).
         artifact_location: Artifact root of experiments this sink creates; by default
-            ``mlartifacts/`` beside a SQLite store.
+            ``mlflow-artifacts:`` for a SQLite store, which this package resolves to
+            ``mlartifacts/`` beside the database wherever the store folder is
+            (:mod:`routerlab.eval.tracking.artifacts`).
 
     Use it as a context manager, or call :meth:`close`, to flush pending traces and give the
     process its previous tracking URI back.
@@ -171,7 +174,7 @@ class MlflowSink:
         self.experiment_name = experiment
         self.traces = traces
         self.client = MlflowClient(tracking_uri=self.tracking_uri)
-        self._artifact_root = artifact_location or _default_artifact_root(self.tracking_uri)
+        self._artifact_root = artifact_location
         self._experiments: dict[str, str] = {}
         self._run_experiment: dict[str, str] = {}
         self._current: str | None = None
@@ -223,9 +226,11 @@ class MlflowSink:
             if exp.lifecycle_stage == "deleted":
                 self.client.restore_experiment(exp.experiment_id)
             return exp.experiment_id
-        location = None
         if self._artifact_root is not None:
-            location = str(Path(self._artifact_root) / re.sub(r"[^\w.-]+", "_", name))
+            location: str | None = str(Path(self._artifact_root) / experiment_folder(name))
+        else:
+            # relative to a SQLite store: a copied or moved store folder keeps its artifacts
+            location = experiment_location(self.tracking_uri, name)
         try:
             return self.client.create_experiment(name, artifact_location=location)
         except MlflowException:
@@ -374,6 +379,7 @@ class MlflowSink:
         run = self.client.create_run(experiment_id, run_name=name, tags=run_tags)
         run_id = run.info.run_id
         params: dict[str, Any] = {
+            PARAM_ROUTER: str(router_params["name"]),
             "router": router_params,
             "lm": lm_params,
             "dataset": {
@@ -504,7 +510,8 @@ class MlflowSink:
             if results:
                 metrics = {metric_name(k): float(v) for k, v in summarize(list(results)).items()}
                 metrics |= {metric_name(k): v for k, v in calibration_metrics(results).items()}
-                self.log_metrics(run_id, metrics)
+                # logging order is display order in MLflow's compare page and run page
+                self.log_metrics(run_id, headline_first(metrics))
                 self._log_examples_table(run_id, examples_frame(results))
                 self._log_risk_coverage(run_id, results)
         except Exception:
@@ -586,6 +593,7 @@ class MlflowSink:
         metrics: Mapping[str, float] | None = None,
         texts: Mapping[str, str] | None = None,
         figures: Mapping[str, Any] | None = None,
+        children: Sequence[str] = (),
     ) -> None:
         """Close a comparison's parent run with what its dashboard shows.
 
@@ -597,6 +605,8 @@ class MlflowSink:
                 the parent's page show which router is best without opening a child.
             texts: Text artifacts by file name (the comparison as Markdown, the verdict).
             figures: Matplotlib figures by file name (``rates.png``).
+            children: The MLflow ids of the comparison's router runs: the run's description (the
+                Description section of its page) links to their compare page, under the verdict.
         """
         _check_status(status)
         try:
@@ -607,6 +617,11 @@ class MlflowSink:
             self.log_texts(run_id, texts or {})
             for name, fig in (figures or {}).items():
                 self.client.log_figure(run_id, fig, name)
+            if children:
+                experiments = [self.client.get_run(c).info.experiment_id for c in children]
+                verdict = (texts or {}).get("verdict.md", "")
+                link = f"[Compare the {len(children)} router runs]({compare_link(list(children), experiments)})"
+                self._set_tags(run_id, {TAG_DESCRIPTION: f"{verdict.strip()}\n\n{link}".strip()})
         finally:
             self.close_run(run_id, status)
 

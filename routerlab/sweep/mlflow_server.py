@@ -44,16 +44,18 @@ def mlflow_command(
         backend_store_uri: Where runs live (``sqlite:///...``, ``postgresql://...``).
         host: Bind address.
         port: TCP port.
-        artifacts_destination: Root of the artifacts the server stores (``server`` only).
+        artifacts_destination: Root of the artifacts the server stores and serves, against which
+            ``mlflow-artifacts:/`` locations resolve.
         workers: Server worker processes (``server`` only).
         allowed_hosts: Host headers the server accepts besides localhost and private IPs.
     """
     cmd = [sys.executable, "-m", "mlflow", kind, "--backend-store-uri", backend_store_uri]
     cmd += ["--host", host, "--port", str(port)]
+    if artifacts_destination is not None:
+        # the root `mlflow-artifacts:/...` locations resolve against (both kinds serve artifacts)
+        cmd += ["--artifacts-destination", artifacts_destination]
     if kind == "server":
         cmd.append("--serve-artifacts")
-        if artifacts_destination is not None:
-            cmd += ["--artifacts-destination", artifacts_destination]
         if workers is not None:
             cmd += ["--workers", str(workers)]
         if allowed_hosts:

@@ -40,3 +40,20 @@ def test_parent_run_carries_headline_metrics_and_the_comparison(tmp_path: Path) 
     assert {"comparison.md", "verdict.md", "rates.png"} <= files
     local = Path(client.download_artifacts(parent.info.run_id, "verdict.md", str(tmp_path)))
     assert local.read_text().startswith("- **end-to-end success (n=3)**: best **rules**")
+    # the parent page's description: the verdict, then a link to the router runs' compare page
+    description = parent.data.tags["mlflow.note.content"]
+    assert description.startswith("- **end-to-end success (n=3)**: best **rules**")
+    children = client.search_runs(experiments, "tags.`routerlab.kind` = 'router-run'")
+    assert len(children) == 2
+    link = description.rsplit("\n", 1)[-1]
+    assert link.startswith("[Compare the 2 router runs](#/compare-runs?runs=[")
+    assert (
+        all(f'"{c.info.run_id}"' in link for c in children)
+        and f'experiments=["{children[0].info.experiment_id}"]' in link
+    )
+    for child in children:
+        # the headline rate comes first (the compare page plots a run's first metric) and the
+        # router is named by the param that sorts first (it takes the first differing params)
+        assert list(child.data.metrics)[:3] == ["success", "success_ci_low", "success_ci_high"]
+        assert child.data.params["Router"] == child.data.tags["routerlab.router"]
+        assert sorted(child.data.params)[0] == "Router"
