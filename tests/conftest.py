@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _tracking_uri_env_restored() -> Iterator[None]:
+    """Put ``MLFLOW_TRACKING_URI`` back as it was after every test.
+
+    ``mlflow.set_tracking_uri`` writes the variable into ``os.environ`` so child processes
+    inherit it; a command run in-process by one test (``route``, ``run``) would otherwise point
+    every later subprocess (a notebook kernel, ``routerlab report``) at that test's store.
+    """
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    yield
+    if before is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = before
+
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

@@ -21,7 +21,12 @@ def demo_project(tmp_path_factory) -> tuple[Path, str]:
     (root / ".routerlab").mkdir()
     (root / "notebooks").mkdir()
     shutil.copy(store, root / ".routerlab" / "results.duckdb")
-    shutil.copy(tracking.removeprefix("sqlite:///"), root / "mlflow.db")
+    db = Path(tracking.removeprefix("sqlite:///"))
+    shutil.copy(db, root / "mlflow.db")
+    # artifacts live beside the tracking database (mlflow-artifacts:/ resolved there), so a
+    # project copy carries them as a user's copied folder would
+    if (db.parent / "mlartifacts").is_dir():
+        shutil.copytree(db.parent / "mlartifacts", root / "mlartifacts")
     return root, session
 
 
