@@ -327,5 +327,6 @@ def test_the_default_program_loads_as_its_meta_says_and_routes_real_follow_ups_i
     model = resolve_lm("local", cache=False)
     decisions = first_decisions("dspy", {}, cosql.examples, model, history="gold")
     assert all(d.error is None and d.predicted in INTENTS for d in decisions)
-    assert all(d.method.endswith(":logprob") or d.method.endswith("+schema-gap") for d in decisions)
+    # one pass over label probabilities; a gate (the schema check) may add its suffix after it
+    assert all(":logprob" in d.method for d in decisions), [d.method for d in decisions]
     assert [d.history_turns for d in decisions] == [e.turn - 1 for e in cosql.examples]
