@@ -104,27 +104,11 @@ def test_report_runs_with_progress_and_writes_one_file(rendered):
 def test_report_renders_in_headless_chromium(rendered, tmp_path):
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         pytest.skip("/usr/bin/chromium is absent (install it with scripts/install_browser.sh)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     proc, out, session = rendered
     assert proc.returncode == 0, proc.stderr
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--window-size=1280,900",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
+    with chromium(tmp_path / "profile", width=1280) as driver:
         driver.get(out.as_uri())
         assert session in driver.title
         headings = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "h1, h2, h3")]
@@ -151,8 +135,6 @@ def test_report_renders_in_headless_chromium(rendered, tmp_path):
         conclusions = next(h for h in driver.find_elements(By.TAG_NAME, "h2") if h.text == "Conclusions")
         assert conclusions.is_displayed()
         assert driver.save_screenshot(str(tmp_path / "report-end.png"))
-    finally:
-        driver.quit()
 
 
 @pytest.mark.browser
