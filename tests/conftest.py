@@ -10,21 +10,30 @@ from typing import Any
 
 import pytest
 
+# The value the test session started with: every test starts and ends with it.
+_TRACKING_URI_AT_START = os.environ.get("MLFLOW_TRACKING_URI")
+
+
+def _restore_tracking_uri() -> None:
+    if _TRACKING_URI_AT_START is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = _TRACKING_URI_AT_START
+
 
 @pytest.fixture(autouse=True)
 def _tracking_uri_env_restored() -> Iterator[None]:
-    """Put ``MLFLOW_TRACKING_URI`` back as it was after every test.
+    """Give every test the ``MLFLOW_TRACKING_URI`` the session started with, and put it back after.
 
     ``mlflow.set_tracking_uri`` writes the variable into ``os.environ`` so child processes
-    inherit it; a command run in-process by one test (``route``, ``run``) would otherwise point
-    every later subprocess (a notebook kernel, ``routerlab report``) at that test's store.
+    inherit it; a command run in-process by one test or by a module- or session-scoped fixture
+    (``route``, ``run``) would otherwise point every later subprocess (a notebook kernel,
+    ``routerlab report``) at that store. Restoring before the test too covers the fixtures, which
+    are set up before this function-scoped one.
     """
-    before = os.environ.get("MLFLOW_TRACKING_URI")
+    _restore_tracking_uri()
     yield
-    if before is None:
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-    else:
-        os.environ["MLFLOW_TRACKING_URI"] = before
+    _restore_tracking_uri()
 
 
 GOLDEN_DIR = Path(__file__).parent / "golden"

@@ -165,7 +165,9 @@ def test_notebook_from_the_notebooks_folder_renders_its_verdict(demo, browser, t
     (project / "notebooks").mkdir()
     shutil.copy(ROOT / "notebooks" / "router_comparison.ipynb", project / "notebooks")
     out = tmp_path / "notebook.html"
-    env = {**os.environ, "JUPYTER_PATH": os.environ.get("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))}
+    # the project's own defaults, not a tracking URI some fixture left in the environment
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    env["JUPYTER_PATH"] = os.environ.get("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
     # the defaults, from the project's root: .routerlab/results.duckdb and sqlite:///mlflow.db
     cli = [sys.executable, "-m", "routerlab.cli", "report", session, "--with-code", "--out", str(out)]
     proc = subprocess.run(cli, cwd=project, env=env, capture_output=True, text=True, timeout=900)

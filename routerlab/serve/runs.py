@@ -231,10 +231,11 @@ async def stream_run(
     worker.daemon = True
     summary = ProgressSummary(routing_mode=routing_mode)
     finished = False
+    # seed 002's first message: the run started (its conversation id, before any node reports).
+    # Stamped before the worker starts, so no node's event can carry an earlier timestamp.
+    opening = make_event("progress", "start", "run started", run.conversation_id, status="started")
     worker.start()
     try:
-        # seed 002's first message: the run started (its conversation id, before any node reports)
-        opening = make_event("progress", "start", "run started", run.conversation_id, status="started")
         yield event_envelope(opening, summary.add(opening), echo=echo)
         while True:
             try:
