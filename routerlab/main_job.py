@@ -5,11 +5,16 @@ it can afford in ten minutes (a handful of requests) cannot tell routers apart. 
 sends a request to the right sub-agent is decided by its first decision, which costs one router
 call, so the job splits the question in two:
 
-1. **routing**: the first decision of every fast router on the whole dev split of the built-in
-   benchmark (111 requests): large enough for paired tests to separate routers;
+1. **routing**: the first decision of every router that decides in about a second on the
+   embedded model, on the whole dev split of the built-in benchmark (111 requests): large enough
+   for paired tests to separate routers;
 2. **end to end**: one request per intent through the whole pipeline with the best-known router
    and the two baselines that bracket it (perfect routing, one plain model call), sharing
-   sub-agent outcomes between routers (``replay``) so each one pays mostly for its own decisions;
+   sub-agent outcomes between routers (``replay``) so each one pays mostly for its own decisions.
+   The clarify and explain requests are left out: their chains (ask, then answer the reply; a
+   free-text explanation) each cost minutes of cold generation on a CPU, more than the rest of
+   the job together (measured in docs/results/2026-11-26-main-job.md); ``routerlab run --split
+   dev`` scores them;
 
 and ends with :func:`routerlab.eval.verdict.render_verdict` over both. The routers and sizes are
 the constants below; any option of ``routerlab run`` that picks routers or data runs a plain
@@ -31,15 +36,18 @@ from routerlab.eval.verdict import AxisVerdict, axis_verdict, render_verdict, ve
 from routerlab.route_eval import FirstDecision, first_decisions
 from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select
 
-__all__ = ["E2E_LIMIT", "E2E_ROUTERS", "ROUTING_ROUTERS", "MainJobResult", "run_main_job"]
+__all__ = ["E2E_INTENTS", "E2E_LIMIT", "E2E_ROUTERS", "ROUTING_ROUTERS", "MainJobResult", "run_main_job"]
 
-#: routers whose first decision takes under a second on the embedded model (handoff and
-#: retrieval generate theirs, several seconds each, and would take the job past ten minutes)
-ROUTING_ROUTERS: tuple[str, ...] = ("rules", "semantic", "hybrid", "llm", "dspy")
+#: routers whose first decision takes about a second or less on the embedded model (dspy reads
+#: label probabilities at about 6 s per decision, handoff and retrieval generate theirs: each
+#: would take the job past ten minutes; ``routerlab route --router dspy`` gives their rows)
+ROUTING_ROUTERS: tuple[str, ...] = ("rules", "semantic", "hybrid", "llm")
 #: the end-to-end routers: the best router on the committed measurements and its two brackets
 E2E_ROUTERS: tuple[str, ...] = ("hybrid", "oracle", "single_call")
-#: one request per intent of the dev split
-E2E_LIMIT = 7
+#: the intents of the end-to-end part (clarify and explain cost minutes each, see above)
+E2E_INTENTS: tuple[str, ...] = ("sql", "fix", "chat", "refuse", "unanswerable")
+#: one request per intent
+E2E_LIMIT = len(E2E_INTENTS)
 #: the widest line the job prints
 WIDTH = 118
 
@@ -90,7 +98,7 @@ def _routing_table(decisions: dict[str, list[FirstDecision]], verdict: AxisVerdi
 def _e2e_table(comparison: Any, n_requests: int) -> Table:
     """The end-to-end runs sorted by success: the headline rates with intervals and cold cost."""
     scorers = ("success", "ex", "route")
-    table = Table(title=f"End to end: {n_requests} dev requests (one per intent)")
+    table = Table(title=f"End to end: {n_requests} dev requests (one each of {', '.join(E2E_INTENTS)})")
     for col in ("router", "n", *scorers, "cold p50 s", "LM calls"):
         table.add_column(col, justify="left" if col == "router" else "right")
     for r in sorted(comparison.runs, key=lambda r: -(r.rates["success"].value if r.rates["success"].n else -1)):
@@ -148,11 +156,12 @@ def run_main_job(
 
     common = {"dataset": "builtin", "split": "dev", "lm": lm_spec, "lm_api_base": lm_api_base, "lm_cache": lm_cache}
     routing_config = load_run_config(None, limit=0, **common)
-    e2e_config = load_run_config(None, limit=E2E_LIMIT, replay=True, **common)
+    e2e_config = load_run_config(None, limit=E2E_LIMIT, intents=E2E_INTENTS, replay=True, **common)
     examples = select(load_dataset(routing_config), routing_config)
     console.print(
         f"main job: first decisions of {', '.join(ROUTING_ROUTERS)} on {len(examples)} dev requests, then "
-        f"{', '.join(E2E_ROUTERS)} end to end on {E2E_LIMIT} (one per intent); a verdict at the end",
+        f"{', '.join(E2E_ROUTERS)} end to end on {E2E_LIMIT} (one each of {', '.join(E2E_INTENTS)}); "
+        "a verdict at the end",
         highlight=False,
         soft_wrap=True,
     )

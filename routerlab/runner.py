@@ -74,10 +74,13 @@ class RunConfig:
         faults: Faults injected into the LM and the databases (None: none), see ``routerlab.agents.faults``.
         deadline_s: Wall-clock budget of the whole run in seconds (None: none); examples not
             started in time are recorded as ``not_run`` (error class ``run_deadline``), in no rate.
+        intents: Replay only requests of these gold intents (None: every intent); a conversation
+            counts under the intent of its first turn and is kept or left out whole.
 
     Raises:
-        ConfigError: A negative limit, fewer than one worker or attempt, or a deadline that is not
-            a positive number (checked here, so a bad value never starts a run). A limit of 0
+        ConfigError: A negative limit, fewer than one worker or attempt, a deadline that is not
+            a positive number or an unknown intent (checked here, so a bad value never starts a
+            run). A limit of 0
             means every example, as on the command line.
     """
 
@@ -95,6 +98,7 @@ class RunConfig:
     attempts: int = 1
     faults: FaultSpec | None = None
     deadline_s: float | None = None
+    intents: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         def bad_int(v: Any, low: int) -> bool:
@@ -111,6 +115,8 @@ class RunConfig:
         d = self.deadline_s
         if d is not None and (isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < float("inf")):
             raise _setting_error("deadline_s", d, "a positive number of seconds", "--deadline-s SECONDS")
+        if self.intents is not None:
+            object.__setattr__(self, "intents", _checked_intents(self.intents))
         if self.faults is not None and not isinstance(self.faults, FaultSpec):
             raise _setting_error(
                 "faults", self.faults, "a FaultSpec (see routerlab.agents.faults)", "--faults rate=R,seed=S"
@@ -127,6 +133,31 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict."""
         return asdict(self)
+
+
+def _checked_intents(value: Any) -> tuple[str, ...]:
+    """``intents`` as a tuple of known intent names, or a ConfigError naming the bad one."""
+    import difflib
+
+    from routerlab.agents.state import INTENTS
+
+    names = [value] if isinstance(value, str) else value
+    bad = None if isinstance(names, list | tuple) and names else value
+    for name in names if bad is None else ():
+        if name not in INTENTS:
+            bad = name
+            break
+    if bad is None:
+        return tuple(names)
+    close = difflib.get_close_matches(str(bad), INTENTS, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ConfigError(
+        "invalid run setting 'intents'",
+        expected=f"a non-empty list of intents, each one of {', '.join(INTENTS)}",
+        found=repr(bad),
+        fix=f"{hint}write e.g. `intents: [sql, chat]` in the --config file",
+        details={"field": "intents"},
+    )
 
 
 def build_scorers(config: RunConfig) -> list[Scorer]:

@@ -6,7 +6,22 @@ from collections import defaultdict
 
 from routerlab.benchmarks.example import Example
 
-__all__ = ["schedule", "stratified_subset"]
+__all__ = ["of_intents", "schedule", "stratified_subset"]
+
+
+def of_intents(examples: list[Example], intents: tuple[str, ...] | None) -> list[Example]:
+    """The examples whose gold intent is one of ``intents`` (None: all), conversations whole.
+
+    A conversation counts under the intent of its first turn, as in :func:`stratified_subset`,
+    so a kept conversation keeps its follow-ups whatever their intents.
+    """
+    if intents is None:
+        return list(examples)
+    first: dict[str, Example] = {}
+    for e in examples:
+        if e.conversation and (e.conversation not in first or e.turn < first[e.conversation].turn):
+            first[e.conversation] = e
+    return [e for e in examples if (first[e.conversation] if e.conversation else e).intent in intents]
 
 
 def stratified_subset(examples: list[Example], limit: int | None) -> list[Example]:

@@ -39,7 +39,7 @@ from routerlab.benchmarks.example import Example
 from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.store import DEFAULT_STORE_PATH, StoreBusyError
 from routerlab.runner import DEADLINE_ERROR_CLASS, RouterRun, RunConfig, build_scorers, run_router
-from routerlab.selection import schedule, stratified_subset
+from routerlab.selection import of_intents, schedule, stratified_subset
 
 __all__ = [
     "SessionResult",
@@ -127,7 +127,7 @@ def load_dataset(config: RunConfig) -> Dataset:
 
 def select(ds: Dataset, config: RunConfig) -> list[Example]:
     """The examples the run replays, scheduled by database."""
-    return schedule(stratified_subset(ds.split(config.split), config.limit))
+    return schedule(stratified_subset(of_intents(ds.split(config.split), config.intents), config.limit))
 
 
 def _progress(console: Console) -> Progress:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from routerlab.cli import app
 from routerlab.eval.store import ResultsStore
-from routerlab.main_job import E2E_LIMIT, E2E_ROUTERS, ROUTING_ROUTERS
+from routerlab.main_job import E2E_INTENTS, E2E_LIMIT, E2E_ROUTERS, ROUTING_ROUTERS
 
 
 def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:
@@ -30,7 +30,8 @@ def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:
     runs = ResultsStore(str(store), read_only=True).runs()
     mine = runs[runs["run_id"].str.startswith(session)]
     assert sorted(mine["router"]) == sorted(E2E_ROUTERS) and set(mine["status"]) == {"FINISHED"}
-    assert len(ResultsStore(str(store), read_only=True).results(f"{session}.hybrid")) == E2E_LIMIT
+    hybrid = ResultsStore(str(store), read_only=True).results(f"{session}.hybrid")
+    assert len(hybrid) == E2E_LIMIT and sorted(r.intent for r in hybrid) == sorted(E2E_INTENTS)
     # the verdict: best routing router with its interval, and a significant difference
     verdict = " ".join(out[out.index("verdict") :].split())
     best = re.search(r"routing accuracy \(n=111\): best (\w+) (\d\.\d\d) \[(\d\.\d\d), (\d\.\d\d)\]", verdict)

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import routerlab.benchmarks.builtin  # noqa: F401  (registers the built-in datasets)
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm import scripted_lm
 from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
@@ -23,7 +24,7 @@ from routerlab.eval.conversation_metrics import conversation_summary
 from routerlab.eval.metrics import summarize
 from routerlab.eval.scoring import ExampleResult
 from routerlab.runner import RouterRun, RunConfig, build_scorers, conversation_units, run_router
-from routerlab.selection import stratified_subset
+from routerlab.selection import of_intents, stratified_subset
 from tests.conftest import turn_result as _result
 
 EXAMPLES = dataset.build("builtin_conversations").examples
@@ -138,6 +139,26 @@ def test_units_and_subsets_keep_conversations_whole():
     assert all([e.turn for e in u] == list(range(1, u[0].turns + 1)) for u in units)
     subset = stratified_subset(EXAMPLES, 3)
     assert [e.id for e in subset] == ["sa-conv-01-t1", "sa-conv-01-t2", "sa-conv-02-t1", "sa-conv-02-t2"]
+
+
+def test_an_intent_filter_keeps_conversations_whole_under_their_first_turns_intent():
+    firsts = {e.conversation: e.intent for e in EXAMPLES if e.turn == 1}
+    wanted = next(iter(sorted(set(firsts.values()))))
+    kept = of_intents(EXAMPLES, (wanted,))
+    assert kept and {firsts[e.conversation] for e in kept} == {wanted}
+    # every turn of a kept conversation stays, whatever its own intent
+    for e in kept:
+        assert sum(k.conversation == e.conversation for k in kept) == e.turns
+    assert of_intents(EXAMPLES, None) == EXAMPLES
+
+
+def test_run_settings_reject_an_unknown_intent_naming_the_closest():
+    with pytest.raises(ConfigError) as err:
+        RunConfig(intents=("sql", "clarfy"))
+    assert err.value.found == "'clarfy'" and "did you mean 'clarify'" in err.value.fix
+    with pytest.raises(ConfigError):
+        RunConfig(intents=())
+    assert RunConfig(intents=["sql"]).intents == ("sql",)  # a YAML list becomes a tuple
 
 
 ATTEMPTS = [_result("a", 1, 2, 1.0), _result("a", 2, 2, 1.0), _result("a", 1, 2, 1.0, 1), _result("a", 2, 2, 0.0, 1)]
