@@ -11,6 +11,12 @@ and passes everything else). The team stops at its terminator: ``rounds`` rounds
 comes first, combined with ``|``, and the turn's deadline (``Timeout``). A stopped team makes no
 call (a scored failure, ``method`` ending ``:stopped``).
 
+One member is the team's catch-all (``catch_all``, ``sql`` by default): it has no ``pass_turn``
+and must act on whatever reaches it. Without one, the embedded 1.5B model let every member pass
+on most built-in dev requests (9 of 14 decisions stopped, docs/results/2026-11-26-team.md), and
+a text-to-SQL assistant's default is to answer with data. ``catch_all=None`` is seed 003's team,
+where every member may pass.
+
 Within a turn the member that made the previous call speaks first, so the SQL agent runs its
 chain without the others passing again. Each member may have its own LM (``agent_lms``: an
 ``--lm`` spec per member); instructions are functions given their role with ``instruction_args``,
@@ -66,12 +72,13 @@ then execute_sql_and_analyze_result citing the fix_sql tool_call_id.""",
 _PASS_RULE = "Any other request is not yours: call pass_turn with a short reason, and the next team member takes it."
 
 
-def team_instruction(role: str, members: str, context: Context) -> str:
+def team_instruction(role: str, members: str, context: Context, may_pass: bool = True) -> str:
     """A member's instruction: its role, the team, and the user's answer to a clarifying question.
 
-    Given ``role`` and ``members`` once (``instruction_args``); the context supplies the reply.
+    Given ``role``, ``members`` and ``may_pass`` once (``instruction_args``); the context
+    supplies the reply. The catch-all member (``may_pass=False``) is not told how to pass.
     """
-    lines = [role, _PASS_RULE, f"The team, in speaking order: {members}."]
+    lines = [role, *([_PASS_RULE] if may_pass else []), f"The team, in speaking order: {members}."]
     reply = context.get("user_reply")
     if reply:
         lines.append(f"The user answered the clarifying question: {reply}. Do not ask again.")
@@ -103,10 +110,12 @@ class TeamRouter:
         agent_lms: An ``--lm`` spec per member that uses its own model (the others use the
             pipeline's).
         instructions: Role text per member replacing :data:`ROLES`.
+        catch_all: The member that cannot pass (None: every member may pass, seed 003's team).
 
     Raises:
         ConfigError: For an unknown or repeated member, a missing ``sql`` or ``triage``,
-            non-positive bounds, or LMs / instructions for members not in the team.
+            non-positive bounds, LMs / instructions for members not in the team, or a catch-all
+            that is not a member.
     """
 
     name = "team"
@@ -119,6 +128,7 @@ class TeamRouter:
         max_tokens: int = 256,
         agent_lms: dict[str, str] | None = None,
         instructions: dict[str, str] | None = None,
+        catch_all: str | None = "sql",
     ) -> None:
         members = list(order or DEFAULT_ORDER)
         problems = [
@@ -127,6 +137,7 @@ class TeamRouter:
             ("sql and triage in the team", str(members), {"sql", TRIAGE} - set(members)),
             ("agent_lms for members of the team", str(sorted(agent_lms or {})), set(agent_lms or {}) - set(members)),
             ("instructions for members", str(sorted(instructions or {})), set(instructions or {}) - set(members)),
+            ("a catch-all among the members (or None)", repr(catch_all), {catch_all} - set(members) - {None}),
         ]
         for expected, found, bad in problems:
             if bad:
@@ -151,6 +162,7 @@ class TeamRouter:
         self.max_tokens = max_tokens
         self.agent_lms = dict(agent_lms or {})
         self.roles = {**ROLES, **(instructions or {})}
+        self.catch_all = catch_all
         self.env: RouterEnv | None = None
         self.team: RoundTeam | None = None
 
@@ -170,11 +182,12 @@ class TeamRouter:
         members = ", ".join(self.order)
         agents = []
         for name in self.order:
+            may_pass = name != self.catch_all
             agent = Agent(
                 name,
                 team_instruction,
-                [pass_turn],
-                instruction_args={"role": self.roles[name], "members": members},
+                [pass_turn] if may_pass else [],
+                instruction_args={"role": self.roles[name], "members": members, "may_pass": may_pass},
                 lm=resolve_lm(self.agent_lms[name]) if name in self.agent_lms else None,
             )
             # the pipeline's tools are known only now: added to the built agent (seed 003)

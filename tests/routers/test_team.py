@@ -96,13 +96,34 @@ def test_an_explain_request_stops_at_the_explain_agent(sales_db):
 
 def test_a_team_where_everyone_passes_stops_without_a_call(sales_db):
     pass_all = scripted_lm(lambda r: {"name": "pass_turn", "args": {"reason": "no"}} if r.tools else "x")
-    pipeline = Pipeline(routers.router.build("team", rounds=2), pass_all)
+    pipeline = Pipeline(routers.router.build("team", rounds=2, catch_all=None), pass_all)
     list(pipeline.stream("hello", str(sales_db), conversation_id="t3"))
     state = pipeline.final_state("t3")
     decision = state["router_usage"][0]
     assert decision["method"].endswith(":stopped") and decision["tools"] == []
     assert len(decision["activations"]) == 2 * len(DEFAULT_ORDER)  # two rounds, then the terminator
     assert state["error_class"] == "no_decision"
+
+
+def test_the_catch_all_member_is_offered_no_pass_and_not_told_how_to_pass(sales_db):
+    offered: dict[str, tuple[list[str], str]] = {}
+
+    def reply(request):
+        if not request.tools:
+            return "x"
+        offered[_member(request)] = ([t.name for t in request.tools], str(request.system))
+        return {"name": "pass_turn", "args": {"reason": "no"}}
+
+    pipeline = Pipeline(routers.router.build("team"), scripted_lm(reply))
+    list(pipeline.stream("hello", str(sales_db), conversation_id="t5"))
+    assert set(offered) == set(DEFAULT_ORDER)
+    for member, (tools, system) in offered.items():
+        catch_all = member == "sql"
+        assert ("pass_turn" in tools) is not catch_all, member
+        assert ("call pass_turn" in system) is not catch_all, member
+    # a pass the catch-all was not offered is an invalid call: a scored failure, no call made
+    decision = pipeline.final_state("t5")["router_usage"][0]
+    assert decision["tools"] == [] and decision["activations"][-1]["agent"] == "sql"
 
 
 def test_a_member_with_its_own_lm(sales_db):
@@ -126,6 +147,7 @@ def test_a_member_with_its_own_lm(sales_db):
         {"rounds": 0},
         {"agent_lms": {"poet": "scripted:basic"}},
         {"instructions": {"fix": "x"}, "order": ["sql", "triage"]},
+        {"catch_all": "fix", "order": ["sql", "triage"]},
     ],
 )
 def test_bad_arguments_are_config_errors(kwargs):
