@@ -58,7 +58,8 @@ def _adapt(args: list[str], tmp: Path, session: str | None) -> list[str]:
     """The README's arguments, pointed at this test's data and stores, on the scripted LM, 2 examples."""
     out: list[str] = []
     for a in args:
-        a = a.replace("../shared/data/spider-dev-a", str(SPIDER_DEV_A))
+        # the shared data folder: spider-dev-a and the conversations (cosql-dev-a, sparc-dev-a) beside it
+        a = a.replace("../shared/data/", f"{SPIDER_DEV_A.parent}/")
         a = a.replace("my_questions.jsonl", str(tmp / "my_questions.jsonl"))
         a = a.replace("SESSION_ID", session or "SESSION_ID").replace("results/", str(tmp / "csv"))
         out.append(a)
