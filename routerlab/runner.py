@@ -155,7 +155,7 @@ def _checked_intents(value: Any) -> tuple[str, ...]:
         "invalid run setting 'intents'",
         expected=f"a non-empty list of intents, each one of {', '.join(INTENTS)}",
         found=repr(bad),
-        fix=f"{hint}write e.g. `intents: [sql, chat]` in the --config file",
+        fix=f"{hint}list known intents under `intents:` in the --config file",
         details={"field": "intents"},
     )
 
