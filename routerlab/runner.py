@@ -80,8 +80,7 @@ class RunConfig:
     Raises:
         ConfigError: A negative limit, fewer than one worker or attempt, a deadline that is not
             a positive number or an unknown intent (checked here, so a bad value never starts a
-            run). A limit of 0
-            means every example, as on the command line.
+            run). A limit of 0 means every example, as on the command line.
     """
 
     dataset: str = "builtin"
@@ -142,13 +141,12 @@ def _checked_intents(value: Any) -> tuple[str, ...]:
     from routerlab.agents.state import INTENTS
 
     names = [value] if isinstance(value, str) else value
-    bad = None if isinstance(names, list | tuple) and names else value
-    for name in names if bad is None else ():
-        if name not in INTENTS:
-            bad = name
-            break
-    if bad is None:
-        return tuple(names)
+    if not isinstance(names, list | tuple) or not names:
+        bad: Any = value
+    else:
+        bad = next((n for n in names if n not in INTENTS), None)
+        if bad is None:
+            return tuple(names)
     close = difflib.get_close_matches(str(bad), INTENTS, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise ConfigError(
