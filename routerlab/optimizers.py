@@ -23,7 +23,8 @@ the machine has two cores.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import dspy
 
@@ -49,34 +50,62 @@ class Optimizer(Protocol):
 optimizer: Registry[Optimizer] = Registry("optimizer", returns=Optimizer)
 """Registry of optimizers for ``routerlab optimize --optimizer NAME``."""
 
+# The optimizers whose settings are plain fields are dataclasses: the generated constructor is
+# the one home of their settings plumbing, and the registry reads its signature like any other.
+
+
+class _Teleprompted:
+    """The compile step shared by the optimizers that are one DSPy teleprompter each.
+
+    A subclass says which teleprompter its settings build (:meth:`_teleprompter`) and any
+    options its ``compile`` takes beyond the sets (:meth:`_compile_options`); this class runs it.
+    """
+
+    #: whether the teleprompter chooses among candidates on the held-out set
+    uses_valset: ClassVar[bool] = True
+
+    def _teleprompter(self, metric: Metric, lm: Any) -> Any:
+        """The DSPy teleprompter these settings build (``metric`` scores, ``lm`` proposes or reflects)."""
+        raise NotImplementedError
+
+    def _compile_options(self, valset: list[dspy.Example]) -> dict[str, Any]:
+        """Options of the teleprompter's ``compile`` beyond the sets (none by default)."""
+        return {}
+
+    def compile(
+        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
+    ) -> dspy.Module:
+        """Build the teleprompter and compile ``student`` with it."""
+        sets = {"trainset": trainset, **({"valset": valset} if self.uses_valset else {})}
+        return self._teleprompter(metric, lm).compile(student, **sets, **self._compile_options(valset))
+
 
 @optimizer("bootstrap")
-class Bootstrap:
+@dataclass
+class Bootstrap(_Teleprompted):
     """``BootstrapFewShot``: up to ``demos`` demos the teacher got right, topped up with labelled ones.
 
     It never looks at the held-out set. The labelled top-up is drawn at random from the train
     set, so with mostly data questions most of it is ``sql``.
 
-    Args:
+    Attributes:
         demos: Bootstrapped demos; labelled demos fill the prompt up to twice as many.
         seed: Unused by DSPy here (the walk order is the caller's shuffle); recorded.
     """
 
-    def __init__(self, demos: int = 4, seed: int = 0) -> None:
-        self.demos = demos
-        self.seed = seed
+    uses_valset: ClassVar[bool] = False
+    demos: int = 4
+    seed: int = 0
 
-    def compile(
-        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
-    ) -> dspy.Module:
-        """Bootstrap demos from ``trainset``."""
-        tp = dspy.BootstrapFewShot(
+    def _teleprompter(self, metric: Metric, lm: Any) -> Any:
+        """Bootstraps demos from the train set only."""
+        return dspy.BootstrapFewShot(
             metric=metric, max_bootstrapped_demos=self.demos, max_labeled_demos=2 * self.demos, max_rounds=1
         )
-        return tp.compile(student, trainset=trainset)
 
 
 @optimizer("stratified")
+@dataclass
 class Stratified:
     """Labelled demos, ``per_intent`` of every intent present in the train set, chosen per seed.
 
@@ -85,14 +114,13 @@ class Stratified:
     refuse request at all, and a one-pass reader then hardly ever answers those labels. Demos
     are ordered intent by intent, in the order of :data:`routerlab.agents.state.INTENTS`.
 
-    Args:
+    Attributes:
         per_intent: Demos of each intent.
         seed: Which examples are drawn.
     """
 
-    def __init__(self, per_intent: int = 1, seed: int = 0) -> None:
-        self.per_intent = per_intent
-        self.seed = seed
+    per_intent: int = 1
+    seed: int = 0
 
     def compile(
         self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
@@ -114,12 +142,13 @@ class Stratified:
 
 
 @optimizer("random_search")
-class RandomSearch:
+@dataclass
+class RandomSearch(_Teleprompted):
     """``BootstrapFewShotWithRandomSearch``: zero-shot, labelled-only, and ``candidates`` bootstrapped demo sets.
 
     Every candidate (``candidates + 3`` programs) is scored on the held-out set; the best is kept.
 
-    Args:
+    Attributes:
         demos: Most bootstrapped demos per candidate (each draws 1..demos); labelled demos fill up
             to ``labeled`` in all.
         labeled: Most demos per candidate.
@@ -127,28 +156,25 @@ class RandomSearch:
         seed: Recorded; DSPy seeds the candidates itself.
     """
 
-    def __init__(self, demos: int = 4, labeled: int = 8, candidates: int = 8, seed: int = 0) -> None:
-        self.demos = demos
-        self.labeled = labeled
-        self.candidates = candidates
-        self.seed = seed
+    demos: int = 4
+    labeled: int = 8
+    candidates: int = 8
+    seed: int = 0
 
-    def compile(
-        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
-    ) -> dspy.Module:
-        """Search demo sets, choose on ``valset``."""
-        tp = dspy.BootstrapFewShotWithRandomSearch(
+    def _teleprompter(self, metric: Metric, lm: Any) -> Any:
+        """Searches demo sets, chooses on the held-out set."""
+        return dspy.BootstrapFewShotWithRandomSearch(
             metric=metric,
             max_bootstrapped_demos=self.demos,
             max_labeled_demos=self.labeled,
             num_candidate_programs=self.candidates,
             num_threads=1,
         )
-        return tp.compile(student, trainset=trainset, valset=valset)
 
 
 @optimizer("mipro")
-class Mipro:
+@dataclass
+class Mipro(_Teleprompted):
     """``MIPROv2`` with explicit budgets (``auto=None``): proposed instructions x bootstrapped demo sets.
 
     The LM proposes ``candidates`` instructions (each one generation) and bootstraps as many
@@ -156,7 +182,7 @@ class Mipro:
     the held-out set. The proposer sees tips and demos but neither the program's source nor a
     data summary: on a 1.5B model those add several long generations each and little signal.
 
-    Args:
+    Attributes:
         demos: Bootstrapped demos per demo set (labelled ones up to the same number).
         candidates: Instruction candidates and demo-set candidates.
         trials: Optimisation trials.
@@ -164,18 +190,15 @@ class Mipro:
         seed: MIPROv2's seed.
     """
 
-    def __init__(self, demos: int = 4, candidates: int = 4, trials: int = 8, minibatch_size: int = 20, seed: int = 0):
-        self.demos = demos
-        self.candidates = candidates
-        self.trials = trials
-        self.minibatch_size = minibatch_size
-        self.seed = seed
+    demos: int = 4
+    candidates: int = 4
+    trials: int = 8
+    minibatch_size: int = 20
+    seed: int = 0
 
-    def compile(
-        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
-    ) -> dspy.Module:
-        """Propose, bootstrap and search; choose on ``valset``."""
-        tp = dspy.MIPROv2(
+    def _teleprompter(self, metric: Metric, lm: Any) -> Any:
+        """Proposes, bootstraps and searches; chooses on the held-out set."""
+        return dspy.MIPROv2(
             metric=metric,
             prompt_model=lm,
             task_model=lm,
@@ -187,42 +210,39 @@ class Mipro:
             seed=self.seed,
             verbose=False,
         )
-        return tp.compile(
-            student,
-            trainset=trainset,
-            valset=valset,
-            num_trials=self.trials,
-            minibatch=len(valset) > self.minibatch_size,
-            minibatch_size=self.minibatch_size,
-            program_aware_proposer=False,
-            data_aware_proposer=False,
-            seed=self.seed,
-        )
+
+    def _compile_options(self, valset: list[dspy.Example]) -> dict[str, Any]:
+        return {
+            "num_trials": self.trials,
+            "minibatch": len(valset) > self.minibatch_size,
+            "minibatch_size": self.minibatch_size,
+            "program_aware_proposer": False,
+            "data_aware_proposer": False,
+            "seed": self.seed,
+        }
 
 
 @optimizer("gepa")
-class Gepa:
+@dataclass
+class Gepa(_Teleprompted):
     """``GEPA``: the LM reads the program's mistakes on a few train examples and rewrites its instructions.
 
     Candidates are kept on a Pareto front of held-out scores. The reflection LM is the routing LM
     (no other model is available offline). Demos are left as the student has them.
 
-    Args:
+    Attributes:
         metric_calls: Metric calls in all (``max_metric_calls``), held-out evaluations included.
         minibatch: Train examples per reflection.
         seed: GEPA's seed.
     """
 
-    def __init__(self, metric_calls: int = 300, minibatch: int = 4, seed: int = 0) -> None:
-        self.metric_calls = metric_calls
-        self.minibatch = minibatch
-        self.seed = seed
+    metric_calls: int = 300
+    minibatch: int = 4
+    seed: int = 0
 
-    def compile(
-        self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
-    ) -> dspy.Module:
-        """Reflect and rewrite; choose on ``valset``."""
-        tp = dspy.GEPA(
+    def _teleprompter(self, metric: Metric, lm: Any) -> Any:
+        """Reflects and rewrites; chooses on the held-out set."""
+        return dspy.GEPA(
             metric=metric,
             max_metric_calls=self.metric_calls,
             reflection_minibatch_size=self.minibatch,
@@ -235,7 +255,6 @@ class Gepa:
             seed=self.seed,
             warn_on_score_mismatch=False,
         )
-        return tp.compile(student, trainset=trainset, valset=valset)
 
 
 @optimizer("calibrated")

@@ -19,7 +19,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm.scoring import ChoiceScores
 from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply
 from routerlab.agents.lm.usage import UsageCallback
-from routerlab.agents.registry import UnknownComponentError
+from routerlab.agents.registry import UnknownComponentError, component_spec
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.cli import app
 from routerlab.optimize import holdout_split, optimize_router, score_program
@@ -106,6 +106,15 @@ def test_unknown_optimizer_and_bad_settings_are_named():
     with pytest.raises(ConfigError, match="candidates"):
         optimizer.build("bootstrap", candidates=3)
     assert set(optimizer.names()) == {"bootstrap", "random_search", "mipro", "gepa", "stratified", "calibrated"}
+
+
+@pytest.mark.parametrize("name", ["bootstrap", "random_search", "mipro", "gepa", "stratified"])
+def test_settings_are_type_checked_and_recorded_through_the_generated_constructor(name):
+    # the plain-settings optimizers are dataclasses: the registry must still read their hints
+    with pytest.raises(ConfigError, match="seed"):
+        optimizer.build(name, seed="zero")
+    built = optimizer.build(name, seed=3)
+    assert built.seed == 3 and optimizer.rebuild(component_spec(built)).seed == 3
 
 
 @pytest.mark.parametrize(
