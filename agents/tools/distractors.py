@@ -213,8 +213,9 @@ _FORMAT = Literal["csv", "json", "parquet", "xlsx"]
 _LEVEL = Literal["read", "write", "admin"]
 
 
-def _only_id(o: _Object) -> tuple[_Param, ...]:
-    return (o.id_param,)
+def _id_and(*extra: _Param) -> Callable[[_Object], tuple[_Param, ...]]:
+    """The parameters of a verb that acts on one object: the object's id, then ``extra``."""
+    return lambda o: (o.id_param, *extra)
 
 
 _VERBS: tuple[_Verb, ...] = (
@@ -231,7 +232,7 @@ _VERBS: tuple[_Verb, ...] = (
         "delete_{key}",
         "Delete {the} permanently.",
         _ALL,
-        lambda o: (o.id_param, _Param("confirm", bool, "Must be true to really delete.", False)),
+        _id_and(_Param("confirm", bool, "Must be true to really delete.", False)),
     ),
     _Verb(
         "rename_{key}",
@@ -249,41 +250,35 @@ _VERBS: tuple[_Verb, ...] = (
         ),
         mutating=False,
     ),
-    _Verb("describe_{key}", "Show the settings and metadata of {the}.", _ALL, _only_id, mutating=False),
-    _Verb("archive_{key}", "Archive {the} so it is hidden but kept.", _ALL, _only_id),
-    _Verb("restore_{key}", "Restore an archived {noun}.", _ALL, _only_id),
+    _Verb("describe_{key}", "Show the settings and metadata of {the}.", _ALL, _id_and(), mutating=False),
+    _Verb("archive_{key}", "Archive {the} so it is hidden but kept.", _ALL, _id_and()),
+    _Verb("restore_{key}", "Restore an archived {noun}.", _ALL, _id_and()),
     _Verb(
         "export_{key}",
         "Export {the} to a file for download.",
         _ALL,
-        lambda o: (o.id_param, _Param("format", _FORMAT, "File format of the export.", "csv")),
+        _id_and(_Param("format", _FORMAT, "File format of the export.", "csv")),
         mutating=False,
     ),
     _Verb(
         "tag_{key}",
         "Add a tag to {the} so it is easier to find.",
         _ALL,
-        lambda o: (o.id_param, _Param("tag", str, "The tag to add.")),
+        _id_and(_Param("tag", str, "The tag to add.")),
     ),
-    _Verb(
-        "copy_{key}",
-        "Make a copy of {the}.",
-        _ALL,
-        lambda o: (o.id_param, _Param("new_name", str, "Name of the copy.")),
-    ),
+    _Verb("copy_{key}", "Make a copy of {the}.", _ALL, _id_and(_Param("new_name", str, "Name of the copy."))),
     _Verb(
         "get_{key}_history",
         "Show the change history of {the}.",
         _ALL,
-        lambda o: (o.id_param, _Param("days", int, "How many days back to look.", 30)),
+        _id_and(_Param("days", int, "How many days back to look.", 30)),
         mutating=False,
     ),
     _Verb(
         "share_{key}",
         "Share {the} with a user or a team.",
         ("content",),
-        lambda o: (
-            o.id_param,
+        _id_and(
             _Param("recipient", str, "Email of the user or name of the team."),
             _Param("permission", Literal["view", "edit"], "What the recipient may do.", "view"),
         ),
@@ -292,68 +287,66 @@ _VERBS: tuple[_Verb, ...] = (
         "schedule_{key}",
         "Schedule {the} to be sent by email on a recurring basis.",
         ("content",),
-        lambda o: (
-            o.id_param,
+        _id_and(
             _Param("cron", str, "When to send it, as a cron expression."),
             _Param("recipients", list[str], "Email addresses to send it to."),
         ),
     ),
-    _Verb("publish_{key}", "Publish {the} to the company portal.", ("content",), _only_id),
-    _Verb("pin_{key}", "Pin {the} to the home page.", ("content",), _only_id),
+    _Verb("publish_{key}", "Publish {the} to the company portal.", ("content",), _id_and()),
+    _Verb("pin_{key}", "Pin {the} to the home page.", ("content",), _id_and()),
     _Verb(
         "subscribe_to_{key}",
         "Subscribe to email notifications about changes to {the}.",
         ("content",),
-        lambda o: (o.id_param, _Param("email", str, "Where to send the notifications.")),
+        _id_and(_Param("email", str, "Where to send the notifications.")),
     ),
     _Verb(
         "move_{key}",
         "Move {the} to another folder.",
         ("content",),
-        lambda o: (o.id_param, _Param("destination_folder_id", str, "The id of the folder to move it to.")),
+        _id_and(_Param("destination_folder_id", str, "The id of the folder to move it to.")),
     ),
     _Verb(
         "profile_{key}",
         "Compute statistics of {the}: null counts, distinct values, minimum and maximum.",
         ("data",),
-        _only_id,
+        _id_and(),
         mutating=False,
     ),
-    _Verb("validate_{key}", "Validate {the} against its declared schema and rules.", ("data",), _only_id),
-    _Verb("refresh_{key}", "Refresh {the} from its upstream source.", ("data",), _only_id),
-    _Verb("backup_{key}", "Back up {the} to cold storage.", ("data",), _only_id),
+    _Verb("validate_{key}", "Validate {the} against its declared schema and rules.", ("data",), _id_and()),
+    _Verb("refresh_{key}", "Refresh {the} from its upstream source.", ("data",), _id_and()),
+    _Verb("backup_{key}", "Back up {the} to cold storage.", ("data",), _id_and()),
     _Verb(
         "monitor_{key}",
         "Start monitoring {the} for freshness and volume anomalies.",
         ("data",),
-        lambda o: (o.id_param, _Param("threshold", float, "Relative change that raises an anomaly.", 0.2)),
+        _id_and(_Param("threshold", float, "Relative change that raises an anomaly.", 0.2)),
     ),
     _Verb(
         "sample_{key}",
         "Return a random sample of records from {the}.",
         ("data",),
-        lambda o: (o.id_param, _Param("n", int, "How many records to return.", 100)),
+        _id_and(_Param("n", int, "How many records to return.", 100)),
         mutating=False,
     ),
-    _Verb("document_{key}", "Generate documentation for {the} from its metadata.", ("data",), _only_id),
+    _Verb("document_{key}", "Generate documentation for {the} from its metadata.", ("data",), _id_and()),
     _Verb(
         "migrate_{key}",
         "Migrate {the} to another warehouse.",
         ("data",),
-        lambda o: (o.id_param, _Param("target_warehouse", str, "Name of the destination warehouse.")),
+        _id_and(_Param("target_warehouse", str, "Name of the destination warehouse.")),
     ),
     _Verb(
         "set_{key}_owner",
         "Change the owner of {the}.",
         ("data",),
-        lambda o: (o.id_param, _Param("owner_email", str, "Email of the new owner.")),
+        _id_and(_Param("owner_email", str, "Email of the new owner.")),
     ),
     _Verb(
         "grant_{key}_access",
         "Grant a user or a team access to {the}.",
         ("content", "data"),
-        lambda o: (
-            o.id_param,
+        _id_and(
             _Param("principal", str, "Email of the user or name of the team."),
             _Param("level", _LEVEL, "Access level to grant.", "read"),
         ),
@@ -362,22 +355,22 @@ _VERBS: tuple[_Verb, ...] = (
         "revoke_{key}_access",
         "Revoke a user's or a team's access to {the}.",
         ("content", "data"),
-        lambda o: (o.id_param, _Param("principal", str, "Email of the user or name of the team.")),
+        _id_and(_Param("principal", str, "Email of the user or name of the team.")),
     ),
-    _Verb("suspend_{key}", "Suspend {the} so it can no longer be used.", ("access",), _only_id),
-    _Verb("reactivate_{key}", "Reactivate a suspended {noun}.", ("access",), _only_id),
+    _Verb("suspend_{key}", "Suspend {the} so it can no longer be used.", ("access",), _id_and()),
+    _Verb("reactivate_{key}", "Reactivate a suspended {noun}.", ("access",), _id_and()),
     _Verb(
         "audit_{key}",
         "Show the recent actions performed by or on {the}.",
         ("access",),
-        lambda o: (o.id_param, _Param("days", int, "How many days back to look.", 7)),
+        _id_and(_Param("days", int, "How many days back to look.", 7)),
         mutating=False,
     ),
     _Verb(
         "notify_{key}",
         "Send a notification message to {the}.",
         ("access",),
-        lambda o: (o.id_param, _Param("message", str, "The text of the notification.")),
+        _id_and(_Param("message", str, "The text of the notification.")),
     ),
 )
 

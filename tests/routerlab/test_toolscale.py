@@ -85,6 +85,18 @@ def test_distractors_are_real_tools_that_never_run():
     assert info.value.error_class == "unknown_tool"
 
 
+def test_a_verb_on_one_object_takes_its_id_first_then_its_own_parameters():
+    tools = {t.name: t for t in distractor_tools(distractor_capacity())}
+    assert list(tools["share_dashboard"].parameters["properties"]) == ["dashboard_id", "recipient", "permission"]
+    assert tools["share_dashboard"].parameters["required"] == ["dashboard_id", "recipient"]
+    assert list(tools["pin_report"].parameters["properties"]) == ["report_id"]
+    assert list(tools["sample_dataset"].parameters["properties"]) == ["dataset_id", "n"]
+    assert tools["sample_dataset"].parameters["properties"]["n"]["default"] == 100
+    assert list(tools["rename_notebook"].parameters["properties"]) == ["notebook_id", "new_name"]
+    assert "notebook" in tools["rename_notebook"].parameters["properties"]["new_name"]["description"]
+    assert "dashboard_id" not in tools["list_dashboards"].parameters["properties"]  # acts on none
+
+
 def test_seeds_and_sizes():
     assert distractor_tools(56) == distractor_tools(504)[:56]  # a larger set extends a smaller one
     assert {t.name for t in tool_registry(64, seed=1)} != {t.name for t in tool_registry(64, seed=0)}
