@@ -12,6 +12,7 @@ Two branches hang off :class:`RouterlabError`:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "SQLExecutionError",
     "ToolError",
     "UnknownComponentError",
+    "not_utf8",
 ]
 
 
@@ -116,6 +118,30 @@ class ContractError(RunError):
     """A component or graph breaks a contract checked when it is built."""
 
     error_class = "contract_error"
+
+
+def not_utf8(
+    path: Path | str, exc: UnicodeDecodeError, error: type[RunError], *, expected: str, what: str | None = None
+) -> RunError:
+    """The error to raise for a file that is not UTF-8 text (dataset, config and sweep files alike).
+
+    Args:
+        path: The file.
+        exc: The decoding failure; its offset is what the user needs to find the bad byte.
+        error: The kind of run error the reader raises for its files (``DatasetError``...).
+        expected: What the file should be (``a UTF-8 encoded CSV file``).
+        what: The first line (default: ``{path}: not UTF-8 text``).
+
+    Returns:
+        The error, for the caller to raise ``from None`` (the decoder's traceback adds nothing).
+    """
+    return error(
+        what or f"{path}: not UTF-8 text",
+        expected=expected,
+        found=f"undecodable byte at offset {exc.start}",
+        fix="re-save the file as UTF-8",
+        details={"file": str(path)},
+    )
 
 
 class ToolError(RouterlabError):

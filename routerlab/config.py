@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from routerlab.agents.errors import ConfigError, UnknownComponentError
+from routerlab.agents.errors import ConfigError, UnknownComponentError, not_utf8
 from routerlab.agents.faults import FaultSpec, parse_fault_spec
 from routerlab.agents.graph import PipelineConfig
 from routerlab.agents.tools import ToolSettings
@@ -67,12 +67,8 @@ def read_mapping_file(path: Path, *, what: str = "config file", keys: str = "spl
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{what} {path} is not UTF-8 text",
-            expected="a UTF-8 YAML or JSON file",
-            found=f"undecodable byte at offset {exc.start}",
-            fix="re-save the file as UTF-8",
-            details={"file": str(path)},
+        raise not_utf8(
+            path, exc, ConfigError, expected="a UTF-8 YAML or JSON file", what=f"{what} {path} is not UTF-8 text"
         ) from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)

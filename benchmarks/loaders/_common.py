@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from routerlab.agents.errors import ConfigError, DatasetError
+from routerlab.agents.errors import ConfigError, DatasetError, not_utf8
 from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.difficulty import sql_hardness
 from routerlab.benchmarks.example import DIFFICULTIES, Example
@@ -156,13 +156,7 @@ def read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path}: not UTF-8 text",
-            expected="a UTF-8 encoded JSON file",
-            found=f"undecodable byte at offset {exc.start}",
-            fix="re-save the file as UTF-8",
-            details={"file": str(path)},
-        ) from None
+        raise not_utf8(path, exc, DatasetError, expected="a UTF-8 encoded JSON file") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -211,13 +205,7 @@ def read_jsonl(path: Path) -> list[tuple[int, Any]]:
                         details={"file": str(path), "record": f"line {lineno}"},
                     ) from None
     except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path}: not UTF-8 text",
-            expected="a UTF-8 encoded JSON Lines file",
-            found=f"undecodable byte at offset {exc.start}",
-            fix="re-save the file as UTF-8",
-            details={"file": str(path)},
-        ) from None
+        raise not_utf8(path, exc, DatasetError, expected="a UTF-8 encoded JSON Lines file") from None
     return out
 
 
@@ -259,13 +247,7 @@ def read_csv(path: Path) -> list[tuple[int, dict[str, str | None]]]:
                 rows.append((lineno, {k: (v if v not in ("", None) else None) for k, v in row.items()}))
             _check_quotes(path, rows)
     except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path}: not UTF-8 text",
-            expected="a UTF-8 encoded CSV file",
-            found=f"undecodable byte at offset {exc.start}",
-            fix="re-save the file as UTF-8",
-            details={"file": str(path)},
-        ) from None
+        raise not_utf8(path, exc, DatasetError, expected="a UTF-8 encoded CSV file") from None
     except csv.Error as exc:
         raise DatasetError(
             f"{path}: malformed CSV: {exc}",

@@ -63,3 +63,26 @@ def test_conversation_and_release_examples_carry_their_golds_hardness():
     for examples in (turns, records):
         assert len({e.difficulty for e in examples}) > 1  # the set spans several levels
         assert all(e.difficulty == sql_hardness(e.gold_sql, "sqlite") for e in examples)
+
+
+def test_a_file_that_is_not_utf8_is_named_with_the_offset_of_its_bad_byte(tmp_path: Path):
+    # one home (errors.not_utf8) for the dataset readers and the config reader: same found and fix
+    from routerlab.agents.errors import ConfigError
+    from routerlab.benchmarks.loaders._common import read_csv, read_json, read_jsonl
+    from routerlab.config import read_mapping_file
+
+    cases = [
+        (read_json, "d.json", b'{"q": "caf\xe9"}', DatasetError, "a UTF-8 encoded JSON file", 10),
+        (read_jsonl, "d.jsonl", b'{"q": 1}\n{"q": "\xff"}\n', DatasetError, "a UTF-8 encoded JSON Lines file", 16),
+        (read_csv, "d.csv", b"question,gold_sql\n\xfe,SELECT 1\n", DatasetError, "a UTF-8 encoded CSV file", 18),
+        (read_mapping_file, "c.yaml", b"limit: 3\nsplit: d\xe9v\n", ConfigError, "a UTF-8 YAML or JSON file", 17),
+    ]
+    for read, name, raw, kind, expected, offset in cases:
+        path = tmp_path / name
+        path.write_bytes(raw)
+        with pytest.raises(kind) as err:
+            read(path)
+        assert (err.value.expected, err.value.found) == (expected, f"undecodable byte at offset {offset}")
+        assert err.value.fix == "re-save the file as UTF-8" and err.value.details == {"file": str(path)}
+        assert str(path) in err.value.what and "not UTF-8 text" in err.value.what
+        assert err.value.__suppress_context__  # raised from None: the decoder's traceback adds nothing
