@@ -24,7 +24,7 @@ Any other key is kept in the example's ``meta``. Empty CSV cells and JSON ``null
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -300,13 +300,36 @@ def _examples(rows: Sequence[tuple[int, Any]], file: Path, db: str | None, name:
     return examples
 
 
-def _dataset(name: str, file: Path, examples: list[Example], records: int) -> Dataset:
+def _load(
+    name: str,
+    path: str,
+    db: str | None,
+    limit: int,
+    *,
+    read: Callable[[Path], Sequence[tuple[int, Any]]],
+    what: str,
+    suffix: str,
+) -> Dataset:
+    """Load a file of example records: the one body of the ``jsonl`` and ``csv`` loaders.
+
+    Args:
+        name: The dataset's name (also each example's ``dataset``).
+        path: The file.
+        db: Database of the records without ``db_path``.
+        limit: The first ``limit`` records (0: all), plus the other turns of their conversations.
+        read: The file's reader, giving ``(line number, record)`` pairs.
+        what: The file's kind, for the message when it is missing.
+        suffix: Its usual suffix, for the fix.
+    """
+    limit = check_limit(limit)
+    file = require_file(Path(path), what=what, fix=f"pass an existing {suffix} file as path")
+    rows = require_records(read(file), file)
     return Dataset(
         name=name,
         version=data_version(file),
-        examples=examples,
+        examples=_examples(_limited(rows, limit), file, db, name),
         source=str(file.resolve()),
-        meta={"file": str(file.resolve()), "records": str(records)},
+        meta={"file": str(file.resolve()), "records": str(len(rows))},
     )
 
 
@@ -331,10 +354,7 @@ def load_jsonl(path: str, db: str | None = None, limit: int = 0) -> Dataset:
         DatasetError: Missing file or database, invalid JSON, or a malformed record.
         ConfigError: A negative limit.
     """
-    limit = check_limit(limit)
-    file = require_file(Path(path), what="JSON Lines dataset", fix="pass an existing .jsonl file as path")
-    rows = require_records(read_jsonl(file), file)
-    return _dataset("jsonl", file, _examples(_limited(rows, limit), file, db, "jsonl"), len(rows))
+    return _load("jsonl", path, db, limit, read=read_jsonl, what="JSON Lines dataset", suffix=".jsonl")
 
 
 @dataset("csv")
@@ -354,7 +374,4 @@ def load_csv(path: str, db: str | None = None, limit: int = 0) -> Dataset:
         DatasetError: Missing file or database, malformed CSV, or a malformed row.
         ConfigError: A negative limit.
     """
-    limit = check_limit(limit)
-    file = require_file(Path(path), what="CSV dataset", fix="pass an existing .csv file as path")
-    rows = require_records(read_csv(file), file)
-    return _dataset("csv", file, _examples(_limited(rows, limit), file, db, "csv"), len(rows))
+    return _load("csv", path, db, limit, read=read_csv, what="CSV dataset", suffix=".csv")

@@ -98,7 +98,10 @@ def test_meta_object_is_merged(tmp_path: Path, shop_db: Path):
 def test_limit_and_version(table, shop_db: Path):
     fmt, path = table
     loader = load_jsonl if fmt == "jsonl" else load_csv
-    assert len(loader(str(path), db=str(shop_db), limit=2).examples) == 2
+    limited = loader(str(path), db=str(shop_db), limit=2)
+    assert len(limited.examples) == 2
+    # the meta counts the file's records, not the loaded ones
+    assert limited.meta == {"file": str(path.resolve()), "records": str(len(TABLE_RECORDS))}
     before = loader(str(path), db=str(shop_db)).version
     assert len(before) == 12
     _write(fmt, path, TABLE_RECORDS[:3])
@@ -109,8 +112,10 @@ def test_limit_and_version(table, shop_db: Path):
 
 def test_missing_file(table, tmp_path: Path):
     fmt, _ = table
-    with pytest.raises(DatasetError, match="not found"):
+    with pytest.raises(DatasetError, match="not found") as err:
         dataset.build(fmt, path=str(tmp_path / f"absent.{fmt}"))
+    what = {"jsonl": "JSON Lines dataset", "csv": "CSV dataset"}[fmt]
+    assert what in err.value.what and err.value.fix == f"pass an existing .{fmt} file as path"
 
 
 def test_record_without_any_database(table):
