@@ -6,22 +6,15 @@ import re
 import shutil
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from routerlab.agents.lm import scripted_lm
 from routerlab.serve import ServeSettings, create_app, serve_in_background
+from tests.browser import chromium, need_browser
 
-pytestmark = [
-    pytest.mark.server,
-    pytest.mark.skipif(
-        not Path("/usr/bin/chromium").exists(),
-        reason="/usr/bin/chromium is absent (install it with scripts/install_browser.sh)",
-    ),
-]
-
-CHROMEDRIVER = "/usr/bin/chromedriver"
+# every test takes the browser first, so one without Chromium skips before a server starts
+pytestmark = pytest.mark.server
 SQL = "SELECT name, region FROM areas WHERE has_ev"
 
 
@@ -60,29 +53,10 @@ def url(server):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
+    need_browser()
     profile = tmp_path_factory.mktemp("chromium-profile")
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1280,900",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(20)
-    yield driver
-    driver.quit()
+    with chromium(profile, width=1280) as driver:
+        yield driver
     shutil.rmtree(profile, ignore_errors=True)
 
 
