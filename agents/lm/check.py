@@ -3,34 +3,47 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.lm.resolve import resolve_lm
 
-__all__ = ["LMCheckReport", "format_report", "lm_check"]
+__all__ = ["LMCheckReport", "format_report", "lm_check", "string_tools"]
 
-_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": n,
-            "description": d,
-            "parameters": {
-                "type": "object",
-                "properties": {a: {"type": "string", "description": a}},
-                "required": [a],
+
+def string_tools(specs: Sequence[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """OpenAI tool schemas of one required string argument each, from ``(name, description, argument)``.
+
+    What a quick tool-calling check offers a model (``lm check``, the real-model tests): the
+    sub-agents' names and purposes without the pipeline around them.
+    """
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": n,
+                "description": d,
+                "parameters": {
+                    "type": "object",
+                    "properties": {a: {"type": "string", "description": a}},
+                    "required": [a],
+                },
             },
-        },
-    }
-    for n, d, a in [
+        }
+        for n, d, a in specs
+    ]
+
+
+_TOOLS = string_tools(
+    [
         ("data_discovery", "Find the tables relevant to a question about the data.", "question"),
         ("explain_sql", "Explain what a given SQL query does.", "sql"),
         ("fix_sql", "Repair a SQL query that failed, given its error.", "sql"),
         ("chat", "Reply to greetings and small talk that need no data.", "message"),
     ]
-]
+)
 
 
 @dataclass

@@ -6,23 +6,12 @@ import pytest
 import sqlglot
 
 from routerlab.agents.lm import chat, resolve_lm, usage_scope
+from routerlab.agents.lm.check import string_tools
 
 pytestmark = pytest.mark.model
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": n,
-            "description": d,
-            "parameters": {
-                "type": "object",
-                "properties": {a: {"type": "string", "description": a}},
-                "required": [a],
-            },
-        },
-    }
-    for n, d, a in [
+TOOLS = string_tools(
+    [
         (
             "data_discovery",
             "Find the tables relevant to a question about the data. Call first for data questions.",
@@ -32,7 +21,7 @@ TOOLS = [
         ("fix_sql", "Repair a SQL query that failed, given the error message.", "sql"),
         ("chat", "Reply to greetings, thanks and small talk that need no data.", "message"),
     ]
-]
+)
 PROMPTS = [
     ("How many orders were placed in 2023?", "data_discovery"),
     ("Explain this query: SELECT name FROM customers WHERE city = 'Xian'", "explain_sql"),
