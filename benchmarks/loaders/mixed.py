@@ -324,29 +324,28 @@ def _typo(name: str, rng: random.Random) -> str | None:
     return rng.choice(candidates) if candidates else None
 
 
-def _misspell_column(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
-    columns = [c for c in tree.find_all(exp.Column) if isinstance(c.this, exp.Identifier) and c.name]
-    if not columns:
+def _misspell_one(
+    tree: exp.Expression, nodes: list[exp.Column] | list[exp.Table], rng: random.Random
+) -> exp.Expression | None:
+    """``tree`` with the name of one of ``nodes`` (drawn by ``rng``) misspelt, its quoting kept; None if none can be."""
+    if not nodes:
         return None
-    column = rng.choice(columns)
-    new = _typo(column.name, rng)
+    node = rng.choice(nodes)
+    new = _typo(node.name, rng)
     if new is None:
         return None
-    column.set("this", exp.to_identifier(new, quoted=column.this.quoted))
+    node.set("this", exp.to_identifier(new, quoted=node.this.quoted))
     return tree
+
+
+def _misspell_column(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+    columns = [c for c in tree.find_all(exp.Column) if isinstance(c.this, exp.Identifier) and c.name]
+    return _misspell_one(tree, columns, rng)
 
 
 def _misspell_table(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    tables = [t for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in ctes]
-    if not tables:
-        return None
-    table = rng.choice(tables)
-    new = _typo(table.name, rng)
-    if new is None:
-        return None
-    table.set("this", exp.to_identifier(new, quoted=table.this.quoted))
-    return tree
+    return _misspell_one(tree, [t for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in ctes], rng)
 
 
 def _drop_group_by_column(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:

@@ -384,3 +384,29 @@ def test_a_sample_of_spider_dev_a_covers_its_databases(spider_dev_a):
     intents = [e.intent for e in sample.examples]
     assert intents.count("sql") == 30 and intents.count("unanswerable") == 20
     assert len({e.db_id for e in sample.examples}) >= 6
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_misspelling_changes_one_name_keeps_its_quoting_and_never_a_cte(seed: int):
+    import random
+
+    import sqlglot
+    from sqlglot import exp
+
+    from routerlab.benchmarks.loaders.mixed import _misspell_column, _misspell_table
+
+    sql = 'WITH t AS (SELECT a FROM "Areas") SELECT t.a, "Has Ev" FROM t JOIN region ON t.a = region.a'
+    tables = _misspell_table(sqlglot.parse_one(sql), random.Random(seed))
+    names = [x.name for x in tables.find_all(exp.Table)]
+    assert names.count("t") == 1 and sorted(n.lower() for n in names) != ["areas", "region", "t"]
+    changed = [x for x in tables.find_all(exp.Table) if x.name not in ("t", "Areas", "region")]
+    # a typo keeps the first letter: "A..." was the quoted "Areas", "r..." the bare region
+    assert len(changed) == 1 and changed[0].this.quoted == changed[0].name.startswith("A")
+    columns = _misspell_column(sqlglot.parse_one(sql), random.Random(seed))
+    before = sorted(c.name for c in sqlglot.parse_one(sql).find_all(exp.Column))
+    after = sorted(c.name for c in columns.find_all(exp.Column))
+    assert len([a for a in after if a not in before]) == 1
+    quoted = {c.name: c.this.quoted for c in columns.find_all(exp.Column)}
+    assert all(q == n.startswith("H") for n, q in quoted.items())
+    assert _misspell_table(sqlglot.parse_one("SELECT 1"), random.Random(seed)) is None
+    assert _misspell_column(sqlglot.parse_one("SELECT count(*) FROM t"), random.Random(seed)) is None
