@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import pytest
 
 from routerlab.demo import make_demo_session
 from tests.browser import chromium, need_browser
+from tests.servers import routerlab_ui
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -71,31 +71,8 @@ def demo(tmp_path_factory):
 def ui(demo, tmp_path_factory):
     """``routerlab ui`` on the demo's store, on a free loopback port; its base URL."""
     _, uri, _ = demo
-    port = _free_port()
-    work = tmp_path_factory.mktemp("ui")
-    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
-    cli = [sys.executable, "-m", "routerlab.cli", "ui", "--tracking-uri", uri, "--port", str(port)]
-    log = (work / "ui.out").open("w")
-    proc = subprocess.Popen(cli, env=env, cwd=work, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240  # start-up imports take tens of seconds on a loaded 2-core machine
-        while True:
-            assert proc.poll() is None, (work / "ui.out").read_text()
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "routerlab ui did not answer /health"
-            time.sleep(1)
-        yield base
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 15)
-            proc.wait(timeout=60)
-        log.close()
+    with routerlab_ui(uri, tmp_path_factory.mktemp("ui")) as running:
+        yield running.base
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -16,14 +13,9 @@ import mlflow
 import pytest
 
 from routerlab.eval.tracking import load_examples
+from tests.servers import routerlab_ui
 
 pytestmark = pytest.mark.server
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> bytes:
@@ -85,24 +77,9 @@ def test_a_copied_store_reads_its_artifacts_after_the_original_is_gone(moved, tm
 def test_routerlab_ui_serves_the_artifacts_of_a_copied_store(moved, tmp_path):
     uri = f"sqlite:///{moved / 'mlflow.db'}"
     parent, children = _runs(uri)
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
-    cli = [sys.executable, "-m", "routerlab.cli", "ui", "--tracking-uri", uri, "--port", str(port)]
-    log = (tmp_path / "ui.out").open("w")
     # started from another folder: nothing may depend on the working directory
-    proc = subprocess.Popen(cli, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240  # start-up imports take tens of seconds on a loaded 2-core machine
-        while True:
-            assert proc.poll() is None, (tmp_path / "ui.out").read_text()
-            try:
-                if _get(f"{base}/health"):
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the UI did not answer /health"
-            time.sleep(1)
+    with routerlab_ui(uri, tmp_path) as ui:
+        base = ui.base
         # what the run page's artifact panel asks for: the list, then a file
         listing = json.loads(_get(f"{base}/ajax-api/2.0/mlflow/artifacts/list?run_id={parent.info.run_id}"))
         assert {"comparison.md", "verdict.md", "rates.png"} <= {f["path"] for f in listing["files"]}
@@ -114,8 +91,3 @@ def test_routerlab_ui_serves_the_artifacts_of_a_copied_store(moved, tmp_path):
         table = json.loads(_get(f"{base}/get-artifact?path=examples.json&run_uuid={child}"))
         assert len(table["data"]) == 3
         assert not (tmp_path / "mlartifacts").exists()  # nothing served from (or created in) the cwd
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 15)
-            proc.wait(timeout=60)
-        log.close()

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.servers import routerlab_ui
+
 pytestmark = pytest.mark.server
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_ui_starts_and_lists_the_experiments_of_the_store(tmp_path: Path):
@@ -31,23 +24,8 @@ def test_ui_starts_and_lists_the_experiments_of_the_store(tmp_path: Path):
         mlflow.log_metric("route", 0.5)
     mlflow.set_tracking_uri(None)
 
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}  # as a user's shell
-    cli = [sys.executable, "-m", "routerlab.cli", "ui", "--tracking-uri", uri, "--port", str(port)]
-    log = (tmp_path / "ui.out").open("w")
-    proc = subprocess.Popen(cli, env=env, stdout=log, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240  # start-up imports take tens of seconds on a loaded 2-core machine
-        while True:
-            assert proc.poll() is None, "routerlab ui exited"
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the UI did not answer /health (start-up deadlock?)"
-            time.sleep(1)
+    with routerlab_ui(uri, tmp_path) as ui:
+        port, proc = ui.port, ui.proc
         req = urllib.request.Request(
             f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search",
             data=b'{"max_results": 10}',
@@ -69,8 +47,3 @@ def test_ui_starts_and_lists_the_experiments_of_the_store(tmp_path: Path):
                 break  # nothing listens on the port any more
             assert time.monotonic() < deadline, "the MLflow server outlived routerlab ui"
             time.sleep(1)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 15)
-            proc.wait(timeout=30)
-        log.close()
