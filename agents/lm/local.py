@@ -270,6 +270,35 @@ def tools_prompt(tools: tuple[L.FunctionTool, ...], allow_answer: bool) -> str:
     return "\n".join(lines)
 
 
+def _response(
+    rid: str | None,
+    model: str,
+    usage: L.Usage,
+    part: L.TextPart | L.ToolCallPart,
+    *,
+    finish: str = "stop",
+    invalid: list[dict[str, Any]] | None = None,
+) -> L.Response:
+    """The engine's one assistant reply holding ``part``.
+
+    Args:
+        rid: The completion's id.
+        model: ``local/<file name>``.
+        usage: The completion's token counts.
+        part: The reply's text, or its one tool call.
+        finish: Why generation stopped (``stop``, ``length``, ``tool_call``).
+        invalid: Tool calls that could not be used; the adapter reads them from the provider data.
+    """
+    return L.Response(
+        id=rid,
+        model=model,
+        message=L.Message(role="assistant", parts=(part,)),
+        finish_reason=finish,
+        usage=usage,
+        provider_data={INVALID_MARKER: invalid} if invalid else None,
+    )
+
+
 class LlamaEngine:
     """A DSPy engine (``complete(Request) -> Response``) around a local GGUF model.
 
@@ -449,13 +478,7 @@ class LlamaEngine:
         model = f"local/{Path(self.model_path).name}"
         if not use_tools:
             finish = "length" if out["choices"][0].get("finish_reason") == "length" else "stop"
-            return L.Response(
-                id=out.get("id"),
-                model=model,
-                message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
-                finish_reason=finish,
-                usage=usage,
-            )
+            return _response(out.get("id"), model, usage, L.TextPart(text=text), finish=finish)
         return self._tool_response(text, tools, request, model, usage, out.get("id"))
 
     def _tool_response(
@@ -478,36 +501,10 @@ class LlamaEngine:
                 raise TypeError("arguments is not an object")
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             invalid = [{"id": call_id, "name": None, "args": text, "error": f"unparsable tool call: {exc}"}]
-            return L.Response(
-                id=rid,
-                model=model,
-                message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
-                finish_reason="stop",
-                usage=usage,
-                provider_data={INVALID_MARKER: invalid},
-            )
+            return _response(rid, model, usage, L.TextPart(text=text), invalid=invalid)
         if name == ANSWER_TOOL:
-            return L.Response(
-                id=rid,
-                model=model,
-                message=L.Message(role="assistant", parts=(L.TextPart(text=str(args.get("text", ""))),)),
-                finish_reason="stop",
-                usage=usage,
-            )
+            return _response(rid, model, usage, L.TextPart(text=str(args.get("text", ""))))
         if name not in names:
             invalid = [{"id": call_id, "name": name, "args": json.dumps(args), "error": f"unknown tool {name!r}"}]
-            return L.Response(
-                id=rid,
-                model=model,
-                message=L.Message(role="assistant", parts=(L.TextPart(text=text),)),
-                finish_reason="stop",
-                usage=usage,
-                provider_data={INVALID_MARKER: invalid},
-            )
-        return L.Response(
-            id=rid,
-            model=model,
-            message=L.Message(role="assistant", parts=(L.ToolCallPart(id=call_id, name=name, input=args),)),
-            finish_reason="tool_call",
-            usage=usage,
-        )
+            return _response(rid, model, usage, L.TextPart(text=text), invalid=invalid)
+        return _response(rid, model, usage, L.ToolCallPart(id=call_id, name=name, input=args), finish="tool_call")
