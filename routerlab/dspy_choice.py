@@ -397,8 +397,18 @@ def _report(program: str, examples: Sequence[Example], lm: Any) -> dict[str, dic
     by_source: dict[str, list[Example]] = defaultdict(list)
     for e in examples:
         by_source[e.dataset].append(e)
-    for source, part in sorted(by_source.items()):
-        row = summary_table({source: first_decisions("dspy", {"program": program}, schedule(list(part)), lm)}).iloc[0]
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True)) as bar:
+        decided = {}
+        for source, part in sorted(by_source.items()):
+            task = bar.add_task(f"report {source}", total=len(part))
+            decided[source] = first_decisions(
+                "dspy", {"program": program}, schedule(list(part)), lm, on_done=lambda _d, t=task: bar.advance(t)
+            )
+    for source, decisions in decided.items():
+        row = summary_table({source: decisions}).iloc[0]
         recalls = [float(v) for k, v in row.items() if str(k).startswith("recall_") and not math.isnan(float(v))]
         keep = {
             k: v
@@ -462,11 +472,14 @@ def run_choice(
     metas: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()
     with lm_context(lm), dspy.context(num_threads=1):
-        decisions["default"] = route_set(default_program, _inputs(default_program, selection, tune))
+        decisions["default"] = route_set(
+            default_program, _inputs(default_program, selection, tune), progress=f"{cfg.default} on selection"
+        )
         say(f"default ({cfg.default}) scored on selection: {time.perf_counter() - t0:.0f} s")
         objective = RoutingObjective.from_intents([e.intent for e in fit], safety=cfg.safety)
         for cand in cfg.candidates:
             t1 = time.perf_counter()
+            say(f"candidate {cand.name}: compiling ({cand.optimizer}) on the {len(fit)} fit examples")
             pool = (
                 Neighbours([e.question for e in fit], [e.intent for e in fit]) if "neighbours" in cand.checks else None
             )
@@ -476,7 +489,9 @@ def run_choice(
             # the selection set is the rule's alone: an optimizer that chooses internally does so on fit
             compiled = opt.compile(student, trainset=data, valset=data, metric=objective, lm=lm)
             compile_seconds = time.perf_counter() - t1
-            decisions[cand.name] = route_set(compiled, _inputs(compiled, selection, tune))
+            decisions[cand.name] = route_set(
+                compiled, _inputs(compiled, selection, tune), progress=f"{cand.name} on selection"
+            )
             path = candidates_dir / f"{cand.name}.json"
             compiled.save(str(path))
             notes = {k: v for k, v in (getattr(opt, "notes", None) or {}).items() if k != "calibration_data"}

@@ -254,6 +254,9 @@ def test_the_dry_run_writes_candidates_and_the_rules_outcome_and_keeps_the_defau
     # the report part, routed once after the choice: the built-in dev split is not in this blend
     assert set(result["report"]) == {"cosql", "mixed"} and result["report_program"] == "builtin"
     assert "report (once, after the choice" in out.stdout and "rule: keep" in out.stdout
+    # a search of most of an hour on the embedded model shows where it is: a bar per scored set
+    for label in ("builtin on selection", "two-each on selection", "report cosql", "report mixed"):
+        assert label in out.stderr, out.stderr
 
 
 class _KnowsWithDemosEngine(ScriptedEngine):
