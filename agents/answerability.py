@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from routerlab.agents.db import database
 from routerlab.agents.errors import RouterlabError
 from routerlab.agents.lexicon import (
     FUNCTION_WORDS,
@@ -269,7 +270,7 @@ def _stored_value(db: Database, words: list[str], max_columns: int = 60) -> bool
             t, c = '"' + table.name.replace('"', '""') + '"', '"' + column.name.replace('"', '""') + '"'
             sql = f"SELECT 1 FROM {t} WHERE {where.format(c=c)} LIMIT 1"
             try:
-                if db.execute(sql, timeout_s=2.0, max_rows=1).rows:
+                if db.execute(sql, timeout_s=database.PROBE_TIMEOUT_S, max_rows=1).rows:
                     return True
             except RouterlabError:
                 continue  # an odd column (blob, view) says nothing either way

@@ -28,6 +28,7 @@ from routerlab.agents.db.guard import check_sql
 from routerlab.agents.errors import DatabaseError, QueryTimeout, SQLExecutionError
 
 __all__ = [
+    "PROBE_TIMEOUT_S",
     "ColumnInfo",
     "Database",
     "QueryResult",
@@ -40,6 +41,15 @@ __all__ = [
 ]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+
+PROBE_TIMEOUT_S = 2.0
+"""Seconds one bounded probe of the stored data may run before it is interrupted.
+
+Probes are the fixed read-only queries the checks make (a stored-value scan of one column, a
+column's latest date, which tables hold an id), never model-written SQL, whose timeout is
+``ToolSettings.sql_timeout_s``. Callers read it at call time (``database.PROBE_TIMEOUT_S``), so
+one value bounds every probe.
+"""
 #: DuckDB settings of every connection: no files, network, or extensions beyond the database
 _DUCKDB_CONFIG = {
     "enable_external_access": False,

@@ -64,6 +64,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 
+from routerlab.agents.db import database
 from routerlab.agents.errors import RouterlabError
 from routerlab.agents.lexicon import split_identifier, stem, word_stems
 
@@ -78,6 +79,7 @@ __all__ = [
     "Ambiguity",
     "AmbiguityKind",
     "clarifying_question",
+    "clear_caches",
     "find_ambiguities",
     "schema_words",
     "text_values",
@@ -127,6 +129,19 @@ _values: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {}
 _words: dict[str, frozenset[str]] = {}
 
 
+def clear_caches() -> None:
+    """Forget what the bounded reads cached per database file; the next check reads the file again.
+
+    The caches live for the process, so a check's database calls depend on what ran before it.
+    A run that must make the same calls as another (a fault-injected run and its replay with the
+    same seed draw the same faults only on the same calls) starts from empty caches.
+    """
+    with _cache_lock:
+        _latest.clear()
+        _values.clear()
+        _words.clear()
+
+
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -159,7 +174,7 @@ def latest_date(db: Database) -> _dt.date | None:
                 continue
             try:
                 sql = f"SELECT MAX({_q(column.name)}) FROM {_q(table.name)}"
-                rows = db.execute(sql, timeout_s=2.0, max_rows=1).rows
+                rows = db.execute(sql, timeout_s=database.PROBE_TIMEOUT_S, max_rows=1).rows
             except RouterlabError:
                 continue  # an odd column says nothing either way
             day = _as_date(rows[0][0]) if rows else None
@@ -184,7 +199,7 @@ def _text_values(db: Database) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
                 continue
             sql = f"SELECT DISTINCT CAST({_q(column.name)} AS VARCHAR) FROM {_q(table.name)} LIMIT {_MAX_VALUES + 1}"
             try:
-                rows = db.execute(sql, timeout_s=2.0, max_rows=_MAX_VALUES + 1).rows
+                rows = db.execute(sql, timeout_s=database.PROBE_TIMEOUT_S, max_rows=_MAX_VALUES + 1).rows
             except RouterlabError:
                 continue
             if len(rows) > _MAX_VALUES:
@@ -867,7 +882,7 @@ def _id_without_table(
         for column in own:
             try:
                 sql = f"SELECT 1 FROM {_q(table.name)} WHERE {_q(column)} = {value} LIMIT 1"
-                rows = db.execute(sql, timeout_s=2.0, max_rows=1).rows
+                rows = db.execute(sql, timeout_s=database.PROBE_TIMEOUT_S, max_rows=1).rows
             except RouterlabError:
                 continue
             if rows:

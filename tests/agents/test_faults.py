@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 
@@ -240,3 +241,46 @@ def test_provider_server_and_transport_errors_are_transient():
     from dspy.utils.exceptions import LMServerError, LMTransportError
 
     assert is_transient(LMServerError("503 service unavailable")) and is_transient(LMTransportError("reset"))
+
+
+def test_slow_sql_on_a_checks_probe_waits_only_the_probe_timeout(sales_db, monkeypatch):
+    """Every probe of the checks (dates, text values, stored-value scans) is bounded by one setting."""
+    from routerlab.agents.answerability import schema_lacks
+    from routerlab.agents.db import database
+    from routerlab.routers.support.ambiguity import clear_caches, latest_date, text_values
+
+    monkeypatch.setattr(database, "PROBE_TIMEOUT_S", 0.2)
+    # the term is absent without faults too; this first read also loads the lexicons, so the
+    # waits measured below are the probes' own
+    assert schema_lacks(open_database(sales_db), "unicorn")
+    clear_caches()
+    inj = FaultInjector(FaultSpec(rate=1.0, seed=1, kinds=("slow_sql",)))
+    db = FaultyDatabase(open_database(sales_db), inj)
+    try:
+        # each probe runs the runaway query and is interrupted, so nothing is found
+        assert latest_date(db) is None
+        assert text_values(db) == ()
+        assert schema_lacks(db, "unicorn")
+        end = time.monotonic()
+    finally:
+        clear_caches()  # the failed probes' empty findings must not reach later tests
+    ats = [c.at for c in inj.calls] + [end]
+    waits = [b - a for a, b in itertools.pairwise(ats)]
+    # one date column, three text columns, and the scan of the three text columns for "unicorn"
+    assert len(inj.calls) == 7 and {c.kind for c in inj.calls} == {"slow_sql"}
+    # the lowered timeout, not the 2 s default (the upper bound leaves room for a loaded machine)
+    assert all(0.2 <= w < 1.5 for w in waits), waits
+
+
+def test_the_checks_cache_their_reads_until_cleared(sales_db):
+    from routerlab.routers.support.ambiguity import clear_caches, text_values
+
+    clear_caches()
+    inj = FaultInjector(FaultSpec(rate=0.0, seed=1))
+    db = FaultyDatabase(open_database(sales_db), inj)
+    first = text_values(db)
+    read = len(inj.calls)
+    assert read == 3 and ("areas", "region", ("Shaanxi",)) in first
+    assert text_values(db) == first and len(inj.calls) == read  # cached: no query
+    clear_caches()
+    assert text_values(db) == first and len(inj.calls) == 2 * read  # read again

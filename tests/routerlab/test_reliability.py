@@ -1,12 +1,18 @@
 """``--faults`` end to end: a run with 20 % injected faults finishes, loses nothing, retries only
 transient faults with the policy's backoff, and fails only where a fault hit, with its class.
 
-The same 12 built-in examples and three routers (``rules`` routes without the LM, ``llm`` and
+The same 18 built-in examples and three routers (``rules`` routes without the LM, ``llm`` and
 ``dspy`` call it to route), all with the scripted test-double LM, run three times: a full session
 with faults (store and MLflow), then straight through the runner the same faults again (same
 seed) and no faults (the baseline each result is compared with). LangGraph's retry sleep is
 recorded instead of slept (its jitter fixed at 0.5 s) so the test can check every interval against
 the policy without waiting for it.
+
+Most database calls are the checks' probes of the stored data (the answerability check scans text
+columns), and a ``slow_sql`` fault on one runs a real runaway query until the probe's timeout
+interrupts it. That timeout is lowered to the tools' 0.3 s here (2 s by default: at 2 s the
+fixture waited about 150 s for interrupts alone). Each run starts with empty check caches, so the
+three runs make the same database calls whatever ran before them in the process.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from langgraph.pregel import _retry
 from rich.console import Console
 from typer.testing import CliRunner
 
+from routerlab.agents.db import database
 from routerlab.agents.faults import LM_SITE, FaultCall, FaultSpec, lm_fault
 from routerlab.agents.graph import PipelineConfig
 from routerlab.agents.lm import resolve_lm
@@ -28,6 +35,7 @@ from routerlab.agents.tools import ToolSettings
 from routerlab.cli import app
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.store import ResultsStore
+from routerlab.routers.support.ambiguity import clear_caches
 from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
 from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select
 
@@ -114,9 +122,13 @@ def sessions(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_retry, "time", _RecordedSleep(time, sleeps))
         mp.setattr(_retry, "random", _FixedJitter(random))
+        mp.setattr(database, "PROBE_TIMEOUT_S", PIPE.tools.sql_timeout_s)
+        clear_caches()
         faulty = _session(tmp)
         retry_sleeps = list(sleeps)
+        clear_caches()
         again = _replay(FAULTS)
+        clear_caches()
         clean, _ = _replay(None)
     return {"faulty": faulty, "again": again, "clean": clean, "sleeps": retry_sleeps}
 
