@@ -974,7 +974,7 @@ def ui_cmd(
     import subprocess
 
     from routerlab.eval.tracking.artifacts import artifacts_folder
-    from routerlab.sweep.mlflow_server import mlflow_command
+    from routerlab.sweep.mlflow_server import mlflow_command, mlflow_env
 
     # artifacts are stored relative to a SQLite store (mlflow-artifacts:/...): serve them from its
     # folder, wherever the store was copied to and whatever the working directory
@@ -987,7 +987,7 @@ def ui_cmd(
         artifacts_destination=str(folder) if folder is not None else None,
     )
     # its own process group: the UI's server workers are stopped with it, never left behind
-    proc = subprocess.Popen(cmd, start_new_session=True)
+    proc = subprocess.Popen(cmd, env=mlflow_env(), start_new_session=True)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     _out.print(f"MLflow UI: http://{shown}:{port}  (store {tracking_uri}; Ctrl-C stops it)", highlight=False)
 

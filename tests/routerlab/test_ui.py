@@ -14,6 +14,30 @@ from tests.servers import routerlab_ui
 pytestmark = pytest.mark.server
 
 
+def _descendants(pid: int) -> list[str]:
+    """Command lines of every live process below ``pid`` (read from /proc)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited while the table was read
+        parent[int(stat.parent.name)] = int(fields[1])
+    below, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        children = [c for c, pp in parent.items() if pp == p]
+        below += children
+        todo += children
+    lines = []
+    for c in below:
+        try:
+            lines.append((Path("/proc") / str(c) / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return lines
+
+
 def test_ui_starts_and_lists_the_experiments_of_the_store(tmp_path: Path):
     import mlflow
 
@@ -34,6 +58,10 @@ def test_ui_starts_and_lists_the_experiments_of_the_store(tmp_path: Path):
         with urllib.request.urlopen(req, timeout=30) as r:
             body = r.read().decode()
         assert "routerlab/ui-check" in body
+        # the MLflow server runs without its job runner (routerlab uses none of its jobs)
+        below = _descendants(proc.pid)
+        assert any("mlflow ui" in c for c in below), below
+        assert not any("huey" in c or "_job_runner" in c for c in below), below
         # it says where it is, and its server stops with it (SIGTERM to routerlab alone)
         assert f"MLflow UI: http://127.0.0.1:{port}" in (tmp_path / "ui.out").read_text()
         proc.send_signal(15)

@@ -209,3 +209,14 @@ def test_ui_and_server_share_one_command_builder():
     )
     assert server[3] == "server" and "--serve-artifacts" in server
     assert server[server.index("--artifacts-destination") + 1] == "/srv/a" and server[-2:] == ["--workers", "2"]
+
+
+def test_mlflow_starts_without_its_job_runner_unless_the_user_asks_for_it():
+    from routerlab.sweep.mlflow_server import JOB_EXECUTION_ENV, mlflow_env
+
+    shell = {"PATH": "/usr/bin", "MLFLOW_TRACKING_URI": "sqlite:///m.db"}
+    env = mlflow_env(shell)
+    assert env == {**shell, JOB_EXECUTION_ENV: "false"} and JOB_EXECUTION_ENV not in shell  # a copy
+    # a value the user set is kept, whichever it is
+    assert mlflow_env({JOB_EXECUTION_ENV: "true"})[JOB_EXECUTION_ENV] == "true"
+    assert mlflow_env({JOB_EXECUTION_ENV: "false"})[JOB_EXECUTION_ENV] == "false"
