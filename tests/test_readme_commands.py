@@ -29,7 +29,7 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "tests/notebooks/test_router_comparison.py",
         "test_notebook_opened_from_notebooks_folder_finds_the_project_store",
     ),
-    ".venv/bin/routerlab ui": ("tests/routerlab/test_ui.py", '"ui", "--tracking-uri"'),
+    ".venv/bin/routerlab ui": ("tests/servers.py", '"ui", "--tracking-uri"'),  # started for tests/routerlab/test_ui.py
     ".venv/bin/routerlab report SESSION_ID --out report.html": ("tests/routerlab/test_report.py", '"--out"'),
 }
 
