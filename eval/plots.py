@@ -269,6 +269,9 @@ def plot_cost_quality(costs: pd.DataFrame, cost: str = "router_tokens_per_ex", q
     largest = float(np.nanmax(costs[cost].to_numpy(dtype=float), initial=0.0))
     span = largest if largest > 0 else 1.0
     ax.set_xlim(-0.05 * span, largest + 0.25 * span)
+    # at most 5 ticks: seconds per example can be a few hundredths, whose default ticks
+    # ("0.0025", "0.0050", ...) are too wide to fit side by side beside a long legend
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
     ax.set_ylim(-0.05, 1.1)
     ax.set_xlabel(f"{COST_COLUMNS.get(cost, cost)}, {cost_basis().split(':')[0]}")
     ax.set_ylabel(f"{RATE_METRICS.get(quality, quality)} (fraction of examples)")

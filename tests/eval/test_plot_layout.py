@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # non-interactive: tests never open a window
 
+import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
@@ -193,3 +195,23 @@ def test_figures_of_a_scripted_session_have_no_overlapping_labels(tmp_path_facto
     # the baselines sit on the rule router's point: one label names both, both markers drawn
     fig = plots.plot_cost_quality(analysis.router_cost(data))
     assert "rules\noracle (baseline)" in [t.get_text() for t in fig.axes[0].texts]
+
+
+@pytest.mark.parametrize("largest", [0.00042, 0.0173, 0.2, 3.7, 1234.0])
+def test_cost_axis_ticks_fit_beside_a_long_legend_at_any_scale(largest):
+    # route-node seconds are hundredths on a fast machine: the default locator then printed
+    # eight 6-character ticks ("0.0025", "0.0050", ...) that ran into each other (CI, 2026-11-26)
+    names = ["rules", "oracle (baseline)", "llm_with_a_long_name", "semantic_router_long", "hybrid_router_long"]
+    costs = pd.DataFrame(
+        {
+            "route_node_s_per_ex": np.linspace(0.0, largest, len(names)),
+            "route": [0.5, 0.6, 0.7, 0.8, 0.9],
+            "baseline": [False, True, False, False, False],
+        },
+        index=names,
+    )
+    fig = plots.plot_cost_quality(costs, cost="route_node_s_per_ex", quality="route")
+    assert overlapping_texts(fig) == []
+    assert clipped_texts(fig) == []
+    ticks = [t for t in fig.axes[0].get_xticks() if fig.axes[0].get_xlim()[0] <= t <= fig.axes[0].get_xlim()[1]]
+    assert 2 <= len(ticks) <= 6
