@@ -19,17 +19,22 @@ if KILL_SCRIPT not in scripted_script:
     scripted_script(KILL_SCRIPT)(basic)
 
 
-@pytest.fixture
-def sweep_file(tmp_path: Path) -> Callable[..., Path]:
-    """Write a sweep file from keyword arguments (a small valid grid by default)."""
+def sweep_writer(directory: Path) -> Callable[..., Path]:
+    """A function writing sweep files into ``directory`` from keyword arguments (a small valid grid by default)."""
 
     def write(name: str = "sweep.yaml", **doc: Any) -> Path:
         base: dict[str, Any] = {"datasets": ["builtin"], "limit": 2, "routers": ["rules"], "lms": ["scripted:basic"]}
-        path = tmp_path / name
+        path = directory / name
         path.write_text(yaml.safe_dump({**base, **doc}, sort_keys=False))
         return path
 
     return write
+
+
+@pytest.fixture
+def sweep_file(tmp_path: Path) -> Callable[..., Path]:
+    """Write a sweep file into the test's tmp_path from keyword arguments (see :func:`sweep_writer`)."""
+    return sweep_writer(tmp_path)
 
 
 def _worker_setup(trigger_dir: str) -> Callable[[], None]:

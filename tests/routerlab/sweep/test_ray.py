@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,8 @@ from routerlab.eval.store import ResultsStore
 from routerlab.runner import RunConfig
 from routerlab.session import load_dataset, select
 from routerlab.stub_lm import LatencyServer
-from routerlab.sweep import LocalExecutor, RayExecutor, load_sweep, sweep_results
-from tests.routerlab.sweep.conftest import KILL_SCRIPT, quiet_sweep
+from routerlab.sweep import LocalExecutor, RayExecutor, SweepResult, SweepSpec, load_sweep, sweep_results
+from tests.routerlab.sweep.conftest import KILL_SCRIPT, quiet_sweep, sweep_writer
 
 #: what must agree between two sweeps of one grid (timings and ids differ)
 COMPARED = [
@@ -70,18 +71,89 @@ def _grid(sweep_file, **extra):
     )
 
 
-def test_a_killed_worker_is_retried_resumes_and_the_merge_equals_a_local_sweep(ray_cluster, sweep_file, tmp_path):
-    spec = _grid(sweep_file, ray={"num_cpus": 1, "max_retries": 2})
-    local = quiet_sweep(spec, LocalExecutor(), tmp_path / "local.duckdb")
-    assert local.status == "FINISHED"
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """``routerlab server mlflow`` on loopback, SQLite in a module tmp folder; yields its printed URI."""
+    tmp_path = tmp_path_factory.mktemp("mlflow-server")
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "routerlab.cli",
+        "server",
+        "mlflow",
+        "--port",
+        str(port),
+        "--backend-store-uri",
+        f"sqlite:///{tmp_path}/server.db",
+        "--artifacts-destination",
+        str(tmp_path / "artifacts"),
+        "--workers",
+        "1",
+    ]
+    log = tmp_path / "server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240  # start-up imports take tens of seconds on a loaded machine
+        while not (m := re.search(r"MLflow tracking server ready: (\S+)", log.read_text())):
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the server did not print its URI"
+            time.sleep(0.5)
+        yield m.group(1)
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=60)
+
+
+@dataclass(frozen=True)
+class KilledSweep:
+    """A grid swept locally, then on Ray with one worker killed mid-cell, logging to a tracking server."""
+
+    spec: SweepSpec
+    local: SweepResult
+    local_store: Path
+    remote: SweepResult
+    store: Path
+    killed: int | None
+    preceding: int
+
+
+@pytest.fixture(scope="module")
+def killed_sweep(ray_cluster, mlflow_server, tmp_path_factory) -> KilledSweep:
+    """The one killed-worker Ray sweep both tests below check: the store's side and MLflow's side.
+
+    Each test used to run this same grid with the same kill on its own (about two minutes each in
+    CI); one sweep serves both. Logging to the tracking server touches none of the stored columns
+    the store test compares with the local sweep (which runs without MLflow, as before).
+    """
+    tmp_path = tmp_path_factory.mktemp("killed-sweep")
+    spec = _grid(sweep_writer(tmp_path), experiment="routerlab/sweep-test", ray={"num_cpus": 1, "max_retries": 2})
+    local_store = tmp_path / "local.duckdb"
+    local = quiet_sweep(spec, LocalExecutor(), local_store)
 
     question, preceding = _target()
+    # the kill also checks MLflow's side: a retried cell must reopen its child run, not add one
     _arm_kill(ray_cluster, question)
     store = tmp_path / "ray.duckdb"
     try:
-        remote = quiet_sweep(spec, RayExecutor(), store)
+        remote = quiet_sweep(spec, RayExecutor(), store, tracking_uri=mlflow_server)
     finally:
         killed = _disarm(ray_cluster)
+    return KilledSweep(spec, local, local_store, remote, store, killed, preceding)
+
+
+@pytest.mark.server
+def test_a_killed_worker_is_retried_resumes_and_the_merge_equals_a_local_sweep(killed_sweep):
+    spec, local, remote, store = killed_sweep.spec, killed_sweep.local, killed_sweep.remote, killed_sweep.store
+    preceding, killed = killed_sweep.preceding, killed_sweep.killed
+    assert local.status == "FINISHED"
     assert killed is not None, "no worker died: the test proved nothing"
     assert remote.status == "FINISHED"
     # the cell whose worker died was rerun by Ray and picked up after the examples it had stored
@@ -91,7 +163,7 @@ def test_a_killed_worker_is_retried_resumes_and_the_merge_equals_a_local_sweep(r
     assert len({o.worker for o in remote.outcomes.values()}) >= 2  # two workers shared the grid
 
     merged = sweep_results(ResultsStore(store), remote.sweep_id)
-    expected = sweep_results(ResultsStore(tmp_path / "local.duckdb"), local.sweep_id)
+    expected = sweep_results(ResultsStore(killed_sweep.local_store), local.sweep_id)
     assert len(merged) == len(spec.cells()) * LIMIT
     assert not merged.duplicated(["run_id", "example_id", "attempt"]).any()
     assert merged[COMPARED].equals(expected[COMPARED])
@@ -128,60 +200,13 @@ def test_a_cell_out_of_retries_keeps_its_results_and_resume_finishes_it(ray_clus
     assert len(frame) == 2 * LIMIT and not frame.duplicated(["run_id", "example_id", "attempt"]).any()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def mlflow_server(tmp_path):
-    """``routerlab server mlflow`` on loopback, SQLite in tmp_path; yields its printed URI."""
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "routerlab.cli",
-        "server",
-        "mlflow",
-        "--port",
-        str(port),
-        "--backend-store-uri",
-        f"sqlite:///{tmp_path}/server.db",
-        "--artifacts-destination",
-        str(tmp_path / "artifacts"),
-        "--workers",
-        "1",
-    ]
-    log = tmp_path / "server.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240  # start-up imports take tens of seconds on a loaded machine
-        while not (m := re.search(r"MLflow tracking server ready: (\S+)", log.read_text())):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the server did not print its URI"
-            time.sleep(0.5)
-        yield m.group(1)
-    finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=60)
-
-
 @pytest.mark.server
-def test_workers_log_to_one_tracking_server_one_parent_every_child_finished(
-    ray_cluster, mlflow_server, sweep_file, tmp_path
-):
+def test_workers_log_to_one_tracking_server_one_parent_every_child_finished(killed_sweep, mlflow_server):
     from mlflow import MlflowClient
 
     assert mlflow_server == f"http://127.0.0.1:{mlflow_server.rsplit(':', 1)[1]}"
-    spec = _grid(sweep_file, experiment="routerlab/sweep-test")
-    question, _ = _target()
-    _arm_kill(ray_cluster, question)  # a retried cell must reopen its child run, not add one
-    try:
-        result = quiet_sweep(spec, RayExecutor(), tmp_path / "r.duckdb", tracking_uri=mlflow_server)
-    finally:
-        killed = _disarm(ray_cluster)
+    spec, result, killed = killed_sweep.spec, killed_sweep.remote, killed_sweep.killed
+    # a worker died mid-cell: its retried cell must reopen its child run, not add one
     assert killed is not None and result.status == "FINISHED"
 
     client = MlflowClient(mlflow_server)
@@ -210,7 +235,7 @@ def test_workers_log_to_one_tracking_server_one_parent_every_child_finished(
         assert paths.count("examples.json") == 1
         assert set(paths) <= {"examples.json", "risk_coverage.json", "risk_coverage.png"}
     # the stored runs link to the children the workers logged
-    linked = set(ResultsStore(tmp_path / "r.duckdb").runs()["mlflow_run_id"])
+    linked = set(ResultsStore(killed_sweep.store).runs()["mlflow_run_id"])
     assert linked == {c.info.run_id for c in children}
 
 
