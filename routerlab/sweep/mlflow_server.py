@@ -76,7 +76,7 @@ def mlflow_command(
         port: TCP port.
         artifacts_destination: Root of the artifacts the server stores and serves, against which
             ``mlflow-artifacts:/`` locations resolve.
-        workers: Server worker processes (``server`` only).
+        workers: Server worker processes (MLflow's default, 4, when None).
         allowed_hosts: Host headers the server accepts besides localhost and private IPs.
     """
     cmd = [sys.executable, "-m", "mlflow", kind, "--backend-store-uri", backend_store_uri]
@@ -84,10 +84,10 @@ def mlflow_command(
     if artifacts_destination is not None:
         # the root `mlflow-artifacts:/...` locations resolve against (both kinds serve artifacts)
         cmd += ["--artifacts-destination", artifacts_destination]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
     if kind == "server":
         cmd.append("--serve-artifacts")
-        if workers is not None:
-            cmd += ["--workers", str(workers)]
         if allowed_hosts:
             cmd += ["--allowed-hosts", allowed_hosts]
     return cmd

@@ -208,7 +208,10 @@ def test_ui_and_server_share_one_command_builder():
         "server", backend_store_uri="sqlite:///m.db", port=5001, artifacts_destination="/srv/a", workers=2
     )
     assert server[3] == "server" and "--serve-artifacts" in server
-    assert server[server.index("--artifacts-destination") + 1] == "/srv/a" and server[-2:] == ["--workers", "2"]
+    assert server[server.index("--artifacts-destination") + 1] == "/srv/a"
+    assert server[server.index("--workers") + 1] == "2"
+    # the UI takes a worker count too (`routerlab ui` passes one: MLflow's default is 4)
+    assert mlflow_command("ui", backend_store_uri="sqlite:///m.db", workers=1)[-2:] == ["--workers", "1"]
 
 
 def test_mlflow_starts_without_its_job_runner_unless_the_user_asks_for_it():
