@@ -130,7 +130,10 @@ def _mlflow_runs(tmp: Path, session: str) -> dict[str, list]:
 def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(workspace, reference):
     tmp_path = workspace
     rng = random.Random(SEED)
-    kills = [(rng.randint(1, 3), rng.uniform(0.0, 1.0)) for _ in range(3)]
+    # two kills cover both kinds of killed run: a fresh one, and a resumed one (whose resume is
+    # resumed again); a third kill (a resumed run again, as CI ran it before) repeated the second
+    # path at the cost of one more interpreter start-up. The seed's first two points are kept.
+    kills = [(rng.randint(1, 3), rng.uniform(0.0, 1.0)) for _ in range(2)]
     first = ["--lm", "scripted:basic", "--router", ",".join(ROUTERS), "--limit", str(LIMIT)]
     session = None
     killed = 0
