@@ -49,7 +49,7 @@ def _wait(driver: Any, predicate: Any, what: str, timeout: float = 120.0) -> Any
         if found:
             return found
         assert time.monotonic() < deadline, f"{what} did not appear; page text: {_text(driver)[:2000]}"
-        time.sleep(1)
+        time.sleep(0.25)  # reading the page's text is cheap: poll often
 
 
 def _text(driver: Any) -> str:

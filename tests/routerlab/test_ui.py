@@ -78,4 +78,4 @@ def test_ui_starts_and_lists_the_experiments_of_the_store(tmp_path: Path):
             except OSError:
                 break  # nothing listens on the port any more
             assert time.monotonic() < deadline, "the MLflow server outlived routerlab ui"
-            time.sleep(1)
+            time.sleep(0.25)
