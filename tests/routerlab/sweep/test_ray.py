@@ -71,6 +71,33 @@ def _grid(sweep_file, **extra):
     )
 
 
+def test_a_cell_out_of_retries_keeps_its_results_and_resume_finishes_it(ray_cluster, sweep_file, tmp_path):
+    spec = load_sweep(
+        sweep_file(
+            limit=LIMIT, routers=["rules"], lms=[f"scripted:{KILL_SCRIPT}"], seeds=[0, 1], ray={"max_retries": 0}
+        )
+    )
+    question, preceding = _target()
+    store = tmp_path / "r.duckdb"
+    _arm_kill(ray_cluster, question)
+    try:
+        first = quiet_sweep(spec, RayExecutor(), store)
+    finally:
+        killed = _disarm(ray_cluster)
+    assert killed is not None and first.status == "FAILED"
+    (lost,) = [o for o in first.outcomes.values() if o.status == "FAILED"]
+    assert "WorkerCrashedError" in lost.error or "died" in lost.error, lost.error
+    # what the dead worker had stored is merged, and its run says FAILED
+    rs = ResultsStore(store)
+    assert len(rs.results(lost.run_id)) == preceding and rs.run(lost.run_id)["status"] == "FAILED"
+
+    again = quiet_sweep(spec, RayExecutor(), store, resume=first.sweep_id)
+    assert again.status == "FINISHED" and list(again.outcomes) == [lost.key]
+    assert again.outcomes[lost.key].resumed == preceding  # from the worker's kept store file
+    frame = sweep_results(rs, first.sweep_id)
+    assert len(frame) == 2 * LIMIT and not frame.duplicated(["run_id", "example_id", "attempt"]).any()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -132,6 +159,11 @@ def killed_sweep(ray_cluster, mlflow_server, tmp_path_factory) -> KilledSweep:
     Each test used to run this same grid with the same kill on its own (about two minutes each in
     CI); one sweep serves both. Logging to the tracking server touches none of the stored columns
     the store test compares with the local sweep (which runs without MLflow, as before).
+
+    Its tests come after the out-of-retries test in this file, so the sweep runs on a cluster
+    whose worker processes have started before (as the MLflow test always did): on a cold,
+    loaded cluster the surviving worker could finish the whole grid while the replacement of the
+    killed one was still importing, and "two workers shared the grid" then failed.
     """
     tmp_path = tmp_path_factory.mktemp("killed-sweep")
     spec = _grid(sweep_writer(tmp_path), experiment="routerlab/sweep-test", ray={"num_cpus": 1, "max_retries": 2})
@@ -171,33 +203,6 @@ def test_a_killed_worker_is_retried_resumes_and_the_merge_equals_a_local_sweep(k
     assert len(runs) == len(spec.cells()) and set(runs["status"]) == {"FINISHED"}
     # merged workers' files are gone once the sweep finished; the recorded grid stays
     assert not (store.parent / "sweeps" / remote.sweep_id / "shards").exists()
-
-
-def test_a_cell_out_of_retries_keeps_its_results_and_resume_finishes_it(ray_cluster, sweep_file, tmp_path):
-    spec = load_sweep(
-        sweep_file(
-            limit=LIMIT, routers=["rules"], lms=[f"scripted:{KILL_SCRIPT}"], seeds=[0, 1], ray={"max_retries": 0}
-        )
-    )
-    question, preceding = _target()
-    store = tmp_path / "r.duckdb"
-    _arm_kill(ray_cluster, question)
-    try:
-        first = quiet_sweep(spec, RayExecutor(), store)
-    finally:
-        killed = _disarm(ray_cluster)
-    assert killed is not None and first.status == "FAILED"
-    (lost,) = [o for o in first.outcomes.values() if o.status == "FAILED"]
-    assert "WorkerCrashedError" in lost.error or "died" in lost.error, lost.error
-    # what the dead worker had stored is merged, and its run says FAILED
-    rs = ResultsStore(store)
-    assert len(rs.results(lost.run_id)) == preceding and rs.run(lost.run_id)["status"] == "FAILED"
-
-    again = quiet_sweep(spec, RayExecutor(), store, resume=first.sweep_id)
-    assert again.status == "FINISHED" and list(again.outcomes) == [lost.key]
-    assert again.outcomes[lost.key].resumed == preceding  # from the worker's kept store file
-    frame = sweep_results(rs, first.sweep_id)
-    assert len(frame) == 2 * LIMIT and not frame.duplicated(["run_id", "example_id", "attempt"]).any()
 
 
 @pytest.mark.server
