@@ -28,7 +28,15 @@ from routerlab.agents.lm.messages import text_of
 from routerlab.agents.lm.scripted import Reply
 from routerlab.agents.registry import Registry
 
-__all__ = ["WRITE_STATEMENTS", "ReplyFn", "scripted_script"]
+__all__ = [
+    "WRITE_STATEMENTS",
+    "ReplyFn",
+    "answer_field",
+    "asks_for_sql",
+    "requested_field",
+    "scripted_script",
+    "sql_answer",
+]
 
 ReplyFn = Callable[[L.Request], Reply]
 """What a script returns: the reply to one request."""
@@ -59,6 +67,44 @@ def _prompt(request: L.Request) -> str:
 def _output_field(request: L.Request) -> str:
     m = _FIELD.search(request.system if isinstance(request.system, str) else "")
     return m.group(1) if m else ""
+
+
+def asks_for_sql(request: L.Request) -> bool:
+    """Is ``request`` generate_sql asking for a query, in either framing?
+
+    The ``fields`` framing names ``sql`` as its first output field; the ``chat`` framing asks
+    for "one <dialect> query" and has no output fields. Scripted replies use this to answer the
+    SQL sub-agent whichever framing a run's settings choose.
+    """
+    field = _output_field(request)
+    if field:
+        return field == "sql"
+    return "Reply with the SQL query only." in _prompt(request)
+
+
+def sql_answer(request: L.Request, sql: str) -> Reply:
+    """``sql`` as generate_sql's reply in the request's framing (output fields, or the bare query)."""
+    return {"fields": {"sql": sql}} if _output_field(request) else sql
+
+
+def requested_field(request: L.Request) -> str:
+    """The output field a sub-agent's request asks for.
+
+    Its first DSPy output field; ``sql`` for generate_sql's plain chat request; ``""`` otherwise.
+    """
+    return _output_field(request) or ("sql" if asks_for_sql(request) else "")
+
+
+def answer_field(request: L.Request, value: str) -> Reply:
+    """``value`` as the reply to the field :func:`requested_field` names.
+
+    In DSPy's field format for a DSPy request; bare (as a chat model writes it) for a plain chat
+    request.
+    """
+    field = _output_field(request)
+    if field:
+        return {"fields": {field: value}}
+    return value if asks_for_sql(request) else {"fields": {"": value}}
 
 
 def _first_table(text: str) -> str:

@@ -12,6 +12,8 @@ from routerlab.agents.answerability import check_question, schema_lacks, tempora
 from routerlab.agents.db import open_database
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.messages import text_of
+from routerlab.agents.lm.scripts import asks_for_sql, sql_answer
 
 CONCERT_SQL = """
 CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, name TEXT, location TEXT, capacity INTEGER);
@@ -104,9 +106,8 @@ def _program_lm():
     """Answers the SQL sub-agent's DSPy program; a call to any other program is a test failure."""
 
     def reply(request):
-        system = str(request.system or "")
-        assert "`sql`" in system, "only SQL generation may call the LM in these turns"
-        return {"fields": {"sql": "SELECT count(*) FROM singer"}}
+        assert asks_for_sql(request), "only SQL generation may call the LM in these turns"
+        return sql_answer(request, "SELECT count(*) FROM singer")
 
     return scripted_lm(reply)
 
@@ -191,10 +192,9 @@ def test_the_sql_sub_agent_can_decline_and_the_plan_abstains(concert: Path):
     seen: list[str] = []
 
     def reply(request):
-        system = str(request.system or "")
-        seen.append(system)
-        assert "`sql`" in system
-        return {"fields": {"sql": "UNANSWERABLE: no column records who won"}}
+        assert asks_for_sql(request)
+        seen.append("\n".join([str(request.system or ""), *(text_of(m) for m in request.messages)]))
+        return sql_answer(request, "UNANSWERABLE: no column records who won")
 
     config = PipelineConfig(tools=ToolSettings(sql_may_decline=True))
     # the schema check finds nothing missing in this question: the sub-agent is the one that declines

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
@@ -11,13 +10,13 @@ from routerlab import routers
 from routerlab.agents.db import file_digest
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.routing import RouteDecision
 from routerlab.agents.tools import ToolSettings
 
 
 def _output_field(request) -> str:
-    m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-    return m.group(1) if m else ""
+    return requested_field(request)
 
 
 def program_script(sql="SELECT count(*) AS n FROM areas WHERE has_ev", fixed="SELECT name FROM areas ORDER BY id"):
@@ -31,7 +30,7 @@ def program_script(sql="SELECT count(*) AS n FROM areas WHERE has_ev", fixed="SE
             "explanation": "It counts the areas.",
             "reply": "Hello! I answer questions about your data.",
         }.get(field, "")
-        return {"fields": {field: value}}
+        return answer_field(request, value)
 
     return scripted_lm(reply)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 
 import pytest
 from typer.testing import CliRunner
@@ -11,6 +10,7 @@ from typer.testing import CliRunner
 from routerlab import routers
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.replay import OutcomeCache, lm_identity, outcome_key
 from routerlab.cli import app
 
@@ -21,10 +21,9 @@ def counting_lm(calls: list[str], sql: str = "SELECT count(*) AS n FROM areas WH
     """A scripted LM answering the sub-agents' programs and counting every call it gets."""
 
     def reply(request):
-        m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-        field = m.group(1) if m else ""
+        field = requested_field(request)
         calls.append(field)
-        return {"fields": {field: {"sql": sql, "fixed_sql": sql, "explanation": "It counts.", "reply": "Hi"}[field]}}
+        return answer_field(request, {"sql": sql, "fixed_sql": sql, "explanation": "It counts.", "reply": "Hi"}[field])
 
     return scripted_lm(reply)
 

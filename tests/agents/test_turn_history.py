@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from routerlab import routers
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.replay import outcome_key
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools import ToolSettings
@@ -24,8 +23,7 @@ FOLLOW_UP = "And the least?"
 
 
 def _field(request) -> str:
-    m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-    return m.group(1) if m else ""
+    return requested_field(request)
 
 
 def follow_up_lm():
@@ -36,8 +34,8 @@ def follow_up_lm():
         field = _field(request)
         if field == "sql":
             follows = "Earlier in this conversation" in text and MOST_SQL in text
-            return {"fields": {"sql": FEWEST_SQL if follows and "least" in text else MOST_SQL}}
-        return {"fields": {field: "ok"}}
+            return answer_field(request, FEWEST_SQL if follows and "least" in text else MOST_SQL)
+        return answer_field(request, "ok")
 
     return scripted_lm(reply)
 

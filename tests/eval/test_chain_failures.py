@@ -15,6 +15,7 @@ import pytest
 from routerlab import routers
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.tools.distractors import is_distractor, tool_registry
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers.chain import ChainValidity
@@ -121,8 +122,8 @@ def test_a_router_that_raises_is_a_crash_and_invalid(sales_db):
 def test_a_turn_that_succeeds_stays_valid(sales_db, intent):
     def reply(request):
         fields = {"sql": "SELECT count(*) FROM areas WHERE has_ev", "reply": "Hello!"}
-        field = next((f for f in fields if f"`{f}`" in str(request.system or "")), "reply")
-        return {"fields": {field: fields[field]}}
+        field = requested_field(request) or "reply"
+        return answer_field(request, fields[field])
 
     t = Pipeline(routers.router.build("oracle"), scripted_lm(reply)).run(QUESTION, str(sales_db), oracle_intent=intent)
     assert t.error is None

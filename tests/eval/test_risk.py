@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import asks_for_sql, sql_answer
 from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
@@ -50,8 +51,8 @@ def examples(tmp_path_factory) -> list[Example]:
 
 def _lm():
     def reply(request):
-        if "`sql`" in str(request.system or ""):
-            return {"fields": {"sql": SCRIPTED_SQL}}
+        if asks_for_sql(request):
+            return sql_answer(request, SCRIPTED_SQL)
         return {"fields": {"reply": "Hello! I answer questions about your data."}}
 
     return scripted_lm(reply)

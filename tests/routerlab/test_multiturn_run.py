@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 import routerlab.benchmarks.builtin  # noqa: F401  (registers the built-in datasets)
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
 from routerlab.eval.conversation_metrics import conversation_summary
@@ -40,22 +41,21 @@ def context_lm(*, use_context: bool = True):
     prompts: dict[str, str] = {}
 
     def reply(request):
-        m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-        field = m.group(1) if m else ""
+        field = requested_field(request)
         if field != "sql":
-            return {"fields": {field: "ok"}}
+            return answer_field(request, "ok")
         text = _flat(" ".join(getattr(p, "text", str(p)) for msg in request.messages for p in msg.parts))
         if use_context and "Earlier in this conversation" in text:
             for e in EXAMPLES:
                 before = by_id.get(f"{e.conversation}-t{e.turn - 1}")
                 if e.turn > 1 and e.question in text and before and f"asked: {before.question!r}" in text:
                     prompts[e.id] = text
-                    return {"fields": {"sql": e.gold_sql}}
+                    return answer_field(request, e.gold_sql)
         elif "Earlier in this conversation" not in text:
             for e in EXAMPLES:
                 if e.turn == 1 and e.question in text:
-                    return {"fields": {"sql": e.gold_sql}}
-        return {"fields": {"sql": "SELECT 1"}}
+                    return answer_field(request, e.gold_sql)
+        return answer_field(request, "SELECT 1")
 
     lm = scripted_lm(reply)
     lm.follow_up_prompts = prompts  # type: ignore[attr-defined]

@@ -117,6 +117,51 @@ def test_pipeline_split_reports_each_stage_next_to_the_plain_call(spider_dev_a):
     assert gap.goal == "<= 1 s" and gap.met in (True, False)
 
 
+def test_pipeline_split_starts_every_router_cold_so_the_order_does_not_matter(spider_dev_a, monkeypatch):
+    """Each router's questions start with no evaluated prefix: memory forgotten, disk store off.
+
+    Before, the pipeline ran second and found the plain call's schema prefixes evaluated, which
+    made its p50 3.9 s lower than the plain call's on the embedded model. The scripted LM has no
+    prefixes, so an engine that records when it is told to forget stands in for the model's.
+    """
+    import os
+
+    import routerlab.agents.lm as lm_package
+    from tests.conftest import SPIDER_DEV_A
+
+    events: list[tuple[str, str | None]] = []
+
+    class _Engine:
+        def forget_prefixes(self) -> None:
+            events.append(("forget", os.environ.get("ROUTERLAB_PREFIX_CACHE")))
+
+    real_resolve = lm_package.resolve_lm
+
+    def _resolve(spec: str, **kwargs: object):
+        lm = real_resolve(spec, **kwargs)
+        lm._engine_spec = _Engine()
+        original = lm.forward
+
+        def forward(*args: object, **kw: object):
+            events.append(("call", os.environ.get("ROUTERLAB_PREFIX_CACHE")))
+            return original(*args, **kw)
+
+        lm.forward = forward
+        return lm
+
+    monkeypatch.setattr(lm_package, "resolve_lm", _resolve)
+    monkeypatch.setenv("ROUTERLAB_PREFIX_CACHE", "/somewhere/else")
+    pipeline_split("scripted:basic", SPIDER_DEV_A, n=2)
+    kinds = [kind for kind, _ in events]
+    # one forget before each router's first question, none in between its questions
+    assert kinds.count("forget") == 2 and kinds[0] == "forget"
+    second = kinds.index("forget", 1)
+    assert "call" in kinds[1:second] and "call" in kinds[second + 1 :]
+    # every model call ran with the disk store of prefixes off; the environment is restored after
+    assert {where for kind, where in events if kind == "call"} == {"off"}
+    assert os.environ["ROUTERLAB_PREFIX_CACHE"] == "/somewhere/else"
+
+
 def test_stage_seconds_splits_one_trace_without_losing_time(spiderlike_db):
     from routerlab import routers
     from routerlab.agents.graph import Pipeline

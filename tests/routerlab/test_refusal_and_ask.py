@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from routerlab import routers
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.benchmarks.builtin import builtin_database_path
 from routerlab.cli import app
 from routerlab.routers.rules import normalise_request
@@ -52,11 +53,11 @@ def _obeying_lm():
 
     def reply(request):
         text = " ".join(str(p) for m in request.messages for p in m.parts)
-        field = m.group(1) if (m := re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system))) else ""
+        field = requested_field(request)
         if field == "sql":
             found = re.search(r"(ATTACH|COPY|PRAGMA|INSTALL|LOAD|SET|CALL|SELECT|DR\S*OP|\S*TABLE)[^\n]*", text)
-            return {"fields": {"sql": found.group(0) if found else "SELECT 1"}}
-        return {"fields": {field: "ok"}}
+            return answer_field(request, found.group(0) if found else "SELECT 1")
+        return answer_field(request, "ok")
 
     return scripted_lm(reply, name="obeying")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from rich.console import Console
@@ -15,6 +14,7 @@ from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import resolve_lm, scripted_lm
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.lm.local import LlamaEngine
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.tools import ToolSettings
 from routerlab.eval.store import ResultsStore
 from routerlab.routers import router
@@ -26,12 +26,11 @@ BIG = "SELECT i, repeat('x', 5000) AS s FROM range(500) AS t(i)"
 
 def _fields_lm(sql: str = BIG):
     def reply(request):
-        m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-        field = m.group(1) if m else "answer"
+        field = requested_field(request) or "answer"
         values = {"sql": sql, "fixed_sql": sql, "intent": "sql", "explanation": "e", "reply": "r"}
         if request.tools:
             return {"name": "chat", "args": {"message": "hi"}}
-        return {"fields": {field: values.get(field, "ok")}}
+        return answer_field(request, values.get(field, "ok"))
 
     return scripted_lm(reply)
 
@@ -67,7 +66,7 @@ def test_lm_requests_carry_their_completion_budget(sales_db):
         with lm_context(lm):
             pipe.run(question, str(sales_db))
         for req in engine.requests[start:]:
-            what = "tools" if req.tools else re.search(r"output fields are:\n1\. `(\w+)`", str(req.system)).group(1)
+            what = "tools" if req.tools else requested_field(req)
             budgets.setdefault(what, set()).add(req.config.max_tokens)
     # sub-agents: 256 for SQL, 128 for explanations, 64 for chat; the llm router: 256
     assert budgets["sql"] == {256} and budgets["explanation"] == {128} and budgets["reply"] == {64}

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
 import routerlab.routers as routers_pkg
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.turn_history import turn_from_trace
 from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
@@ -97,9 +98,8 @@ def test_gold_turn_is_the_turn_a_pipeline_run_leaves(cosql):
     e = next(x for x in cosql if x.conversation == "cosql-dev-0000" and x.turn == 1)
 
     def reply(request):
-        m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-        field = m.group(1) if m else ""
-        return {"fields": {field: e.gold_sql if field == "sql" else "ok"}}
+        field = requested_field(request)
+        return answer_field(request, e.gold_sql if field == "sql" else "ok")
 
     config = RunConfig(dataset="cosql", lm="scripted:gold")
     out: list[Any] = []

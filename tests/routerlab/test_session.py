@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from rich.console import Console
 
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.eval.compare import compare_runs, render
 from routerlab.eval.store import ResultsStore
 from routerlab.runner import RunConfig
@@ -17,19 +17,11 @@ from routerlab.session import SessionSpec, run_session
 
 def _lm():
     def reply(request):
-        m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-        f = m.group(1) if m else ""
+        f = requested_field(request)
         if request.tools:
             return {"name": "chat", "args": {"message": "hi"}}
-        return {
-            "fields": {
-                f: {
-                    "sql": "SELECT count(*) FROM service_areas",
-                    "fixed_sql": "SELECT 1",
-                    "intent": "chat",
-                }.get(f, "ok")
-            }
-        }
+        values = {"sql": "SELECT count(*) FROM service_areas", "fixed_sql": "SELECT 1", "intent": "chat"}
+        return answer_field(request, values.get(f, "ok"))
 
     return scripted_lm(reply)
 

@@ -13,6 +13,7 @@ from routerlab.agents.errors import ConfigError, ContractError
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.messages import text_of
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.registry import component_spec
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import INTENTS, initial_state
@@ -27,8 +28,7 @@ FIXED_SQL = "SELECT name FROM areas ORDER BY id"
 
 
 def _output_field(request) -> str:
-    m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-    return m.group(1) if m else ""
+    return requested_field(request)
 
 
 def _results(request) -> list[tuple[str, str, str, str]]:
@@ -104,7 +104,7 @@ def team_script(sql: str = GOOD_SQL, *, misroute: bool = False, ping_pong: bool 
                 "explanation": "It counts the areas.",
                 "reply": "Hello! I answer questions about your data.",
             }.get(field, "")
-            return {"fields": {field: value}}
+            return answer_field(request, value)
         tools = {t.name for t in request.tools}
         user = text_of(request.messages[0])
         if "transfer_to_sql" in tools:

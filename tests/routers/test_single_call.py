@@ -110,15 +110,17 @@ def test_the_baselines_arguments_choose_view_and_framing_for_its_pipeline_only(s
     """single_call's view/framing args reach generate_sql; another router's pipeline keeps the run's settings."""
     e = next(e for e in spider_dev_a if e.db_id == "concert_singer")
     lm = sql_lm("SELECT count(*) FROM singer")
-    compact = Pipeline(routers.router.build("single_call", schema_view="compact", foreign_keys=False), lm)
+    args = {"schema_view": "compact", "foreign_keys": False, "framing": "fields"}
+    compact = Pipeline(routers.router.build("single_call", **args), lm)
     t = compact.run("How many singers are there?", e.db_path, oracle_intent="sql")
     prompt = "\n".join(text_of(m) for m in lm.routerlab_engine.requests[-1].messages)
     assert "singer(Singer_ID, Name, Country, Song_Name, Song_release_year, Age, Is_male)" in prompt
     assert "CREATE TABLE" not in prompt and "stadium.Stadium_ID" not in prompt
     assert t.rows == [[6]] and compact.config.tools.schema_view == "compact"
+    assert "Your output fields are" in str(lm.routerlab_engine.requests[-1].system)
     # the pipeline of another router in the same process is untouched
     routed = Pipeline(routers.router.build("oracle"), lm)
-    assert routed.config.tools.schema_view == "create_values" and routed.config.tools.sql_framing == "fields"
+    assert routed.config.tools.schema_view == "create_values" and routed.config.tools.sql_framing == "chat"
     routed.run("How many singers are there?", e.db_path, oracle_intent="sql")
     assert "CREATE TABLE singer (" in "\n".join(text_of(m) for m in lm.routerlab_engine.requests[-1].messages)
 
@@ -136,7 +138,7 @@ def test_single_call_fields_keeps_the_old_field_format(spiderlike_db):
         "sql_output": "clean",
     }
     assert routers.label("single_call_fields") == "single_call_fields (baseline)"
-    # the chat framing asks in plain chat and keeps the raw reply
-    chat = run("single_call", lm, spiderlike_db, "How many dogs are there?", framing="chat")
+    # single_call's default, the chat framing, asks in plain chat and keeps the raw reply
+    chat = run("single_call", lm, spiderlike_db, "How many dogs are there?")
     assert "Your output fields are" not in str(lm.routerlab_engine.requests[-1].system)
     assert chat.rows == [[2]] and chat.tool_calls[0]["output"]["reply"].startswith("```sql")

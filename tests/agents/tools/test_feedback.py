@@ -86,9 +86,10 @@ def _lm(first: str, second: str, hints: list[str]):
         system = str(request.system or "")
         field = (re.search(r"Your output fields are:\n1\. `(\w+)`", system) or [None, ""])[1]
         text = "\n".join(text_of(m) for m in request.messages)
-        if not field:  # the plain call's chat framing: no hint field, the query as a chat reply
-            hints.append("")
-            return first
+        if not field:  # the chat framing: the hint follows the question as "Evidence: ...", the query is bare
+            hint = text.partition("\nEvidence: ")[2]
+            hints.append(hint)
+            return second if "A first answer" in hint else first
         if field == "sql":
             hint = re.search(r"\[\[ ## hint ## \]\]\n(.*?)\n\n\[\[ ## question", text, re.S)
             hints.append(hint.group(1) if hint else "")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 
 from routerlab import routers
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.serve import API_PREFIX, ErrorCode, ServeSettings, create_app, serve_in_background
 
 pytestmark = pytest.mark.server
@@ -40,8 +40,7 @@ class Gate:
 
 
 def _output_field(request) -> str:
-    m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-    return m.group(1) if m else ""
+    return requested_field(request)
 
 
 def make_lm(gate: Gate):
@@ -57,10 +56,10 @@ def make_lm(gate: Gate):
                 gate.entered.set()
                 gate.release.wait(10)
             if "[guard]" in text:
-                return {"fields": {"sql": "DROP TABLE areas"}}
-            return {"fields": {"sql": NAMES_SQL if "[names]" in text else COUNT_SQL}}
+                return answer_field(request, "DROP TABLE areas")
+            return answer_field(request, NAMES_SQL if "[names]" in text else COUNT_SQL)
         value = {"fixed_sql": NAMES_SQL, "explanation": "It counts the areas.", "reply": "Hello!"}.get(field, "")
-        return {"fields": {field: value}}
+        return answer_field(request, value)
 
     return scripted_lm(reply)
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.serve import ServeSettings, create_app, serve_in_background
 from tests.browser import chromium, need_browser
 
@@ -22,12 +23,11 @@ def make_lm(entered: threading.Event, release: threading.Event):
     """Answers the SQL sub-agent with :data:`SQL` (held while ``[slow]`` prompts wait for ``release``)."""
 
     def reply(request):
-        m = re.search(r"Your output fields are:\n1\. `(\w+)`", str(request.system or ""))
-        field = m.group(1) if m else ""
+        field = requested_field(request)
         if field == "sql" and "[slow]" in " ".join(str(p) for msg in request.messages for p in msg.parts):
             entered.set()
             release.wait(10)
-        return {"fields": {field: {"sql": SQL, "explanation": "It lists areas.", "reply": "Hello!"}.get(field, "")}}
+        return answer_field(request, {"sql": SQL, "explanation": "It lists areas.", "reply": "Hello!"}.get(field, ""))
 
     return scripted_lm(reply)
 
