@@ -60,8 +60,13 @@ class ToolSettings:
             ``compact``). Used by ``data_discovery`` and by ``generate_sql``'s plain call.
         foreign_keys: The schema view shows the foreign keys.
         sql_framing: How ``generate_sql`` asks for the query: ``fields`` (the DSPy signature's
-            field format) or ``chat`` (one plain chat exchange); see
-            ``routerlab.agents.tools.framing``.
+            field format), ``chat`` (one plain chat exchange) or ``program`` (the compiled
+            program ``sql_program``); see ``routerlab.agents.tools.framing``.
+        sql_program: The compiled ``generate_sql`` program the ``program`` framing runs: a
+            committed program's name (``routers/programs/generate_sql_<name>.json``) or a
+            ``.json`` path (``routerlab.agents.tools.sql_program``). Checked whenever it is set;
+            the other framings do not read it (so a baseline that fixes its own framing still
+            runs under a config that names a program).
         sql_output: How the query is read out of the reply: ``clean`` (fences, a label, a
             trailing semicolon) or ``extract`` (also prose before and after it, and a reply cut
             off at the token budget).
@@ -97,6 +102,7 @@ class ToolSettings:
     schema_view: str = "create_values"
     foreign_keys: bool = True
     sql_framing: str = "fields"
+    sql_program: str = ""
     sql_output: str = "clean"
     value_linking: bool = False
     candidates: int = 1
@@ -106,13 +112,16 @@ class ToolSettings:
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool
-        from routerlab.agents.tools.framing import SQL_OUTPUT, sql_framing
+        from routerlab.agents.tools.framing import PROGRAM_FRAMINGS, SQL_OUTPUT, sql_framing
         from routerlab.agents.tools.result_checks import result_check
         from routerlab.agents.tools.schema_linking import LINKING_MODES
+        from routerlab.agents.tools.sql_program import resolve_sql_program
         from routerlab.agents.tools.views import schema_view
 
         for registry, value in ((schema_view, self.schema_view), (sql_framing, self.sql_framing)):
             registry.get(value)  # UnknownComponentError: the known names and the closest one
+        if self.sql_program or self.sql_framing in PROGRAM_FRAMINGS:
+            resolve_sql_program(self.sql_program)  # ConfigError: empty, unknown name, missing file
         if self.sql_output not in SQL_OUTPUT:
             raise ConfigError(
                 f"unknown SQL output handling {self.sql_output!r}",
