@@ -16,6 +16,7 @@ Exit codes: 0 compiled, 2 bad arguments (a message with expected / found / fix).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from dataclasses import asdict
@@ -74,17 +75,19 @@ def main(argv: list[str] | None = None) -> int:
         _check(args)
         ds = load_dataset(load_run_config(None, dataset="builtin", lm=args.lm))
         lm = resolve_lm(args.lm)
-        report = fit_sql_program(
-            ds,
-            lm,
-            lm_spec=args.lm,
-            demos=args.demos,
-            seed=args.seed,
-            output=args.output,
-            train_limit=args.train_limit,
-            out=args.out,
-            zero_shot=not args.no_zero_shot,
-        )
+        # DSPy prints its bootstrap summary: stdout stays the provenance JSON alone
+        with contextlib.redirect_stdout(sys.stderr):
+            report = fit_sql_program(
+                ds,
+                lm,
+                lm_spec=args.lm,
+                demos=args.demos,
+                seed=args.seed,
+                output=args.output,
+                train_limit=args.train_limit,
+                out=args.out,
+                zero_shot=not args.no_zero_shot,
+            )
     except RunError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
