@@ -188,3 +188,28 @@ def test_a_tiny_program_compiled_on_the_embedded_model_answers_a_built_in_questi
     t = Pipeline(routers.router.build("oracle"), lm, config=config).run(e.question, e.db_path, oracle_intent="sql")
     generate = next(c for c in t.tool_calls if c["name"] == "generate_sql")
     assert generate["status"] == "success" and t.sql and t.sql.upper().lstrip().startswith(("SELECT", "WITH"))
+
+
+def test_a_session_records_the_program_and_its_config_rebuilds_the_run(compiled, tmp_path):
+    from rich.console import Console
+
+    from routerlab.agents.tools.sql_program import sql_program_digest
+    from routerlab.config import load_run_config
+    from routerlab.eval.store import ResultsStore
+    from routerlab.runner import RunConfig
+    from routerlab.session import SessionSpec, run_session
+
+    _, out, *_ = compiled
+    tools = ToolSettings(sql_framing="program", sql_program=str(out), sql_output="extract")
+    spec = SessionSpec(
+        routers=[("oracle", {})],
+        config=RunConfig(limit=2, split="train", intents=("sql",), pipeline=PipelineConfig(tools=tools)),
+        tracking_uri=None,
+        store_path=str(tmp_path / "results.duckdb"),
+    )
+    lm = scripted_lm(lambda request: {"fields": {"sql": "SELECT count(*) FROM service_areas"}})
+    result = run_session(spec, console=Console(quiet=True), lm=lm)
+    run = ResultsStore(spec.store_path).run(result.run_ids[0])
+    assert run["params"]["sql_program"] == {"name": str(out), "file": out.name, "digest": sql_program_digest(out)}
+    rebuilt = load_run_config(None, defaults=run["config"])
+    assert rebuilt.pipeline.tools == tools
