@@ -42,3 +42,10 @@ def test_the_program_config_is_the_chat_config_with_the_compiled_program_as_fram
         "sql_framing": "program",
         "sql_program": "builtin",
     }
+    # its control without demos: the same field format, no program
+    fields = load_run_config(CONFIGS / "spider_dev_a_48_fields.yaml")
+    assert fields.dataset_args == program["dataset_args"] and fields.pipeline.tools.sql_program == ""
+    assert asdict(fields.pipeline.tools) == {
+        **asdict(load_run_config(CONFIGS / "spider_dev_a_48_chat.yaml").pipeline.tools),
+        "sql_framing": "fields",
+    }
