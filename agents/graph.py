@@ -39,6 +39,7 @@ from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState, initial_state
 from routerlab.agents.store import MemoryStore
 from routerlab.agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSettings
+from routerlab.agents.tools.sql_program import sql_program_record
 from routerlab.agents.trace import Trace
 
 __all__ = ["NODES", "Pipeline", "PipelineConfig", "is_transient"]
@@ -164,7 +165,12 @@ class Pipeline:
         self._outcomes = None if replay is False else OutcomeCache(None if replay is True else replay)
         self._replay_fixed = {
             "lm": lm_identity(lm),
-            "context": {"programs": programs_digest(self.programs), "tools": settings_dict(self.config.tools)},
+            "context": {
+                "programs": programs_digest(self.programs),
+                "tools": settings_dict(self.config.tools),
+                # a compiled generate_sql program refit under the same name is a new key
+                **({"sql_program": sql_program_record(p)} if (p := self.config.tools.sql_program) else {}),
+            },
         }
         if not isinstance(router, Router):
             raise ContractError(

@@ -33,6 +33,7 @@ from rich.progress import (
 from routerlab.agents.errors import ConfigError, RunError
 from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
+from routerlab.agents.tools.sql_program import sql_program_record
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS, BadDatabase, bad_databases_error, check_databases
 from routerlab.benchmarks.example import Example
@@ -359,6 +360,9 @@ def run_session(
     for rr in runs:
         run_id = f"{session_id}.{rr.router_name}"
         params = {"router": component_spec(rr.router), "config": config.to_dict(), "session": session_id}
+        program = config.pipeline.tools.sql_program
+        if program:  # the compiled generate_sql program's file and digest, next to its name in config
+            params["sql_program"] = sql_program_record(program)
         store.create_run(
             run_id,
             router=rr.router_name,

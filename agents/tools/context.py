@@ -62,8 +62,13 @@ class ToolSettings:
             ``compact``). Used by ``data_discovery`` and by ``generate_sql``'s plain call.
         foreign_keys: The schema view shows the foreign keys.
         sql_framing: How ``generate_sql`` asks for the query: ``chat`` (one plain chat exchange,
-            the default) or ``fields`` (the DSPy signature's field format); see
-            ``routerlab.agents.tools.framing``.
+            the default), ``fields`` (the DSPy signature's field format) or ``program`` (the
+            compiled program ``sql_program``); see ``routerlab.agents.tools.framing``.
+        sql_program: The compiled ``generate_sql`` program the ``program`` framing runs: a
+            committed program's name (``routers/programs/generate_sql_<name>.json``) or a
+            ``.json`` path (``routerlab.agents.tools.sql_program``). Checked whenever it is set;
+            the other framings do not read it (so a baseline that fixes its own framing still
+            runs under a config that names a program).
         sql_output: How the query is read out of the reply: ``extract`` (the default: fences, a
             label, prose before and after the statement, a reply cut off at the token budget) or
             ``clean`` (fences, a label, a trailing semicolon only).
@@ -101,6 +106,7 @@ class ToolSettings:
     # the plain call's framing and output handling, so the pipeline's first request is the
     # baseline's (0.72 vs fields' 0.71 on all 382 spider-dev-a questions, p=0.88)
     sql_framing: str = "chat"
+    sql_program: str = ""
     sql_output: str = "extract"
     value_linking: bool = False
     candidates: int = 1
@@ -110,13 +116,16 @@ class ToolSettings:
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool
-        from routerlab.agents.tools.framing import SQL_OUTPUT, sql_framing
+        from routerlab.agents.tools.framing import PROGRAM_FRAMINGS, SQL_OUTPUT, sql_framing
         from routerlab.agents.tools.result_checks import result_check
         from routerlab.agents.tools.schema_linking import LINKING_MODES
+        from routerlab.agents.tools.sql_program import resolve_sql_program
         from routerlab.agents.tools.views import schema_view
 
         for registry, value in ((schema_view, self.schema_view), (sql_framing, self.sql_framing)):
             registry.get(value)  # UnknownComponentError: the known names and the closest one
+        if self.sql_program or self.sql_framing in PROGRAM_FRAMINGS:
+            resolve_sql_program(self.sql_program)  # ConfigError: empty, unknown name, missing file
         if self.sql_output not in SQL_OUTPUT:
             raise ConfigError(
                 f"unknown SQL output handling {self.sql_output!r}",

@@ -6,7 +6,10 @@ Two choices, both :class:`ToolSettings` fields recorded with every run:
   signature under the project's ChatAdapter (``[[ ## field ## ]]`` headers, the field
   descriptions); ``chat`` sends one plain chat exchange as the text-to-SQL literature does: a
   system line naming the dialect, then the schema, the question and "answer with one SQL query".
-  The schema comes first in both, so every question on a database shares the prompt prefix.
+  ``program`` runs a compiled ``generate_sql`` program (``ToolSettings.sql_program``,
+  :mod:`routerlab.agents.tools.sql_program`): the field format with schema-less few-shot demos
+  after the instructions. The schema comes first in every framing's question message, so every
+  question on a database shares the prompt prefix.
 * ``sql_output`` (table :data:`SQL_OUTPUT`): ``clean`` is :func:`clean_sql` (fences, a label, a
   trailing semicolon); ``extract`` is :func:`sql_of_reply`, which also drops prose before and
   after the statement and cuts a reply truncated at the token budget back to what parses.
@@ -23,6 +26,7 @@ from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.registry import Registry
 from routerlab.agents.tools.programs import clean_sql
+from routerlab.agents.tools.sql_program import load_sql_program
 from routerlab.agents.tools.text import parses_as_sql
 
 if TYPE_CHECKING:
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHAT_MAX_TOKENS",
+    "PROGRAM_FRAMINGS",
     "SQL_OUTPUT",
     "Sampling",
     "SqlFraming",
@@ -76,6 +81,7 @@ class SqlFraming(Protocol):
         hint: str,
         question: str,
         sampling: Sampling | None = None,
+        program: str = "",
     ) -> str:
         """The model's reply, unprocessed (output handling is :data:`SQL_OUTPUT`'s job).
 
@@ -87,6 +93,8 @@ class SqlFraming(Protocol):
             hint: Extra evidence about the question (may be empty).
             question: The question.
             sampling: Sample instead of decoding greedily (None: greedy, the default).
+            program: The compiled program a framing that runs one reads (``ToolSettings.sql_program``;
+                the others ignore it).
         """
         ...
 
@@ -105,6 +113,7 @@ def fields_framing(
     hint: str,
     question: str,
     sampling: Sampling | None = None,
+    program: str = "",
 ) -> str:
     """The ``GenerateSQL`` signature in DSPy's field format (the framing before issue 40)."""
     if sampling is not None:
@@ -140,12 +149,42 @@ def chat_framing(
     hint: str,
     question: str,
     sampling: Sampling | None = None,
+    program: str = "",
 ) -> str:
     """One plain chat call, greedy unless ``sampling``, the schema first (:func:`chat_messages`)."""
     messages = chat_messages(schema=schema, dialect=dialect, hint=hint, question=question)
     if sampling is None:
         return chat(lm, messages, max_tokens=CHAT_MAX_TOKENS).text
     return chat(lm, messages, max_tokens=CHAT_MAX_TOKENS, temperature=sampling.temperature, seed=sampling.seed).text
+
+
+@sql_framing("program")
+def program_framing(
+    lm: dspy.LM,
+    programs: SQLPrograms,
+    *,
+    schema: str,
+    dialect: str,
+    hint: str,
+    question: str,
+    sampling: Sampling | None = None,
+    program: str = "",
+) -> str:
+    """The compiled program ``program`` (:func:`~routerlab.agents.tools.sql_program.load_sql_program`).
+
+    The ``fields`` framing with the program's schema-less demos between the instructions and the
+    question; the question's schema still opens its message.
+    """
+    compiled, _ = load_sql_program(program)
+    if sampling is not None:
+        lm = lm.copy(temperature=sampling.temperature, seed=sampling.seed)
+    with lm_context(lm):
+        pred = compiled(db_schema=schema, dialect=dialect, hint=hint, question=question)
+    return pred.sql or ""
+
+
+#: framings that run a saved program: ``ToolSettings`` checks that it names one when built
+PROGRAM_FRAMINGS: frozenset[str] = frozenset({"program"})
 
 
 @dataclass

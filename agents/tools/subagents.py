@@ -162,7 +162,14 @@ def _ask(ctx: ToolContext, schema: str, question: str, hint: str, sampling: Samp
     """The model's raw reply under the settings' framing (greedy unless ``sampling``)."""
     framing = sql_framing.get(ctx.settings.sql_framing)
     return framing(
-        ctx.lm, ctx.programs, schema=schema, dialect=ctx.db.dialect, hint=hint, question=question, sampling=sampling
+        ctx.lm,
+        ctx.programs,
+        schema=schema,
+        dialect=ctx.db.dialect,
+        hint=hint,
+        question=question,
+        sampling=sampling,
+        program=ctx.settings.sql_program,
     )
 
 

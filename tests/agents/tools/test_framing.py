@@ -95,7 +95,7 @@ def test_unknown_settings_fail_when_built_with_the_known_names():
     # the baseline's arguments are checked when it is built, not at its first question
     with pytest.raises(UnknownComponentError):
         routers.router.build("single_call", schema_view="rows")
-    assert sorted(sql_framing.names()) == ["chat", "fields"]
+    assert sorted(sql_framing.names()) == ["chat", "fields", "program"]
 
 
 def _prompt_of(router: str, db, question: str, **args) -> tuple[str, str, dict]:
