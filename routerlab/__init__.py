@@ -15,6 +15,12 @@ One import namespace for the whole toolkit. The layers, each importing only the 
 Importing this package imports nothing heavy; import the layer you need.
 """
 
+from routerlab._lazy_iri import defer_rfc3987_syntax
+
+# before anything imports jsonschema (through DSPy): its optional IRI checker's parsers are built
+# at first use instead of at import, seconds saved in every routerlab process (see the module)
+defer_rfc3987_syntax()
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__"]
