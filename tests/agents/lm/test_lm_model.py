@@ -114,7 +114,10 @@ def test_prompt_lookup_decoding_writes_the_same_sql(spiderlike_db):
 
     db = open_database(spiderlike_db)
     schema = db.schema_text()
-    questions = ["How many pets are dogs?", "List the make of every car whose model is 'amc'."]
+    # one question, whose SQL copies identifiers and a literal from the prompt (what the lookup
+    # drafts): "token for token" holds or fails per question, and each question costs a greedy
+    # generation on each of the two engines (134 s in CI with a second, simpler question)
+    questions = ["List the make of every car whose model is 'amc'."]
     outputs = {}
     for draft in (0, 8):
         clear_models()
