@@ -63,23 +63,28 @@ def _mlflow_sqlite_schema_copied_from_one_migration(tmp_path_factory) -> Iterato
         if engine.dialect.name != "sqlite" or not database or database == ":memory:":
             real(engine)
             return
+        # one thread at a time, and never over a store another thread has just filled: the
+        # backup replaces the whole file, where a second migration would have found it done
         with lock:
+            if db_utils._all_tables_exist(engine):
+                return
             if not template.exists():
                 built = sqlalchemy.create_engine(f"sqlite:///{template}")
                 try:
                     real(built)
                 finally:
                     built.dispose()
-        raw = engine.raw_connection()
-        try:
-            source = sqlite3.connect(template)
+            raw = engine.raw_connection()
             try:
-                source.backup(raw.driver_connection)
+                source = sqlite3.connect(template)
+                try:
+                    source.backup(raw.driver_connection)
+                finally:
+                    source.close()
             finally:
-                source.close()
-        finally:
-            raw.close()
+                raw.close()
 
+    initialize.real = real  # type: ignore[attr-defined]  # tests/test_mlflow_store_schema.py compares the two
     patch = pytest.MonkeyPatch()
     patch.setattr(db_utils, "_initialize_tables", initialize)
     yield

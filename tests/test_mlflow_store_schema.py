@@ -1,0 +1,33 @@
+"""The conftest's copied MLflow schema is the one MLflow's own migrations give a new store."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+
+def _schema(path: Path) -> tuple[list[tuple], list[tuple]]:
+    con = sqlite3.connect(path)
+    try:
+        objects = sorted(con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(), key=str)
+        version = con.execute("SELECT version_num FROM alembic_version").fetchall()
+    finally:
+        con.close()
+    return objects, version
+
+
+def test_a_new_store_gets_the_schema_its_own_migration_gives(tmp_path: Path) -> None:
+    import mlflow.store.db.utils as db_utils
+    import sqlalchemy
+    from mlflow import MlflowClient
+
+    migrated = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'migrated.db'}")
+    try:
+        db_utils._initialize_tables.real(migrated)  # MLflow's whole Alembic history, as a user's store gets it
+    finally:
+        migrated.dispose()
+    # a new store as every test makes one: through MLflow, which checks the schema's version
+    MlflowClient(f"sqlite:///{tmp_path / 'copied.db'}").search_experiments()
+    objects, version = _schema(tmp_path / "copied.db")
+    assert len(objects) > 20 and version
+    assert (objects, version) == _schema(tmp_path / "migrated.db")
