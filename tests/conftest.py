@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,17 +37,17 @@ def _tracking_uri_env_restored() -> Iterator[None]:
     _restore_tracking_uri()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _mlflow_sqlite_schema_copied_from_one_migration(tmp_path_factory) -> Iterator[None]:
+def _copy_mlflow_sqlite_schema_from_one_migration(template: Path) -> None:
     """Give each new SQLite MLflow store of this process the schema MLflow's migrations built once.
 
     MLflow creates a new store's tables by running its whole Alembic history (dozens of
     migrations): 3-8 s per new ``mlflow.db`` on this 2-core machine, and most tests log to a store
-    of their own. Here the migrations run once, into a template file, and each new store gets the
+    of their own. Here the migrations run once, into ``template``, and each new store gets the
     template's pages through SQLite's backup API on the engine's own connection (milliseconds):
-    the same tables, indexes and ``alembic_version`` as its own migration would give, checked by
-    MLflow's ``_verify_schema`` as before. Stores other than a SQLite file, and every store a
-    subprocess creates (the CLI started as a user would), are created by MLflow's own code.
+    the same tables, indexes and ``alembic_version`` as its own migration would give (checked by
+    tests/test_mlflow_store_schema.py, and by MLflow's ``_verify_schema`` as before). Stores other
+    than a SQLite file, and every store a subprocess creates (the CLI started as a user would),
+    are created by MLflow's own code.
     """
     import sqlite3
     import threading
@@ -55,7 +56,6 @@ def _mlflow_sqlite_schema_copied_from_one_migration(tmp_path_factory) -> Iterato
     import sqlalchemy
 
     real = db_utils._initialize_tables
-    template = tmp_path_factory.mktemp("mlflow-schema") / "mlflow.db"
     lock = threading.Lock()
 
     def initialize(engine: sqlalchemy.engine.Engine) -> None:
@@ -85,10 +85,23 @@ def _mlflow_sqlite_schema_copied_from_one_migration(tmp_path_factory) -> Iterato
                 raw.close()
 
     initialize.real = real  # type: ignore[attr-defined]  # tests/test_mlflow_store_schema.py compares the two
-    patch = pytest.MonkeyPatch()
-    patch.setattr(db_utils, "_initialize_tables", initialize)
-    yield
-    patch.undo()
+    db_utils._initialize_tables = initialize
+
+
+_SCHEMA_COPY_INSTALLED: list[bool] = []
+
+
+@pytest.fixture(autouse=True)
+def _mlflow_sqlite_schema_copied_from_one_migration(tmp_path_factory) -> None:
+    """Install :func:`_copy_mlflow_sqlite_schema_from_one_migration` once MLflow is imported.
+
+    Not before: importing MLflow takes seconds, and a pytest process that never opens a store
+    (the example projects tests/test_extending.py tests in a subprocess) should not pay for it.
+    Test modules that log to MLflow import it at collection, before their first test.
+    """
+    if not _SCHEMA_COPY_INSTALLED and "mlflow.store.db.utils" in sys.modules:
+        _copy_mlflow_sqlite_schema_from_one_migration(tmp_path_factory.mktemp("mlflow-schema") / "mlflow.db")
+        _SCHEMA_COPY_INSTALLED.append(True)
 
 
 GOLDEN_DIR = Path(__file__).parent / "golden"

@@ -5,6 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+# imported at collection, so the conftest's copy is installed before this module's test runs
+import mlflow.store.db.utils as db_utils
+
 
 def _schema(path: Path) -> tuple[list[tuple], list[tuple]]:
     con = sqlite3.connect(path)
@@ -17,7 +20,6 @@ def _schema(path: Path) -> tuple[list[tuple], list[tuple]]:
 
 
 def test_a_new_store_gets_the_schema_its_own_migration_gives(tmp_path: Path) -> None:
-    import mlflow.store.db.utils as db_utils
     import sqlalchemy
     from mlflow import MlflowClient
 
