@@ -56,8 +56,15 @@ def _is_valid_syntax(term: str, value: str) -> bool:
 
 def defer_rfc3987_syntax() -> None:
     """Register the stand-in unless the package is absent or already imported (then nothing changes)."""
-    if _NAME in sys.modules or importlib.util.find_spec(_NAME) is None:
+    if _NAME in sys.modules:
+        return
+    spec = importlib.util.find_spec(_NAME)
+    if spec is None:
         return
     stand_in = _Deferred(_NAME, __doc__)
+    # the real package's spec and path: find_spec() answers for it as before, and a submodule
+    # imported by name (rfc3987_syntax.utils) is found where it is
+    stand_in.__spec__ = spec
+    stand_in.__path__ = list(spec.submodule_search_locations or [])
     stand_in.is_valid_syntax = _is_valid_syntax  # type: ignore[attr-defined]
     sys.modules[_NAME] = stand_in
