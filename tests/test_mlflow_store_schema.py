@@ -9,10 +9,17 @@ from pathlib import Path
 import mlflow.store.db.utils as db_utils
 
 
+def _lines(sql: str | None) -> tuple[str, ...]:
+    """A statement's lines without order: MLflow's batch migrations write a table's CHECK
+    constraints in set order, which differs between two real migrations (hash seeds)."""
+    return tuple(sorted(line.strip().rstrip(",").strip() for line in (sql or "").splitlines()))
+
+
 def _schema(path: Path) -> tuple[list[tuple], list[tuple]]:
     con = sqlite3.connect(path)
     try:
-        objects = sorted(con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(), key=str)
+        rows = con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+        objects = sorted(((kind, name, table, _lines(sql)) for kind, name, table, sql in rows), key=str)
         version = con.execute("SELECT version_num FROM alembic_version").fetchall()
     finally:
         con.close()
