@@ -206,6 +206,21 @@ class SqlReply:
 _FENCED = re.compile(r"```[ \t]*(?:sql|sqlite|SQL)?[ \t]*\n?(.*?)```", re.S)
 _OPEN_FENCE = re.compile(r"```[ \t]*(?:sql|sqlite|SQL)?[ \t]*\n?(.*)$", re.S)
 _START = re.compile(r"\b(SELECT|WITH)\b", re.I)
+# a statement that is not a query, where a statement starts (text start, a new line, after ";"),
+# in SQL's own shape so that prose ("Create an index to speed it up") does not match
+_WRITE = re.compile(
+    r"(?:^|\n|;)\s*(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|REPLACE\s+INTO"
+    r"|DROP\s+(?:TABLE|VIEW|INDEX|SCHEMA|DATABASE|MACRO|SEQUENCE|TRIGGER)"
+    r"|CREATE\s+(?:OR\s+REPLACE\s+|TEMP\w*\s+|UNIQUE\s+)*(?:TABLE|VIEW|INDEX|SCHEMA|MACRO|SEQUENCE|TRIGGER)"
+    r"|ALTER\s+TABLE|ATTACH\b|DETACH\b|COPY\s+\S+\s+(?:TO|FROM)|PRAGMA\s+\w|INSTALL\s+\w|LOAD\s+\w"
+    r"|SET\s+\w+\s*=|CALL\s+\w+\s*\(|TRUNCATE\b|VACUUM\b|EXPORT\s+DATABASE|IMPORT\s+DATABASE)",
+    re.I,
+)
+
+
+def _statement_in(text: str) -> bool:
+    """Does ``text`` hold a statement: a query, or a write (which the guard must see)?"""
+    return bool(_START.search(text) or _WRITE.search(text))
 
 
 def _statement_end(text: str) -> int | None:
@@ -232,17 +247,26 @@ def sql_of_reply(text: str, dialect: str = "sqlite") -> SqlReply:
     it); start at the first SELECT/WITH; end at the first semicolon outside quotes; if what
     remains does not parse, drop trailing lines until it does (prose after the query, or the
     clause a truncated reply left half-written). A reply that never parses is returned from its
-    SELECT on, so the engine's error is what the run records.
+    SELECT on, so the engine's error is what the run records. A reply holding a statement that is
+    not a query (an INSERT, a DROP, a stacked write after a query, ...) is returned from its first
+    statement on, uncut: the guard must see what the model wrote, never a query cut out of it.
     """
     rules: list[str] = []
     body = text.strip()
     fenced = _FENCED.search(body)
-    if fenced and _START.search(fenced.group(1)):
+    if fenced and _statement_in(fenced.group(1)):
         body, rules = fenced.group(1), ["fence"]
     else:
         opened = _OPEN_FENCE.search(body)
-        if opened and _START.search(opened.group(1)):
+        if opened and _statement_in(opened.group(1)):
             body, rules = opened.group(1), ["open_fence"]
+    write = _WRITE.search(body)
+    if write is not None:
+        # never cut a query out of a write ("INSERT INTO t SELECT ...") nor drop a stacked write
+        # ("SELECT 1; DROP TABLE t"): the reply goes to the guard as written, which rejects it
+        begin = min(m.start() for m in (write, _START.search(body)) if m is not None)
+        head = body[begin:].lstrip("; \n\t")
+        return SqlReply(clean_sql(head), [*rules, "write"])
     start = _START.search(body)
     if start is None:
         return SqlReply(clean_sql(body), rules)

@@ -48,6 +48,19 @@ from routerlab.agents.tools.framing import SQL_OUTPUT, chat_messages, sql_framin
             "WITH s AS (SELECT * FROM singer) SELECT count(*) FROM s",
             [],
         ),
+        # a write is never cut down to the query inside it, nor a stacked write dropped: the guard
+        # must see what the model wrote (found by tests/routerlab/test_hostile_questions.py)
+        ("INSERT INTO singer SELECT * FROM singer", "INSERT INTO singer SELECT * FROM singer", ["write"]),
+        ("CREATE TABLE x AS SELECT * FROM singer;", "CREATE TABLE x AS SELECT * FROM singer", ["write"]),
+        ("SELECT 1; DROP TABLE singer", "SELECT 1; DROP TABLE singer", ["write"]),
+        ("Sure:\nUPDATE singer SET age = 0", "UPDATE singer SET age = 0", ["write"]),
+        ("```sql\nATTACH 'x.db' AS x\n```", "ATTACH 'x.db' AS x", ["fence", "write"]),
+        # prose that only sounds like a write is still prose
+        (
+            "SELECT name FROM singer;\nCreate an index on name to speed this up.",
+            "SELECT name FROM singer",
+            ["trailing"],
+        ),
     ],
 )
 def test_sql_of_reply_case_by_case(reply: str, sql: str, rules: list[str]):
