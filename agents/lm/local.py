@@ -24,9 +24,10 @@ from typing import Any
 from dspy import lm15 as L
 
 from routerlab.agents.errors import LMError
+from routerlab.agents.lm.batched import Candidates, decode_candidates
 from routerlab.agents.lm.deadline import call_budget
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
-from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, score_labels
+from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, render, score_labels, tokenize
 from routerlab.agents.lm.scoring import ChoiceScores
 
 __all__ = [
@@ -434,6 +435,47 @@ class LlamaEngine:
             )
             self.scored_tokens += out.evaluated_tokens + out.completion_tokens
             return out
+
+    def sample_candidates(
+        self,
+        messages: Sequence[dict[str, Any]],
+        n: int,
+        *,
+        temperature: float = 0.7,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] = (),
+    ) -> Candidates:
+        """``n`` replies to the chat ``messages`` decoded together: the greedy one first, then samples.
+
+        One prefill serves every sequence, and each forward pass decodes one token of each (see
+        :mod:`routerlab.agents.lm.batched`). The call is bounded by the same deadline as any other.
+
+        Raises:
+            CallDeadlineExceeded: The deadline passed before or during the call.
+            LMError: The prompt cannot be rendered, or ``n`` or the budget do not fit.
+        """
+        llm = self.llama()
+        with _bounded(llm, "embedded model (candidates)"):
+            self.calls += 1
+            try:
+                prompt = tokenize(llm, render(llm, messages, generation_prompt=True))
+                return decode_candidates(
+                    llm,
+                    prompt,
+                    n,
+                    max_tokens=max_tokens or self.max_tokens,
+                    temperature=temperature,
+                    seed=self.seed if seed is None else seed,
+                    stop=tuple(stop),
+                )
+            except ValueError as exc:
+                raise LMError(
+                    "batched candidate decoding refused the request",
+                    expected="1-8 sequences and a prompt plus budget within the context window",
+                    found=str(exc)[:200],
+                    fix="lower n or max_tokens, or shorten the prompt",
+                ) from None
 
     def complete(self, request: L.Request) -> L.Response:
         """Run one request; tool requests are decoded under the tool-call grammar."""
