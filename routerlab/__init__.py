@@ -10,7 +10,7 @@ One import namespace for the whole toolkit. The layers, each importing only the 
 - ``routerlab.eval``: scorers, metrics, statistics, MLflow tracking, the results store (``eval/``);
 - the application (this folder, ``routerlab/``): the CLI, ``ask``, run orchestration (runner,
   session, config, selection), ``route``, ``serve``, ``sweep``, ``perf``, ``toolscale``,
-  ``optimize`` and the demo session.
+  ``fit`` (fitting and optimising) and the demo session.
 
 Importing this package imports nothing heavy; import the layer you need.
 """

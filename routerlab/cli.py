@@ -787,7 +787,7 @@ def optimize_cmd(
         str,
         typer.Option(
             "--optimizer",
-            help="bootstrap, random_search, mipro, gepa, stratified or calibrated (routerlab/optimizers.py).",
+            help="bootstrap, random_search, mipro, gepa, stratified or calibrated (routerlab/fit/optimizers.py).",
         ),
     ] = "bootstrap",
     optimizer_arg: Annotated[
@@ -855,7 +855,7 @@ def optimize_cmd(
     from routerlab.agents.errors import ConfigError
     from routerlab.agents.lm import resolve_lm
     from routerlab.config import load_run_config
-    from routerlab.optimize import optimize_router, report_json, score_program
+    from routerlab.fit.optimize import optimize_router, report_json, score_program
     from routerlab.session import load_dataset
 
     if router_name != "dspy" or split != "train":
@@ -884,7 +884,7 @@ def optimize_cmd(
     config = load_run_config(None, dataset=dataset_name, dataset_path=dataset_path, lm=lm, lm_api_base=lm_api_base)
     ds = load_dataset(config)
     if evaluate is None:
-        from routerlab.optimizers import optimizer as optimizer_registry
+        from routerlab.fit.optimizers import optimizer as optimizer_registry
         from routerlab.routers.support.schema_outline import check_view
 
         optimizer_registry.build(optimizer, **{"seed": seed, **args})  # bad settings exit 2 before the model loads
