@@ -43,6 +43,7 @@ import pandas as pd
 
 from routerlab.agents.errors import ConfigError, RunError
 from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.defaults import DEFAULT_STORE_PATH
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.scoring import ExampleResult
 
@@ -57,8 +58,6 @@ __all__ = [
     "check_store_path",
     "store_wait_s",
 ]
-
-DEFAULT_STORE_PATH = ".routerlab/results.duckdb"
 
 _log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from routerlab.agents.errors import ConfigError, RunError
-from routerlab.eval.store import DEFAULT_STORE_PATH
+from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 
 __all__ = ["NOTEBOOK", "ReportCellError", "ReportResult", "make_report"]
 
@@ -43,8 +43,6 @@ _TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 """
 _TEMPLATE_NAME = "routerlab_report.html.j2"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-#: the MLflow store `routerlab run` logs to by default
-_DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
 
 class ReportCellError(RunError):
@@ -81,7 +79,7 @@ def _session_runs(store: Path, session: str) -> list[dict[str, Any]]:
     if not store.is_file():
         raise ConfigError(
             f"no results store at {store}",
-            expected="the DuckDB file `routerlab run` wrote (default .routerlab/results.duckdb)",
+            expected=f"the DuckDB file `routerlab run` wrote (default {DEFAULT_STORE_PATH})",
             found="no such file" if not store.exists() else "a directory",
             fix="pass --store PATH (as given to `routerlab run --store`), or run `routerlab run` first",
         )
@@ -120,7 +118,7 @@ def _tracking_for(runs: list[dict[str, Any]], tracking_uri: str | None, no_mlflo
     if uri.startswith(prefix) and not Path(uri[len(prefix) :]).is_file():
         raise ConfigError(
             f"the session was logged to MLflow, but there is no MLflow store at {uri}",
-            expected=f"the --tracking-uri given to `routerlab run` (default {_DEFAULT_TRACKING_URI})",
+            expected=f"the --tracking-uri given to `routerlab run` (default {DEFAULT_TRACKING_URI})",
             found="no such SQLite file",
             fix="pass --tracking-uri URI, or --no-mlflow to report from the results store alone",
         )

@@ -37,10 +37,19 @@ from routerlab.agents.tools.sql_program import sql_program_record
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS, BadDatabase, bad_databases_error, check_databases
 from routerlab.benchmarks.example import Example
+from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.store import DEFAULT_STORE_PATH, StoreBusyError
+from routerlab.eval.store import StoreBusyError
+from routerlab.resume import resume_command
 from routerlab.runner import DEADLINE_ERROR_CLASS, RouterRun, RunConfig, build_scorers, run_router
 from routerlab.selection import of_intents, schedule, stratified_subset
+from routerlab.session_spec import (
+    check_resume,
+    parse_routers,
+    recorded_session,
+    session_runs,
+    unknown_session,
+)
 
 __all__ = [
     "SessionResult",
@@ -75,8 +84,8 @@ class SessionSpec:
 
     routers: list[tuple[str, dict[str, Any]]]
     config: RunConfig
-    tracking_uri: str | None = "sqlite:///mlflow.db"
-    store_path: str = ".routerlab/results.duckdb"
+    tracking_uri: str | None = DEFAULT_TRACKING_URI
+    store_path: str = DEFAULT_STORE_PATH
     traces: bool = True
     skip_bad_databases: bool = False
 
@@ -145,103 +154,6 @@ def _progress(console: Console) -> Progress:
     )
 
 
-def _session_runs(store: Any, session_id: str) -> list[str]:
-    return [r for r in store.runs()["run_id"].tolist() if r.startswith(f"{session_id}.")]
-
-
-def _unknown_session(store: Any, session_id: str) -> ConfigError:
-    sessions = sorted({r.rsplit(".", 1)[0] for r in store.runs()["run_id"]})
-    return ConfigError(
-        f"no session {session_id!r} in {store.path}",
-        expected="a session id printed by an earlier `routerlab run`",
-        found=f"latest sessions: {sessions[-5:]}",
-        fix="check the id, or the --store path",
-        details={"option": "--resume"},
-    )
-
-
-def recorded_session(store_path: str, session_id: str) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
-    """The routers (with their recorded arguments) and run settings of a stored session.
-
-    ``routerlab run --resume SESSION`` starts from these, so the printed resume command finishes
-    the same examples with the same routers without repeating the original options.
-
-    Raises:
-        ConfigError: No such session in the store.
-    """
-    from routerlab.eval.store import ResultsStore
-
-    store = ResultsStore(store_path, read_only=True)
-    run_ids = _session_runs(store, session_id)
-    if not run_ids:
-        raise _unknown_session(store, session_id)
-    rows = [store.run(r) for r in run_ids]
-    rows.sort(key=lambda row: (row["started_at"], row["run_id"]))
-    routers = [(row["router"], dict(row["params"].get("router", {}).get("args", {}))) for row in rows]
-    return routers, rows[0]["config"]
-
-
-#: run settings a resumed session may change: they decide how fast it runs, not what it computes
-RESUME_MAY_CHANGE = frozenset({"concurrency", "deadline_s", "lm_api_base"})
-
-
-def _canonical(value: Any) -> Any:
-    """``value`` as a JSON round trip gives it back (tuples become lists), for comparisons."""
-    return json.loads(json.dumps(value, sort_keys=True, default=repr))
-
-
-def _with_defaults(recorded: Any, defaults: Any) -> Any:
-    """``recorded`` with every key it lacks taken from ``defaults``, at every depth.
-
-    A session written before a setting existed (``pipeline.call_timeout_s``, say) has no value for
-    it; it is read as that setting's default, as :func:`routerlab.config.load_run_config` reads
-    it, so the session stays resumable. A key both hold keeps its recorded value.
-    """
-    if not (isinstance(recorded, dict) and isinstance(defaults, dict)):
-        return recorded
-    filled = {k: _with_defaults(v, defaults[k]) if k in defaults else v for k, v in recorded.items()}
-    return {**{k: v for k, v in defaults.items() if k not in recorded}, **filled}
-
-
-def check_resume(
-    session_id: str,
-    recorded_routers: Sequence[tuple[str, Mapping[str, Any]]],
-    recorded_config: Mapping[str, Any],
-    routers: Sequence[tuple[str, Mapping[str, Any]]],
-    config: RunConfig,
-) -> None:
-    """Refuse a resume whose options would change what the recorded session computes.
-
-    Resuming fills in the examples a session is missing; a different router, limit, LM, dataset
-    or scorer would mix two experiments under one id (``compare`` would then pair n = 6 with
-    n = 2). Only the settings in :data:`RESUME_MAY_CHANGE` may differ; a setting the recorded
-    session lacks (it predates the option) counts as its default.
-
-    Raises:
-        ConfigError: Naming each changed setting with its recorded and its new value.
-    """
-    changes: list[str] = []
-    was = {n: _canonical(dict(a)) for n, a in recorded_routers}
-    now = {n: _canonical(dict(a)) for n, a in routers}
-    if sorted(was) != sorted(now):
-        changes.append(f"routers {','.join(was)} -> {','.join(now)}")
-    changes += [f"{n} arguments {was[n]} -> {now[n]}" for n in now if n in was and now[n] != was[n]]
-    new = _canonical(config.to_dict())
-    old = _with_defaults(_canonical(dict(recorded_config)), _canonical(RunConfig().to_dict()))
-    for key in sorted(set(new) | set(old)):
-        if key not in RESUME_MAY_CHANGE and new.get(key) != old.get(key):
-            changes.append(f"{key} {old.get(key)!r} -> {new.get(key)!r}")
-    if changes:
-        raise ConfigError(
-            f"--resume {session_id} with options that change the recorded session",
-            expected="the session's recorded routers and settings (only --concurrency, --deadline-s and "
-            "--lm-api-base may differ)",
-            found="; ".join(changes),
-            fix=f"drop those options to finish session {session_id}, or start a new session without --resume",
-            details={"option": "--resume", "changes": changes},
-        )
-
-
 def _close(
     store: Any, sink: Any, run_id: str, mlflow_id: str | None, status: str, *, error: str | None = None
 ) -> list[ExampleResult]:
@@ -279,6 +191,307 @@ def _close_unstarted(
                 _log.warning("could not mark run %s %s: %s", run_id, status, exc)
 
 
+@dataclass
+class _Plan:
+    """A session's inputs, every one checked before anything is written."""
+
+    session_id: str
+    #: run ids the resumed session already has in the store (empty for a new session)
+    existing: set[str]
+    reader: Any
+    ds: Dataset
+    examples: list[Example]
+    bad: list[BadDatabase]
+    runs: list[RouterRun]
+
+    @property
+    def by_id(self) -> dict[str, Example]:
+        return {e.id: e for e in self.examples}
+
+    @property
+    def left_out(self) -> dict[str, BadDatabase]:
+        return {eid: b for b in self.bad for eid in b.examples}
+
+    def run_id(self, rr: RouterRun) -> str:
+        return f"{self.session_id}.{rr.router_name}"
+
+
+def _plan(spec: SessionSpec, resume: str | None, lm: Any) -> _Plan:
+    """Check every input (dataset, databases, scorers, LM, routers, a resumed session's digest, MLflow).
+
+    Raises:
+        ConfigError: Bad input; nothing has been written.
+    """
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.eval.store import ResultsStore
+
+    config = spec.config
+    session_id = resume or new_session_id()
+    # nothing is written until every input is checked: bad input leaves no store behind
+    reader = ResultsStore(spec.store_path, read_only=True) if resume is not None else None
+    existing = set(session_runs(reader, session_id)) if reader is not None else set()
+    if reader is not None and not existing:
+        raise unknown_session(reader, session_id)
+    ds = load_dataset(config)
+    examples = select(ds, config)
+    # every database opens and has its examples' tables, or the run stops here (exit 2)
+    bad = check_databases(examples)
+    if bad and not spec.skip_bad_databases:
+        raise bad_databases_error(bad)
+    scorers = build_scorers(config)
+    lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base, cache=config.lm_cache)
+    # build every router (and check its contract) before anything runs
+    runs = [RouterRun(name, args, lm, config, scorers) for name, args in spec.routers]
+    plan = _Plan(session_id, existing, reader, ds, examples, list(bad), runs)
+    _check_digests(plan)
+    if spec.tracking_uri:
+        from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
+
+        # a store that cannot take the runs must fail here, before any run is created
+        check_tracking_store(resolve_tracking_uri(spec.tracking_uri))
+    return plan
+
+
+def _check_digests(plan: _Plan) -> None:
+    """Refuse to resume a run recorded on another version of the dataset."""
+    digest = plan.ds.digest()
+    for rr in plan.runs:
+        run_id = plan.run_id(rr)
+        if run_id in plan.existing and (recorded := plan.reader.run(run_id)["dataset_digest"]) != digest:
+            raise ConfigError(
+                f"run {run_id!r} was recorded on another version of dataset {plan.ds.name!r}",
+                expected=f"dataset digest {recorded[:12]}...",
+                found=f"{digest[:12]}...",
+                fix="start a new session instead of resuming this one",
+                details={"option": "--resume"},
+            )
+
+
+def _create_runs(store: Any, spec: SessionSpec, plan: _Plan, console: Console) -> None:
+    """Say what the session runs, and create every run (RUNNING) before any MLflow run exists."""
+    config = spec.config
+    faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
+    console.print(
+        f"session {plan.session_id}: {config.dataset}/{config.split}, {len(plan.examples)} examples, "
+        f"routers {','.join(n for n, _ in spec.routers)}, lm {config.lm}{faults}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    # every run exists (RUNNING) before any MLflow run does: a kill from here on is resumable
+    for rr in plan.runs:
+        params = {"router": component_spec(rr.router), "config": config.to_dict(), "session": plan.session_id}
+        program = config.pipeline.tools.sql_program
+        if program:  # the compiled generate_sql program's file and digest, next to its name in config
+            params["sql_program"] = sql_program_record(program)
+        store.create_run(
+            plan.run_id(rr),
+            router=rr.router_name,
+            lm=config.lm,
+            dataset=plan.ds,
+            split=config.split,
+            config=config.to_dict(),
+            params=params,
+        )
+
+
+@dataclass
+class _Live:
+    """What the runs of a session share while it runs."""
+
+    spec: SessionSpec
+    plan: _Plan
+    store: Any
+    sink: Any
+    out: SessionResult
+    console: Console
+    stop: threading.Event = field(default_factory=threading.Event)
+    deadline: float | None = None
+    parent: str | None = None
+    #: the run being run: (run id, MLflow run id), to close it if the session stops
+    current: tuple[str, str | None] | None = None
+
+
+def _done_ids(store: Any, run_id: str, attempts: int) -> set[str]:
+    """The examples a resumed run has finished: all attempts stored, none skipped by a deadline or a bad database."""
+    # an example counts as done once all its attempts have a result; one the deadline skipped has
+    # a result but never ran, so it runs now
+    skipped = store.query(
+        "SELECT DISTINCT example_id FROM examples WHERE run_id = ? AND error_class IN (?, ?)",
+        [run_id, DEADLINE_ERROR_CLASS, BAD_DATABASE_CLASS],
+    )["example_id"]
+    return store.completed_ids(run_id, min_attempts=attempts) - set(skipped)
+
+
+class _ResultSink:
+    """Where each example's result goes as it completes: the store, MLflow, the progress bar, the log."""
+
+    def __init__(self, live: _Live, run_id: str, mlflow_id: str | None, progress: Progress, task: Any, total: int):
+        self._live, self._run_id, self._mlflow_id = live, run_id, mlflow_id
+        self._progress, self._task, self._total = progress, task, total
+        self._by_id = live.plan.by_id
+        self._results: list[ExampleResult] = []
+        self._started = _dt.datetime.now()
+        self.writer: Any = None
+
+    def __call__(self, result: ExampleResult) -> None:
+        live = self._live
+        self.writer.add(result)
+        if live.sink is not None and self._mlflow_id is not None:
+            live.sink.log_example(self._mlflow_id, result, question=self._by_id[result.example_id].question)
+        self._results.append(result)
+        minutes = max((_dt.datetime.now() - self._started).total_seconds() / 60, 1e-9)
+        ex = [r.value("ex") for r in self._results if r.value("ex") is not None]
+        self._progress.update(
+            self._task,
+            advance=1,
+            rate=f"{len(self._results) / minutes:.1f}",
+            ex=f"{sum(ex) / len(ex):.2f}" if ex else "-",
+        )
+        if not live.console.is_terminal:
+            # a log file or CI gets no live bar: one line per example instead
+            live.console.print(
+                _log_line(self._run_id, len(self._results), self._total, result),
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+
+
+def _start_mlflow_run(live: _Live, rr: RouterRun, run_id: str) -> str | None:
+    """The run's MLflow child run under the session's parent (None without MLflow)."""
+    if live.sink is None:
+        return None
+    config = live.spec.config
+    return live.sink.start_run(
+        rr.router,
+        config.lm,
+        live.plan.ds,
+        {**config.to_dict(), "session": live.plan.session_id, "run_id": run_id},
+        parent_run_id=live.parent,
+        run_key=run_id,
+        split=config.split,
+        components=rr.scorers,
+    )
+
+
+def _report_faults(live: _Live, rr: RouterRun, run_id: str) -> None:
+    """Keep and print the run's fault-injection decisions (nothing without ``faults``)."""
+    if rr.injector is None:
+        return
+    live.out.fault_calls[run_id] = list(rr.injector.calls)
+    counts = summarize_calls(rr.injector.calls)
+    live.console.print(
+        f"{run_id}: {len(rr.injector.calls)} calls, {sum(counts.values())} faults injected "
+        f"({', '.join(f'{k} {n}' for k, n in sorted(counts.items())) or 'none'})",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _final_status(live: _Live, run_id: str) -> tuple[str, str | None]:
+    """The run's status (FINISHED, KILLED or FAILED) and, when FAILED by crashes, why."""
+    out, store = live.out, live.store
+    skipped_now = store.query(
+        "SELECT count(DISTINCT example_id) AS n FROM examples WHERE run_id = ? AND error_class = ?",
+        [run_id, DEADLINE_ERROR_CLASS],
+    )["n"][0]
+    out.skipped += int(skipped_now)
+    status = "KILLED" if out.interrupted or skipped_now else "FINISHED"
+    stored = store.results(run_id)
+    crashed = crash_verdict(stored)
+    if crashed is not None and not out.interrupted:
+        out.failed[run_id] = crashed
+        return "FAILED", crashed
+    if crashes := [r for r in stored if r.outcome == "crash"]:
+        # fewer than half crashed: the run stands, but never silently (exit 3)
+        out.crashed[run_id] = (len(crashes), sum(map(did_run, stored)), str(crashes[0].error))
+    return status, crashed
+
+
+def _run_router(live: _Live, rr: RouterRun, progress: Progress) -> None:
+    """One router's run: the examples it lacks, results stored as they come, closed with its status."""
+    plan, store, config = live.plan, live.store, live.spec.config
+    run_id = plan.run_id(rr)
+    live.out.run_ids.append(run_id)
+    done_ids = _done_ids(store, run_id, config.attempts) if run_id in plan.existing else set()
+    live.current = (run_id, None)
+    mlflow_id = _start_mlflow_run(live, rr, run_id)
+    if mlflow_id is not None:
+        live.current = (run_id, mlflow_id)
+        store.set_mlflow_run(run_id, mlflow_id)
+    # a conversation's later turns need its earlier ones: one with a turn left is replayed whole
+    unfinished = {e.conversation for e in plan.examples if e.conversation and e.id not in done_ids}
+    todo = [e for e in plan.examples if e.id not in done_ids or e.conversation in unfinished]
+    total = len(plan.examples)
+    task = progress.add_task(rr.router_name, total=total, completed=total - len(todo), rate="-", ex="-")
+    on_result = _ResultSink(live, run_id, mlflow_id, progress, task, len(todo))
+    left_out = plan.left_out
+    try:
+        with store.writer(run_id) as writer:
+            on_result.writer = writer
+            for e in (e for e in todo if e.id in left_out):
+                for a in range(config.attempts):
+                    why = f"left out: its database {left_out[e.id].reason}"
+                    on_result(rr.skipped(e, a, why, BAD_DATABASE_CLASS))
+            run_router(
+                rr,
+                [e for e in todo if e.id not in left_out],
+                on_result=on_result,
+                concurrency=config.concurrency,
+                attempts=config.attempts,
+                stop=live.stop,
+                deadline=live.deadline,
+            )
+    except KeyboardInterrupt:
+        live.stop.set()
+        live.out.interrupted = True
+    _report_faults(live, rr, run_id)
+    status, crashed = _final_status(live, run_id)
+    live.out.results[run_id] = _close(store, live.sink, run_id, mlflow_id, status, error=crashed)
+    live.current = None
+
+
+def _run_all(live: _Live) -> None:
+    """Every router's run in turn under the session's MLflow parent; an interruption ends them all KILLED."""
+    spec, plan = live.spec, live.plan
+    if live.sink is not None:
+        live.parent = live.sink.start_parent(
+            f"compare {plan.session_id}",
+            {"session": plan.session_id, "routers": ",".join(n for n, _ in spec.routers), "lm": spec.config.lm},
+            dataset=plan.ds,
+            run_key=plan.session_id,
+        )
+    with _progress(live.console) as progress:
+        for rr in plan.runs:
+            _run_router(live, rr, progress)
+            if live.out.interrupted:
+                _close_unstarted(live.store, plan.runs, plan.session_id, live.out.results, None, "KILLED")
+                break
+
+
+def _fail(live: _Live, exc: BaseException) -> None:
+    """Close what an error stopped FAILED (runs, MLflow parent) and say how to resume."""
+    error = f"{type(exc).__name__}: {exc}"
+    plan, spec, current = live.plan, live.spec, live.current
+    if current is not None:
+        _close_quietly(live.store, live.sink, current[0], current[1], "FAILED", error)
+    _close_unstarted(live.store, plan.runs, plan.session_id, live.out.results, current, "FAILED")
+    if live.sink is not None and live.parent is not None:
+        try:
+            live.sink.finish_parent(live.parent, status="FAILED")
+        except Exception as close_exc:
+            _log.warning("could not mark the comparison run FAILED: %s", close_exc)
+    live.console.print(
+        f"session {plan.session_id} stopped by an error; what finished is stored: "
+        f"resume with  {resume_command(plan.session_id, spec.store_path, spec.tracking_uri)}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+
+
 def run_session(
     spec: SessionSpec,
     *,
@@ -306,202 +519,20 @@ def run_session(
         The session's run ids and results. On Ctrl-C, ``interrupted`` is True and what finished
         is kept; ``skipped`` counts examples the deadline kept from starting.
     """
-    from routerlab.agents.lm import resolve_lm
     from routerlab.eval.store import ResultsStore
     from routerlab.eval.tracking import MlflowSink
 
-    config = spec.config
-    session_id = resume or new_session_id()
-    # nothing is written until every input is checked: bad input leaves no store behind
-    reader = ResultsStore(spec.store_path, read_only=True) if resume is not None else None
-    existing = set(_session_runs(reader, session_id)) if reader is not None else set()
-    if reader is not None and not existing:
-        raise _unknown_session(reader, session_id)
-    ds = load_dataset(config)
-    examples = select(ds, config)
-    by_id = {e.id: e for e in examples}
-    # every database opens and has its examples' tables, or the run stops here (exit 2)
-    bad = check_databases(examples)
-    if bad and not spec.skip_bad_databases:
-        raise bad_databases_error(bad)
-    left_out = {eid: b for b in bad for eid in b.examples}
-    scorers = build_scorers(config)
-    lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base, cache=config.lm_cache)
-    # build every router (and check its contract) before anything runs
-    runs = [RouterRun(name, args, lm, config, scorers) for name, args in spec.routers]
-    digest = ds.digest()
-    for rr in runs:
-        run_id = f"{session_id}.{rr.router_name}"
-        if run_id in existing and (recorded := reader.run(run_id)["dataset_digest"]) != digest:  # type: ignore[union-attr]
-            raise ConfigError(
-                f"run {run_id!r} was recorded on another version of dataset {ds.name!r}",
-                expected=f"dataset digest {recorded[:12]}...",
-                found=f"{digest[:12]}...",
-                fix="start a new session instead of resuming this one",
-                details={"option": "--resume"},
-            )
-    if spec.tracking_uri:
-        from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
-
-        # a store that cannot take the runs must fail here, before any run is created
-        check_tracking_store(resolve_tracking_uri(spec.tracking_uri))
+    plan = _plan(spec, resume, lm)
     store = ResultsStore(spec.store_path)
     # a lock held by another process is waited for visibly (up to store_wait_s), not in silence
     store.on_wait = lambda message: console.print(message, highlight=False, markup=False, soft_wrap=True)
-    faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
-    console.print(
-        f"session {session_id}: {config.dataset}/{config.split}, {len(examples)} examples, "
-        f"routers {','.join(n for n, _ in spec.routers)}, lm {config.lm}{faults}",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
-    )
-    # every run exists (RUNNING) before any MLflow run does: a kill from here on is resumable
-    for rr in runs:
-        run_id = f"{session_id}.{rr.router_name}"
-        params = {"router": component_spec(rr.router), "config": config.to_dict(), "session": session_id}
-        program = config.pipeline.tools.sql_program
-        if program:  # the compiled generate_sql program's file and digest, next to its name in config
-            params["sql_program"] = sql_program_record(program)
-        store.create_run(
-            run_id,
-            router=rr.router_name,
-            lm=config.lm,
-            dataset=ds,
-            split=config.split,
-            config=config.to_dict(),
-            params=params,
-        )
+    _create_runs(store, spec, plan, console)
     sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
-    out = SessionResult(session_id=session_id, run_ids=[])
-    parent = None
-    current: tuple[str, str | None] | None = None
-    deadline = time.monotonic() + config.deadline_s if config.deadline_s is not None else None
-    stop = threading.Event()
+    out = SessionResult(session_id=plan.session_id, run_ids=[])
+    deadline = time.monotonic() + spec.config.deadline_s if spec.config.deadline_s is not None else None
+    live = _Live(spec, plan, store, sink, out, console, deadline=deadline)
     try:
-        if sink is not None:
-            parent = sink.start_parent(
-                f"compare {session_id}",
-                {"session": session_id, "routers": ",".join(n for n, _ in spec.routers), "lm": config.lm},
-                dataset=ds,
-                run_key=session_id,
-            )
-        with _progress(console) as progress:
-            for rr in runs:
-                run_id = f"{session_id}.{rr.router_name}"
-                out.run_ids.append(run_id)
-                done_ids: set[str] = set()
-                if run_id in existing:
-                    # an example counts as done once all its attempts have a result; one the
-                    # deadline skipped has a result but never ran, so it runs now
-                    skipped = store.query(
-                        "SELECT DISTINCT example_id FROM examples WHERE run_id = ? AND error_class IN (?, ?)",
-                        [run_id, DEADLINE_ERROR_CLASS, BAD_DATABASE_CLASS],
-                    )["example_id"]
-                    done_ids = store.completed_ids(run_id, min_attempts=config.attempts) - set(skipped)
-                mlflow_id = None
-                current = (run_id, None)
-                if sink is not None:
-                    mlflow_id = sink.start_run(
-                        rr.router,
-                        config.lm,
-                        ds,
-                        {**config.to_dict(), "session": session_id, "run_id": run_id},
-                        parent_run_id=parent,
-                        run_key=run_id,
-                        split=config.split,
-                        components=rr.scorers,
-                    )
-                    current = (run_id, mlflow_id)
-                    store.set_mlflow_run(run_id, mlflow_id)
-                # a conversation's later turns need its earlier ones: one with a turn left is replayed whole
-                unfinished = {e.conversation for e in examples if e.conversation and e.id not in done_ids}
-                todo = [e for e in examples if e.id not in done_ids or e.conversation in unfinished]
-                n_todo = len(todo)
-                task = progress.add_task(
-                    rr.router_name, total=len(examples), completed=len(examples) - len(todo), rate="-", ex="-"
-                )
-                results: list[ExampleResult] = []
-                started = _dt.datetime.now()
-
-                def on_result(
-                    result: ExampleResult,
-                    *,
-                    _run_id: str = run_id,
-                    _mlflow_id: str | None = mlflow_id,
-                    _task: Any = task,
-                    _results: list[ExampleResult] = results,
-                    _started: _dt.datetime = started,
-                    _total: int = n_todo,
-                ) -> None:
-                    writer.add(result)
-                    if sink is not None and _mlflow_id is not None:
-                        sink.log_example(_mlflow_id, result, question=by_id[result.example_id].question)
-                    _results.append(result)
-                    minutes = max((_dt.datetime.now() - _started).total_seconds() / 60, 1e-9)
-                    ex = [r.value("ex") for r in _results if r.value("ex") is not None]
-                    progress.update(
-                        _task,
-                        advance=1,
-                        rate=f"{len(_results) / minutes:.1f}",
-                        ex=f"{sum(ex) / len(ex):.2f}" if ex else "-",
-                    )
-                    if not console.is_terminal:
-                        # a log file or CI gets no live bar: one line per example instead
-                        console.print(
-                            _log_line(_run_id, len(_results), _total, result),
-                            highlight=False,
-                            markup=False,
-                            soft_wrap=True,
-                        )
-
-                try:
-                    with store.writer(run_id) as writer:
-                        for e in (e for e in todo if e.id in left_out):
-                            for a in range(config.attempts):
-                                why = f"left out: its database {left_out[e.id].reason}"
-                                on_result(rr.skipped(e, a, why, BAD_DATABASE_CLASS))
-                        run_router(
-                            rr,
-                            [e for e in todo if e.id not in left_out],
-                            on_result=on_result,
-                            concurrency=config.concurrency,
-                            attempts=config.attempts,
-                            stop=stop,
-                            deadline=deadline,
-                        )
-                except KeyboardInterrupt:
-                    stop.set()
-                    out.interrupted = True
-                if rr.injector is not None:
-                    out.fault_calls[run_id] = list(rr.injector.calls)
-                    counts = summarize_calls(rr.injector.calls)
-                    console.print(
-                        f"{run_id}: {len(rr.injector.calls)} calls, {sum(counts.values())} faults injected "
-                        f"({', '.join(f'{k} {n}' for k, n in sorted(counts.items())) or 'none'})",
-                        highlight=False,
-                        markup=False,
-                        soft_wrap=True,
-                    )
-                skipped_now = store.query(
-                    "SELECT count(DISTINCT example_id) AS n FROM examples WHERE run_id = ? AND error_class = ?",
-                    [run_id, DEADLINE_ERROR_CLASS],
-                )["n"][0]
-                out.skipped += int(skipped_now)
-                status = "KILLED" if out.interrupted or skipped_now else "FINISHED"
-                stored = store.results(run_id)
-                crashed = crash_verdict(stored)
-                if crashed is not None and not out.interrupted:
-                    status = "FAILED"
-                    out.failed[run_id] = crashed
-                elif crashes := [r for r in stored if r.outcome == "crash"]:
-                    # fewer than half crashed: the run stands, but never silently (exit 3)
-                    out.crashed[run_id] = (len(crashes), sum(map(did_run, stored)), str(crashes[0].error))
-                out.results[run_id] = _close(store, sink, run_id, mlflow_id, status, error=crashed)
-                current = None
-                if out.interrupted:
-                    _close_unstarted(store, runs, session_id, out.results, None, "KILLED")
-                    break
+        _run_all(live)
     except StoreBusyError as exc:
         # another process took the store: nothing can be written, so nothing is marked; what
         # finished is stored, and the runs left RUNNING are what --resume reopens and finishes
@@ -511,31 +542,16 @@ def run_session(
     except KeyboardInterrupt:
         # Ctrl-C outside an example (opening a run, closing one): the same clean stop
         out.interrupted = True
-        if current is not None:
-            _close_quietly(store, sink, current[0], current[1], "KILLED", "interrupted")
-        _close_unstarted(store, runs, session_id, out.results, current, "KILLED")
+        if live.current is not None:
+            _close_quietly(store, sink, live.current[0], live.current[1], "KILLED", "interrupted")
+        _close_unstarted(store, plan.runs, plan.session_id, out.results, live.current, "KILLED")
     except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        if current is not None:
-            _close_quietly(store, sink, current[0], current[1], "FAILED", error)
-        _close_unstarted(store, runs, session_id, out.results, current, "FAILED")
-        if sink is not None and parent is not None:
-            try:
-                sink.finish_parent(parent, status="FAILED")
-            except Exception as close_exc:
-                _log.warning("could not mark the comparison run FAILED: %s", close_exc)
-        console.print(
-            f"session {session_id} stopped by an error; what finished is stored: "
-            f"resume with  {resume_command(session_id, spec.store_path, spec.tracking_uri)}",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
+        _fail(live, exc)
         raise
-    out.bad_databases = list(bad)
-    if sink is not None and parent is not None:
+    out.bad_databases = list(plan.bad)
+    if sink is not None and live.parent is not None:
         final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
-        sink.finish_parent(parent, status=final, **parent_dashboard(store, out))
+        sink.finish_parent(live.parent, status=final, **parent_dashboard(store, out))
     return out
 
 
@@ -592,16 +608,6 @@ def _rates_figure(store: Any, run_ids: Sequence[str]) -> Any:
 CRASH_FAILURE_SHARE = 0.5
 
 
-def resume_command(session_id: str, store_path: str, tracking_uri: str | None) -> str:
-    """The command that finishes a session, complete as printed (the store and tracking options)."""
-    where = "" if store_path == DEFAULT_STORE_PATH else f" --store {store_path}"
-    if tracking_uri is None:
-        where += " --no-mlflow"
-    elif tracking_uri != "sqlite:///mlflow.db":
-        where += f" --tracking-uri {tracking_uri}"
-    return f"routerlab run --resume {session_id}{where}"
-
-
 def crash_verdict(results: Sequence[ExampleResult]) -> str | None:
     """Why a run must end FAILED: most of the examples that ran crashed (None: it stands).
 
@@ -625,53 +631,3 @@ def _log_line(run_id: str, n: int, total: int, result: ExampleResult) -> str:
 def write_summary(path: Path, result: SessionResult) -> None:
     """A small JSON of the session (ids), for scripts."""
     path.write_text(json.dumps({"session": result.session_id, "runs": result.run_ids}, indent=2))
-
-
-def parse_routers(
-    text: str, router_args: Sequence[str] = (), base_args: Mapping[str, Mapping[str, Any]] | None = None
-) -> list[tuple[str, dict[str, Any]]]:
-    """Parse ``--router rules,llm`` and ``--router-arg hybrid.threshold=0.7`` options.
-
-    Args:
-        text: Comma-separated router names.
-        router_args: ``ROUTER.PARAM=VALUE`` items (values parsed as JSON when they are).
-        base_args: Arguments each router starts from (a resumed session's), under the given ones.
-
-    Raises:
-        ConfigError: No router, a router named twice, or a malformed ``--router-arg``.
-    """
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise ConfigError(
-            "no router given",
-            expected="comma-separated router names, e.g. --router rules,llm",
-            found=repr(text),
-            fix="see `routerlab routers` for the names",
-            details={"option": "--router"},
-        )
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ConfigError(
-            f"router(s) {repeated} given twice in --router",
-            expected="each router once (one run per router)",
-            found=text,
-            fix="remove the repetition; use --attempts N to run each example several times",
-            details={"option": "--router"},
-        )
-    args: dict[str, dict[str, Any]] = {n: dict((base_args or {}).get(n, {})) for n in names}
-    for item in router_args:
-        key, sep, value = item.partition("=")
-        name, dot, param = key.partition(".")
-        if not sep or not dot or name not in args:
-            raise ConfigError(
-                f"bad --router-arg {item!r}",
-                expected="ROUTER.PARAM=VALUE for a router given in --router",
-                found=item,
-                fix="e.g. --router-arg hybrid.threshold=0.7",
-                details={"option": "--router-arg"},
-            )
-        try:
-            args[name][param] = json.loads(value)
-        except json.JSONDecodeError:
-            args[name][param] = value
-    return [(n, args[n]) for n in names]

@@ -1,4 +1,4 @@
-r"""Choose the ``dspy`` router's default program on real data (routerlab/dspy_choice.py).
+r"""Choose the ``dspy`` router's default program on real data (routerlab/fit/dspy_choice.py).
 
 Compiles every candidate of the choice file on the fit part of the blend's tune databases,
 scores the default and the candidates on the selection part, applies the replacement rule
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from routerlab.agents.errors import RunError
 from routerlab.agents.lm import resolve_lm
-from routerlab.dspy_choice import load_choice_config, run_choice
+from routerlab.fit.dspy_choice import load_choice_config, run_choice
 from routerlab.routers.dspy_router import PROGRAM_DIR
 
 

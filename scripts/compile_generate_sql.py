@@ -1,4 +1,4 @@
-r"""Compile a ``generate_sql`` program on the built-in benchmark's train split (routerlab/sql_program_fit.py).
+r"""Compile a ``generate_sql`` program on the built-in benchmark's train split (routerlab/fit/sql_program_fit.py).
 
 BootstrapFewShot with execution match as the metric; the demos are saved without their schema.
 Writes the program and its provenance (``.meta.json``: optimizer and why, demos, train split
@@ -25,8 +25,8 @@ from pathlib import Path
 from routerlab.agents.errors import RunError
 from routerlab.agents.lm import resolve_lm
 from routerlab.config import load_run_config
+from routerlab.fit.sql_program_fit import fit_sql_program
 from routerlab.session import load_dataset
-from routerlab.sql_program_fit import fit_sql_program
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-r"""Fit the ``hybrid`` router's ``threshold`` and ``lm_threshold`` on one split (see routerlab/hybrid_fit.py).
+r"""Fit the ``hybrid`` router's ``threshold`` and ``lm_threshold`` on one split (see routerlab/fit/hybrid_fit.py).
 
 Runs the rules router and the hybrid router with the LM asked on every example (two ``route``
 passes, first decisions only) on ``--split`` (less the examples that are demos in the hybrid
@@ -18,8 +18,8 @@ import json
 
 from routerlab.agents.lm import resolve_lm
 from routerlab.config import load_run_config
-from routerlab.hybrid_fit import fit_hybrid, hybrid_decisions, hybrid_grid
-from routerlab.objective import routing_score
+from routerlab.fit.hybrid_fit import fit_hybrid, hybrid_decisions, hybrid_grid
+from routerlab.fit.objective import routing_score
 from routerlab.route_eval import first_decisions
 from routerlab.routers.dspy_router import load_program
 from routerlab.session import load_dataset, select

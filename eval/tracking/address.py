@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 
 from routerlab.agents.errors import ConfigError
-
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+from routerlab.eval.defaults import DEFAULT_TRACKING_URI
 
 
 def resolve_tracking_uri(uri: str | None = None) -> str:

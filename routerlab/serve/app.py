@@ -174,27 +174,12 @@ def _page() -> str:
     return resources.files("routerlab.serve").joinpath("page.html").read_text(encoding="utf-8")
 
 
-def create_app(settings: ServeSettings | None = None) -> FastAPI:
-    """Build the FastAPI app (no module-level state: every call gets its own runtime).
-
-    Args:
-        settings: Server settings (default: :class:`ServeSettings` defaults).
-
-    Returns:
-        The app; its runtime is ``app.state.runtime`` (runs are in ``app.state.runtime.runs``).
-
-    Raises:
-        DatabaseError: The database file does not exist.
-        UnknownComponentError: The default router is unknown.
-        ConfigError / ModelAssetError: The LM spec cannot be resolved.
-    """
+def _runtime(settings: ServeSettings) -> _Runtime:
+    """The app's runtime: its database checked, its default router known, its LM loaded."""
     from routerlab import routers
     from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.tools import DEFAULT_TOOLS
-    from routerlab.agents.tools import tools as tool_registry
     from routerlab.benchmarks.builtin import builtin_database_path
 
-    settings = settings or ServeSettings()
     database = Path(settings.database) if settings.database is not None else builtin_database_path()
     if not database.is_file():
         raise DatabaseError(
@@ -206,10 +191,11 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     routers.router.get(settings.router)  # fail at start, not on the first request
     lm = settings.lm if settings.lm is not None else resolve_lm(settings.lm_spec, api_base=settings.lm_api_base)
     store = ConversationStore(settings.conversations, shared=settings.shared_conversations)
-    runtime = _Runtime(settings=settings, lm=lm, database=database, store=store)
+    return _Runtime(settings=settings, lm=lm, database=database, store=store)
 
-    app = FastAPI(title="routerlab", version="0", docs_url="/docs", redoc_url=None)
-    app.state.runtime = runtime
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Validation errors and HTTP errors as the API's error envelopes."""
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -226,39 +212,63 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         found = f"{request.method} {request.url.path}"
         return _json(error_envelope(code, str(exc.detail), found=found), exc.status_code)
 
-    async def prepare(body: AskRequest) -> tuple[Pipeline, dict[str, Any]] | Response:
+
+def _build_refusal(router: str, exc: Exception) -> Response:
+    """The 400 for a router that raised while being built from a request's arguments."""
+    if isinstance(exc, RunError):
+        field_name = "router" if isinstance(exc, UnknownComponentError) else "router_args"
+        argument = exc.details.get("argument")
+        return _refusal(exc, exc.details.get("field") or (f"router_args.{argument}" if argument else field_name))
+    # a router that fails to build on a client's arguments: their fault
+    log.warning("router %s could not be built from the request's arguments: %r", router, exc)
+    body = error_envelope(
+        ErrorCode.BAD_COMPONENT,
+        f"router {router!r} cannot be built with these arguments",
+        field="router_args",
+        expected="arguments the router takes, with values of their documented types and ranges",
+        found=type(exc).__name__,
+        fix="see `routerlab routers` and the router's documented parameters",
+    )
+    return _json(body, 400)
+
+
+def _check_agent(pipeline: Pipeline, agent: str) -> None:
+    """Refuse an agent that is not a registered tool of the pipeline.
+
+    Raises:
+        UnknownComponentError: No such tool, or not one of the pipeline's.
+    """
+    from routerlab.agents.tools import tools as tool_registry
+
+    tool_registry.get(agent)
+    if agent not in pipeline.tools:
+        raise UnknownComponentError(
+            f"agent {agent!r} is not one of the pipeline's tools",
+            expected=f"one of: {', '.join(pipeline.tools)}",
+            found=repr(agent),
+            fix="pick an agent the pipeline offers",
+        )
+
+
+@dataclass
+class _Requests:
+    """A request from its body to a started run: pipeline, conversation, run arguments."""
+
+    runtime: _Runtime
+
+    async def prepare(self, body: AskRequest) -> tuple[Pipeline, dict[str, Any]] | Response:
         """Build (or reuse) the pipeline and check the agent, before any run starts."""
-        router = body.router_name(settings.router)
+        router = body.router_name(self.runtime.settings.router)
         if body.ignored_fields:
             # seed 002's rule: an existing client's extra fields never break its request
             log.warning("ignoring unknown request fields: %s", ", ".join(body.ignored_fields))
         try:
-            pipeline = await run_in_threadpool(runtime.pipeline, router, dict(body.router_args))
-        except RunError as exc:
-            field_name = "router" if isinstance(exc, UnknownComponentError) else "router_args"
-            argument = exc.details.get("argument")
-            return _refusal(exc, exc.details.get("field") or (f"router_args.{argument}" if argument else field_name))
-        except Exception as exc:  # a router that fails to build on a client's arguments: their fault
-            log.warning("router %s could not be built from the request's arguments: %r", router, exc)
-            body = error_envelope(
-                ErrorCode.BAD_COMPONENT,
-                f"router {router!r} cannot be built with these arguments",
-                field="router_args",
-                expected="arguments the router takes, with values of their documented types and ranges",
-                found=type(exc).__name__,
-                fix="see `routerlab routers` and the router's documented parameters",
-            )
-            return _json(body, 400)
+            pipeline = await run_in_threadpool(self.runtime.pipeline, router, dict(body.router_args))
+        except Exception as exc:
+            return _build_refusal(router, exc)
         if body.agent is not None:
             try:
-                tool_registry.get(body.agent)
-                if body.agent not in pipeline.tools:
-                    raise UnknownComponentError(
-                        f"agent {body.agent!r} is not one of the pipeline's tools",
-                        expected=f"one of: {', '.join(pipeline.tools)}",
-                        found=repr(body.agent),
-                        fix="pick an agent the pipeline offers",
-                    )
+                _check_agent(pipeline, body.agent)
             except UnknownComponentError as exc:
                 return _refusal(exc, "agent")
         replies = [body.reply] if body.reply is not None else []
@@ -269,25 +279,78 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
         kwargs = {
             "question": body.question,
-            "database": str(runtime.database),
+            "database": str(self.runtime.database),
             "reply": reply,
             "agent": body.agent,
             "hint": body.hint,
         }
         return pipeline, kwargs
 
-    def register(body: AskRequest) -> Run:
+    def register(self, body: AskRequest) -> Run:
+        """Claim the request's conversation (a new one without an id) for its run."""
         # server-issued ids are unguessable: an id is all a client needs to continue a conversation
         conversation_id = body.conversation_id or new_conversation_id()
-        return runtime.runs.start(conversation_id, body.router_name(settings.router))
+        return self.runtime.runs.start(conversation_id, body.router_name(self.runtime.settings.router))
 
-    def contract(body: AskRequest) -> dict[str, Any]:
+    def contract(self, body: AskRequest) -> dict[str, Any]:
         """What every event of this request reports besides the pipeline's own payload."""
         echo: dict[str, Any] = {k: v for k in ("user_id", "context_type") if (v := getattr(body, k)) is not None}
         if body.ignored_fields:
             echo["ignored_fields"] = body.ignored_fields
-        mode = routing_mode_used(body.router_name(settings.router), body.mode == "direct")
+        mode = routing_mode_used(body.router_name(self.runtime.settings.router), body.mode == "direct")
         return {"routing_mode": mode, "echo": echo}
+
+    async def start(self, body: AskRequest) -> Response | tuple[Any, dict[str, Any], Any]:
+        """Build the pipeline, claim the conversation and load its turns, or the refusal to send."""
+        prepared = await self.prepare(body)
+        if isinstance(prepared, Response):
+            return prepared
+        pipeline, kwargs = prepared
+        store = self.runtime.store
+        if body.conversation_id is not None:
+            # ownership first: another user's conversation is refused before anything about it
+            # (that it is running, what it holds) can show
+            try:
+                kwargs["history"] = store.history(body.conversation_id, user_id=body.user_id)
+            except ConversationForbidden as exc:
+                return _refusal(exc, "conversation_id")
+        try:
+            run = self.register(body)
+        except ConversationBusyError as exc:
+            return _refusal(exc, "conversation_id")
+        kwargs.setdefault("history", [])
+        # the owner was checked with the history above: the store comes with the conversation
+        kwargs["store"] = store.store(run.conversation_id)
+        # seed 004's RunnableConfig: the request's identity travels with the run
+        kwargs["tags"] = ["routerlab-serve", body.router_name(self.runtime.settings.router)]
+        kwargs["metadata"] = {k: v for k in ("user_id", "context_type") if (v := getattr(body, k)) is not None}
+        kwargs["run_name"] = f"ask {run.conversation_id}"
+
+        def keep_turn(state: dict[str, Any]) -> None:
+            turn = turn_from_trace(body.question, build_trace("", state, 0.0))  # type: ignore[arg-type]
+            store.append(run.conversation_id, turn, user_id=body.user_id, store=state.get("store"))
+
+        kwargs["on_end"] = keep_turn
+        return pipeline, kwargs, run
+
+    async def events(self, body: AskRequest, request: Request) -> Response | Any:
+        """The run's events as they come (an async iterator), or the refusal to send instead."""
+        started = await self.start(body)
+        if isinstance(started, Response):
+            return started
+        pipeline, kwargs, run = started
+        poll_s = self.runtime.settings.poll_s
+        return stream_run(
+            pipeline, run, self.runtime.runs, request.is_disconnected, poll_s=poll_s, **self.contract(body), **kwargs
+        )
+
+
+def _add_info_routes(app: FastAPI, runtime: _Runtime) -> None:
+    """``/health`` and the router list."""
+    from routerlab import routers
+    from routerlab.agents.tools import DEFAULT_TOOLS
+
+    settings = runtime.settings
 
     @app.get("/health")
     async def health() -> Response:
@@ -318,49 +381,28 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         }
         return _json(envelope(ErrorCode.OK, f"{len(items)} routers", data))
 
-    async def start(body: AskRequest) -> Response | tuple[Any, dict[str, Any], Any]:
-        """Build the pipeline, claim the conversation and load its turns, or the refusal to send."""
-        prepared = await prepare(body)
-        if isinstance(prepared, Response):
-            return prepared
-        pipeline, kwargs = prepared
-        if body.conversation_id is not None:
-            # ownership first: another user's conversation is refused before anything about it
-            # (that it is running, what it holds) can show
-            try:
-                kwargs["history"] = runtime.store.history(body.conversation_id, user_id=body.user_id)
-            except ConversationForbidden as exc:
-                return _refusal(exc, "conversation_id")
-        try:
-            run = register(body)
-        except ConversationBusyError as exc:
-            return _refusal(exc, "conversation_id")
-        kwargs.setdefault("history", [])
-        # the owner was checked with the history above: the store comes with the conversation
-        kwargs["store"] = runtime.store.store(run.conversation_id)
-        # seed 004's RunnableConfig: the request's identity travels with the run
-        kwargs["tags"] = ["routerlab-serve", body.router_name(settings.router)]
-        kwargs["metadata"] = {k: v for k in ("user_id", "context_type") if (v := getattr(body, k)) is not None}
-        kwargs["run_name"] = f"ask {run.conversation_id}"
 
-        def keep_turn(state: dict[str, Any]) -> None:
-            turn = turn_from_trace(body.question, build_trace("", state, 0.0))  # type: ignore[arg-type]
-            runtime.store.append(run.conversation_id, turn, user_id=body.user_id, store=state.get("store"))
+def _add_page(app: FastAPI) -> None:
+    """The live progress page at ``/``."""
 
-        kwargs["on_end"] = keep_turn
-        return pipeline, kwargs, run
+    @app.get("/", response_class=HTMLResponse)
+    async def page() -> HTMLResponse:
+        """The live progress page."""
+        return HTMLResponse(_page())
+
+
+def _add_ask_routes(app: FastAPI, requests: _Requests) -> None:
+    """``ask_agent`` (one response) and ``ask_agent_stream`` (SSE, by POST or by GET)."""
+    ping_s = requests.runtime.settings.ping_s
 
     @app.post(f"{API_PREFIX}/ask_agent")
     async def ask_agent(body: AskRequest, request: Request) -> Response:
         """Run one request to the end and return its last event (completed or error)."""
-        started = await start(body)
-        if isinstance(started, Response):
-            return started
-        pipeline, kwargs, run = started
+        events = await requests.events(body, request)
+        if isinstance(events, Response):
+            return events
         last: dict[str, Any] | None = None
-        async for item in stream_run(
-            pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **contract(body), **kwargs
-        ):
+        async for item in events:
             last = item
         if last is None:  # the client left before the end; nobody reads this
             return _json(error_envelope(ErrorCode.RUN_ERROR, "the run was cancelled"), 499)
@@ -375,24 +417,21 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         receives; ``?named_events=1`` (or the header ``X-Named-Events: 1``) adds ``event:`` with
         the event's type, for clients that listen per type.
         """
-        started = await start(body)
-        if isinstance(started, Response):
-            return started
-        pipeline, kwargs, run = started
+        events = await requests.events(body, request)
+        if isinstance(events, Response):
+            return events
         named = _wants_named_events(request)
 
-        async def events() -> Any:
+        async def messages() -> Any:
             n = 0
-            async for item in stream_run(
-                pipeline, run, runtime.runs, request.is_disconnected, poll_s=settings.poll_s, **contract(body), **kwargs
-            ):
+            async for item in events:
                 n += 1
                 message = {"id": str(n), "data": dump_json(item)}
                 if named:
                     message["event"] = item["data"]["type"]
                 yield message
 
-        return EventSourceResponse(events(), ping=settings.ping_s)
+        return EventSourceResponse(messages(), ping=ping_s)
 
     @app.post(f"{API_PREFIX}/ask_agent_stream")
     async def ask_agent_stream(body: AskRequest, request: Request) -> Response:
@@ -411,11 +450,28 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             raise RequestValidationError(exc.errors()) from None
         return await open_stream(body, request)
 
-    @app.get("/", response_class=HTMLResponse)
-    async def page() -> HTMLResponse:
-        """The live progress page."""
-        return HTMLResponse(_page())
 
+def create_app(settings: ServeSettings | None = None) -> FastAPI:
+    """Build the FastAPI app (no module-level state: every call gets its own runtime).
+
+    Args:
+        settings: Server settings (default: :class:`ServeSettings` defaults).
+
+    Returns:
+        The app; its runtime is ``app.state.runtime`` (runs are in ``app.state.runtime.runs``).
+
+    Raises:
+        DatabaseError: The database file does not exist.
+        UnknownComponentError: The default router is unknown.
+        ConfigError / ModelAssetError: The LM spec cannot be resolved.
+    """
+    runtime = _runtime(settings or ServeSettings())
+    app = FastAPI(title="routerlab", version="0", docs_url="/docs", redoc_url=None)
+    app.state.runtime = runtime
+    _add_error_handlers(app)
+    _add_info_routes(app, runtime)
+    _add_ask_routes(app, _Requests(runtime))
+    _add_page(app)
     return app
 
 

@@ -4,7 +4,7 @@
   a request once and follow the canonical plan (rules, hybrid, dspy, semantic, the baselines);
 * :mod:`~routerlab.routers.support.lm_intent`: one-pass LM classification of a request's intent;
 * :mod:`~routerlab.routers.support.label_calibration`: applies a compiled program's per-intent
-  offsets (or affine map) to a one-pass distribution (``routerlab.label_calibration_fit`` fits them);
+  offsets (or affine map) to a one-pass distribution (``routerlab.fit.label_calibration_fit`` fits them);
 * :mod:`~routerlab.routers.support.schema_outline`: the tables-and-columns view an LM router's
   prompt holds, and the schema check's finding a request may carry;
 * :mod:`~routerlab.routers.support.ambiguity`: the schema-derived ambiguity check (what a request

@@ -164,7 +164,7 @@ def test_notebook_opened_from_notebooks_folder_finds_the_project_store(tmp_path_
     root, session = demo_project(tmp_path_factory)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     # the cells that use the paths: parameters, setup, loading the session, its MLflow cross-check
-    used = ("make_demo_session", "analysis.load_store", "analysis.load_mlflow")
+    used = ("make_demo_session", "routerlab.load", "analysis.load_mlflow")
     run = copy.deepcopy(nb)
     run.cells = [run.cells[0], *(c for c in run.cells[1:] if any(u in c.source for u in used))]
     run.cells.insert(1, nbformat.v4.new_code_cell(f"SESSION = {session!r}", metadata={"tags": ["injected-parameters"]}))

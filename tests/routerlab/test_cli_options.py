@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from routerlab import cli
+from routerlab.app.defaults import ROUTE_DEFAULT_ROUTERS
 from routerlab.cli import app
 
 
@@ -77,8 +77,8 @@ def test_one_meaning_per_option_name() -> None:
 
 
 def test_route_default_leaves_out_the_slow_routers() -> None:
-    assert "handoff" not in cli.ROUTE_DEFAULT_ROUTERS.split(",")
-    assert f"[default: {cli.ROUTE_DEFAULT_ROUTERS}]" in _help("route")
+    assert "handoff" not in ROUTE_DEFAULT_ROUTERS.split(",")
+    assert f"[default: {ROUTE_DEFAULT_ROUTERS}]" in _help("route")
 
 
 def test_a_mistyped_router_argument_names_the_one_meant(tmp_path: Path) -> None:

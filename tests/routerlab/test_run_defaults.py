@@ -9,6 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import routerlab.cli as cli
+from routerlab.app.defaults import DEFAULT_LIMIT, run_defaults
 from routerlab.eval.store import ResultsStore
 
 
@@ -33,17 +34,17 @@ def _spider(root: Path, n: int) -> Path:
 
 
 def test_builtin_default_is_the_main_jobs_sample(tmp_path):
-    assert cli._run_defaults(None, None) == {"limit": cli.DEFAULT_LIMIT}
-    assert cli._run_defaults("builtin", None) == {"limit": cli.DEFAULT_LIMIT}
+    assert run_defaults(None, None) == {"limit": DEFAULT_LIMIT}
+    assert run_defaults("builtin", None) == {"limit": DEFAULT_LIMIT}
 
 
 def test_other_datasets_default_to_every_example(tmp_path):
-    assert cli._run_defaults("spider", None) == {}
+    assert run_defaults("spider", None) == {}
     config = tmp_path / "run.yaml"
     config.write_text("dataset: spider\n")
-    assert cli._run_defaults(None, config) == {}
+    assert run_defaults(None, config) == {}
     # the option names the dataset over the file, as everywhere else
-    assert cli._run_defaults("builtin", config) == {"limit": cli.DEFAULT_LIMIT}
+    assert run_defaults("builtin", config) == {"limit": DEFAULT_LIMIT}
 
 
 def test_spider_run_without_limit_scores_every_question(tmp_path):
@@ -54,4 +55,4 @@ def test_spider_run_without_limit_scores_every_question(tmp_path):
     assert out.exit_code == 0, out.output
     stored = ResultsStore(store)
     (run_id,) = stored.runs()["run_id"]
-    assert len(stored.results(run_id)) == 9 > cli.DEFAULT_LIMIT
+    assert len(stored.results(run_id)) == 9 > DEFAULT_LIMIT

@@ -24,7 +24,7 @@ from routerlab.agents.state import INTENTS, initial_state
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.cli import app
-from routerlab.optimize import optimize_router, to_dspy_examples
+from routerlab.fit.optimize import optimize_router, to_dspy_examples
 from routerlab.routers.dspy_router import INSTRUCTIONS, RouteProgram, check_checks, load_program, request_evidence
 from routerlab.routers.support.lm_intent import IntentPrompt
 from routerlab.routers.support.schema_outline import ambiguity_finding, schema_finding
@@ -222,7 +222,7 @@ def test_a_program_reading_neighbours_needs_its_pool(tmp_path):
 
 
 def test_the_neighbours_pool_is_the_fit_part_and_held_out_requests_stay_unseen(builtin, tmp_path, sales_db):
-    from routerlab.optimize import holdout_split
+    from routerlab.fit.optimize import holdout_split
     from routerlab.routers.support.turns import without_pleasantries
 
     lm = _lm()

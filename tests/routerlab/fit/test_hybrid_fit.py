@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from routerlab.benchmarks.builtin import load_builtin
-from routerlab.hybrid_fit import fit_hybrid, hybrid_decisions, hybrid_grid
+from routerlab.fit.hybrid_fit import fit_hybrid, hybrid_decisions, hybrid_grid
 from routerlab.route_eval import FirstDecision
 from routerlab.selection import schedule
 

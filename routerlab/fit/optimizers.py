@@ -15,7 +15,7 @@ the machine has two cores.
   ``LabeledFewShot`` draws at random, so the rare intents seldom make it into the prompt); no search.
 - ``gepa``: ``GEPA``, instructions; ``metric_calls`` metric calls, the LM reflecting on its mistakes.
 - ``calibrated``: any of the above (``base``), then a calibration of the one-pass distribution
-  fitted on the train set (:mod:`routerlab.label_calibration_fit`): per-intent log-prior offsets that
+  fitted on the train set (:mod:`routerlab.fit.label_calibration_fit`): per-intent log-prior offsets that
   maximise the routing score (``map=offsets``) or an L2-regularised affine map of the labels' log
   probabilities (``map=affine``), optionally choosing among instruction variants (``instructions``).
 """
@@ -264,11 +264,11 @@ class Calibrated:
     The base optimizer compiles first (``stratified`` by default: a demo of every intent). Then
     every train example that is not one of the program's demos (a demo would read its own label
     back) is scored once in one pass with the compiled prompt, and the ``map``
-    (:data:`routerlab.label_calibration_fit.MAPS`) is fitted on those distributions: ``offsets``, one
+    (:data:`routerlab.fit.label_calibration_fit.MAPS`) is fitted on those distributions: ``offsets``, one
     log-prior offset per intent chosen to maximise the routing score
-    (:func:`routerlab.label_calibration_fit.fit_offsets`), or ``affine``, a matrix and offsets over the
+    (:func:`routerlab.fit.label_calibration_fit.fit_offsets`), or ``affine``, a matrix and offsets over the
     labels' log probabilities, L2-regularised towards the identity
-    (:func:`routerlab.label_calibration_fit.fit_affine`). With ``instructions``, each named instruction
+    (:func:`routerlab.fit.label_calibration_fit.fit_affine`). With ``instructions``, each named instruction
     variant (:data:`routerlab.routers.dspy_router.INSTRUCTIONS`) replaces the program's
     instructions in turn, its train distributions are read and its map fitted, and the variant
     whose cross-validated routing score on those distributions is highest is kept (ties: the
@@ -285,7 +285,7 @@ class Calibrated:
         folds: 0: no cross-validation (``offsets`` fits with ``max_offset``, ``affine`` with
             ``l2``); 2 or more: ``offsets`` chooses its bound among 0, 0.25, 0.5, 1, 1.5, 2, 3
             (up to ``max_offset``), ``affine`` its L2 strength among
-            :data:`routerlab.label_calibration_fit.L2_GRID` unless ``l2`` is given, by ``folds``-fold
+            :data:`routerlab.fit.label_calibration_fit.L2_GRID` unless ``l2`` is given, by ``folds``-fold
             cross-validation on the same train distributions.
         seed: The base optimizer's seed; the fit itself is deterministic.
         map: ``offsets`` (the default) or ``affine``.
@@ -308,7 +308,7 @@ class Calibrated:
         l2: float | None = None,
         instructions: list[str] | None = None,
     ) -> None:
-        from routerlab.label_calibration_fit import MAPS
+        from routerlab.fit.label_calibration_fit import MAPS
         from routerlab.routers.dspy_router import INSTRUCTIONS
 
         if base == "calibrated":
@@ -421,7 +421,7 @@ class Calibrated:
     ) -> dspy.Module:
         """Compile with the base optimizer, read the train distributions, fit and set the calibration."""
         from routerlab.agents.state import INTENTS
-        from routerlab.label_calibration_fit import MAPS, score_with_map
+        from routerlab.fit.label_calibration_fit import MAPS, score_with_map
         from routerlab.routers.dspy_router import INSTRUCTIONS
 
         base = self._base.compile(student, trainset=trainset, valset=valset, metric=metric, lm=lm)

@@ -1,7 +1,7 @@
 """Compile a ``generate_sql`` program on the built-in benchmark's train split (``scripts/compile_generate_sql.py``).
 
 The optimizer is DSPy's ``BootstrapFewShot`` (the ``bootstrap`` entry of
-:data:`routerlab.optimizers.optimizer`), with ``demos`` bootstrapped demos topped up with labelled
+:data:`routerlab.fit.optimizers.optimizer`), with ``demos`` bootstrapped demos topped up with labelled
 ones to twice as many, and no search. Why that one (recorded in every program's provenance as
 :data:`WHY`):
 
@@ -51,12 +51,12 @@ from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers.execution import ExecutionAccuracy
 from routerlab.eval.tracking.provenance import git_commit
-from routerlab.optimizers import optimizer as optimizer_registry
+from routerlab.fit.optimizers import optimizer as optimizer_registry
 from routerlab.routers.dspy_router import save_meta
 
 __all__ = ["OPTIMIZER", "WHY", "SqlFitReport", "fit_sql_program", "sql_train_examples", "to_sql_examples"]
 
-#: the one optimizer the program is compiled with (a name in :data:`routerlab.optimizers.optimizer`)
+#: the one optimizer the program is compiled with (a name in :data:`routerlab.fit.optimizers.optimizer`)
 OPTIMIZER = "bootstrap"
 
 WHY = (

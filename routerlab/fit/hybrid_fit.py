@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from routerlab.objective import routing_score
+from routerlab.fit.objective import routing_score
 from routerlab.route_eval import FirstDecision
 
 __all__ = ["LM_THRESHOLDS", "HybridFit", "fit_hybrid", "hybrid_decisions", "hybrid_grid"]

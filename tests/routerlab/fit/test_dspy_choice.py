@@ -22,7 +22,7 @@ from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply, scripted
 from routerlab.agents.turn_history import history_text
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.benchmarks.dataset import dataset
-from routerlab.dspy_choice import (
+from routerlab.fit.dspy_choice import (
     ReplacementRule,
     SelectionTable,
     capped,
@@ -31,15 +31,15 @@ from routerlab.dspy_choice import (
     load_choice_config,
     run_choice,
 )
-from routerlab.objective import routing_score
-from routerlab.optimize import holdout_split, to_dspy_examples
+from routerlab.fit.objective import routing_score
+from routerlab.fit.optimize import holdout_split, to_dspy_examples
 from routerlab.route_eval import first_decisions, gold_turn
 from routerlab.routers.dspy_router import RouteProgram
 from routerlab.routers.support.turns import without_pleasantries
 from tests.conftest import SPIDER_DEV_A
 
 DATA = SPIDER_DEV_A.parent
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CHOICE = REPO / "docs" / "configs" / "dspy_real_choice.yaml"
 real_data = pytest.mark.skipif(
     not all((DATA / d / "dev.json").is_file() for d in ("cosql-dev-a", "sparc-dev-a", "spider-dev-a")),
@@ -176,7 +176,7 @@ def test_a_training_turn_reads_exactly_what_the_router_reads_with_gold_history()
     first_decisions("dspy", {"program": "none", "abstain_check": False}, turns[:2], lm, history="gold")
     routed = lm.routerlab_engine.requests[-1]
     from routerlab.agents.lm.adapter import lm_context
-    from routerlab.optimize import _tables
+    from routerlab.fit.optimize import _tables
 
     program = RouteProgram()
     ours = to_dspy_examples(turns[:2], _tables(turns[:2]), context=cosql.examples)[1]

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routerlab.agents.state import INTENTS
-from routerlab.objective import RoutingObjective, intent_correct, routing_score
+from routerlab.fit.objective import RoutingObjective, intent_correct, routing_score
 
 
 def _ex(intent: str, accepted: tuple[str, ...] = ()) -> dspy.Example:

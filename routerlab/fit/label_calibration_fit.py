@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from routerlab.objective import RoutingObjective, routing_score
+from routerlab.fit.objective import RoutingObjective, routing_score
 from routerlab.routers.support.label_calibration import FLOOR, Weights, calibrated
 
 __all__ = [

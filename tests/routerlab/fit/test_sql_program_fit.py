@@ -21,9 +21,9 @@ from routerlab.agents.lm.messages import text_of
 from routerlab.agents.tools import ToolSettings
 from routerlab.agents.tools.sql_program import load_sql_program
 from routerlab.benchmarks.builtin import load_builtin
-from routerlab.sql_program_fit import fit_sql_program, sql_train_examples
+from routerlab.fit.sql_program_fit import fit_sql_program, sql_train_examples
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "scripts" / "compile_generate_sql.py"
 _QUESTION = re.compile(r"\[\[ ## question ## \]\]\n(.*?)\n\n", re.S)
 

@@ -22,8 +22,8 @@ from routerlab.agents.lm.usage import UsageCallback
 from routerlab.agents.registry import UnknownComponentError, component_spec
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.cli import app
-from routerlab.optimize import holdout_split, optimize_router, score_program
-from routerlab.optimizers import optimizer
+from routerlab.fit.optimize import holdout_split, optimize_router, score_program
+from routerlab.fit.optimizers import optimizer
 from routerlab.routers.dspy_router import IntentPredict, RouteProgram, load_program
 
 

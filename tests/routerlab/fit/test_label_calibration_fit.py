@@ -1,4 +1,4 @@
-"""Fitting per-intent offsets (``routerlab.label_calibration_fit``) and the ``calibrated`` optimizer.
+"""Fitting per-intent offsets (``routerlab.fit.label_calibration_fit``) and the ``calibrated`` optimizer.
 
 The optimizer runs against a scripted engine that scores labels like a prompt biased towards
 ``sql``: it knows each train request's gold intent but gives ``sql`` more probability than the
@@ -23,7 +23,7 @@ from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply
 from routerlab.agents.lm.usage import UsageCallback
 from routerlab.agents.state import INTENTS
 from routerlab.benchmarks.builtin import load_builtin
-from routerlab.label_calibration_fit import (
+from routerlab.fit.label_calibration_fit import (
     L2_GRID,
     affine_loss,
     choose_bound,
@@ -33,9 +33,9 @@ from routerlab.label_calibration_fit import (
     score_with_map,
     score_with_offsets,
 )
-from routerlab.objective import routing_score
-from routerlab.optimize import optimize_router
-from routerlab.optimizers import optimizer
+from routerlab.fit.objective import routing_score
+from routerlab.fit.optimize import optimize_router
+from routerlab.fit.optimizers import optimizer
 from routerlab.routers.dspy_router import load_program
 
 _dist = st.lists(st.floats(0.001, 1.0), min_size=len(INTENTS), max_size=len(INTENTS)).map(
@@ -325,7 +325,7 @@ def test_on_the_real_model_the_calibration_is_fitted_on_its_distributions_and_th
     # the 0.5B model: the mechanics on real distributions, not routing quality (optimize measures that)
     from routerlab.agents.db import open_database
     from routerlab.agents.lm import resolve_lm
-    from routerlab.optimize import to_dspy_examples
+    from routerlab.fit.optimize import to_dspy_examples
     from routerlab.routers.dspy_router import RouteProgram
     from routerlab.routers.support.label_calibration import shift
     from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
@@ -394,7 +394,7 @@ def test_the_committed_program_is_rebuilt_by_its_recorded_settings(builtin, tmp_
     # model's distributions, so a scripted LM cannot give them back: the recompile is given the
     # variant the model chose, and the calibration is refitted from the distributions the
     # compile kept; the real-model test above checks how they are fitted.
-    from routerlab.label_calibration_fit import MAPS
+    from routerlab.fit.label_calibration_fit import MAPS
     from routerlab.routers.dspy_router import program_path
 
     meta = json.loads(program_path(name).with_suffix(".meta.json").read_text())

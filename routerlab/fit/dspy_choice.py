@@ -7,7 +7,7 @@ docs/results/2026-11-26-dspy-real-data.md before any search). A *choice file* (Y
 * ``blend``: a blend file (:mod:`routerlab.benchmarks.loaders.blend`): its tune part (split
   ``train``) is all the search reads; its report part (split ``dev``) is routed once, at the end.
 * ``selection``: how the tune part is divided into *fit* (what candidates learn from) and
-  *selection* (what the rule compares programs on): per source, :func:`~routerlab.optimize.holdout_split`
+  *selection* (what the rule compares programs on): per source, :func:`~routerlab.fit.optimize.holdout_split`
   with ``fraction`` and ``seed`` (a conversation stays whole; on the built-in train split this is
   exactly the default program's own fit / held-out division, so none of its demos or calibration
   examples is a selection example), then at most ``fit_cap[source]`` / ``selection_cap[source]``
@@ -19,7 +19,7 @@ docs/results/2026-11-26-dspy-real-data.md before any search). A *choice file* (Y
 * ``rule``: :class:`ReplacementRule`.
 
 Every program sees each example as the router shows it (history of gold earlier turns, request
-without pleasantries: :func:`~routerlab.optimize.to_dspy_examples`).
+without pleasantries: :func:`~routerlab.fit.optimize.to_dspy_examples`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.benchmarks.example import Example
 from routerlab.eval.robustness import diversion
 from routerlab.eval.stats import paired_cluster_bootstrap_diff
-from routerlab.objective import SAFETY_INTENTS, routing_score
+from routerlab.fit.objective import SAFETY_INTENTS, routing_score
 
 __all__ = [
     "Candidate",
@@ -63,7 +63,7 @@ class Candidate:
 
     Attributes:
         name: The candidate's name (its files are ``<work dir>/candidates/<name>.json``).
-        optimizer: A name in :data:`routerlab.optimizers.optimizer`.
+        optimizer: A name in :data:`routerlab.fit.optimizers.optimizer`.
         args: The optimizer's settings (its ``seed`` defaults to the selection seed).
         schema: The program's ``tables`` view (``tables`` or ``columns``).
         checks: Checks whose findings the program reads (:data:`~routerlab.routers.dspy_router.CHECKS`).
@@ -267,7 +267,7 @@ def load_choice_config(path: str | Path) -> ChoiceConfig:
     Raises:
         ConfigError: A missing file, an unknown key, optimizer, check or schema view, bad settings.
     """
-    from routerlab.optimizers import optimizer
+    from routerlab.fit.optimizers import optimizer
     from routerlab.routers.dspy_router import check_checks
     from routerlab.routers.support.schema_outline import check_view
 
@@ -366,7 +366,7 @@ def load_choice_config(path: str | Path) -> ChoiceConfig:
 
 def divide(tune: Sequence[Example], cfg: ChoiceConfig) -> tuple[list[Example], list[Example]]:
     """``(fit, selection)`` of the tune part: per source, held out then capped (module docstring)."""
-    from routerlab.optimize import holdout_split
+    from routerlab.fit.optimize import holdout_split
 
     by_source: dict[str, list[Example]] = defaultdict(list)
     for e in tune:
@@ -382,7 +382,7 @@ def divide(tune: Sequence[Example], cfg: ChoiceConfig) -> tuple[list[Example], l
 
 def _inputs(program: Any, examples: Sequence[Example], context: Sequence[Example]) -> list[Any]:
     """``examples`` as ``program`` reads them (its schema view and checks)."""
-    from routerlab.optimize import _tables, to_dspy_examples
+    from routerlab.fit.optimize import _tables, to_dspy_examples
 
     route = program.route
     return to_dspy_examples(examples, _tables(examples, route.schema), route.checks, route.neighbours, context)
@@ -450,9 +450,9 @@ def run_choice(
     import routerlab.benchmarks.loaders  # noqa: F401  (registers blend and the sources' loaders)
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.benchmarks.dataset import dataset
-    from routerlab.objective import RoutingObjective
-    from routerlab.optimize import _program, route_set
-    from routerlab.optimizers import optimizer
+    from routerlab.fit.objective import RoutingObjective
+    from routerlab.fit.optimize import _program, route_set
+    from routerlab.fit.optimizers import optimizer
     from routerlab.routers.dspy_router import load_program, program_path, save_meta
     from routerlab.routers.support.neighbours import Neighbours
 

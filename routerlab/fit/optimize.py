@@ -30,8 +30,8 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.example import Example
-from routerlab.objective import RoutingObjective, intent_correct, routing_score
-from routerlab.optimizers import optimizer as optimizer_registry
+from routerlab.fit.objective import RoutingObjective, intent_correct, routing_score
+from routerlab.fit.optimizers import optimizer as optimizer_registry
 from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta
 from routerlab.routers.support.neighbours import Neighbours
 
@@ -367,7 +367,7 @@ def optimize_router(
         dataset: A loaded :class:`~routerlab.benchmarks.dataset.Dataset`.
         lm: The LM the program will run on (optimize on the model you route with).
         lm_spec: Its spec, recorded in the provenance.
-        optimizer: A name in :data:`routerlab.optimizers.optimizer`.
+        optimizer: A name in :data:`routerlab.fit.optimizers.optimizer`.
         optimizer_args: The optimizer's settings (its ``seed`` defaults to ``seed``).
         seed: Division of train into fit / held-out, and the order the optimizer walks fit in:
             bootstrapping keeps the first demonstrations that pass, so a split stored intent by

@@ -1,0 +1,53 @@
+"""The application's defaults, in one place: stores, routers, the built-in benchmark's subset.
+
+Importing this module imports nothing heavy: the command line shows these as its options'
+defaults before it imports anything else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "DEFAULT_ROUTERS",
+    "DEFAULT_STORE_PATH",
+    "DEFAULT_TRACKING_URI",
+    "LOCAL_SECONDS_PER_EXAMPLE",
+    "ROUTE_DEFAULT_ROUTERS",
+    "run_defaults",
+]
+
+#: the routers ``run`` compares when none is named
+DEFAULT_ROUTERS = "rules,llm,dspy,oracle,single_call"
+#: `route`'s default: the routers that decide in under a second (handoff and retrieval generate
+#: their decisions, several seconds each on the embedded model: name them to include them)
+ROUTE_DEFAULT_ROUTERS = "rules,semantic,hybrid,llm,dspy,random"
+#: seconds per example and router on the embedded model, end to end: the p50 measured on the whole
+#: of spider-dev-a on 2 cores (docs/results/2026-11-24-sql-quality.md); an order of magnitude only
+LOCAL_SECONDS_PER_EXAMPLE = 13.0
+DEFAULT_LIMIT = 7  # one request per intent
+
+
+def run_defaults(dataset: str | None, config_file: Path | None) -> dict[str, Any]:
+    """The defaults of a new session, under the config file's and the caller's settings.
+
+    The main job's short stratified subset is for the built-in benchmark; a dataset the user points
+    at (Spider, BIRD, a mixed set) is scored whole unless ``limit`` or the config file says
+    otherwise, so its figures are the dataset's and not a 7-question sample's.
+
+    Args:
+        dataset: The dataset named by the caller (None: the config file's, else ``builtin``).
+        config_file: A run config file, read for its ``dataset``.
+
+    Returns:
+        ``{"limit": DEFAULT_LIMIT}`` for the built-in benchmark, else no default.
+    """
+    from routerlab.config import read_mapping_file  # imported here: it imports the run config's types
+
+    file_values = read_mapping_file(config_file) if config_file else {}
+    chosen = dataset or file_values.get("dataset") or "builtin"
+    return {"limit": DEFAULT_LIMIT} if chosen == "builtin" else {}

@@ -1,0 +1,212 @@
+"""Scoring routers' first decisions only: the cheap routing numbers, tracked in MLflow.
+
+``routerlab route`` and :func:`routerlab.route` both run here: every input is checked (the
+history mode, each router's arguments, the MLflow store) before the model loads, then each
+router decides every example's first step, logged as a child run of one MLflow parent per call
+(:class:`~routerlab.route_tracking.RouteTracking`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from routerlab.app.defaults import DEFAULT_TRACKING_URI, ROUTE_DEFAULT_ROUTERS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from routerlab.benchmarks.example import Example
+    from routerlab.route_eval import FirstDecision
+    from routerlab.route_tracking import RouteTracking
+
+__all__ = ["RouteOutcome", "RouteProgress", "route"]
+
+
+class RouteProgress(Protocol):
+    """Told as decisions are made (the CLI's progress bars); entered once the model is loaded."""
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: object) -> Any: ...
+
+    def start(self, label: str, total: int) -> None:
+        """A router starts deciding ``total`` examples."""
+
+    def done(self, label: str, decision: FirstDecision) -> None:
+        """A router made one first decision."""
+
+
+@dataclass(frozen=True)
+class RouteOutcome:
+    """Every router's first decisions and their summary.
+
+    Attributes:
+        examples: The examples decided, in order.
+        by_router: Each router's decisions, by display label.
+        table: One row per router: accuracy, recall per intent, latency... with CIs.
+        report: The table and each router's diversion line, as ``routerlab route`` prints them.
+        history: ``gold`` or ``predicted`` earlier turns.
+        tracking: The MLflow parent and child runs (None: not logged).
+    """
+
+    examples: list[Example]
+    by_router: dict[str, list[FirstDecision]]
+    table: pd.DataFrame
+    report: str
+    history: str
+    tracking: RouteTracking | None
+
+    def conversation_line(self) -> str | None:
+        """How conversation turns were decided, when the examples are conversations' turns."""
+        convs = {e.conversation for e in self.examples if e.conversation}
+        if not convs:
+            return None
+        return (
+            f"{len(self.examples)} turns of {len(convs)} conversations, each decided with its earlier turns "
+            f"({self.history} history); CI: bootstrap over conversations; acc_first: turn 1, acc_followup: turns 2+"
+        )
+
+    def confusions(self) -> dict[str, pd.DataFrame]:
+        """Per router: gold intent (rows) x first-decision intent (columns), raw predictions."""
+        from routerlab.route_eval import intent_confusion
+
+        return {label: intent_confusion(decisions) for label, decisions in self.by_router.items()}
+
+    def write_csv(self, out: Path) -> None:
+        """Every first decision of every router as one CSV."""
+        import pandas as pd
+
+        from routerlab.route_eval import decisions_frame
+
+        out.parent.mkdir(parents=True, exist_ok=True)
+        frames = [decisions_frame(label, ds) for label, ds in self.by_router.items()]
+        pd.concat(frames).to_csv(out, index=False)
+
+
+def _check_history(history: str) -> None:
+    from routerlab.agents.errors import ConfigError
+    from routerlab.route_eval import HISTORIES
+
+    if history not in HISTORIES:
+        raise ConfigError(
+            f"invalid --history {history!r}",
+            expected=f"one of {', '.join(HISTORIES)}",
+            found=repr(history),
+            fix="pass --history gold (the dataset's earlier turns) or --history predicted (the router's own)",
+            details={"option": "--history"},
+        )
+
+
+def _report(by_router: dict[str, list[FirstDecision]], table: pd.DataFrame) -> str:
+    from routerlab.route_eval import diversion_line
+
+    lines = [table.to_string(index=False, float_format=lambda v: f"{v:.2f}")]
+    lines.append("\ndata questions sent away from SQL (diverted: chat, refuse, clarify or abstain), with 95% CI")
+    lines += [f"  {label}: {diversion_line(decisions)}" for label, decisions in by_router.items()]
+    return "\n".join(lines)
+
+
+class _Silent:
+    """No progress to show (the Python API's default)."""
+
+    def __enter__(self) -> _Silent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def start(self, label: str, total: int) -> None:
+        return None
+
+    def done(self, label: str, decision: FirstDecision) -> None:
+        return None
+
+
+def route(
+    routers: str | Sequence[str] = ROUTE_DEFAULT_ROUTERS,
+    *,
+    router_args: Sequence[str] = (),
+    config_file: Path | None = None,
+    history: str = "gold",
+    tracking_uri: str | None = DEFAULT_TRACKING_URI,
+    progress: RouteProgress | None = None,
+    **settings: Any,
+) -> RouteOutcome:
+    """Score each router's first decision on a dataset (``routerlab route`` in Python).
+
+    Args:
+        routers: Router names (comma-separated text or a list).
+        router_args: ``ROUTER.PARAM=VALUE`` items.
+        config_file: A YAML/JSON run config; ``settings`` given here win over it.
+        history: A conversation's earlier turns as the router sees them: ``gold`` or ``predicted``.
+        tracking_uri: The MLflow store; None: no MLflow logging.
+        progress: Told of each decision (default: nothing shown).
+        **settings: ``dataset``, ``dataset_path``, ``db_dir``, ``split``, ``limit``, ``lm``, ``lm_api_base``.
+
+    Returns:
+        The decisions by router and their summary table.
+
+    Raises:
+        ConfigError: Bad input, before the model loads and before anything is logged.
+    """
+    from routerlab import routers as registry
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.config import load_run_config
+    from routerlab.route_eval import first_decisions, summary_table
+    from routerlab.route_tracking import RouteTracking
+    from routerlab.session import load_dataset, new_session_id, parse_routers, select
+
+    config = load_run_config(config_file, **settings)
+    _check_history(history)  # refused before the model loads
+    chosen = parse_routers(routers if isinstance(routers, str) else ",".join(routers), router_args)
+    # every router is built (its arguments checked) and the MLflow store checked before the model
+    # loads: bad input exits 2 with nothing logged
+    built = {name: registry.router.build(name, **args) for name, args in chosen}
+    if tracking_uri is not None:
+        from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
+
+        check_tracking_store(resolve_tracking_uri(tracking_uri))
+    dataset = load_dataset(config)
+    examples = select(dataset, config)
+    model = resolve_lm(config.lm, api_base=config.lm_api_base)
+    settings_logged = {
+        "dataset": config.dataset,
+        "dataset_args": config.dataset_args,
+        "split": config.split,
+        "limit": config.limit,
+        "lm": config.lm,
+        "history": history,
+    }
+    tracking = (
+        None
+        if tracking_uri is None
+        else RouteTracking(tracking_uri, new_session_id(), dataset, settings_logged, list(built))
+    )
+    by_router: dict[str, list[FirstDecision]] = {}
+    shown = progress if progress is not None else _Silent()
+    with tracking if tracking is not None else contextlib.nullcontext(), shown:
+        for name, args in chosen:
+            label = registry.label(name)
+            shown.start(label, len(examples))
+            if tracking is not None:
+                tracking.start_router(name, built[name])
+            by_router[label] = first_decisions(
+                name,
+                args,
+                examples,
+                model,
+                on_done=lambda d, label=label: shown.done(label, d),
+                history=history,
+                router=built[name],
+            )
+            if tracking is not None:
+                tracking.finish_router(name, label, by_router[label])
+        table = summary_table(by_router)
+        report = _report(by_router, table)
+        if tracking is not None:
+            tracking.finish(table, "```\n" + report + "\n```\n")
+    return RouteOutcome(list(examples), by_router, table, report, history, tracking)

@@ -1,0 +1,200 @@
+"""Comparing routers on a dataset: the session a set of settings describes, run and summarised.
+
+``routerlab run`` and :func:`routerlab.run` both plan a session here (:func:`plan_session`: the
+recorded routers and settings of a resumed session, the defaults of a new one, every option
+checked), run it (:func:`~routerlab.session.run_session`) and read its summary back
+(:func:`session_summary`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from routerlab.app.defaults import (
+    DEFAULT_ROUTERS,
+    DEFAULT_STORE_PATH,
+    DEFAULT_TRACKING_URI,
+    LOCAL_SECONDS_PER_EXAMPLE,
+    run_defaults,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from routerlab.app.loaded import LoadedSession
+    from routerlab.session import SessionResult, SessionSpec
+
+__all__ = ["SessionSummary", "plan_session", "run", "session_summary", "size_line"]
+
+
+def _router_text(routers: str | Sequence[str] | None) -> str | None:
+    """``"rules,llm"`` or ``["rules", "llm"]`` as the comma-separated text ``--router`` takes."""
+    return routers if routers is None or isinstance(routers, str) else ",".join(routers)
+
+
+def plan_session(
+    *,
+    routers: str | Sequence[str] | None = None,
+    router_args: Sequence[str] = (),
+    config_file: Path | None = None,
+    resume: str | None = None,
+    store: str = DEFAULT_STORE_PATH,
+    tracking_uri: str | None = DEFAULT_TRACKING_URI,
+    skip_bad_databases: bool = False,
+    **settings: Any,
+) -> SessionSpec:
+    """The session to run, every setting checked, before anything runs or is written.
+
+    A resumed session starts from the routers and settings it recorded, and options that would
+    change what it computes are refused; a new one starts from :func:`~routerlab.app.defaults.run_defaults`.
+
+    Args:
+        routers: Router names (comma-separated text or a list); default: the resumed session's,
+            else :data:`~routerlab.app.defaults.DEFAULT_ROUTERS`.
+        router_args: ``ROUTER.PARAM=VALUE`` items.
+        config_file: A YAML/JSON run config; ``settings`` given here win over it.
+        resume: An earlier session id to finish.
+        store: The DuckDB results store.
+        tracking_uri: The MLflow store; None: no MLflow logging.
+        skip_bad_databases: Leave out the examples of a database that does not open.
+        **settings: Run settings as :func:`~routerlab.config.load_run_config` takes them
+            (``dataset``, ``split``, ``limit``, ``lm``, ``scorers``, ``attempts``...); None: not given.
+
+    Returns:
+        The session's spec.
+
+    Raises:
+        ConfigError: Bad settings, an unknown session, or a resume that changes the session.
+    """
+    from routerlab.config import load_run_config
+    from routerlab.session import SessionSpec, check_resume, parse_routers, recorded_session
+
+    recorded_routers, defaults = (
+        recorded_session(store, resume) if resume else ([], run_defaults(settings.get("dataset"), config_file))
+    )
+    recorded_config = dict(defaults)
+    # a deadline budgets one invocation, not the session: the printed resume command must finish it
+    defaults.pop("deadline_s", None)
+    config = load_run_config(config_file, defaults=defaults, **settings)
+    names = _router_text(routers) or ",".join(n for n, _ in recorded_routers) or DEFAULT_ROUTERS
+    parsed = parse_routers(names, router_args, dict(recorded_routers))
+    if resume:
+        check_resume(resume, recorded_routers, recorded_config, parsed, config)
+    return SessionSpec(
+        routers=parsed,
+        config=config,
+        tracking_uri=tracking_uri,
+        store_path=store,
+        skip_bad_databases=skip_bad_databases,
+    )
+
+
+def size_line(spec: SessionSpec) -> str:
+    """How many examples a new session runs and, on the embedded model, about how long it takes.
+
+    A named dataset is scored whole by default; a full Spider dev folder on a CPU model runs for
+    hours, and the person who started it should know that before it starts, not after.
+    """
+    from routerlab.session import load_dataset, select
+
+    config = spec.config
+    n = len(select(load_dataset(config), config))
+    line = f"{n} example(s) x {len(spec.routers)} router(s)"
+    if str(config.lm).startswith("local"):
+        minutes = n * len(spec.routers) * LOCAL_SECONDS_PER_EXAMPLE / 60
+        line += (
+            f"; on the embedded model about {minutes:.0f} min at ~{LOCAL_SECONDS_PER_EXAMPLE:.0f} s per example "
+            "and router (2 cores; --limit N runs fewer)"
+        )
+    return line
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What ``routerlab run`` prints after a session: the comparison table and the verdict.
+
+    Attributes:
+        table: The comparison (rates with CIs, latency, tokens, paired tests) as a text table.
+        verdict: Each axis's best router and the significant differences; None after an
+            interruption or when no run has results.
+    """
+
+    table: str
+    verdict: str | None
+
+
+def session_summary(spec: SessionSpec, result: SessionResult) -> SessionSummary:
+    """The comparison table and end-to-end verdict of a session's runs, read from the store."""
+    from routerlab.eval.compare import compare_runs, render
+    from routerlab.eval.store import ResultsStore
+    from routerlab.eval.verdict import render_verdict
+    from routerlab.main_job import e2e_verdicts
+
+    table = render(compare_runs(ResultsStore(spec.store_path), result.run_ids), "table")
+    if not result.run_ids or result.interrupted:
+        return SessionSummary(table, None)
+    store = ResultsStore(spec.store_path, read_only=True)
+    verdicts = e2e_verdicts(store, result.run_ids, [n for n, _ in spec.routers])
+    return SessionSummary(table, render_verdict(verdicts))
+
+
+def run(
+    routers: str | Sequence[str] | None = None,
+    *,
+    dataset: str | None = None,
+    lm: str | None = None,
+    store: str = DEFAULT_STORE_PATH,
+    tracking_uri: str | None = DEFAULT_TRACKING_URI,
+    router_args: Sequence[str] = (),
+    config_file: Path | None = None,
+    resume: str | None = None,
+    console: Console | None = None,
+    **settings: Any,
+) -> LoadedSession:
+    """Compare routers on a dataset and return the stored session (``routerlab run`` in Python).
+
+    The same session as ``routerlab run --router ... --dataset ... --lm ...`` with the same
+    settings: the same defaults (the built-in benchmark's 7-request subset), the same store, MLflow
+    runs and rates.
+
+    Args:
+        routers: Router names, e.g. ``["rules", "llm"]``; default :data:`~routerlab.app.defaults.DEFAULT_ROUTERS`.
+        dataset: Dataset name (``builtin``, ``spider``...; default ``builtin``).
+        lm: LM spec (``local``, a LiteLLM model, ``scripted:basic``...; default ``local``).
+        store: The DuckDB results store.
+        tracking_uri: The MLflow store; None: no MLflow logging.
+        router_args: ``ROUTER.PARAM=VALUE`` items.
+        config_file: A YAML/JSON run config; arguments given here win over it.
+        resume: An interrupted session to finish.
+        console: Where progress goes (default: nowhere).
+        **settings: Any other run setting (``split``, ``limit``, ``scorers``, ``attempts``, ``faults``...).
+
+    Returns:
+        The session as :func:`routerlab.load` returns it, with the run's outcome as ``outcome``.
+
+    Raises:
+        ConfigError: Bad settings (nothing runs). RunError: the results store stayed locked.
+    """
+    from rich.console import Console
+
+    from routerlab.app.loaded import load
+    from routerlab.session import run_session
+
+    spec = plan_session(
+        routers=routers,
+        router_args=router_args,
+        config_file=config_file,
+        resume=resume,
+        store=store,
+        tracking_uri=tracking_uri,
+        dataset=dataset,
+        lm=lm,
+        **settings,
+    )
+    result = run_session(spec, console=console or Console(quiet=True), resume=resume)
+    if result.store_busy is not None:
+        raise result.store_busy
+    return load(result.session_id, store=store, tracking_uri=tracking_uri, outcome=result)

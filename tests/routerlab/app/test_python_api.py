@@ -1,0 +1,137 @@
+"""The Python API as a user calls it: ``routerlab.run``, ``load``, ``route``, ``compare`` and the registries.
+
+Each is checked against the command line on the same settings (real DuckDB stores, the scripted
+LM): the API and the CLI are one application layer, so their figures must be the same.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import routerlab
+from routerlab.cli import app
+from routerlab.eval import analysis
+
+RATE_COLUMNS = ["router", "metric", "value", "ci_low", "ci_high", "n", "n_invalid"]
+
+
+def _cli(*args: str) -> str:
+    out = CliRunner().invoke(app, list(args))
+    assert out.exit_code == 0, out.output
+    return out.output
+
+
+def _session_of(output: str) -> str:
+    (line,) = [line for line in output.splitlines() if line.startswith("session id: ")]
+    return line.split()[2]
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[routerlab.LoadedSession, str, Path]:
+    """The same comparison, run once through ``routerlab.run`` and once through ``routerlab run``."""
+    tmp = tmp_path_factory.mktemp("api")
+    api_store, cli_store = tmp / "api.duckdb", tmp / "cli.duckdb"
+    loaded = routerlab.run(["rules", "oracle"], lm="scripted:basic", store=str(api_store), tracking_uri=None)
+    output = _cli("run", "--router", "rules,oracle", "--lm", "scripted:basic", "--store", str(cli_store), "--no-mlflow")
+    return loaded, _session_of(output), cli_store
+
+
+def test_run_returns_the_same_rates_as_the_cli_on_the_same_settings(both) -> None:
+    loaded, cli_session, cli_store = both
+    from_cli = analysis.rates_table(analysis.load_store(cli_store, session=cli_session))
+    rates = loaded.rates()
+    assert list(rates.columns) == RATE_COLUMNS
+    assert len(rates) == len(from_cli) > 0
+    # the built-in benchmark's default subset on both sides: 7 requests, one per intent
+    assert (rates.loc[rates["metric"] == "route", "n"] == 7).all()
+    pd.testing.assert_frame_equal(rates.reset_index(drop=True), from_cli.reset_index(drop=True))
+    assert loaded.outcome is not None and loaded.outcome.run_ids == loaded.run_ids
+    assert not loaded.outcome.interrupted and not loaded.outcome.failed
+
+
+def test_loaded_session_repr_is_a_short_readable_summary(both) -> None:
+    loaded, _, _ = both
+    text = repr(loaded)
+    lines = text.splitlines()
+    assert len(text) < 1_500 and len(lines) <= 12  # a screen, not the 146,696 characters of the results
+    assert loaded.session_id in lines[0] and "builtin/dev" in lines[0] and "lm scripted:basic" in lines[0]
+    header = lines[1].split()
+    assert header == ["router", "status", "n", "route", "ex", "success"]
+    rows = lines[2:-1]
+    assert len(rows) == len(loaded.routers) == 2
+    rates = loaded.rates().set_index(["router", "metric"])["value"]
+    for label, row in zip(loaded.routers, rows, strict=True):
+        assert row.strip().startswith(label)
+        fields = row[len(label) + 2 :].split()
+        assert fields[:2] == ["FINISHED", "7"]
+        assert fields[2:] == [f"{rates[(label, m)]:.2f}" for m in ("route", "ex", "success")]
+    assert lines[-1].strip().startswith(".rates()")
+    assert str(loaded) == text
+
+
+def test_load_reads_a_stored_session_with_frames(both) -> None:
+    _, cli_session, cli_store = both
+    again = routerlab.load(cli_session, store=str(cli_store))
+    assert again.session_id == cli_session and again.outcome is None
+    assert again.run_ids == [f"{cli_session}.rules", f"{cli_session}.oracle"]
+    results = again.results()
+    assert isinstance(results, pd.DataFrame) and len(results) == 14
+    assert list(again.runs["status"]) == ["FINISHED", "FINISHED"]
+    assert again.compare().runs[0].run_id == f"{cli_session}.rules"
+
+
+def test_load_of_an_unknown_session_names_the_sessions_there(both) -> None:
+    _, _, cli_store = both
+    with pytest.raises(routerlab.agents.errors.ConfigError, match="no-such-session"):
+        routerlab.load("no-such-session", store=str(cli_store))
+
+
+def test_compare_is_the_cli_comparison(both) -> None:
+    _, cli_session, cli_store = both
+    from routerlab.eval.compare import render
+
+    compared = routerlab.compare(cli_session, store=str(cli_store))
+    assert compared.notes == []
+    printed = _cli("compare", cli_session, "--store", str(cli_store), "--format", "json")
+    assert json.loads(printed) == json.loads(render(compared.comparison, "json"))
+
+
+def test_route_decides_what_the_cli_decides(tmp_path: Path) -> None:
+    outcome = routerlab.route(["rules", "random"], lm="scripted:basic", limit=7, tracking_uri=None)
+    assert len(outcome.by_router) == 2
+    assert all(len(ds) == len(outcome.examples) == 7 for ds in outcome.by_router.values())
+    outcome.write_csv(tmp_path / "api.csv")
+    args = ["route", "--router", "rules,random", "--lm", "scripted:basic", "--limit", "7", "--no-mlflow"]
+    printed = _cli(*args, "--out", str(tmp_path / "cli.csv"))
+    # every decision the same (timings aside), and the figures the CLI prints are the API's
+    api, cli = (pd.read_csv(tmp_path / f"{n}.csv").drop(columns="seconds") for n in ("api", "cli"))
+    pd.testing.assert_frame_equal(api, cli)
+    for line in outcome.report.splitlines()[-3:]:  # each router's diversion line
+        assert line in printed
+    assert list(outcome.table["n"]) == [7, 7]
+
+
+def test_registries_are_reexported() -> None:
+    assert "rules" in routerlab.router.names() and "hybrid" in routerlab.router.names()
+    assert routerlab.routers.router is routerlab.router
+    assert {"ex", "route", "success"} <= set(routerlab.scorer.names())
+    assert {"builtin", "spider", "jsonl"} <= set(routerlab.dataset.names())
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = routerlab.nope
+
+
+def test_import_routerlab_stays_cheap() -> None:
+    code = (
+        "import sys, routerlab\n"
+        "heavy = [m for m in ('routerlab.app', 'duckdb', 'mlflow', 'pandas', 'dspy') if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
