@@ -4,109 +4,56 @@
 returns to ``dispatch``; ``ask_human`` interrupts (a checkpointer keeps the thread) and resumes to
 ``route`` with the user's reply; ``respond`` ends the turn. The router is a parameter.
 
-Long because the graph's nodes are methods of one :class:`Pipeline` that share its tools, caches,
-response formats and config; what is not a node (events, state, the store, replay, capture) lives
-in its own module.
+Each node is a function in its own module of :mod:`routerlab.agents.nodes`; :class:`Pipeline`
+builds what they share (:class:`~routerlab.agents.nodes.NodeEnv`), wires them into the graph and
+runs requests through it.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import replace
+from functools import partial
+from typing import Any
 
-from dspy.utils.exceptions import is_retryable_lm_error
-from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, RetryPolicy, interrupt
-from pydantic import BaseModel, ValidationError
+from langgraph.types import Command, RetryPolicy
+from pydantic import BaseModel
 
 from routerlab.agents.capture import build_trace
 from routerlab.agents.db import Database, open_database
-from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.errors import ContractError
 from routerlab.agents.events import make_event
-from routerlab.agents.lm.deadline import CallDeadlineExceeded, DeadlineScope, deadline_cut, within
-from routerlab.agents.lm.usage import usage_scope
-from routerlab.agents.plan import TOOL_INTENT, direct_call
+from routerlab.agents.lm.deadline import DeadlineScope, within
+from routerlab.agents.nodes import (
+    RECOVERABLE_ERRORS,
+    CallReplay,
+    NodeEnv,
+    PipelineConfig,
+    ask_human_node,
+    config_dict,
+    direct_node,
+    dispatch_node,
+    is_transient,
+    pick_decider,
+    respond_node,
+    route_node,
+    timed,
+    tools_node,
+)
 from routerlab.agents.registry import component_spec
-from routerlab.agents.replay import OutcomeCache, lm_identity, outcome_key, programs_digest, settings_dict
-from routerlab.agents.routing import RouteDecision, Router, RouterEnv
+from routerlab.agents.routing import Router, RouterEnv
 from routerlab.agents.state import PipelineState, initial_state
-from routerlab.agents.store import MemoryStore
-from routerlab.agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool, ToolContext, ToolSettings
-from routerlab.agents.tools.sql_program import sql_program_record
+from routerlab.agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool
 from routerlab.agents.trace import Trace
 
-__all__ = ["NODES", "Pipeline", "PipelineConfig", "is_transient"]
+__all__ = ["NODES", "RECOVERABLE_ERRORS", "Pipeline", "PipelineConfig", "is_transient"]
 
 NODES: tuple[str, ...] = ("direct", "route", "dispatch", "tools", "ask_human", "respond")
-
-#: tool error classes fed back to the router instead of ending the turn (it may repair them)
-RECOVERABLE_ERRORS: tuple[str, ...] = (
-    "sql_error",
-    "invalid_tool_args",
-    # seed 004: output that does not fit the caller's schema, a store write past its bounds
-    "invalid_structured_response",
-    "store_full",
-    "store_invalid",
-)
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Retry only errors that may pass: connection trouble, timeouts and rate limits."""
-    name = type(exc).__name__.lower()
-    if isinstance(exc, ToolError):
-        return False
-    # DSPy re-raises a provider's 5xx or dropped connection as LMServerError / LMTransportError,
-    # whose names match none of the keywords below
-    if isinstance(exc, Exception) and is_retryable_lm_error(exc):
-        return True
-    return isinstance(exc, ConnectionError | TimeoutError) or any(
-        k in name for k in ("ratelimit", "timeout", "serviceunavailable", "apiconnection", "overloaded")
-    )
-
-
-@dataclass(frozen=True)
-class PipelineConfig:
-    """Bounds and knobs of the dispatch pipeline (recorded with every run).
-
-    Attributes:
-        max_steps: Router decisions allowed per turn (``remaining_steps``).
-        timeout_s: Wall-clock deadline of a turn; it binds every model call too.
-        call_timeout_s: Cap of one model call (a call also stops when the turn or run deadline passes).
-        recoverable_errors: Tool error classes the router gets to react to.
-        retry_attempts / retry_initial_s / retry_backoff: Retry policy of LM-calling nodes
-            (jittered exponential backoff, transient errors only).
-        tools: Tool settings (example values, timeouts, row caps...).
-        replay: Reuse and store sub-agent outcomes across runs (see :mod:`routerlab.agents.replay`): True
-            for the cache at its default path, a path for that file, False for none.
-    """
-
-    max_steps: int = 8
-    # the embedded model needs one to two minutes per call on a 2-core CPU (measured: about 11
-    # prompt tokens/s and 1 completion token/s); the deadline is checked between nodes
-    timeout_s: float = 900.0
-    # one model call may take at most this long, and never longer than the turn has left (see
-    # routerlab.agents.lm.deadline); a silent server or a runaway generation ends here
-    call_timeout_s: float = 600.0
-    recoverable_errors: tuple[str, ...] = RECOVERABLE_ERRORS
-    retry_attempts: int = 3
-    retry_initial_s: float = 0.5
-    retry_backoff: float = 2.0
-    tools: ToolSettings = field(default_factory=ToolSettings)
-    replay: bool | str = False
-
-
-def _content(output: Any, rows_shown: int) -> str:
-    """Compact JSON of a tool output for the router's context (result rows trimmed)."""
-    if isinstance(output, dict) and "rows" in output:
-        output = {**output, "rows": output["rows"][:rows_shown]}
-    return json.dumps(output, default=str, ensure_ascii=False)
 
 
 class Pipeline:
@@ -124,6 +71,11 @@ class Pipeline:
             keeps the object's JSON (``structured_response``, also the state's latest), and
             :meth:`structured_response` returns the object. Output that does not validate makes
             the call a failure (error class ``invalid_structured_response``) the router sees.
+
+    Attributes:
+        replay: The sub-agent outcome cache and what its keys share (off unless
+            ``config.replay``).
+        env: What the graph's nodes share.
 
     Raises:
         ContractError: When the router and tools do not fit, or a response format names an
@@ -144,14 +96,7 @@ class Pipeline:
         self.lm = lm
         self.tools = {t.name: t for t in tools}
         self.response_formats = dict(response_formats or {})
-        for name, model in self.response_formats.items():
-            if name not in self.tools or not (isinstance(model, type) and issubclass(model, BaseModel)):
-                raise ContractError(
-                    f"bad response format for {name!r}",
-                    expected=f"a pydantic model per tool among {sorted(self.tools)}",
-                    found=f"{name!r}: {model!r}",
-                    fix="map a pipeline tool's name to a pydantic BaseModel subclass",
-                )
+        _check_formats(self.response_formats, self.tools)
         self.config = config or PipelineConfig()
         # a router may fix how its sub-agents work (single_call's schema view and framing are its
         # constructor arguments): those settings override the run's for this pipeline only
@@ -161,17 +106,7 @@ class Pipeline:
         self.programs = programs or SQLPrograms()
         self._dbs: dict[str, Database] = {}
         self._db_lock = threading.Lock()
-        replay = self.config.replay
-        self._outcomes = None if replay is False else OutcomeCache(None if replay is True else replay)
-        self._replay_fixed = {
-            "lm": lm_identity(lm),
-            "context": {
-                "programs": programs_digest(self.programs),
-                "tools": settings_dict(self.config.tools),
-                # a compiled generate_sql program refit under the same name is a new key
-                **({"sql_program": sql_program_record(p)} if (p := self.config.tools.sql_program) else {}),
-            },
-        }
+        self.replay = CallReplay.of(self.config.replay, lm, self.programs, self.config.tools)
         if not isinstance(router, Router):
             raise ContractError(
                 "router does not implement the Router protocol",
@@ -180,9 +115,18 @@ class Pipeline:
                 fix="build routers with routers.router.build(name, ...)",
             )
         router.bind(RouterEnv(tools=list(self.tools.values()), lm=lm, open_db=self.database))
+        self.env = NodeEnv(
+            router=router,
+            lm=lm,
+            tools=self.tools,
+            config=self.config,
+            programs=self.programs,
+            database=self.database,
+            replay=self.replay,
+            response_formats=self.response_formats,
+        )
         self.graph = self._compile()
 
-    # -- databases -------------------------------------------------------------------------
     def database(self, path: str) -> Database:
         """The (cached) read-only database at ``path``."""
         with self._db_lock:
@@ -190,9 +134,9 @@ class Pipeline:
                 self._dbs[path] = open_database(path)
             return self._dbs[path]
 
-    # -- graph -----------------------------------------------------------------------------
     def _compile(self) -> Any:
-        c = self.config
+        """The graph: each node of :mod:`routerlab.agents.nodes` bound to this pipeline's env."""
+        c, env = self.config, self.env
         retry = RetryPolicy(
             initial_interval=c.retry_initial_s,
             backoff_factor=c.retry_backoff,
@@ -200,447 +144,24 @@ class Pipeline:
             jitter=True,
             retry_on=is_transient,
         )
+        decider = partial(pick_decider, self.tools)
         g = StateGraph(PipelineState)
-        g.add_node("direct", self._timed("direct", self._direct))
-        g.add_node("route", self._timed("route", self._route), retry_policy=retry)
+        g.add_node("direct", timed("direct", partial(direct_node, env)))
+        g.add_node("route", timed("route", partial(route_node, env)), retry_policy=retry)
         g.add_node(
             "dispatch",
-            self._timed("dispatch", self._dispatch),
+            timed("dispatch", partial(dispatch_node, env)),
             destinations=("tools", "ask_human", "respond", "route", "direct"),
         )
-        g.add_node("tools", self._timed("tools", self._tools), retry_policy=retry)
-        g.add_node("ask_human", self._ask_human, destinations=("route", "direct"))
-        g.add_node("respond", self._timed("respond", self._respond))
-        g.add_conditional_edges(START, self._intent_route, {"direct": "direct", "route": "route"})
+        g.add_node("tools", timed("tools", partial(tools_node, env)), retry_policy=retry)
+        g.add_node("ask_human", partial(ask_human_node, env), destinations=("route", "direct"))
+        g.add_node("respond", timed("respond", respond_node))
+        g.add_conditional_edges(START, decider, {"direct": "direct", "route": "route"})
         g.add_edge("direct", "dispatch")
         g.add_edge("route", "dispatch")
         g.add_edge("tools", "dispatch")
         g.add_edge("respond", END)
         return g.compile(checkpointer=InMemorySaver())
-
-    def _timed(self, name: str, fn: Callable[[PipelineState], Any]) -> Callable[[PipelineState], Any]:
-        def node(state: PipelineState) -> Any:
-            t0 = time.perf_counter()
-            out = fn(state)
-            extra = {"path": [name], "node_latency": {name: time.perf_counter() - t0}}
-            if isinstance(out, Command):
-                return Command(goto=out.goto, update={**(out.update or {}), **extra})
-            return {**(out or {}), **extra}
-
-        node.__name__ = name
-        return node
-
-    def _conv(self, state: PipelineState) -> str:
-        return state.get("conversation_id", "") or ""
-
-    def _intent_route(self, state: PipelineState) -> Literal["direct", "route"]:
-        agent = state.get("agent")
-        return "direct" if agent and agent in self.tools else "route"
-
-    def _ai_message(self, decision: RouteDecision) -> AIMessage:
-        return AIMessage(
-            content=decision.answer or "",
-            tool_calls=[
-                {"id": c["id"], "name": c["name"], "args": c["args"], "type": "tool_call"} for c in decision.tool_calls
-            ],
-            invalid_tool_calls=[
-                {
-                    "id": c.get("id"),
-                    "name": c.get("name"),
-                    "args": c.get("args"),
-                    "error": c.get("error"),
-                    "type": "invalid_tool_call",
-                }
-                for c in decision.invalid_tool_calls
-            ],
-        )
-
-    def _decider(self, state: PipelineState) -> Literal["direct", "route"]:
-        """Who picks the next step: the direct chain of an explicit agent request, else the router."""
-        return self._intent_route(state)
-
-    def _direct(self, state: PipelineState) -> dict[str, Any]:
-        """An explicit agent request: the calls the agent cites, then the agent; never the router."""
-        agent = str(state["agent"])
-        conv = self._conv(state)
-        records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
-        if records and records[-1].get("status") == "error":
-            # no router to repair it: a direct request ends with the error of its failed call
-            last = records[-1]
-            return {
-                "error": f"{last['name']} failed: {last.get('output')}",
-                "error_class": last.get("error_class") or "tool_error",
-                "error_detail": dict(last.get("error_detail") or {}),
-            }
-        call = direct_call(state, agent)
-        if call is None:
-            answer = _answer_of(records[-1].get("output")) if records else ""
-            return {
-                "messages": [AIMessage(content=answer)],
-                "events": [make_event("progress", "direct", f"{agent} done", conv)],
-            }
-        intent = TOOL_INTENT.get(agent, "sql")
-        decision = RouteDecision(tool_calls=[call], intent=intent, method=f"direct:{agent}")
-        details = f"explicit request for {agent}"
-        if call["name"] != agent:
-            details += f": {call['name']} first ({agent} needs its output)"
-        return {
-            "messages": [self._ai_message(decision)],
-            "route": decision.summary("direct"),
-            "events": [make_event("progress", "direct", details, conv, route=decision.summary("direct"))],
-        }
-
-    def _route(self, state: PipelineState) -> dict[str, Any]:
-        conv = self._conv(state)
-        if time.time() > state.get("deadline", float("inf")):
-            return {"error": "the turn ran past its deadline", "error_class": "timeout"}
-        if state.get("remaining_steps", 1) <= 0:
-            return {"error": "the turn used all its router steps", "error_class": "step_limit"}
-        with usage_scope() as log:
-            try:
-                decision = self.router.decide(state)
-            except CallDeadlineExceeded as exc:
-                return exc.turn_update()
-            except Exception as exc:
-                if is_transient(exc):
-                    raise  # the node's retry policy takes it; exhausted, the run records a crash
-                return self._internal_error(f"{type(exc).__name__}: {exc}", type(exc).__name__)
-        if (cut := deadline_cut()) is not None:
-            # a router that caught the cut call (and fell back) still ran out of time
-            return cut.turn_update()
-        measured = log.total()
-        if decision.usage.lm_calls == 0 and measured.lm_calls:
-            decision.usage = measured
-        summary = decision.summary(self.router.name)
-        update: dict[str, Any] = {
-            "messages": [self._ai_message(decision)],
-            "route": summary,
-            "router_usage": [summary],
-            "remaining_steps": state.get("remaining_steps", 1) - 1,
-            "selected_tool_ids": list(decision.selected_tool_ids),
-            "events": [
-                *(make_event("progress", node, details, conv, **data) for node, details, data in decision.steps),
-                make_event(
-                    "progress",
-                    "route",
-                    f"{decision.method or self.router.name}: "
-                    f"{', '.join(summary['tools']) or 'answer'} (intent {decision.intent}, "
-                    f"confidence {decision.confidence:.2f})",
-                    conv,
-                    route=summary,
-                ),
-            ],
-        }
-        if not decision.tool_calls and decision.answer is None:
-            records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
-            if decision.invalid_tool_calls:
-                update |= {
-                    "error": "the router produced no valid tool call",
-                    "error_class": "invalid_tool_call",
-                }
-            elif records and records[-1].get("status") == "error":
-                last = records[-1]
-                message = f"{last['name']} failed and the router gave up: {last.get('output')}"
-                # seed 000: a tool error that ends the turn is an internal error
-                update |= {
-                    "error": message,
-                    "error_class": last.get("error_class") or "tool_error",
-                    "has_internal_error": True,
-                    "internal_error_message": message,
-                }
-            else:
-                update |= {"error": "the router produced no decision", "error_class": "no_decision"}
-        return update
-
-    def _internal_error(self, message: str, kind: str) -> dict[str, Any]:
-        """The update of a router whose own call raised: the turn ends with an internal error.
-
-        The class is ``crash:<exception type>``, the name the runner gives an exception that
-        escaped the pipeline, so scoring and the crash verdict see the same failure either way.
-        """
-        text = f"the {self.router.name} router failed: {message}"
-        return {
-            "has_internal_error": True,
-            "internal_error_message": text,
-            "error": message,
-            "error_class": f"crash:{kind}",
-        }
-
-    def _dispatch(self, state: PipelineState) -> Command:
-        if state.get("has_internal_error") or state.get("error"):
-            return Command(goto="respond")
-        last = state["messages"][-1]
-        if time.time() > state.get("deadline", float("inf")):
-            return Command(goto="respond", update={"error": "deadline reached", "error_class": "timeout"})
-        if isinstance(last, AIMessage):
-            if not last.tool_calls:
-                return Command(goto="respond", update={"answer": str(last.content)})
-            return self._record_calls(state, last)
-        if isinstance(last, ToolMessage):
-            record = state["tool_calls"].get(last.tool_call_id, {})
-            tool = self.tools.get(record.get("name", ""))
-            if record.get("status") == "error":
-                if record.get("error_class") in self.config.recoverable_errors:
-                    return Command(goto=self._decider(state))
-                # seed 000: a tool error no router may repair ends the turn as an internal error
-                return Command(
-                    goto="respond",
-                    update={
-                        "error": str(record.get("output")),
-                        "error_class": record.get("error_class"),
-                        "error_detail": dict(record.get("error_detail") or {}),
-                        "has_internal_error": True,
-                        "internal_error_message": f"{record.get('name')} failed: {record.get('output')}",
-                    },
-                )
-            confirm = _confirmation(record.get("output"))
-            if confirm:
-                # seed 000: a tool that asks the user to confirm ends the turn with its question
-                return Command(goto="respond", update={"confirmation": confirm, "answer": confirm})
-            if tool is not None and tool.terminal:
-                return Command(goto="respond")
-            return Command(goto=self._decider(state))
-        return Command(goto="respond")
-
-    def _record_calls(self, state: PipelineState, msg: AIMessage) -> Command:
-        records: dict[str, Any] = {}
-        step = len(state.get("tool_calls", {}))
-        for call in msg.tool_calls:
-            tool = self.tools.get(call["name"])
-            if tool is None:
-                return Command(
-                    goto="respond",
-                    update={
-                        "error": f"the router called an unknown tool {call['name']!r}",
-                        "error_class": "unknown_tool",
-                    },
-                )
-            parent = next((call["args"].get(p) for p in tool.refs if call["args"].get(p)), None)
-            records[call["id"]] = {
-                "id": call["id"],
-                "name": call["name"],
-                "args": dict(call["args"]),
-                "parent": parent,
-                "status": "pending",
-                "step": step,
-            }
-            step += 1
-        first = msg.tool_calls[0]
-        if self.tools[first["name"]].interrupts:
-            question = str(first["args"].get("question", ""))
-            return Command(goto="ask_human", update={"tool_calls": records, "ask_human": question})
-        return Command(goto="tools", update={"tool_calls": records})
-
-    def _tools(self, state: PipelineState) -> dict[str, Any]:
-        msg = state["messages"][-1]
-        assert isinstance(msg, AIMessage)
-        conv = self._conv(state)
-        messages: list[ToolMessage] = []
-        records: dict[str, Any] = {}
-        events: list[dict[str, Any]] = []
-        usage: list[dict[str, Any]] = []
-        update: dict[str, Any] = {}
-        known = dict(state.get("tool_calls", {}))
-        # seed 004's InjectedStore: the conversation's store, shared by this step's calls
-        memory = MemoryStore(state.get("store"))
-        for call in msg.tool_calls:
-            if deadline_cut() is not None:
-                break  # the turn ran out of time: its remaining calls never start
-            tool = self.tools[call["name"]]
-            ctx = ToolContext(
-                db=self.database(state["database"]),
-                lm=self.lm,
-                programs=self.programs,
-                settings=self.config.tools,
-                state={**state, "tool_calls": known},
-            )
-            started = time.time()
-            error_detail: dict[str, Any] = {}
-            key = self._outcome_key(tool, call["args"], ctx.state)
-            replayed = self._outcomes.get(key) if self._outcomes is not None and key is not None else None
-            if replayed is not None:
-                output, status, error_class = replayed.output, "success", None
-                # the convention of DSPy's response cache (docs/metrics.md §7): counted, free,
-                # instant, and the cold cost is what the stored outcome cost when it was computed
-                u = replayed.usage.as_cached()
-            else:
-                with usage_scope() as log:
-                    try:
-                        injected = {n: memory if n in tool.stores else ctx for n in tool.injected}
-                        output = tool(call["args"], **injected)
-                        status, error_class = "success", None
-                    except CallDeadlineExceeded as exc:
-                        output, status, error_class = str(exc), "error", exc.error_class
-                    except ToolError as exc:
-                        output, status, error_class = str(exc), "error", exc.error_class
-                        # what an error event shows: the offending statement and the guard rule
-                        error_detail = _error_detail(exc, call["args"], known)
-                    except Exception as exc:
-                        if is_transient(exc):
-                            raise  # the node's retry policy takes it
-                        output, status, error_class = f"{type(exc).__name__}: {exc}", "error", "tool_crash"
-                        # an LM or tool failure no router can repair (seed 000's internal error)
-                        update |= {
-                            "has_internal_error": True,
-                            "internal_error_message": f"{tool.name} failed: {output}",
-                            "error": f"{tool.name} failed: {output}",
-                            "error_class": "tool_crash",
-                        }
-                if (cut := deadline_cut()) is not None:
-                    # a cut model call ends the turn, even when the sub-agent caught it
-                    output, status, error_class = str(cut), "error", cut.error_class
-                    update |= cut.turn_update()
-                u = log.total()
-                if status == "success" and key is not None and self._outcomes is not None:
-                    self._outcomes.put(key, tool.name, output, u)
-            usage.append({"tool": tool.name, **u.__dict__})
-            structured: dict[str, Any] | None = None
-            if status == "success" and tool.name in self.response_formats:
-                try:
-                    structured = self.response_formats[tool.name].model_validate(output).model_dump(mode="json")
-                except ValidationError as exc:
-                    # the output is not what the caller asked for: a failed call the router sees
-                    problems = "; ".join(
-                        f"{'.'.join(map(str, e['loc'])) or '(output)'}: {e['msg']}" for e in exc.errors()
-                    )
-                    output = f"{tool.name} output does not fit {self.response_formats[tool.name].__name__}: {problems}"
-                    status, error_class = "error", "invalid_structured_response"
-            record = {
-                **known.get(call["id"], {}),
-                "output": output,
-                "status": status,
-                "error_class": error_class,
-                "started": started,
-                "ended": time.time(),
-                **({"replayed": True} if replayed is not None else {}),
-                **({"error_detail": error_detail} if error_detail else {}),
-                **({"structured_response": structured} if structured is not None else {}),
-            }
-            if structured is not None:
-                update["structured_response"] = structured
-            records[call["id"]] = record
-            known[call["id"]] = record
-            messages.append(
-                ToolMessage(
-                    content=_content(output, self.config.tools.message_rows)
-                    if status == "success"
-                    else f"ERROR [{error_class}]: {output}",
-                    tool_call_id=call["id"],
-                    name=tool.name,
-                    status=status,
-                )
-            )
-            detail = f"{tool.name}: {status}" + (f" ({error_class})" if error_class else "")
-            events.append(make_event("progress", "tools", detail, conv, tool=tool.name, status=status))
-            if status == "success" and isinstance(output, dict):
-                if output.get("sql") and tool.name != "execute_sql_and_analyze_result":
-                    update["sql"] = output["sql"]
-                if "rows" in output:
-                    update |= {"rows": output["rows"], "columns": output["columns"], "executed": True}
-                    update |= {"row_count": output.get("row_count", len(output["rows"]))}
-                    update |= {"summary": output.get("summary")}
-            if status == "error" and tool.name == "execute_sql_and_analyze_result":
-                update["executed"] = True
-        if memory.changed:
-            update["store"] = memory.snapshot()
-        return {
-            **update,
-            "messages": messages,
-            "tool_calls": records,
-            "events": events,
-            "subagent_usage": usage,
-        }
-
-    def _outcome_key(self, tool: Tool, args: Mapping[str, Any], state: Mapping[str, Any]) -> str | None:
-        """The replay key of a call (None when replay is off or the call cannot be keyed)."""
-        if self._outcomes is None or tool.interrupts:
-            return None
-        return outcome_key(tool.name, args, tool.refs, state, **self._replay_fixed)
-
-    def _ask_human(self, state: PipelineState) -> Command:
-        msg = state["messages"][-1]
-        call = msg.tool_calls[0]
-        question = str(call["args"].get("question", ""))
-        reply = interrupt({"question": question, "tool_call_id": call["id"]})
-        now = time.time()
-        return Command(
-            goto=self._decider(state),
-            update={
-                "messages": [
-                    ToolMessage(content=str(reply), tool_call_id=call["id"], name=call["name"], status="success")
-                ],
-                "tool_calls": {
-                    call["id"]: {
-                        "output": {"reply": str(reply)},
-                        "status": "success",
-                        "started": now,
-                        "ended": now,
-                    }
-                },
-                "user_reply": str(reply),
-                "path": ["ask_human"],
-                "events": [make_event("progress", "ask_human", f"user replied: {reply}", self._conv(state))],
-            },
-        )
-
-    def _respond(self, state: PipelineState) -> dict[str, Any]:
-        conv = self._conv(state)
-        if state.get("error") or state.get("has_internal_error"):
-            error = state.get("error") or state.get("internal_error_message") or "internal error"
-            answer = f"Sorry, I could not complete this request: {error}"
-            detail = state.get("error_detail") or {}
-            event = make_event(
-                "error",
-                "respond",
-                error,
-                conv,
-                error_type=state.get("error_class") or "internal_error",
-                sql=detail.get("sql") or state.get("sql"),
-                rule=detail.get("rule"),
-                has_internal_error=bool(state.get("has_internal_error")),
-                internal_error_message=state.get("internal_error_message"),
-                execution_path=[*state.get("path", []), "respond"],
-                route=state.get("route"),
-            )
-            return {"answer": answer, "events": [event]}
-        if state.get("confirmation"):
-            question = str(state["confirmation"])
-            event = make_event(
-                "completed",
-                "respond",
-                "waiting for the user's confirmation",
-                conv,
-                answer=question,
-                ask_human=question,
-                confirmation=True,
-                execution_path=[*state.get("path", []), "respond"],
-                route=state.get("route"),
-                classification=_classification(state),
-            )
-            return {"answer": question, "events": [event]}
-        answer = state.get("answer")
-        last = state["messages"][-1]
-        if isinstance(last, ToolMessage):
-            record = state["tool_calls"].get(last.tool_call_id, {})
-            out = record.get("output")
-            if isinstance(out, dict):
-                answer = out.get("answer") or out.get("explanation") or out.get("summary") or answer
-        event = make_event(
-            "completed",
-            "respond",
-            "done",
-            conv,
-            answer=answer,
-            sql=state.get("sql"),
-            rows=(state.get("rows") or [])[:20],
-            columns=state.get("columns") or [],
-            row_count=state.get("row_count", len(state.get("rows") or [])),
-            summary=state.get("summary"),
-            execution_path=[*state.get("path", []), "respond"],
-            route=state.get("route"),
-            classification=_classification(state),
-        )
-        return {"answer": answer, "events": [event]}
 
     # -- running ---------------------------------------------------------------------------
     def stream(
@@ -768,55 +289,20 @@ class Pipeline:
 
     def spec(self) -> dict[str, Any]:
         """Recorded arguments of the pipeline and its router (for MLflow params)."""
-        return {"router": component_spec(self.router), "config": _config_dict(self.config)}
+        return {"router": component_spec(self.router), "config": config_dict(self.config)}
 
 
-#: the key of a tool output that asks the user to confirm before going on (seed 000)
-CONFIRMATION_KEY = "needs_confirmation"
+def _check_formats(formats: Mapping[str, Any], tools: Mapping[str, Tool]) -> None:
+    """Every response format is a pydantic model of a pipeline tool.
 
-
-def _confirmation(output: Any) -> str | None:
-    """The question of a tool output that asks for the user's confirmation, else None."""
-    if isinstance(output, dict) and output.get(CONFIRMATION_KEY):
-        return str(output[CONFIRMATION_KEY])
-    return None
-
-
-def _classification(state: PipelineState) -> dict[str, Any] | None:
-    """The decision that classified the turn: the first with an intent (later ones follow its plan)."""
-    first = next((d for d in state.get("router_usage", []) if d.get("intent")), None)
-    return first or state.get("route") or None
-
-
-def _answer_of(output: Any) -> str:
-    """The answer a direct request gives when its agent is not terminal: what the agent produced."""
-    if not isinstance(output, dict):
-        return str(output or "")
-    for key in ("answer", "explanation", "summary", "sql"):
-        if output.get(key):
-            return str(output[key])
-    if output.get("tables"):
-        return "Relevant tables: " + ", ".join(map(str, output["tables"]))
-    return json.dumps(output, default=str, ensure_ascii=False)[:2000]
-
-
-def _error_detail(exc: ToolError, args: Mapping[str, Any], known: Mapping[str, Any]) -> dict[str, Any]:
-    """The statement a tool error is about and the guard rule that stopped it (when known)."""
-    sql = getattr(exc, "sql", "") or args.get("sql") or ""
-    if not sql:
-        # execute cites the call that produced its SQL; that SQL is what failed
-        for ref in ("sql_call_id", "failed_call_id"):
-            out = known.get(str(args.get(ref) or ""), {}).get("output")
-            if isinstance(out, dict) and out.get("sql"):
-                sql = out["sql"]
-                break
-    detail = {"sql": sql} if sql else {}
-    if getattr(exc, "rule", None):
-        detail["rule"] = exc.rule
-    return detail
-
-
-def _config_dict(config: PipelineConfig) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(config)
+    Raises:
+        ContractError: Naming the format that is not.
+    """
+    for name, model in formats.items():
+        if name not in tools or not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise ContractError(
+                f"bad response format for {name!r}",
+                expected=f"a pydantic model per tool among {sorted(tools)}",
+                found=f"{name!r}: {model!r}",
+                fix="map a pipeline tool's name to a pydantic BaseModel subclass",
+            )

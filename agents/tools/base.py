@@ -33,6 +33,9 @@ class Tool:
         stores: Injected parameters that receive the conversation's store
             (``Annotated[MemoryStore, InjectedStore]``, seed 004); the others receive the tool
             context.
+        executes_sql: The call runs SQL against the database: a call that ran (or failed
+            running) marks the turn ``executed``, and its output's ``sql`` is the statement it
+            ran (another call's), so it does not become the turn's current SQL.
     """
 
     name: str
@@ -44,6 +47,7 @@ class Tool:
     terminal: bool = False
     interrupts: bool = False
     stores: tuple[str, ...] = ()
+    executes_sql: bool = False
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI-style ``{"type": "function", "function": {...}}`` entry."""
@@ -80,6 +84,7 @@ def tool(
     refs: Mapping[str, tuple[str, ...]] | None = None,
     terminal: bool = False,
     interrupts: bool = False,
+    executes_sql: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]:
     """Decorator turning a typed, documented function into a registered :class:`Tool`.
 
@@ -91,6 +96,7 @@ def tool(
         refs: ``parameter -> allowed cited tool names``.
         terminal: A successful call ends the turn.
         interrupts: The call ends the turn waiting for the user.
+        executes_sql: The call runs SQL against the database (see :class:`Tool`).
     """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
@@ -114,6 +120,7 @@ def tool(
             terminal=terminal,
             interrupts=interrupts,
             stores=injected_stores(fn),
+            executes_sql=executes_sql,
         )
         tools(t.name)(lambda t=t: t)
         return t

@@ -348,7 +348,7 @@ def result_summary(columns: list[str], rows: list[list], row_count: int, truncat
     return f"{row_count} row(s){more}; columns: {', '.join(columns)}; first row: {head}."
 
 
-@tool(refs={"sql_call_id": SQL_PRODUCERS}, terminal=True)
+@tool(refs={"sql_call_id": SQL_PRODUCERS}, terminal=True, executes_sql=True)
 def execute_sql_and_analyze_result(sql_call_id: str, ctx: Ctx) -> dict:
     """Run the SQL produced by generate_sql or fix_sql read-only and summarise the result.
 

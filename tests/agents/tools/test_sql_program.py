@@ -166,11 +166,11 @@ def test_the_replay_key_changes_with_the_programs_content(tmp_path):
     config = PipelineConfig(tools=ToolSettings(sql_framing="program", sql_program=str(path)))
 
     def key() -> dict:
-        return Pipeline(routers.router.build("oracle"), scripted_lm(["x"]), config=config)._replay_fixed["context"]
+        return Pipeline(routers.router.build("oracle"), scripted_lm(["x"]), config=config).replay.fixed["context"]
 
     before = key()
     _save(path, DEMOS[1:])
     after = key()
     assert before["tools"] == after["tools"] and before["sql_program"]["digest"] != after["sql_program"]["digest"]
     plain = Pipeline(routers.router.build("oracle"), scripted_lm(["x"]), config=PipelineConfig())
-    assert "sql_program" not in plain._replay_fixed["context"]  # runs without a program keep their keys
+    assert "sql_program" not in plain.replay.fixed["context"]  # runs without a program keep their keys
