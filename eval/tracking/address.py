@@ -10,6 +10,8 @@ from pathlib import Path
 
 from routerlab.agents.errors import ConfigError
 
+__all__ = ["DEFAULT_TRACKING_URI", "check_tracking_store", "resolve_tracking_uri"]
+
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
 
