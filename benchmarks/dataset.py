@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
 from routerlab.benchmarks.example import SPLITS, Example
 
@@ -37,8 +38,6 @@ class Dataset:
         if name in (None, "all"):
             return list(self.examples)
         if name not in SPLITS:
-            from routerlab.agents.errors import ConfigError
-
             raise ConfigError(
                 f"unknown split {name!r}",
                 expected=f"one of {', '.join(SPLITS)} or all",

@@ -35,7 +35,8 @@ import numpy as np
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.confidence_calibration import run_calibration
 from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
-from routerlab.eval.metrics import Rate, cluster_of, cold_latency, pass_k_summary, rate, scored_names
+from routerlab.eval.metrics import cold_latency, pass_k_summary, scored_names
+from routerlab.eval.rate import Rate, cluster_of, rate
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers import HEADLINE_SCORERS

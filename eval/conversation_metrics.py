@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from routerlab.eval.metrics import Rate, rate
+from routerlab.eval.rate import Rate, rate
 from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.stats import cluster_bootstrap_ci
 from routerlab.eval.tables import captioned_table

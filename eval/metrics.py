@@ -11,16 +11,16 @@ import numpy as np
 import pandas as pd
 
 from routerlab.agents.state import INTENTS
+from routerlab.eval.conversation_metrics import conversation_summary
+from routerlab.eval.rate import Rate, rate
 from routerlab.eval.risk import risk_summary
 from routerlab.eval.robustness import diversion_of_results
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import cluster_bootstrap_ci, pass_at_k, pass_hat_k
+from routerlab.eval.stats import pass_at_k, pass_hat_k
 
 __all__ = [
     "SCORE_NAMES",
-    "Rate",
-    "cluster_of",
     "cold_cost_summary",
     "cold_latency",
     "confusion_matrix",
@@ -28,7 +28,6 @@ __all__ = [
     "metric_name",
     "pass_k_summary",
     "per_intent",
-    "rate",
     "routing_prf",
     "scored_names",
     "summarize",
@@ -37,57 +36,6 @@ __all__ = [
 
 #: every score a summary covers
 SCORE_NAMES = DEFAULT_SCORERS
-
-
-@dataclass(frozen=True)
-class Rate:
-    """A mean over the applicable examples with its 95 % bootstrap CI.
-
-    Attributes:
-        value: Mean of the non-None score values (nan when none apply).
-        n: Examples counted (value not None).
-        ci_low / ci_high: Percentile bootstrap bounds.
-        n_invalid: Examples excluded as invalid (e.g. their gold SQL failed).
-    """
-
-    value: float
-    n: int
-    ci_low: float
-    ci_high: float
-    n_invalid: int = 0
-
-    def fmt(self) -> str:
-        """``0.62 [0.51, 0.72]``."""
-        if self.n == 0:
-            return "n/a"
-        return f"{self.value:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}]"
-
-
-def cluster_of(result: ExampleResult) -> str:
-    """The unit a bootstrap resamples: a turn's conversation, else the example (and attempt) itself.
-
-    The turns of one conversation are not independent (docs/metrics.md §10); with no conversation
-    every result is its own cluster and the cluster bootstrap is the plain one.
-    """
-    return (
-        f"conversation:{result.conversation}"
-        if result.conversation
-        else f"example:{result.example_id}:{result.attempt}"
-    )
-
-
-def rate(results: Sequence[ExampleResult], scorer_name: str) -> Rate:
-    """Mean of one scorer over the examples it applies to (None values excluded).
-
-    The CI resamples conversations whole when the results are turns of conversations.
-    """
-    kept = [(v, cluster_of(r)) for r in results if (v := r.value(scorer_name)) is not None]
-    invalid = sum(1 for r in results if (s := r.scores.get(scorer_name)) and s.detail.get("invalid"))
-    if not kept:
-        return Rate(math.nan, 0, math.nan, math.nan, invalid)
-    vals = [v for v, _ in kept]
-    low, high = cluster_bootstrap_ci(vals, [c for _, c in kept])
-    return Rate(float(np.mean(vals)), len(vals), low, high, invalid)
 
 
 def per_intent(results: Sequence[ExampleResult], scorer_name: str) -> dict[str, Rate]:
@@ -334,9 +282,6 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     out |= _routing_prf_metrics(results)
     out |= risk_summary(results).metrics()
     out |= diversion_of_results(results).metrics()
-    # imported here: the conversation figures are built on rate() of this module
-    from routerlab.eval.conversation_metrics import conversation_summary
-
     if (conversations := conversation_summary(results)) is not None:
         out |= conversations.metrics()
     return {metric_name(k): float(v) for k, v in out.items()}

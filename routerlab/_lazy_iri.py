@@ -22,6 +22,8 @@ import sys
 import types
 from typing import Any
 
+__all__ = ["defer_rfc3987_syntax"]
+
 _NAME = "rfc3987_syntax"
 
 

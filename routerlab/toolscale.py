@@ -401,12 +401,10 @@ def log_toolscale(result: ToolscaleResult, tracking_uri: str, *, experiment: str
     Returns:
         ``"router@size" -> run id``.
     """
-    from mlflow import MlflowClient
-
-    from routerlab.eval.tracking import metric_name, resolve_tracking_uri
+    from routerlab.eval.tracking import metric_name, resolve_tracking_uri, store_client
 
     uri = resolve_tracking_uri(tracking_uri)
-    client = MlflowClient(uri)
+    client = store_client(uri)
     experiment_id = _experiment_id(client, experiment, uri)
     session = str(result.params.get("session", ""))
     common = {k: v for k, v in result.params.items() if k not in ("sizes", "routers", "example_ids")}

@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import ClassVar
 
 import dspy
+from dspy.signatures.signature import ensure_signature
 from dspy.utils.exceptions import AdapterParseError
 
 from routerlab.agents.errors import ConfigError, ContractError
 from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.lm.scoring import choice_scorer
+from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.trace import Usage
@@ -50,7 +53,6 @@ __all__ = [
     "program_names",
     "program_path",
     "request_evidence",
-    "schema_summary",
 ]
 
 PROGRAM_DIR = Path(__file__).parent / "programs"
@@ -262,10 +264,6 @@ class IntentPredict(dspy.Predict):
 
     def forward(self, **kwargs: object) -> dspy.Prediction:
         """Predict the intent: one pass when the LM can score labels, else DSPy generation."""
-        from dspy.signatures.signature import ensure_signature
-
-        from routerlab.agents.lm.scoring import choice_scorer
-
         lm = kwargs.get("lm") or self.lm or dspy.settings.lm
         if not self.one_pass or choice_scorer(lm) is None:
             return super().forward(**kwargs)
@@ -317,11 +315,6 @@ class RouteProgram(dspy.Module):
 def program_path(name: str = "builtin") -> Path:
     """Where the compiled program named ``name`` is stored."""
     return PROGRAM_DIR / f"dspy_router_{name}.json"
-
-
-def schema_summary(table_names: list[str]) -> str:
-    """The compact schema summary the program sees."""
-    return ", ".join(table_names)
 
 
 def _digest(path: Path) -> str:
@@ -451,8 +444,6 @@ class DSPyRouter(IntentRouter):
             route = self.program.route
             scored = shift(scored, route.calibration, route.calibration_weights)
             return Classification(scored.intent, scored.confidence, f"dspy:{self.version}:logprob", scored.usage)
-        from routerlab.agents.lm.usage import usage_scope
-
         with usage_scope() as log, lm_context(self.env.lm):
             try:
                 pred = self.program(tables=tables, request=request, conversation=conversation, evidence=evidence)

@@ -1,13 +1,17 @@
 """The package layers import one way: agents <- routers <- benchmarks <- eval <- application.
 
 Reads every module's imports (including those inside functions) with ``ast``, so a lazy import
-that runs back up the stack fails here as surely as a top-level one.
+that runs back up the stack fails here as surely as a top-level one. Within a layer, no two
+modules import each other, directly or around a loop: a function-local import does not hide a
+cycle from :func:`import_graph`. Every product module with public names lists them in ``__all__``.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -145,3 +149,248 @@ def test_long_modules_say_why() -> None:
             if text.count("\n") > 700 and "Long because" not in (ast.get_docstring(ast.parse(text)) or ""):
                 unexplained.append(f"{path.relative_to(ROOT)} ({text.count(chr(10))} lines)")
     assert not unexplained, f"split these or give a one-line 'Long because ...' at their top: {unexplained}"
+
+
+# -- cycles between modules, inside a package too ---------------------------------------------
+
+
+class Edge(NamedTuple):
+    """One import: ``source`` imports ``target`` at ``path:line``."""
+
+    source: str
+    target: str
+    path: Path
+    line: int
+
+
+def _module_names(packages: Iterable[tuple[str, Path]]) -> dict[str, Path]:
+    """``dotted name -> file`` of every module under each ``(package name, folder)``."""
+    names: dict[str, Path] = {}
+    for prefix, folder in packages:
+        for path in sorted(folder.rglob("*.py")):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            names[".".join([prefix, *parts])] = path
+    return names
+
+
+def _known(name: str, modules: Mapping[str, Path]) -> str | None:
+    """The module ``name`` loads: itself, else its longest prefix that is a module (``pkg.sub.attr``)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph(packages: Iterable[tuple[str, Path]]) -> dict[str, list[Edge]]:
+    """Every module's imports of the other modules, top-level, in functions and under TYPE_CHECKING.
+
+    ``from a.b import c`` is an import of ``a.b.c`` when ``c`` is a module, else of ``a.b``;
+    a relative import counts from the importing module's package.
+    """
+    modules = _module_names(packages)
+    graph: dict[str, list[Edge]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: list[Edge] = []
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
+                ]
+            for target in targets:
+                known = _known(target, modules)
+                if known is not None and known != name:
+                    edges.append(Edge(name, known, path, node.lineno))
+        graph[name] = edges
+    return graph
+
+
+def _components(graph: Mapping[str, Sequence[Edge]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            edge = next(edges, None)
+            if edge is not None:
+                if edge.target not in index:
+                    index[edge.target] = low[edge.target] = len(index)
+                    stack.append(edge.target)
+                    on_stack.add(edge.target)
+                    work.append((edge.target, iter(graph[edge.target])))
+                elif edge.target in on_stack:
+                    low[node] = min(low[node], index[edge.target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _loop(graph: Mapping[str, Sequence[Edge]], component: Sequence[str]) -> list[Edge]:
+    """The shortest chain of imports from the component's first module back to itself."""
+    inside = set(component)
+    start = component[0]
+    came: dict[str, Edge] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for edge in graph[node]:
+                if edge.target not in inside or edge.target in came:
+                    continue
+                came[edge.target] = edge
+                if edge.target == start:
+                    chain = [edge]
+                    while chain[0].source != start:
+                        chain.insert(0, came[chain[0].source])
+                    return chain
+                following.append(edge.target)
+        frontier = following
+    raise AssertionError(f"{component} is not strongly connected")  # Tarjan says it is
+
+
+def import_cycles(graph: Mapping[str, Sequence[Edge]], root: Path) -> list[str]:
+    """One line per tangle: a chain of modules back to the first, each import with its ``file:line``.
+
+    The modules of the tangle (strongly connected component) off that chain are named after it.
+    """
+    lines = []
+    for component in _components(graph):
+        chain = _loop(graph, component)
+        steps = " -> ".join(f"{e.source} ({e.path.relative_to(root)}:{e.line})" for e in chain)
+        rest = sorted(set(component) - {e.source for e in chain})
+        tangled = f" (tangled with {', '.join(rest)})" if rest else ""
+        lines.append(f"{steps} -> {chain[0].source}{tangled}")
+    return lines
+
+
+def test_no_module_imports_itself_around_a_loop() -> None:
+    """No import cycle anywhere in the product, inside a package or across packages."""
+    cycles = import_cycles(import_graph((prefix, ROOT / folder) for prefix, folder in LAYERS), ROOT)
+    assert not cycles, (
+        "import cycles (move the shared piece to the module that owns it; a function-local import "
+        "does not break a cycle):\n" + "\n".join(cycles)
+    )
+
+
+def test_a_cycle_inside_a_package_is_reported_with_its_imports(tmp_path: Path) -> None:
+    """A loop hidden by a function-local import, within one package, fails with the chain that ties it."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg.sub import b\n")
+    (package / "sub" / "b.py").write_text("import os\n\nfrom pkg.c import C\n")
+    (package / "c.py").write_text("def f():\n    from pkg import a\n\n    return a\n\nC = 1\n")
+    (package / "d.py").write_text("from pkg.a import b\n")  # imports into the loop, not part of it
+    graph = import_graph([("pkg", package)])
+    assert import_cycles(graph, tmp_path) == [
+        "pkg.a (pkg/a.py:1) -> pkg.sub.b (pkg/sub/b.py:3) -> pkg.c (pkg/c.py:2) -> pkg.a"
+    ]
+    # the same tree without the function-local import has none
+    (package / "c.py").write_text("C = 1\n")
+    assert import_cycles(import_graph([("pkg", package)]), tmp_path) == []
+
+
+def test_relative_and_type_checking_imports_are_edges(tmp_path: Path) -> None:
+    """A relative import and one under ``TYPE_CHECKING`` tie modules as surely as a plain one."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from pkg.b import B\n")
+    (package / "b.py").write_text("from . import a\n")
+    graph = import_graph([("pkg", package)])
+    assert graph["pkg.a"] == [Edge("pkg.a", "pkg.b", package / "a.py", 4)]
+    assert graph["pkg.b"] == [Edge("pkg.b", "pkg.a", package / "b.py", 1)]
+    assert import_cycles(graph, tmp_path) == ["pkg.a (pkg/a.py:4) -> pkg.b (pkg/b.py:1) -> pkg.a"]
+
+
+# -- __all__ -------------------------------------------------------------------------------------
+
+
+def _public_names(tree: ast.Module, is_package: bool) -> list[str]:
+    """Top-level definitions not marked private; in a package ``__init__``, routerlab names it imports."""
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+        elif is_package and isinstance(node, ast.ImportFrom) and (node.module or "").startswith("routerlab"):
+            names += [alias.asname or alias.name for alias in node.names]
+    return [n for n in names if not n.startswith("_")]
+
+
+def _declares_all(tree: ast.Module) -> bool:
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return True
+    return False
+
+
+def test_every_module_with_public_names_declares_all() -> None:
+    """``__all__`` says what a module offers, so a private helper is never imported by accident."""
+    missing = []
+    for _, folder in LAYERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.name == "__main__.py":
+                continue
+            tree = ast.parse(path.read_text(), filename=str(path))
+            public = _public_names(tree, path.name == "__init__.py")
+            if public and not _declares_all(tree):
+                missing.append(f"{path.relative_to(ROOT)} ({', '.join(public[:3])}...)")
+    assert not missing, f"add __all__ (its public names) to: {missing}"
+
+
+#: modules the "app" branch of issue 46 moves into the fitting package (routerlab/optimize.py's
+#: ``_tables`` and ``_program`` become public there); drop an entry when that lands
+_PRIVATE_IMPORTS_PENDING = frozenset({"routerlab/dspy_choice.py"})
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    """``from routerlab.x import _helper`` reaches past a module's ``__all__``: make it public or move it."""
+    reached = []
+    for _, folder in LAYERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.relative_to(ROOT).as_posix() in _PRIVATE_IMPORTS_PENDING:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("routerlab"):
+                    private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                    if private:
+                        reached.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.module} {private}")
+    assert not reached, f"imports of private names: {reached}"

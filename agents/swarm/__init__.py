@@ -11,9 +11,10 @@ instead. The ``handoff`` router (``routerlab.routers.handoff``) and the ``team``
 (``routerlab.routers.team``) build their agents from these parts.
 """
 
-from routerlab.agents.swarm.agent import Agent, Instruction
+from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import Context, ContextVariables, is_context_hint
 from routerlab.agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
+from routerlab.agents.swarm.member import Instruction, Member
 from routerlab.agents.swarm.result import Result, as_result
 from routerlab.agents.swarm.runner import DEFAULT_TERMINATOR, Activation, Swarm, SwarmResponse
 from routerlab.agents.swarm.team import DEFAULT_ROUNDS, RoundTeam
@@ -43,6 +44,7 @@ __all__ = [
     "Instruction",
     "MaxActivations",
     "MaxTurns",
+    "Member",
     "Result",
     "RoundTeam",
     "RunStatus",

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routerlab.agents.errors import ContractError
-from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import ContextVariables
+from routerlab.agents.swarm.member import Member
 
 __all__ = ["Result", "as_result"]
 
@@ -36,13 +36,13 @@ class Result:
     """
 
     value: str = ""
-    agent: Agent | None = None
+    agent: Member | None = None
     context_variables: Mapping[str, Any] = field(default_factory=dict)
     carry_history: bool = True
     reason: str = ""
 
     def __post_init__(self) -> None:
-        if self.agent is not None and not isinstance(self.agent, Agent):
+        if self.agent is not None and not isinstance(self.agent, Member):
             raise ContractError(
                 "a Result hands off to something that is not an Agent",
                 expected="routerlab.agents.swarm.Agent or None",
@@ -67,7 +67,7 @@ def as_result(returned: Any) -> Result:
     """
     if isinstance(returned, Result):
         return returned
-    if isinstance(returned, Agent):
+    if isinstance(returned, Member):
         return Result(value=f"Control passed to agent {returned.name!r}.", agent=returned)
     if isinstance(returned, ContextVariables):
         return Result(value="Context variables updated.", context_variables=returned)

@@ -9,9 +9,9 @@ from typing import Any
 
 from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.lm.chat import chat
-from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import ContextVariables
 from routerlab.agents.swarm.events import SwarmEvent, SwarmEventType
+from routerlab.agents.swarm.member import Member
 from routerlab.agents.swarm.result import Result, as_result
 from routerlab.agents.swarm.terminators import MaxTurns, RunStatus, Terminator
 from routerlab.agents.swarm.tools import FunctionTool
@@ -96,7 +96,7 @@ class SwarmResponse:
         activations: Every agent activation, in order (the last one is :attr:`agent`'s).
     """
 
-    agent: Agent
+    agent: Member
     messages: list[dict[str, Any]] = field(default_factory=list)
     context_variables: ContextVariables = field(default_factory=ContextVariables)
     events: list[SwarmEvent] = field(default_factory=list)
@@ -116,7 +116,7 @@ class SwarmResponse:
 class _Run:
     """The mutable bookkeeping of one :meth:`Swarm.run` (one instance per run, never shared)."""
 
-    def __init__(self, swarm: Swarm, agent: Agent, base: list[dict[str, Any]], context: ContextVariables) -> None:
+    def __init__(self, swarm: Swarm, agent: Member, base: list[dict[str, Any]], context: ContextVariables) -> None:
         self.swarm = swarm
         self.agent = agent
         self.base = base
@@ -166,7 +166,7 @@ class _Run:
             self.emit(SwarmEventType.CONTEXT_UPDATE, updates=dict(result.context_variables))
         return result
 
-    def switch(self, to: Agent, handoff: Result, via: str) -> None:
+    def switch(self, to: Member, handoff: Result, via: str) -> None:
         carry_history = handoff.carry_history
         self.emit(SwarmEventType.AGENT_SWITCH, to=to.name, carry_history=carry_history)
         self.log[-1].ended, self.log[-1].outcome = time.time(), "handoff"
@@ -237,7 +237,7 @@ class Swarm:
 
     def run(
         self,
-        agent: Agent,
+        agent: Member,
         messages: str | Sequence[Mapping[str, Any]],
         *,
         context_variables: Mapping[str, Any] | None = None,

@@ -23,9 +23,9 @@ from typing import Any
 
 from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.lm.chat import chat
-from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import ContextVariables
 from routerlab.agents.swarm.events import SwarmEvent, SwarmEventType
+from routerlab.agents.swarm.member import Member
 from routerlab.agents.swarm.result import as_result
 from routerlab.agents.swarm.runner import Activation, SwarmResponse
 from routerlab.agents.swarm.terminators import MaxActivations, RunStatus, Terminator
@@ -58,7 +58,7 @@ class RoundTeam:
 
     def __init__(
         self,
-        agents: Iterable[Agent],
+        agents: Iterable[Member],
         *,
         terminator: Terminator | None = None,
         lm: Any = None,
@@ -83,7 +83,7 @@ class RoundTeam:
                 found=type(terminator).__name__,
                 fix="build it from routerlab.agents.swarm terminators",
             )
-        self.agents: list[Agent] = members
+        self.agents: list[Member] = members
         self.terminator = terminator
         self.lm = lm
         self.tool_choice = tool_choice
@@ -96,7 +96,7 @@ class RoundTeam:
 
     def __or__(self, other: object) -> RoundTeam:
         """``team | agent`` adds a member at the end; ``team | team`` joins both, in order."""
-        if isinstance(other, Agent):
+        if isinstance(other, Member):
             added = [other]
         elif isinstance(other, RoundTeam):
             added = list(other.agents)
@@ -116,7 +116,7 @@ class RoundTeam:
         """A task every member works on (seed 003's ``add_task``); the next run starts with it."""
         self.tasks.append(task)
 
-    def member(self, name: str) -> Agent:
+    def member(self, name: str) -> Member:
         """The member called ``name``.
 
         Raises:
@@ -166,7 +166,7 @@ class RoundTeam:
         log: list[Activation] = []
         terminator = self.terminator or MaxActivations(DEFAULT_ROUNDS * len(self.agents))
 
-        def emit(agent: Agent, type_: SwarmEventType, **data: Any) -> None:
+        def emit(agent: Member, type_: SwarmEventType, **data: Any) -> None:
             event = SwarmEvent(type_, agent.name, data)
             events.append(event)
             if self.on_event is not None:
@@ -175,7 +175,7 @@ class RoundTeam:
         def status() -> RunStatus:
             return RunStatus(turns, max(len(log), 1), self.clock() - started, tuple(texts))
 
-        def response(agent: Agent, outcome: str, **kw: Any) -> SwarmResponse:
+        def response(agent: Member, outcome: str, **kw: Any) -> SwarmResponse:
             if log:
                 log[-1].ended, log[-1].outcome = time.time(), outcome
             return SwarmResponse(
@@ -251,7 +251,7 @@ class RoundTeam:
             log[-1].outcome = "passed"
             i += 1
 
-    def _order(self, start: str | None) -> list[Agent]:
+    def _order(self, start: str | None) -> list[Member]:
         """The members in speaking order, beginning with ``start``."""
         if start is None:
             return list(self.agents)
@@ -260,7 +260,7 @@ class RoundTeam:
 
     @staticmethod
     def _execute(
-        agent: Agent,
+        agent: Member,
         fn: FunctionTool,
         call: Mapping[str, Any],
         context: ContextVariables,

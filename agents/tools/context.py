@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from routerlab.agents.errors import ConfigError
+from routerlab.agents.tools.result_checks import result_check
+from routerlab.agents.tools.schema_linking import LINKING_MODES
+from routerlab.agents.tools.views import schema_view
 
 if TYPE_CHECKING:
     import dspy
@@ -115,12 +118,11 @@ class ToolSettings:
     result_checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        # checked when the settings are built, not when the first question reaches a tool
+        # checked when the settings are built, not when the first question reaches a tool;
+        # imported here: framing and sql_program import DSPy (seconds), which building settings
+        # from a config file (or just importing them) needs not
         from routerlab.agents.tools.framing import PROGRAM_FRAMINGS, SQL_OUTPUT, sql_framing
-        from routerlab.agents.tools.result_checks import result_check
-        from routerlab.agents.tools.schema_linking import LINKING_MODES
         from routerlab.agents.tools.sql_program import resolve_sql_program
-        from routerlab.agents.tools.views import schema_view
 
         for registry, value in ((schema_view, self.schema_view), (sql_framing, self.sql_framing)):
             registry.get(value)  # UnknownComponentError: the known names and the closest one

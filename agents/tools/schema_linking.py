@@ -14,18 +14,45 @@ Two strategies, chosen by ``ToolSettings.linking``:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.tools.text import stems
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
-    from routerlab.agents.tools.context import ToolSettings
 
-__all__ = ["LINKING_MODES", "link_tables", "overlap_tables", "schema_for"]
+__all__ = ["LINKING_MODES", "LinkingSettings", "link_tables", "overlap_tables", "schema_for"]
 
 LINKING_MODES: tuple[str, ...] = ("auto", "full", "overlap")
+
+
+class LinkingSettings(Protocol):
+    """The settings linking reads (:class:`~routerlab.agents.tools.context.ToolSettings` has them).
+
+    A protocol rather than ``ToolSettings`` itself: the settings check their linking mode against
+    :data:`LINKING_MODES`, so naming them here would tie the two modules in a cycle.
+    """
+
+    @property
+    def linking(self) -> str:
+        """``auto``, ``full`` or ``overlap``."""
+        ...
+
+    @property
+    def max_tables(self) -> int:
+        """Tables ``overlap`` keeps at most (plus those they reference)."""
+        ...
+
+    @property
+    def schema_budget_chars(self) -> int:
+        """Largest schema text ``auto`` shows whole."""
+        ...
+
+    @property
+    def example_values(self) -> int:
+        """Example values per column in the schema text."""
+        ...
 
 
 def overlap_tables(db: Database, question: str, max_tables: int) -> list[str]:
@@ -57,7 +84,7 @@ def overlap_tables(db: Database, question: str, max_tables: int) -> list[str]:
     return sorted(keep, key=names.index)
 
 
-def link_tables(db: Database, question: str, settings: ToolSettings) -> list[str]:
+def link_tables(db: Database, question: str, settings: LinkingSettings) -> list[str]:
     """The tables to show for ``question`` under ``settings.linking`` (database order).
 
     Raises:
@@ -81,6 +108,6 @@ def link_tables(db: Database, question: str, settings: ToolSettings) -> list[str
     return overlap_tables(db, question, settings.max_tables)
 
 
-def schema_for(db: Database, question: str, settings: ToolSettings) -> str:
+def schema_for(db: Database, question: str, settings: LinkingSettings) -> str:
     """The schema text of the tables :func:`link_tables` picks."""
     return db.schema_text(link_tables(db, question, settings), example_values=settings.example_values)

@@ -32,6 +32,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from routerlab.agents.db import connect_duckdb_readonly
 from routerlab.agents.paths import cache_root
 
 __all__ = [
@@ -517,8 +518,6 @@ def content_digest(path: str | Path) -> str:
     Returns:
         Hex digest.
     """
-    from routerlab.agents.db import connect_duckdb_readonly
-
     h = hashlib.sha256()
     con = connect_duckdb_readonly(path)
     try:

@@ -19,6 +19,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from routerlab.agents.db import connect_duckdb_readonly
 from routerlab.benchmarks.builtin.database import TABLE_KEYS
 
 __all__ = [
@@ -36,8 +37,6 @@ _PROBE = "__order_key_"
 
 def connect_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the DuckDB file ``path`` (the caller closes it)."""
-    from routerlab.agents.db import connect_duckdb_readonly
-
     # the same settings as every other read-only open in the process (DuckDB refuses a mix)
     return connect_duckdb_readonly(path)
 

@@ -790,8 +790,7 @@ def load_mixed(
             no ``base`` and ``path`` matches no loader's layout, or several; invalid ratios.
         DatasetError: The base dataset is malformed.
     """
-    import routerlab.benchmarks.loaders  # registers the on-disk base loaders
-
+    # the on-disk base loaders are registered already: their package imported this module
     if base is None:
         base = _base_of(path)
     if base not in dataset:

@@ -41,7 +41,7 @@ from routerlab.eval.analysis.failures import (
     is_failure,
     results_frame,
 )
-from routerlab.eval.analysis.loading import ResultsByRouter, RouterResults, load_mlflow, load_store
+from routerlab.eval.analysis.loading import RouterResults, load_mlflow, load_store
 from routerlab.eval.analysis.rates import (
     RATE_METRICS,
     best_routers,
@@ -49,6 +49,7 @@ from routerlab.eval.analysis.rates import (
     rates_table,
     success_per_intent,
 )
+from routerlab.eval.analysis.results import ResultsByRouter
 
 __all__ = [
     "ATTRIBUTION_CLASSES",

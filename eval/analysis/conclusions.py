@@ -8,8 +8,10 @@ import pandas as pd
 
 from routerlab.eval.analysis.cost import COST_COLUMNS, baseline_labels, cost_basis, pareto_front, router_cost
 from routerlab.eval.analysis.failures import ATTRIBUTION_CLASSES, attribution_counts
-from routerlab.eval.analysis.loading import ResultsByRouter
 from routerlab.eval.analysis.rates import RATE_METRICS, best_routers, rates_table
+from routerlab.eval.analysis.results import ResultsByRouter
+
+__all__ = ["conclusions"]
 
 
 def _fmt(value: float) -> str:

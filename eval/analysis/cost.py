@@ -12,9 +12,23 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from routerlab.eval.analysis.loading import ResultsByRouter
-from routerlab.eval.metrics import cold_latency, latency_summary, rate, usage_summary
+from routerlab.eval.analysis.results import ResultsByRouter
+from routerlab.eval.metrics import cold_latency, latency_summary, usage_summary
+from routerlab.eval.rate import rate
+from routerlab.eval.risk import risk_coverage, risk_summary
 from routerlab.eval.scoring import ExampleResult
+
+__all__ = [
+    "COST_BASIS",
+    "COST_COLUMNS",
+    "baseline_labels",
+    "cost_basis",
+    "latency_frame",
+    "latency_table",
+    "pareto_front",
+    "risk_coverage_frame",
+    "router_cost",
+]
 
 #: the router's own cost per example (columns of :func:`router_cost`), with display names and units
 COST_COLUMNS: dict[str, str] = {
@@ -43,8 +57,6 @@ def risk_coverage_frame(results: ResultsByRouter) -> pd.DataFrame:
         router, the figure :func:`routerlab.eval.risk.risk_summary` reports). Routers without
         answered data questions have no rows.
     """
-    from routerlab.eval.risk import risk_coverage, risk_summary
-
     rows = []
     for label, rs in results.items():
         aurc = risk_summary(list(rs)).aurc

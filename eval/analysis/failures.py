@@ -14,16 +14,24 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from routerlab.agents.errors import ConfigError
-
-if TYPE_CHECKING:
-    # for annotations only: loading imports this module (RouterResults.frame is results_frame)
-    from routerlab.eval.analysis.loading import ResultsByRouter
+from routerlab.eval.analysis.results import ResultsByRouter
 from routerlab.eval.scoring import ExampleResult
+
+__all__ = [
+    "ATTRIBUTION_CLASSES",
+    "attribute_failure",
+    "attribution_counts",
+    "disagreement_counts",
+    "disagreements",
+    "failure_attribution",
+    "is_failure",
+    "results_frame",
+]
 
 #: failure classes, in the order a failure is checked against them
 ATTRIBUTION_CLASSES: tuple[str, ...] = ("router", "sql", "chain", "other")

@@ -21,8 +21,7 @@ from routerlab.eval.analysis.failures import results_frame
 from routerlab.eval.scoring import ExampleResult, Score
 from routerlab.eval.store import DEFAULT_STORE_PATH, ResultsStore
 
-ResultsByRouter = Mapping[str, Sequence[ExampleResult]]
-"""Results keyed by router label, the input of every analysis here."""
+__all__ = ["RouterResults", "load_mlflow", "load_store"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,7 +203,8 @@ def load_mlflow(
     Raises:
         ConfigError: For an unknown experiment, run id or session.
     """
-    from routerlab.eval.tracking import TAG_KIND, TAG_RUN_KEY, load_examples, load_runs
+    from routerlab.eval.tracking.layout import TAG_KIND, TAG_RUN_KEY
+    from routerlab.eval.tracking.reader import load_examples, load_runs
 
     where = f"MLflow {tracking_uri or 'store'}"
     runs = load_runs(tracking_uri, experiment, run_ids, {TAG_KIND: "router-run", **(tags or {})})

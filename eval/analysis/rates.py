@@ -12,9 +12,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from routerlab.eval.analysis.loading import ResultsByRouter
-from routerlab.eval.metrics import confusion_matrix, per_intent, rate
+from routerlab.eval.analysis.results import ResultsByRouter
+from routerlab.eval.metrics import confusion_matrix, per_intent
+from routerlab.eval.rate import rate
 from routerlab.eval.scorers import DEFAULT_SCORERS, HEADLINE_SCORERS, SCORER_TITLES
+
+__all__ = ["RATE_METRICS", "best_routers", "confusion_matrices", "rates_table", "success_per_intent"]
 
 #: the four rates compared, with their display names (both from the one scorer list, eval/scorers)
 #: in the default scorers' table order
@@ -22,7 +25,7 @@ RATE_METRICS: dict[str, str] = {name: SCORER_TITLES[name] for name in DEFAULT_SC
 
 
 def rates_table(results: ResultsByRouter, metrics: Sequence[str] = tuple(RATE_METRICS)) -> pd.DataFrame:
-    """Per-router rates with 95 % bootstrap CIs (:func:`routerlab.eval.metrics.rate`).
+    """Per-router rates with 95 % bootstrap CIs (:func:`routerlab.eval.rate.rate`).
 
     Args:
         results: Results by router label.

@@ -25,7 +25,8 @@ from typing import Any
 
 import sqlglot
 
-from routerlab.agents.errors import ToolError
+from routerlab.agents.db import open_database
+from routerlab.agents.errors import ConfigError, ToolError
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers.gold_cache import CachedGold, GoldCache
@@ -218,8 +219,6 @@ class ExecutionAccuracy:
         gold_cache: bool | str = True,
     ) -> None:
         if mode not in MODES:
-            from routerlab.agents.errors import ConfigError
-
             raise ConfigError(
                 f"unknown EX mode {mode!r}",
                 expected=f"one of {MODES}",
@@ -234,8 +233,6 @@ class ExecutionAccuracy:
         self._lock = threading.Lock()
 
     def _run(self, db_path: str, sql: str) -> Any:
-        from routerlab.agents.db import open_database
-
         return open_database(db_path).execute(sql, timeout_s=self.timeout_s, max_rows=self.max_rows)
 
     def gold(self, example: Example) -> CachedGold:
@@ -261,13 +258,9 @@ class ExecutionAccuracy:
         """The text that really runs: without DISTINCT in ``spider`` mode, as written otherwise."""
         if self.mode not in _DROPS_DISTINCT:
             return sql
-        from routerlab.agents.db import open_database
-
         return remove_distinct(sql, open_database(db_path).dialect)
 
     def _compute_gold(self, example: Example) -> CachedGold | ToolError:
-        from routerlab.agents.db import open_database
-
         sql = self._executed_sql(example.db_path, example.gold_sql or "")
         try:
             result = self._run(example.db_path, sql)

@@ -35,7 +35,9 @@ a run with a key that already exists reopens that run instead of creating a dupl
 The package, one module per job: :mod:`~routerlab.eval.tracking.address` (the store's URI and
 health checks), :mod:`~routerlab.eval.tracking.provenance` (git commit, version),
 :mod:`~routerlab.eval.tracking.layout` (tag and artifact names),
-:mod:`~routerlab.eval.tracking.artifacts` (artifacts stored relative to the store), :mod:`~routerlab.eval.tracking.sink`
+:mod:`~routerlab.eval.tracking.artifacts` (artifacts stored relative to the store),
+:mod:`~routerlab.eval.tracking.client` (:func:`store_client`, how every reader and writer opens a
+store: it registers the store-relative artifact repository first), :mod:`~routerlab.eval.tracking.sink`
 (the writer, :class:`MlflowSink`), :mod:`~routerlab.eval.tracking.traces` (one trace per example)
 and :mod:`~routerlab.eval.tracking.reader` (runs and tables read back). This ``__init__`` only
 re-exports their public names, so ``from routerlab.eval.tracking import MlflowSink`` keeps working.
@@ -44,6 +46,7 @@ re-exports their public names, so ``from routerlab.eval.tracking import MlflowSi
 from routerlab.eval.metrics import metric_name
 from routerlab.eval.tracking.address import DEFAULT_TRACKING_URI, check_tracking_store, resolve_tracking_uri
 from routerlab.eval.tracking.artifacts import register_store_relative_artifacts
+from routerlab.eval.tracking.client import store_client
 from routerlab.eval.tracking.layout import (
     DECISIONS_CSV,
     EXAMPLES_TABLE,
@@ -62,10 +65,6 @@ from routerlab.eval.tracking.layout import (
 from routerlab.eval.tracking.provenance import git_commit
 from routerlab.eval.tracking.reader import load_examples, load_runs
 from routerlab.eval.tracking.sink import MlflowSink, examples_frame, flatten_params
-
-# every reader and writer of a store goes through this package: from here on, artifacts stored
-# relative to a SQLite store resolve beside it, wherever the folder was copied to
-register_store_relative_artifacts()
 
 __all__ = [
     "DECISIONS_CSV",
@@ -92,4 +91,5 @@ __all__ = [
     "metric_name",
     "register_store_relative_artifacts",
     "resolve_tracking_uri",
+    "store_client",
 ]

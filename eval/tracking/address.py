@@ -11,6 +11,8 @@ from pathlib import Path
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.defaults import DEFAULT_TRACKING_URI
 
+__all__ = ["DEFAULT_TRACKING_URI", "check_tracking_store", "resolve_tracking_uri"]
+
 
 def resolve_tracking_uri(uri: str | None = None) -> str:
     """The tracking URI to use: ``uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``.

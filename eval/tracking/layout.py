@@ -9,6 +9,29 @@ from __future__ import annotations
 
 from routerlab.agents.errors import ConfigError
 
+__all__ = [
+    "DECISIONS_CSV",
+    "EXAMPLES_TABLE",
+    "FINAL_STATUSES",
+    "HEADLINE_METRICS",
+    "KIND_ROUTE_PARENT",
+    "KIND_ROUTE_RUN",
+    "PARAM_ROUTER",
+    "RISK_CURVE",
+    "RISK_FIGURE",
+    "TAG_DATASET",
+    "TAG_DESCRIPTION",
+    "TAG_KIND",
+    "TAG_LM",
+    "TAG_ROUTER",
+    "TAG_RUN_KEY",
+    "TAG_STATUS",
+    "check_status",
+    "compare_link",
+    "headline_first",
+    "search_literal",
+]
+
 EXAMPLES_TABLE = "examples.json"
 RISK_CURVE = "risk_coverage.json"
 RISK_FIGURE = "risk_coverage.png"
@@ -54,7 +77,12 @@ KIND_ROUTE_RUN = "route-run"
 DECISIONS_CSV = "decisions.csv"
 
 
-def _check_status(status: str) -> None:
+def check_status(status: str) -> None:
+    """Refuse a run status MLflow does not end runs with.
+
+    Raises:
+        ConfigError: ``status`` is not one of :data:`FINAL_STATUSES`.
+    """
     if status not in FINAL_STATUSES:
         raise ConfigError(
             f"unknown final run status {status!r}",
@@ -64,8 +92,12 @@ def _check_status(status: str) -> None:
         )
 
 
-def _quote(value: str) -> str:
-    """``value`` as a single-quoted MLflow search literal."""
+def search_literal(value: str) -> str:
+    """``value`` as a single-quoted MLflow search literal.
+
+    Raises:
+        ConfigError: ``value`` holds a single quote (MLflow's search syntax has no escape for it).
+    """
     if "'" in value:
         raise ConfigError(
             "a run key or tag value contains a single quote",

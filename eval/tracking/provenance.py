@@ -6,6 +6,8 @@ import importlib.metadata
 import subprocess
 from pathlib import Path
 
+__all__ = ["git_commit", "routerlab_version"]
+
 
 def git_commit() -> str:
     """The routerlab checkout's ``HEAD`` commit, or ``unknown`` (no git, not a checkout)."""
@@ -23,7 +25,8 @@ def git_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def _routerlab_version() -> str:
+def routerlab_version() -> str:
+    """The installed routerlab distribution's version, or ``unknown`` (not installed)."""
     try:
         return importlib.metadata.version("routerlab")
     except importlib.metadata.PackageNotFoundError:

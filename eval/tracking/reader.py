@@ -7,17 +7,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-from mlflow import MlflowClient
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from routerlab.agents.errors import ConfigError
-from routerlab.eval.tracking.address import (
-    resolve_tracking_uri,
-)
+from routerlab.eval.tracking.client import store_client
 from routerlab.eval.tracking.layout import (
     EXAMPLES_TABLE,
-    _quote,
+    search_literal,
 )
+
+__all__ = ["load_examples", "load_runs"]
 
 
 def _ms(value: int | None) -> pd.Timestamp | None:
@@ -33,7 +32,7 @@ def load_runs(
     """Runs as a frame: one row per run with ``params.*``, ``metrics.*`` and ``tags.*`` columns.
 
     Args:
-        tracking_uri: The store (default as :func:`resolve_tracking_uri`).
+        tracking_uri: The store (default as :func:`~routerlab.eval.tracking.address.resolve_tracking_uri`).
         experiment: Only this experiment (e.g. ``routerlab/builtin``); default: every one.
         run_ids: Only these runs.
         tags: Only runs with these tag values (e.g. ``{"routerlab.kind": "router-run"}``).
@@ -41,7 +40,7 @@ def load_runs(
     Raises:
         ConfigError: For an unknown experiment.
     """
-    client = MlflowClient(tracking_uri=resolve_tracking_uri(tracking_uri))
+    client = store_client(tracking_uri)
     if experiment is not None:
         exp = client.get_experiment_by_name(experiment)
         if exp is None:
@@ -55,9 +54,9 @@ def load_runs(
         experiment_ids = [exp.experiment_id]
     else:
         experiment_ids = [e.experiment_id for e in client.search_experiments()]
-    clauses = [f"tags.`{k}` = {_quote(v)}" for k, v in (tags or {}).items()]
+    clauses = [f"tags.`{k}` = {search_literal(v)}" for k, v in (tags or {}).items()]
     if run_ids:
-        clauses.append(f"attributes.run_id IN ({', '.join(_quote(r) for r in run_ids)})")
+        clauses.append(f"attributes.run_id IN ({', '.join(search_literal(r) for r in run_ids)})")
     runs, token = [], None
     while experiment_ids:
         page = client.search_runs(
@@ -97,7 +96,7 @@ def load_examples(run_id: str, tracking_uri: str | None = None) -> pd.DataFrame:
     """
     # MlflowClient.load_table searches runs through the process-wide tracking URI, not the
     # client's, so the artifact is read directly.
-    client = MlflowClient(tracking_uri=resolve_tracking_uri(tracking_uri))
+    client = store_client(tracking_uri)
     if not any(f.path == EXAMPLES_TABLE for f in client.list_artifacts(run_id)):
         raise ConfigError(
             f"MLflow run {run_id} has no {EXAMPLES_TABLE}",

@@ -19,7 +19,6 @@ from typing import Any
 
 import mlflow
 import pandas as pd
-from mlflow import MlflowClient
 from mlflow.entities import Dataset as DatasetEntity
 from mlflow.entities import (
     DatasetInput,
@@ -39,6 +38,7 @@ from routerlab.eval.metrics import metric_name, summarize
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.tracking.address import resolve_tracking_uri
 from routerlab.eval.tracking.artifacts import experiment_folder, experiment_location
+from routerlab.eval.tracking.client import store_client
 from routerlab.eval.tracking.layout import (
     EXAMPLES_TABLE,
     PARAM_ROUTER,
@@ -51,14 +51,16 @@ from routerlab.eval.tracking.layout import (
     TAG_ROUTER,
     TAG_RUN_KEY,
     TAG_STATUS,
-    _check_status,
-    _quote,
+    check_status,
     compare_link,
     headline_first,
+    search_literal,
 )
-from routerlab.eval.tracking.provenance import _routerlab_version, git_commit
+from routerlab.eval.tracking.provenance import git_commit, routerlab_version
 from routerlab.eval.tracking.reader import load_examples, load_runs
-from routerlab.eval.tracking.traces import _question, _write_trace
+from routerlab.eval.tracking.traces import example_question, write_trace
+
+__all__ = ["MlflowSink", "examples_frame", "flatten_params"]
 
 _log = logging.getLogger(__name__)
 
@@ -173,7 +175,7 @@ class MlflowSink:
         self.tracking_uri = resolve_tracking_uri(tracking_uri)
         self.experiment_name = experiment
         self.traces = traces
-        self.client = MlflowClient(tracking_uri=self.tracking_uri)
+        self.client = store_client(self.tracking_uri)
         self._artifact_root = artifact_location
         self._experiments: dict[str, str] = {}
         self._run_experiment: dict[str, str] = {}
@@ -269,7 +271,7 @@ class MlflowSink:
             experiment_ids = [current]
         else:
             experiment_ids = [e.experiment_id for e in self.client.search_experiments()]
-        query = f"tags.`{TAG_RUN_KEY}` = {_quote(run_key)}"
+        query = f"tags.`{TAG_RUN_KEY}` = {search_literal(run_key)}"
         if unfinished_only:
             query += " and attributes.status != 'FINISHED'"
         runs = self.client.search_runs(
@@ -319,7 +321,7 @@ class MlflowSink:
             {
                 **dict(params or {}),
                 "git": {"commit": git_commit()},
-                "routerlab": {"version": _routerlab_version()},
+                "routerlab": {"version": routerlab_version()},
             },
         )
         return run_id
@@ -390,7 +392,7 @@ class MlflowSink:
                 "source": dataset.source,
             },
             "git": {"commit": git_commit()},
-            "routerlab": {"version": _routerlab_version()},
+            "routerlab": {"version": routerlab_version()},
             "config": config,
         }
         for component in components:
@@ -470,7 +472,9 @@ class MlflowSink:
             return None
         try:
             experiment_id = self._experiment_of_run(run_id)
-            return _write_trace(self.client, experiment_id, run_id, result, result.trace, _question(result, question))
+            return write_trace(
+                self.client, experiment_id, run_id, result, result.trace, example_question(result, question)
+            )
         except Exception as exc:
             _log.warning("could not log the trace of example %s: %s", result.example_id, exc)
             return None
@@ -503,7 +507,7 @@ class MlflowSink:
         The run is closed with ``status`` even if logging fails half-way (then as FAILED), so a
         broken run never shows as running or successful.
         """
-        _check_status(status)
+        check_status(status)
         final = status
         try:
             self.flush()
@@ -549,7 +553,7 @@ class MlflowSink:
         For runs whose figures were logged some other way than :meth:`finish_run` (``routerlab
         route`` logs first decisions, not example results).
         """
-        _check_status(status)
+        check_status(status)
         run_tags = {TAG_STATUS: status, **(tags or {})}
         if error:
             run_tags["routerlab.error"] = error[:5000]
@@ -608,7 +612,7 @@ class MlflowSink:
             children: The MLflow ids of the comparison's router runs: the run's description (the
                 Description section of its page) links to their compare page, under the verdict.
         """
-        _check_status(status)
+        check_status(status)
         try:
             if table is not None and not table.empty:
                 self.client.log_table(run_id, data=table, artifact_file="comparison.json")

@@ -26,6 +26,8 @@ from routerlab.eval.tracking.layout import (
     TAG_ROUTER,
 )
 
+__all__ = ["example_question", "write_trace"]
+
 #: span payloads larger than this (JSON characters) are cut: tool outputs can hold many rows
 _MAX_PAYLOAD_CHARS = 8000
 
@@ -38,7 +40,8 @@ def _capped(value: Any) -> Any:
     return {"truncated": True, "chars": len(text), "preview": text[:_MAX_PAYLOAD_CHARS]}
 
 
-def _question(result: ExampleResult, question: str | None) -> str | None:
+def example_question(result: ExampleResult, question: str | None) -> str | None:
+    """The question a trace shows: ``question`` when given, else the trace's first user message."""
     if question is not None or result.trace is None:
         return question
     return next((str(m.get("content")) for m in result.trace.messages if m.get("role") == "user"), None)
@@ -200,7 +203,7 @@ class _TraceWriter:
             )
 
 
-def _write_trace(
+def write_trace(
     client: MlflowClient,
     experiment_id: str,
     run_id: str,

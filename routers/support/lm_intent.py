@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from routerlab.agents.routing import RouterEnv
 
-__all__ = ["IntentPrompt", "OnePass", "classify_one_pass", "tables_of"]
+__all__ = ["ANSWER_RULE", "IntentPrompt", "OnePass", "classify_one_pass", "schema_summary", "tables_of"]
 
 ANSWER_RULE = "Answer with the intent only, one word: " + ", ".join(INTENTS) + "."
 
@@ -121,10 +121,13 @@ def classify_one_pass(
     return OnePass(scores.best, scores.confidence, scores, log.total())
 
 
+def schema_summary(table_names: list[str]) -> str:
+    """The compact schema summary an intent classifier (and the DSPy router's program) sees."""
+    return ", ".join(table_names)
+
+
 def tables_of(env: RouterEnv | None, state: PipelineState) -> str:
     """The turn's database tables as the classifier sees them (empty without a database)."""
-    from routerlab.routers.dspy_router import schema_summary
-
     if env is None or env.open_db is None or not state.get("database"):
         return ""
     return schema_summary([t.name for t in env.open_db(state["database"]).tables()])

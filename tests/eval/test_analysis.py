@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from routerlab.agents.errors import ConfigError
 from routerlab.demo import make_demo_session
 from routerlab.eval import analysis, plots
-from routerlab.eval.metrics import rate
+from routerlab.eval.rate import rate
 from routerlab.eval.scoring import ExampleResult
 
 # -- a hand-built comparison of two routers over seven examples --------------------------------

@@ -1,0 +1,205 @@
+"""``Member``: a name, an instruction and the tools one swarm member may call.
+
+What a swarm runs, hands off to and puts in a team. Users build the subclass
+:class:`~routerlab.agents.swarm.agent.Agent`, which adds ``a | b`` (a round-robin team): the team
+module builds on this one, so the operator lives above both and the two do not import each other.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Self
+
+from routerlab.agents.errors import ContractError
+from routerlab.agents.swarm.context import ContextVariables, is_context_hint
+from routerlab.agents.swarm.tools import FunctionTool, function_tool
+from routerlab.agents.tools.base import Tool
+
+__all__ = ["Instruction", "Member"]
+
+Instruction = str | os.PathLike[str] | Callable[..., str]
+"""Literal text, a path to a text file, or a function returning the text."""
+
+
+def _context_params(fn: Callable[..., str], agent: str, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """Parameters of an instruction function that receive the context variables.
+
+    Args:
+        fn: The instruction function.
+        agent: The agent's name, for messages.
+        given: ``instruction_args``: parameters given once, when the agent is built.
+
+    Raises:
+        ContractError: For a parameter that is neither context-annotated, given nor defaulted,
+            or an ``instruction_args`` name the function does not take.
+    """
+    try:
+        params = inspect.signature(fn, eval_str=True).parameters
+    except (NameError, TypeError, ValueError) as exc:
+        raise ContractError(
+            f"the instruction function of agent {agent!r} has an unreadable signature",
+            expected="a function whose hints name importable types",
+            found=str(exc),
+            fix="import the types its hints use at module level",
+        ) from None
+    given = dict(given or {})
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    unknown = sorted(set(given) - set(params)) if not takes_kwargs else []
+    if unknown:
+        raise ContractError(
+            f"instruction_args of agent {agent!r} name parameters its instruction does not take",
+            expected=f"names among {sorted(params)}",
+            found=str(unknown),
+            fix="drop them, or add the parameters to the instruction function",
+        )
+    context: list[str] = []
+    for name, p in params.items():
+        if is_context_hint(p.annotation):
+            context.append(name)
+        elif name in given:
+            continue
+        elif p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ContractError(
+                f"the instruction function of agent {agent!r} needs a value for {name!r}",
+                expected="parameters annotated Context, given in instruction_args, or with defaults",
+                found=f"{name}: {p.annotation!r}",
+                fix=f"annotate {name} as routerlab.agents.swarm.Context, give it in instruction_args or a default",
+            )
+    return tuple(context)
+
+
+class Member:
+    """One member of a swarm (built as its subclass :class:`~routerlab.agents.swarm.agent.Agent`).
+
+    Args:
+        name: Unique, human-readable name (shown in traces and agent switches).
+        instruction: The system message: literal text, a path (``os.PathLike``) to a UTF-8 text
+            file read once here, or a function returning the text; the function receives the
+            context variables in every parameter annotated ``Context``.
+        tools: Plain typed functions (run by the swarm; their schemas come from
+            :func:`routerlab.agents.tools.schema.function_schema`) and pipeline
+            :class:`~routerlab.agents.tools.base.Tool` objects (host tools: a call to one is handed to the
+            host, for example the dispatch graph, instead of being run by the swarm). A function
+            returning an ``Agent`` hands control to it. More can be added later (:meth:`add_tools`).
+        instruction_args: Arguments an instruction function receives every time, besides the
+            context variables (seed 003's ``instruction_args``: ``Agent("a", greet,
+            instruction_args={"name": "Mike"})`` calls ``greet(name="Mike")``).
+        lm: This agent's own LM (a DSPy LM); None uses the runner's (a swarm's or a team's).
+
+    Raises:
+        ContractError: For an empty name, a missing instruction file, an instruction function
+            with parameters it cannot be given, ``instruction_args`` without an instruction
+            function or naming parameters it lacks, a tool the schema code rejects, or two
+            tools with one name.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        instruction: Instruction = "",
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        *,
+        instruction_args: Mapping[str, Any] | None = None,
+        lm: Any = None,
+    ) -> None:
+        if not name or not name.strip():
+            raise ContractError(
+                "an agent needs a name",
+                expected="a non-empty name",
+                found=repr(name),
+                fix="name the agent (names appear in traces and agent switches)",
+            )
+        self.name = name
+        self.lm = lm
+        self._text: str | None = None
+        self._fn: Callable[..., str] | None = None
+        self._fn_context: tuple[str, ...] = ()
+        self._fn_args: dict[str, Any] = dict(instruction_args or {})
+        if self._fn_args and not callable(instruction):
+            raise ContractError(
+                f"agent {name!r} has instruction_args but no instruction function",
+                expected="an instruction function that takes them",
+                found=type(instruction).__name__,
+                fix="pass the instruction as a function, or drop instruction_args",
+            )
+        if isinstance(instruction, os.PathLike):
+            path = Path(instruction)
+            if not path.is_file():
+                raise ContractError(
+                    f"the instruction file of agent {name!r} does not exist",
+                    expected="a readable UTF-8 text file",
+                    found=str(path),
+                    fix="create the file or pass the instruction text itself",
+                )
+            self._text = path.read_text(encoding="utf-8")
+        elif isinstance(instruction, str):
+            self._text = instruction
+        elif callable(instruction):
+            self._fn = instruction
+            self._fn_context = _context_params(instruction, name, self._fn_args)
+        else:
+            raise ContractError(
+                f"agent {name!r} has an instruction of an unknown kind",
+                expected="str, os.PathLike or a function returning str",
+                found=type(instruction).__name__,
+                fix="pass text, a pathlib.Path or a function",
+            )
+        self.tools: tuple[FunctionTool | Tool, ...] = ()
+        self._by_name: dict[str, FunctionTool | Tool] = {}
+        self.add_tools(*tools)
+
+    def add_tools(self, *tools: Callable[..., Any] | Tool) -> Self:
+        """Add tools after the agent was built (seed 003's ``add_tools``); returns the agent.
+
+        A tool is added once: a second tool under a name the agent has is refused.
+
+        Raises:
+            ContractError: For a tool the schema code rejects, or a second tool with a name the
+                agent already has.
+        """
+        built = [t if isinstance(t, Tool) else function_tool(t) for t in tools]
+        names = [t.name for t in (*self.tools, *built)]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ContractError(
+                f"agent {self.name!r} has several tools named {duplicates}",
+                expected="unique tool names",
+                found=str(names),
+                fix="rename or drop the duplicates",
+            )
+        self.tools = (*self.tools, *built)
+        self._by_name.update({t.name: t for t in built})
+        return self
+
+    def instructions(self, context: Mapping[str, Any] | None = None) -> str:
+        """The system message for the current context variables.
+
+        Raises:
+            ContractError: When an instruction function returns something other than a string.
+        """
+        if self._fn is None:
+            return self._text or ""
+        ctx = context if isinstance(context, ContextVariables) else ContextVariables(context or {})
+        text = self._fn(**self._fn_args, **dict.fromkeys(self._fn_context, ctx))
+        if not isinstance(text, str):
+            raise ContractError(
+                f"the instruction function of agent {self.name!r} returned {type(text).__name__}",
+                expected="a string",
+                found=repr(text)[:80],
+                fix="return the instruction text",
+            )
+        return text
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI-style schemas of every tool, in the order given."""
+        return [t.openai_schema() for t in self.tools]
+
+    def tool(self, name: str) -> FunctionTool | Tool | None:
+        """The tool called ``name``, or None."""
+        return self._by_name.get(name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, tools={[t.name for t in self.tools]})"

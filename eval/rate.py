@@ -1,0 +1,69 @@
+"""A rate: the mean of one score over the examples it applies to, with its cluster-bootstrap CI.
+
+Its own module because both the run summary (:mod:`routerlab.eval.metrics`) and the
+conversation figures (:mod:`routerlab.eval.conversation_metrics`) are built on it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from routerlab.eval.scoring import ExampleResult
+from routerlab.eval.stats import cluster_bootstrap_ci
+
+__all__ = ["Rate", "cluster_of", "rate"]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A mean over the applicable examples with its 95 % bootstrap CI.
+
+    Attributes:
+        value: Mean of the non-None score values (nan when none apply).
+        n: Examples counted (value not None).
+        ci_low / ci_high: Percentile bootstrap bounds.
+        n_invalid: Examples excluded as invalid (e.g. their gold SQL failed).
+    """
+
+    value: float
+    n: int
+    ci_low: float
+    ci_high: float
+    n_invalid: int = 0
+
+    def fmt(self) -> str:
+        """``0.62 [0.51, 0.72]``."""
+        if self.n == 0:
+            return "n/a"
+        return f"{self.value:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}]"
+
+
+def cluster_of(result: ExampleResult) -> str:
+    """The unit a bootstrap resamples: a turn's conversation, else the example (and attempt) itself.
+
+    The turns of one conversation are not independent (docs/metrics.md §10); with no conversation
+    every result is its own cluster and the cluster bootstrap is the plain one.
+    """
+    return (
+        f"conversation:{result.conversation}"
+        if result.conversation
+        else f"example:{result.example_id}:{result.attempt}"
+    )
+
+
+def rate(results: Sequence[ExampleResult], scorer_name: str) -> Rate:
+    """Mean of one scorer over the examples it applies to (None values excluded).
+
+    The CI resamples conversations whole when the results are turns of conversations.
+    """
+    kept = [(v, cluster_of(r)) for r in results if (v := r.value(scorer_name)) is not None]
+    invalid = sum(1 for r in results if (s := r.scores.get(scorer_name)) and s.detail.get("invalid"))
+    if not kept:
+        return Rate(math.nan, 0, math.nan, math.nan, invalid)
+    vals = [v for v, _ in kept]
+    low, high = cluster_bootstrap_ci(vals, [c for _, c in kept])
+    return Rate(float(np.mean(vals)), len(vals), low, high, invalid)
