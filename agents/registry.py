@@ -224,16 +224,29 @@ class Registry(Generic[T]):
     Args:
         kind: Human name of the extension kind, used in messages ("router", "dataset").
         returns: What every factory must build; :meth:`build` raises ``ContractError`` otherwise.
+        name_attr: Attribute of a registered class that the decorator sets to its registry name
+            (``"name"`` for routers and scorers), so the name is written once, in the decorator.
+            None: the registry sets nothing.
     """
 
-    def __init__(self, kind: str, returns: type | None = None) -> None:
+    def __init__(self, kind: str, returns: type | None = None, name_attr: str | None = None) -> None:
         self.kind = kind
         #: what every factory must build (a runtime-checkable Protocol or a class); checked in build
         self.returns = returns
+        self.name_attr = name_attr
         self._factories: dict[str, Callable[..., T]] = {}
 
     def __call__(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-        """Decorator registering a factory under ``name``."""
+        """Decorator registering a factory under ``name``.
+
+        With ``name_attr`` set, a class gets ``name`` as that attribute (``RulesRouter.name ==
+        "rules"``), on the class itself so a subclass registered under another name keeps its own.
+
+        Raises:
+            ConfigError: For a name already registered by another factory.
+            ContractError: For a class that already carries another name (written twice, and
+                differently), or one class registered under two names.
+        """
 
         def register(factory: Callable[..., T]) -> Callable[..., T]:
             if name in self._factories and self._factories[name] is not factory:
@@ -243,10 +256,28 @@ class Registry(Generic[T]):
                     found=f"{name!r} already registered by {self._factories[name]!r}",
                     fix="pick another name",
                 )
+            if self.name_attr is not None and inspect.isclass(factory):
+                self._set_name(factory, name)
             self._factories[name] = factory
             return factory
 
         return register
+
+    def _set_name(self, cls: type, name: str) -> None:
+        """Give ``cls`` its registry name as ``self.name_attr``, refusing a second, different one."""
+        attr = str(self.name_attr)
+        # only the class's own attribute counts: an inherited name is the parent's, not this one's
+        own = cls.__dict__.get(attr)
+        if own is not None and own != name:
+            taken = [n for n, f in self._factories.items() if f is cls]
+            found = f"registered as {taken[0]!r}" if taken else f"{attr} = {own!r} in its body"
+            raise ContractError(
+                f"{self.kind} class {cls.__name__} named twice",
+                expected=f"one name per {self.kind} class: {name!r}, from the decorator",
+                found=found,
+                fix=f"delete the {attr} = ... line (the decorator sets it), or subclass to register a variant",
+            )
+        setattr(cls, attr, name)
 
     def names(self) -> list[str]:
         """Registered names, sorted."""

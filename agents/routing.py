@@ -103,7 +103,7 @@ class RouterEnv:
 class Router(Protocol):
     """Decides the next step of a turn. Built through the ``router`` registry."""
 
-    #: registry name
+    #: registry name, set by the ``@router`` decorator (never written in the class body)
     name: str
 
     def bind(self, env: RouterEnv) -> None:

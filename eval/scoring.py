@@ -55,6 +55,7 @@ class Score:
 class Scorer(Protocol):
     """Scores one example from its trace. Must not raise for a bad trace: return value 0."""
 
+    #: registry name, set by the ``@scorer`` decorator (never written in the class body)
     name: str
 
     def score(self, example: Example, trace: Trace) -> Score:
@@ -62,7 +63,7 @@ class Scorer(Protocol):
         ...
 
 
-scorer: Registry[Scorer] = Registry("scorer", returns=Scorer)
+scorer: Registry[Scorer] = Registry("scorer", returns=Scorer, name_attr="name")
 """Decorator/registry: ``@scorer("ex") class ExecutionAccuracy: ...``."""
 
 

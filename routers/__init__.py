@@ -1,14 +1,12 @@
 """Router strategies behind one protocol and one registry; one module per router.
 
-Importing this package registers every built-in router: ``rules`` (rules.py), ``llm`` (llm.py),
-``hybrid`` (hybrid.py), ``dspy`` (dspy_router.py), ``semantic`` (semantic.py), ``handoff``
-(handoff.py), ``team`` (team.py), ``retrieval`` (retrieval.py) and the baselines ``oracle`` and
-``random`` (baselines.py) and ``single_call`` with ``single_call_fields``, its form before issue 40
-(single_call.py). ``base.py`` is the ``@router`` registry;
-what routers share but is not a router (the intent-router base, one-pass LM classification,
-label calibration, the schema outline and the ambiguity and neighbours checks) is in
-:mod:`routerlab.routers.support`. ``tests/routers/test_conformance.py`` checks that this list
-names every registered router.
+Importing this package registers every router: each module here (``base.py``, the ``@router``
+registry, aside) holds one router, or a few variants of one (``baselines.py``), and registers it
+with ``@router("name")``, which also sets the class's ``name``. ``routerlab routers`` (or
+``router.names()``) lists them; ``tests/routers/test_conformance.py`` checks that every module
+here registers a router and runs every registered one. What routers share but is not a router (the
+intent-router base, one-pass LM classification, label calibration, the schema outline and the
+ambiguity and neighbours checks) is in :mod:`routerlab.routers.support`.
 """
 
 from routerlab.agents.plan import TOOL_INTENT, next_call

@@ -14,7 +14,7 @@ __all__ = ["BASELINES", "require_tools", "router"]
 BASELINES: frozenset[str] = frozenset({"oracle", "random", "single_call", "single_call_fields"})
 
 
-router: Registry[Router] = Registry("router", returns=Router)
+router: Registry[Router] = Registry("router", returns=Router, name_attr="name")
 """Decorator/registry: ``@router("rules") class RulesRouter: ...``."""
 
 

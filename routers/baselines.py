@@ -20,8 +20,6 @@ class OracleRouter(IntentRouter):
     Outside a benchmark there is no label and it falls back to ``sql`` with confidence 0.
     """
 
-    name = "oracle"
-
     def classify(self, state: PipelineState) -> Classification:
         """The gold label."""
         gold = state.get("oracle_intent")
@@ -38,8 +36,6 @@ class RandomRouter(IntentRouter):
         seed: Seed mixed with the question text.
         fix_budget: fix_sql calls a failed execution may trigger.
     """
-
-    name = "random"
 
     def __init__(self, seed: int = 0, fix_budget: int = 1) -> None:
         super().__init__(fix_budget=fix_budget)

@@ -383,7 +383,6 @@ class DSPyRouter(IntentRouter):
             (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). False: the program alone.
     """
 
-    name = "dspy"
     #: arguments that name a file, by kind (the server takes only allow-listed names for them)
     file_arguments: ClassVar[dict[str, str]] = {"program": "program"}
 

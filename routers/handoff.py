@@ -203,8 +203,6 @@ class HandoffRouter:
         ConfigError: For a non-positive ``max_tokens`` or an instruction for an unknown agent.
     """
 
-    name = "handoff"
-
     def __init__(self, max_tokens: int = 256, instructions: dict[str, str] | None = None) -> None:
         if max_tokens <= 0:
             raise ConfigError(

@@ -61,7 +61,6 @@ class HybridRouter(IntentRouter):
             switch single checks off (``--router-arg 'hybrid.rules_without=["which_column"]'``).
     """
 
-    name = "hybrid"
     #: arguments that name a file, by kind (the server takes only allow-listed names for them)
     file_arguments: ClassVar[dict[str, str]] = {"program": "program"}
 

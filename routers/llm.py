@@ -206,8 +206,6 @@ class LLMRouter:
             1.5B model asks rather than abstain; the gate is the schema check's own verdict.
     """
 
-    name = "llm"
-
     def __init__(
         self,
         max_tokens: int = 256,

@@ -136,8 +136,6 @@ class RetrievalRouter:
         ConfigError: For a non-positive number or an unknown index.
     """
 
-    name = "retrieval"
-
     def __init__(
         self,
         k: int = 5,

@@ -365,8 +365,6 @@ class RulesRouter(IntentRouter):
     the ambiguity kinds whose rules are in this table.
     """
 
-    name = "rules"
-
     def __init__(
         self,
         rules: Sequence[Rule | dict[str, Any]] | None = None,

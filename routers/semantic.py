@@ -315,7 +315,6 @@ class SemanticRouter(IntentRouter):
         ConfigError: For an unknown strategy or fallback, or a number out of range.
     """
 
-    name = "semantic"
     #: arguments that name a file, by kind (the server takes only allow-listed names for them)
     file_arguments: ClassVar[dict[str, str]] = {"exemplars": "exemplars"}
 

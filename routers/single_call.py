@@ -47,7 +47,6 @@ class SingleCallRouter:
         ConfigError: An unknown output handling.
     """
 
-    name = "single_call"
     needs_tools: tuple[str, ...] = ("generate_sql", "execute_sql_and_analyze_result")
 
     def __init__(
@@ -104,8 +103,6 @@ class SingleCallFieldsRouter(SingleCallRouter):
 
     Kept under its own name because figures in the docs were measured with it.
     """
-
-    name = "single_call_fields"
 
     def __init__(
         self,

@@ -118,8 +118,6 @@ class TeamRouter:
             that is not a member.
     """
 
-    name = "team"
-
     def __init__(
         self,
         order: list[str] | None = None,

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,16 @@ def _blocks() -> dict[str, str]:
 
 @pytest.fixture
 def registries():
-    """Registrations made by a test are undone afterwards (no global state leaks)."""
-    saved = {reg: dict(reg._factories) for reg in (router, scorer, dataset)}
+    """The page's names are free during a test and every registration is undone afterwards.
+
+    In the copy that ``test_the_pages_files_are_the_whole_change`` builds, the page's files are
+    already registered: a test here runs the page's code again, as a reader would, so those
+    names are lifted for it and put back after (no global state leaks either way).
+    """
+    registry_of = {"router": router, "scorer": scorer, "loader": dataset}
+    saved = {reg: dict(reg._factories) for reg in registry_of.values()}
+    for kind, (_, _, _, name) in EXAMPLES.items():
+        registry_of[kind]._factories.pop(name, None)
     yield
     for reg, factories in saved.items():
         reg._factories.clear()
@@ -100,6 +109,47 @@ def test_registry_checks_what_a_factory_builds():
     assert err.value.expected == "an instance of Dataset" and err.value.found == "str"
 
 
+#: every test file that names or enumerates components (registries, conformance suites, the CLI's
+#: and the API's router lists, golden decision and topology files, the README's commands, the layer
+#: map), run unfiltered on the copy; ``test_the_selection_holds_every_enumerating_test`` keeps it whole
+ENUMERATING: tuple[str, ...] = (
+    "tests/test_layers.py",
+    "tests/test_readme_commands.py",
+    "tests/test_extending.py",
+    "tests/agents/test_registry.py",
+    "tests/agents/test_graph.py",
+    "tests/agents/tools/test_framing.py",
+    "tests/agents/tools/test_views.py",
+    "tests/routers/test_conformance.py",
+    "tests/routers/test_rules.py",
+    "tests/routers/test_handoff.py",
+    "tests/eval/test_scorer_conformance.py",
+    "tests/eval/test_scorers.py",
+    "tests/benchmarks/loaders/test_loader_conformance.py",
+    "tests/routerlab/serve/test_api.py",
+)
+
+#: what makes a test file enumerate components: a registry's list, a golden file, the routers command
+_ENUMERATES = re.compile(
+    r"\b(router|scorer|dataset)\.names\(\)|golden|\[\s*\"routers\"\s*\]\s*\)|DEFAULT_SCORERS|readme_commands"
+)
+
+#: set in the copy's environment, so the copy's own run of this file does not copy the project again
+_IN_COPY = "ROUTERLAB_EXTENDING_COPY"
+
+
+def test_the_selection_holds_every_enumerating_test():
+    """A test file that enumerates components is in ``ENUMERATING``: a new one cannot slip past the copy run."""
+    found = sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if _ENUMERATES.search(path.read_text(encoding="utf-8"))
+    )
+    missing = [path for path in found if path not in ENUMERATING]
+    assert not missing, f"{missing} enumerate components: add them to ENUMERATING in tests/test_extending.py"
+    assert all((ROOT / path).is_file() for path in ENUMERATING)
+
+
 def _installed_copy(root: Path) -> Path:
     """A copy of the project at ``root/repo`` and its import layout at ``root/site``.
 
@@ -109,9 +159,11 @@ def _installed_copy(root: Path) -> Path:
     """
     repo = root / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".venv", ".git", ".routerlab", "*.egg-info")
-    for name in ("agents", "routers", "benchmarks", "eval", "routerlab", "tests", "docs", "notebooks"):
+    for name in ("agents", "routers", "benchmarks", "eval", "routerlab", "tests", "docs", "notebooks", "scripts"):
         shutil.copytree(ROOT / name, repo / name, ignore=ignore)
-    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, repo / name)
+    shutil.copytree(ROOT / ".ci", repo / ".ci")
     site = root / "site" / "routerlab"
     site.mkdir(parents=True)
     for entry in (repo / "routerlab").iterdir():
@@ -121,21 +173,38 @@ def _installed_copy(root: Path) -> Path:
     return repo
 
 
-@pytest.mark.parametrize("kind", sorted(EXAMPLES))
-def test_an_example_is_one_file_plus_its_test(kind, tmp_path):
-    """Adding exactly the page's two files to a copy of the project passes the layer test, the kind's
-    conformance suite (which picks the new component up by itself) and the new test."""
-    component, test, suite, name = EXAMPLES[kind]
+def _outcomes(report: Path) -> dict[str, str]:
+    """``{test id: passed | failed | skipped}`` from a JUnit XML report."""
+    outcomes = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        verdict = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        outcomes[f"{case.get('classname')}::{case.get('name')}"] = verdict
+    return outcomes
+
+
+@pytest.mark.skipif(os.environ.get(_IN_COPY) == "1", reason="already running in the copy this test made")
+def test_the_pages_files_are_the_whole_change(tmp_path):
+    """Adding exactly the page's six files to a copy of the project keeps every test that enumerates
+    components green, unfiltered: the conformance suites pick the new ones up by themselves."""
     repo = _installed_copy(tmp_path)
     before = {p.relative_to(repo) for p in repo.rglob("*") if p.is_file()}
     blocks = _blocks()
-    for rel in (component, test):
-        (repo / rel).write_text(blocks[rel])
+    for rel, code in blocks.items():
+        (repo / rel).write_text(code)
     after = {p.relative_to(repo) for p in repo.rglob("*") if p.is_file()}
-    assert after - before == {Path(component), Path(test)}
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "ROUTERLAB_CACHE": str(tmp_path / "cache")}
-    args = ["-q", "-p", "no:cacheprovider", "-x", "-m", "not model", "tests/test_layers.py", suite, test]
-    args += ["-k", f"test_layers or {name} or {Path(test).stem}"]
+    assert after - before == {Path(rel) for rel in blocks}
+    report = tmp_path / "junit.xml"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tmp_path / "site"),
+        "ROUTERLAB_CACHE": str(tmp_path / "cache"),
+        _IN_COPY: "1",
+    }
+    new_tests = [test for _, test, _, _ in EXAMPLES.values()]
+    # the embedded model and the browser are never run here (the machine's rule); nothing else is
+    # deselected: every test of these files runs as CI runs it
+    args = ["-q", "-p", "no:cacheprovider", "-m", "not model and not browser", f"--junitxml={report}"]
+    args += [*ENUMERATING, *new_tests]
     # this checkout is installed in editable mode, and setuptools' editable finder would import
     # it instead of the copy: drop that finder so PYTHONPATH decides
     boot = (
@@ -147,9 +216,21 @@ def test_an_example_is_one_file_plus_its_test(kind, tmp_path):
         f"assert routerlab.agents.__file__.startswith({str(tmp_path)!r}), routerlab.agents.__file__; "
         f"sys.exit(pytest.main({args!r}))"
     )
-    done = subprocess.run([sys.executable, "-c", boot], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert re.search(r"\d+ passed", done.stdout), done.stdout[-2000:]
+    done = subprocess.run([sys.executable, "-c", boot], cwd=repo, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    outcomes = _outcomes(report)
+    assert "failed" not in outcomes.values() and "error" not in outcomes.values()
+    for _, test, suite, name in EXAMPLES.values():
+        suite_module = suite.removesuffix(".py").replace("/", ".")
+        # the suite's checks that do not apply (a loader with no sample input, say) skip, as for built-ins
+        param = re.compile(rf"[\[-]{name}[\]-]")  # the component as a test parameter, e.g. [0-keyword]
+        joined = {t: v for t, v in outcomes.items() if t.startswith(suite_module) and param.search(t)}
+        assert "passed" in joined.values() and set(joined.values()) <= {"passed", "skipped"}, (
+            f"{suite} did not run {name!r}: {joined}"
+        )
+        own = [t for t in outcomes if t.startswith(test.removesuffix(".py").replace("/", "."))]
+        assert own and all(outcomes[t] == "passed" for t in own), f"{test} did not pass: {own}"
+    assert outcomes["tests.routers.test_conformance::test_routers_command_lists_every_registered_router"] == "passed"
 
 
 def test_a_custom_scorer_reaches_the_table_compare_and_mlflow(registries, tmp_path):

@@ -78,12 +78,18 @@ def _adapt(args: list[str], tmp: Path, session: str | None) -> list[str]:
 
 @pytest.fixture
 def keyword_router():
-    """docs/extending.md's example router, registered for the README's `--router rules,keyword`."""
+    """docs/extending.md's example router, registered for the README's `--router rules,keyword`.
+
+    Where the page's file has been added (``routers/keyword.py``, as tests/test_extending.py's copy
+    does), the package registered it already and the page's code is not run a second time.
+    """
     from routerlab.routers import router
 
     saved = dict(router._factories)
-    code = re.search(r"```python\n# routers/keyword.py\n(.*?)```", (ROOT / "docs/extending.md").read_text(), re.S)
-    exec(compile(code.group(1), "routers/keyword.py", "exec"), {"__name__": "docs_keyword"})  # type: ignore[union-attr]
+    if "keyword" not in router:
+        page = (ROOT / "docs/extending.md").read_text()
+        code = re.search(r"```python\n# routers/keyword.py\n(.*?)```", page, re.S)
+        exec(compile(code.group(1), "routers/keyword.py", "exec"), {"__name__": "docs_keyword"})  # type: ignore[union-attr]
     yield
     router._factories.clear()
     router._factories.update(saved)

@@ -1,7 +1,8 @@
-"""On-disk dataset loaders; importing this package registers them (and the intent mixer).
+"""On-disk dataset loaders; importing this package registers every module's ``@dataset`` loaders.
 
-Registered names: ``spider``, ``bird``, ``text2sql_data``, ``jsonl``, ``csv`` and ``mixed``
-(any of those, or ``builtin``, with intents mixed in by :mod:`routerlab.benchmarks.loaders.mixed`).
+One module per loader (or per family: ``table.py`` registers ``jsonl`` and ``csv``); modules
+whose names start with ``_`` hold shared helpers. ``dataset.names()`` lists the registered
+loaders, the built-in benchmark's included; ``mixed`` mixes intents into any of them.
 """
 
 from routerlab.agents.registry import import_submodules

@@ -19,8 +19,6 @@ class Abstention:
     coverage, abstention precision and the penalty score.
     """
 
-    name = "abstain"
-
     def score(self, example: Example, trace: Trace) -> Score:
         """Abstention on an unanswerable question; None for other gold intents."""
         gold = gold_class(example.intent)

@@ -159,8 +159,6 @@ class ChainValidity:
         max_steps: Call budget of a turn.
     """
 
-    name = "chain_valid"
-
     def __init__(self, max_steps: int = 8) -> None:
         self.max_steps = max_steps
         self._catalog: Mapping[str, Any] | None = None
@@ -186,8 +184,6 @@ def trajectory_modes(called: list[str], expected: list[str]) -> dict[str, bool]:
 @scorer("trajectory")
 class Trajectory:
     """Strict match of called tool names with the expected chain; all four modes in ``detail``."""
-
-    name = "trajectory"
 
     def score(self, example: Example, trace: Trace) -> Score:
         """Compare ``trace.tool_names`` with ``example.expected_chain``."""
@@ -223,8 +219,6 @@ def _expected_edges(chain: list[str], catalog: Mapping[str, Any]) -> Counter:
 @scorer("chain_f1")
 class ChainF1:
     """Node F1 (tool-name multisets) as the value; edge F1 (cited -> citing tool names) in detail."""
-
-    name = "chain_f1"
 
     def __init__(self) -> None:
         self._catalog: Mapping[str, Any] | None = None

@@ -207,8 +207,6 @@ class ExecutionAccuracy:
             they are always kept in memory.
     """
 
-    name = "ex"
-
     def __init__(
         self,
         mode: str = "spider",

@@ -33,8 +33,6 @@ class RouteAccuracy:
     was produced or run.
     """
 
-    name = "route"
-
     def score(self, example: Example, trace: Trace) -> Score:
         """Compare ``trace.intent`` with ``example.accepted_intents``."""
         got = trace.intent
@@ -64,8 +62,6 @@ class Success:
     Args:
         ex_mode: None (default): the ``ex`` scorer's verdict. A mode name: EX in that mode.
     """
-
-    name = "success"
 
     def __init__(self, ex_mode: str | None = None) -> None:
         self.ex_mode = ex_mode

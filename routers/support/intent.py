@@ -50,12 +50,13 @@ class IntentRouter:
     South?"), and the plan's generic question only when it finds nothing. Every intent router
     asks the same way, so routers differ in whether they ask, not in what they ask.
 
-    Subclasses implement :meth:`classify` and set ``name``.
+    Subclasses implement :meth:`classify`; ``@router("x")`` sets their ``name``.
 
     Args:
         fix_budget: fix_sql calls a failed execution may trigger.
     """
 
+    #: what a subclass registered with ``@router`` replaces by its registry name
     name = "intent"
     #: tools the canonical plan may call; checked against the pipeline's tools at bind time
     needs_tools: tuple[str, ...] = tuple(TOOL_INTENT)

@@ -92,3 +92,61 @@ def test_arguments_without_a_plain_form_are_refused_at_build_time():
     with pytest.raises(ContractError, match="cannot be recorded") as err:
         reg.build("holder", value=threading.Lock())
     assert "value=lock" in err.value.found
+
+
+def test_the_decorator_writes_the_name_once():
+    """With ``name_attr``, the decorator sets a registered class's name; the body never repeats it."""
+    named: Registry = Registry("thing", name_attr="name")
+
+    @named("first")
+    class First:
+        pass
+
+    @named("second")
+    class Second(First):
+        pass
+
+    assert (First.name, Second.name) == ("first", "second")  # type: ignore[attr-defined]
+    assert named.build("second").name == "second" and named.build("first").name == "first"
+
+
+def test_a_class_naming_itself_otherwise_is_refused():
+    """A name written twice, and differently, is refused where it is registered, naming both."""
+    named: Registry = Registry("thing", name_attr="name")
+
+    class Stale:
+        name = "old"
+
+    with pytest.raises(ContractError, match="named twice") as info:
+        named("new")(Stale)
+    assert "'new'" in info.value.expected and "name = 'old'" in info.value.found
+    assert "new" not in named
+
+    class Same:
+        name = "same"
+
+    assert named("same")(Same) is Same  # the same name written twice still registers
+
+
+def test_one_class_takes_one_name():
+    named: Registry = Registry("thing", name_attr="name")
+
+    class Once:
+        pass
+
+    named("one")(Once)
+    with pytest.raises(ContractError) as info:
+        named("two")(Once)
+    assert "registered as 'one'" in info.value.found
+
+
+def test_functions_and_registries_without_name_attr_are_left_alone(reg):
+    """A loader function keeps its attributes; a registry without ``name_attr`` sets nothing."""
+    named: Registry = Registry("thing", name_attr="name")
+
+    def make() -> dict:
+        return {}
+
+    named("maker")(make)
+    assert not hasattr(make, "name")
+    assert not hasattr(Widget, "name")  # registered twice by the fixture's plain registry
