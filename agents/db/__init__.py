@@ -13,7 +13,7 @@ from routerlab.agents.db.database import (
     open_database,
     sql_ident,
 )
-from routerlab.agents.db.guard import FORBIDDEN_FUNCTIONS, check_sql
+from routerlab.agents.db.guard import FORBIDDEN_FUNCTIONS, SQL_FROM_STRING_FUNCTIONS, check_sql
 
 # sqlglot logs a warning for every statement it can only parse as a generic Command; the guard
 # refuses those anyway, so the warning is noise
@@ -21,6 +21,7 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 __all__ = [
     "FORBIDDEN_FUNCTIONS",
+    "SQL_FROM_STRING_FUNCTIONS",
     "ColumnInfo",
     "Database",
     "QueryResult",

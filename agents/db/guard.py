@@ -7,27 +7,60 @@ two locks, not the only one.
 
 Rule ids (stable, used in scores and tests): ``empty``, ``too_long``, ``too_deep``, ``parse_error``,
 ``single_statement``, ``only_select``, ``dml_in_subquery``, ``forbidden_function``,
-``file_path_table``.
+``statement_argument``, ``file_path_table``, ``server_path``.
+
+A statement hidden in a string is a statement the guard never parsed: DuckDB's
+``json_execute_serialized_sql(json_serialize_sql('...'))`` or ``query('...')`` runs text the outer
+SELECT only carries. Every function that executes, plans or serialises SQL from a string is
+forbidden by name (:data:`SQL_FROM_STRING_FUNCTIONS`, checked against both engines' function
+catalogues by the tests), and any function given a string that is itself a statement is refused
+(``statement_argument``), so a function this list does not know yet cannot carry one either.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import threading
 
+import duckdb
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from routerlab.agents.errors import GuardViolation
 
-__all__ = ["FORBIDDEN_FUNCTIONS", "MAX_DEPTH", "MAX_SQL_CHARS", "PATH_REVEALING_TABLES", "check_sql"]
+__all__ = [
+    "FORBIDDEN_FUNCTIONS",
+    "MAX_DEPTH",
+    "MAX_SQL_CHARS",
+    "PATH_REVEALING_TABLES",
+    "SQL_FROM_STRING_FUNCTIONS",
+    "check_sql",
+]
 
 MAX_SQL_CHARS = 20_000
 MAX_DEPTH = 200
 
+#: functions that execute, plan, parse or serialise SQL given as a string (DuckDB's json extension
+#: and ``query``/``query_table``, SQLite's ``eval`` extension): the text they take is a statement
+#: the guard would never see. Kept in step with the engines' catalogues by
+#: ``tests/agents/db/test_guard_sql_strings.py``.
+SQL_FROM_STRING_FUNCTIONS: frozenset[str] = frozenset(
+    {
+        "json_execute_serialized_sql",
+        "json_serialize_sql",
+        "json_deserialize_sql",
+        "json_serialize_plan",
+        "query",
+        "query_table",
+        "sql_auto_complete",
+        "eval",
+    }
+)
+
 #: functions that read files, reach other databases or the network, load code or leak settings
-FORBIDDEN_FUNCTIONS: frozenset[str] = frozenset(
+_OUTSIDE_FUNCTIONS: frozenset[str] = frozenset(
     {
         # DuckDB file readers and scanners
         "read_csv",
@@ -85,6 +118,8 @@ FORBIDDEN_FUNCTIONS: frozenset[str] = frozenset(
         "edit",
     }
 )
+#: every function the guard refuses by name
+FORBIDDEN_FUNCTIONS: frozenset[str] = _OUTSIDE_FUNCTIONS | SQL_FROM_STRING_FUNCTIONS
 
 # sqlglot node types that write, change the session or the catalogue (looked up by name so the
 # guard keeps working when sqlglot renames or adds a class)
@@ -133,6 +168,15 @@ PATH_REVEALING_TABLES: frozenset[str] = frozenset(
 _READ_ROOTS: tuple[type, ...] = (exp.Select, exp.SetOperation, exp.Subquery)
 _FUNC_CLASS_NAMES = {"ReadCSV": "read_csv", "ReadParquet": "read_parquet"}
 _PATHY = re.compile(r"[./\\*:~]")
+# a string argument that opens like a statement is parsed to see whether it is one (cheap
+# prefilter: most string arguments are formats, names or LIKE patterns)
+_STATEMENT_START = re.compile(
+    r"\s*\(*\s*(select|with|from|values|table|insert|update|delete|merge|create|drop|alter|"
+    r"truncate|pragma|attach|detach|copy|install|load|set|reset|call|use|begin|commit|rollback|"
+    r"grant|revoke|export|import|vacuum|checkpoint|prepare|execute|describe|show|summarize|"
+    r"explain|replace|upsert)\b",
+    re.IGNORECASE,
+)
 
 
 def _fail(rule: str, message: str, sql: str) -> GuardViolation:
@@ -210,6 +254,13 @@ def _check_accepted(sql: str, dialect: str, max_chars: int) -> str:
             name = _func_name(node)
             if name in FORBIDDEN_FUNCTIONS:
                 raise _fail("forbidden_function", f"function {name}() is not allowed", text)
+            if (hidden := _statement_argument(node, dialect)) is not None:
+                raise _fail(
+                    "statement_argument",
+                    f"function {name}() is given a SQL statement as a string ({hidden[:60]!r}); "
+                    "write the query itself instead",
+                    text,
+                )
         if isinstance(node, exp.Table):
             target = node.this
             if isinstance(target, exp.Identifier) and (target.name or "").lower() in PATH_REVEALING_TABLES:
@@ -219,6 +270,55 @@ def _check_accepted(sql: str, dialect: str, max_chars: int) -> str:
             if isinstance(target, exp.Literal):
                 raise _fail("file_path_table", f"{target.name!r} is a string used as a table", text)
     return text.rstrip().rstrip(";").rstrip()
+
+
+def _statement_argument(func: exp.Func, dialect: str) -> str | None:
+    """The first string argument of ``func`` that is itself a SQL statement (None: none is)."""
+    for arg in func.iter_expressions():
+        if isinstance(arg, exp.Literal) and arg.is_string:
+            value = arg.this if isinstance(arg.this, str) else str(arg.this)
+            if _is_statement(value, dialect):
+                return value
+    return None
+
+
+def _is_statement(value: str, dialect: str) -> bool:
+    """Whether ``value`` is a statement an engine would run, not prose that opens with a keyword.
+
+    Both DuckDB's own parser and sqlglot must read it as a statement. Prose passes: one word
+    (``'commit'`` in a ``replace``), sqlglot's fallback for text it cannot read (``'Show Boat'``),
+    and a bare projection without a table or function (``'Select a size'``), which could show
+    nothing the query itself could not.
+    """
+    text = value.strip()
+    if not _STATEMENT_START.match(text) or not any(ch.isspace() for ch in text):
+        return False
+    try:
+        if not _duckdb_parser().extract_statements(text):
+            return False
+        parsed = [p for p in sqlglot.parse(text, read=dialect) if p is not None]
+    except (duckdb.Error, ParseError, TokenError, ValueError, RecursionError):
+        return False
+    for root in parsed:
+        if isinstance(root, exp.Command | exp.Column | exp.Identifier | exp.Literal | exp.Alias):
+            continue
+        if isinstance(root, exp.Select) and not any(
+            isinstance(node, exp.Func | exp.Table | exp.Subquery | exp.From) for node in root.walk()
+        ):
+            continue
+        return True
+    return False
+
+
+_PARSERS = threading.local()
+
+
+def _duckdb_parser() -> duckdb.DuckDBPyConnection:
+    """This thread's in-memory DuckDB connection, used only for its parser (nothing runs on it)."""
+    con = getattr(_PARSERS, "con", None)
+    if con is None:
+        con = _PARSERS.con = duckdb.connect(":memory:")
+    return con
 
 
 def _nodes_and_depth(root: exp.Expression) -> tuple[list[exp.Expression], int]:

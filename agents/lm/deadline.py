@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import dspy
 from dspy import lm15 as L
@@ -49,8 +49,11 @@ __all__ = [
     "call_budget",
     "deadline_cut",
     "deadline_scope",
+    "run_within",
     "within",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_CALL_TIMEOUT_S = 600.0
 """Cap of one model call outside any pipeline (``pipeline.call_timeout_s`` overrides it inside)."""
@@ -206,23 +209,36 @@ class BoundedEngine:
 
     def complete(self, request: L.Request) -> L.Response:
         """Answer ``request`` through the wrapped LM within the call's budget."""
-        budget = call_budget(f"{self.inner.model} call")
-        box: dict[str, Any] = {}
+        where = f"{self.inner.model} call"
+        return run_within(call_budget(where), lambda: self.inner(request), where)
 
-        def work() -> None:
-            try:
-                box["response"] = self.inner(request)
-            except BaseException as exc:  # handed to the caller below
-                box["error"] = exc
 
-        worker = threading.Thread(target=work, name="routerlab-lm-call", daemon=True)
-        worker.start()
-        worker.join(budget.seconds)
-        if worker.is_alive():
-            raise budget.exceeded(f"{self.inner.model} call")
-        if "error" in box:
-            raise box["error"]
-        return box["response"]
+def run_within(budget: CallBudget, work: Callable[[], T], where: str = "model call") -> T:
+    """Run ``work`` and wait for it at most ``budget.seconds``: the one deadline of a whole call.
+
+    Whatever ``work`` does inside (a client's own retries, a reconnect) counts against the same
+    budget, so a call can never take more than one budget, however its client retries.
+
+    Raises:
+        CallDeadlineExceeded: The budget was spent before ``work`` returned (it is abandoned on
+            a daemon thread; its own request timeout ends it).
+    """
+    box: dict[str, Any] = {}
+
+    def _work() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    worker = threading.Thread(target=_work, name="routerlab-lm-call", daemon=True)
+    worker.start()
+    worker.join(max(budget.seconds - (time.monotonic() - budget.started), 0.0))
+    if worker.is_alive():
+        raise budget.exceeded(where)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def bounded_lm(lm: dspy.LM, *, request_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> dspy.LM:

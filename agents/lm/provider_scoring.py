@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from routerlab.agents.lm.deadline import call_budget
+from routerlab.agents.lm.deadline import CallDeadlineExceeded, call_budget, run_within
 from routerlab.agents.lm.scoring import ChoiceScores, normalise
 
 __all__ = ["TOP_LOGPROBS", "LogprobScorer", "label_logprobs"]
@@ -91,23 +91,34 @@ class LogprobScorer:
             return None
         import litellm
 
-        budget = call_budget(f"{self.model} label scoring")
+        where = f"{self.model} label scoring"
+        budget = call_budget(where)
         t0 = time.perf_counter()
-        try:
-            response = litellm.completion(
+
+        def _complete() -> Any:
+            return litellm.completion(
                 model=self.model,
                 messages=[*prefix, *messages],
                 max_tokens=1,
                 temperature=0.0,
                 logprobs=True,
                 top_logprobs=TOP_LOGPROBS,
-                # bounded by what the turn (or run) has left, like every model call
+                # one request per call: the OpenAI client's own retries (2 by default) and
+                # litellm's would each get a fresh timeout, and a hung call took three budgets
                 timeout=budget.seconds,
+                max_retries=0,
+                num_retries=0,
                 **self.params,
             )
+
+        try:
+            # the whole call, whatever the client does inside, ends within the budget
+            response = run_within(budget, _complete, where)
+        except CallDeadlineExceeded:
+            raise
         except Exception:
             if budget.expired():
-                raise budget.exceeded(f"{self.model} label scoring") from None
+                raise budget.exceeded(where) from None
             raise
         seconds = time.perf_counter() - t0
         top = _first_token_top(response)
