@@ -42,14 +42,12 @@ if TYPE_CHECKING:
 __all__ = [
     "Figures",
     "OptimizeReport",
-    "fresh_program",
     "holdout_split",
     "optimize_router",
     "report_json",
     "route_set",
     "score_program",
     "score_set",
-    "table_schemas",
     "to_dspy_examples",
 ]
 
@@ -323,7 +321,7 @@ def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: flo
     )
 
 
-def table_schemas(examples: Sequence[Example], schema: str = "tables") -> dict[str, str]:
+def _tables(examples: Sequence[Example], schema: str = "tables") -> dict[str, str]:
     """Each database of ``examples`` as the program's ``tables`` input shows it (the router's view)."""
     from routerlab.agents.db import open_database
     from routerlab.agents.routing import RouterEnv
@@ -338,7 +336,7 @@ def table_schemas(examples: Sequence[Example], schema: str = "tables") -> dict[s
     return out
 
 
-def fresh_program(one_pass: bool, schema: str, checks: tuple[str, ...], pool: Neighbours | None) -> RouteProgram:
+def _program(one_pass: bool, schema: str, checks: tuple[str, ...], pool: Neighbours | None) -> RouteProgram:
     """An uncompiled program with its evidence checks and the neighbours pool they read."""
     program = RouteProgram(one_pass=one_pass, schema=schema, checks=checks)
     program.route.neighbours = pool
@@ -397,7 +395,7 @@ def optimize_router(
     train_ex = dataset.split("train")[: train_limit or None]
     fit_ex, held_ex = holdout_split(train_ex, heldout_fraction, seed)
     random.Random(seed).shuffle(fit_ex)
-    tables_of = table_schemas(train_ex, schema)
+    tables_of = _tables(train_ex, schema)
     # the neighbours check retrieves from the fit part only: held-out requests stay unseen
     pool = Neighbours([e.question for e in fit_ex], [e.intent for e in fit_ex]) if "neighbours" in checks else None
     fit = to_dspy_examples(fit_ex, tables_of, checks, pool)
@@ -405,9 +403,9 @@ def optimize_router(
     objective = RoutingObjective.from_intents([e.intent for e in train_ex], safety=safety)
     t0 = time.perf_counter()
     with lm_context(lm), dspy.context(num_threads=1):
-        zero = score_set(fresh_program(one_pass, schema, checks, pool), held, safety=safety) if zero_shot else None
+        zero = score_set(_program(one_pass, schema, checks, pool), held, safety=safety) if zero_shot else None
         t1 = time.perf_counter()
-        student = fresh_program(one_pass, schema, checks, pool)
+        student = _program(one_pass, schema, checks, pool)
         compiled = opt.compile(student, trainset=fit, valset=held, metric=objective, lm=lm)
         compile_seconds = time.perf_counter() - t1
         fit_fig = score_set(compiled, fit, safety=safety) if score_fit else None
@@ -486,7 +484,7 @@ def score_program(
         fit_ex, held_ex = holdout_split(dataset.split("train"), fraction, seed)
         examples = held_ex if on == "heldout" else fit_ex
     route = program.route
-    data = to_dspy_examples(examples, table_schemas(examples, route.schema), route.checks, route.neighbours)
+    data = to_dspy_examples(examples, _tables(examples, route.schema), route.checks, route.neighbours)
     with lm_context(lm), dspy.context(num_threads=1):
         figures = score_set(program, data, safety=safety)
     meta[on] = asdict(figures)
