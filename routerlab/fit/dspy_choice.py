@@ -382,10 +382,10 @@ def divide(tune: Sequence[Example], cfg: ChoiceConfig) -> tuple[list[Example], l
 
 def _inputs(program: Any, examples: Sequence[Example], context: Sequence[Example]) -> list[Any]:
     """``examples`` as ``program`` reads them (its schema view and checks)."""
-    from routerlab.fit.optimize import _tables, to_dspy_examples
+    from routerlab.fit.optimize import schema_texts, to_dspy_examples
 
     route = program.route
-    return to_dspy_examples(examples, _tables(examples, route.schema), route.checks, route.neighbours, context)
+    return to_dspy_examples(examples, schema_texts(examples, route.schema), route.checks, route.neighbours, context)
 
 
 def _report(program: str, examples: Sequence[Example], lm: Any) -> dict[str, dict[str, float]]:
@@ -445,13 +445,14 @@ def run_choice(
         What ``choice.json`` holds: the sets' sizes, every program's selection figures, the
         decision and (with ``report``) the report figures per source.
     """
+    # long because the rule's steps share one LM context and one set of paths: compile, select, decide, report
     import dspy
 
     import routerlab.benchmarks.loaders  # noqa: F401  (registers blend and the sources' loaders)
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.benchmarks.dataset import dataset
     from routerlab.fit.objective import RoutingObjective
-    from routerlab.fit.optimize import _program, route_set
+    from routerlab.fit.optimize import new_program, route_set
     from routerlab.fit.optimizers import optimizer
     from routerlab.routers.dspy_router import load_program, program_path, save_meta
     from routerlab.routers.support.neighbours import Neighbours
@@ -483,7 +484,7 @@ def run_choice(
             pool = (
                 Neighbours([e.question for e in fit], [e.intent for e in fit]) if "neighbours" in cand.checks else None
             )
-            student = _program(True, cand.schema, cand.checks, pool)
+            student = new_program(True, cand.schema, cand.checks, pool)
             data = _inputs(student, fit, tune)
             opt = optimizer.build(cand.optimizer, **{"seed": cfg.seed, **cand.args})
             # the selection set is the rule's alone: an optimizer that chooses internally does so on fit

@@ -43,9 +43,11 @@ __all__ = [
     "Figures",
     "OptimizeReport",
     "holdout_split",
+    "new_program",
     "optimize_router",
     "report_json",
     "route_set",
+    "schema_texts",
     "score_program",
     "score_set",
     "to_dspy_examples",
@@ -321,7 +323,7 @@ def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: flo
     )
 
 
-def _tables(examples: Sequence[Example], schema: str = "tables") -> dict[str, str]:
+def schema_texts(examples: Sequence[Example], schema: str = "tables") -> dict[str, str]:
     """Each database of ``examples`` as the program's ``tables`` input shows it (the router's view)."""
     from routerlab.agents.db import open_database
     from routerlab.agents.routing import RouterEnv
@@ -336,7 +338,7 @@ def _tables(examples: Sequence[Example], schema: str = "tables") -> dict[str, st
     return out
 
 
-def _program(one_pass: bool, schema: str, checks: tuple[str, ...], pool: Neighbours | None) -> RouteProgram:
+def new_program(one_pass: bool, schema: str, checks: tuple[str, ...], pool: Neighbours | None) -> RouteProgram:
     """An uncompiled program with its evidence checks and the neighbours pool they read."""
     program = RouteProgram(one_pass=one_pass, schema=schema, checks=checks)
     program.route.neighbours = pool
@@ -395,7 +397,7 @@ def optimize_router(
     train_ex = dataset.split("train")[: train_limit or None]
     fit_ex, held_ex = holdout_split(train_ex, heldout_fraction, seed)
     random.Random(seed).shuffle(fit_ex)
-    tables_of = _tables(train_ex, schema)
+    tables_of = schema_texts(train_ex, schema)
     # the neighbours check retrieves from the fit part only: held-out requests stay unseen
     pool = Neighbours([e.question for e in fit_ex], [e.intent for e in fit_ex]) if "neighbours" in checks else None
     fit = to_dspy_examples(fit_ex, tables_of, checks, pool)
@@ -403,9 +405,9 @@ def optimize_router(
     objective = RoutingObjective.from_intents([e.intent for e in train_ex], safety=safety)
     t0 = time.perf_counter()
     with lm_context(lm), dspy.context(num_threads=1):
-        zero = score_set(_program(one_pass, schema, checks, pool), held, safety=safety) if zero_shot else None
+        zero = score_set(new_program(one_pass, schema, checks, pool), held, safety=safety) if zero_shot else None
         t1 = time.perf_counter()
-        student = _program(one_pass, schema, checks, pool)
+        student = new_program(one_pass, schema, checks, pool)
         compiled = opt.compile(student, trainset=fit, valset=held, metric=objective, lm=lm)
         compile_seconds = time.perf_counter() - t1
         fit_fig = score_set(compiled, fit, safety=safety) if score_fit else None
@@ -484,7 +486,7 @@ def score_program(
         fit_ex, held_ex = holdout_split(dataset.split("train"), fraction, seed)
         examples = held_ex if on == "heldout" else fit_ex
     route = program.route
-    data = to_dspy_examples(examples, _tables(examples, route.schema), route.checks, route.neighbours)
+    data = to_dspy_examples(examples, schema_texts(examples, route.schema), route.checks, route.neighbours)
     with lm_context(lm), dspy.context(num_threads=1):
         figures = score_set(program, data, safety=safety)
     meta[on] = asdict(figures)

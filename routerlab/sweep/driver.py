@@ -182,6 +182,7 @@ def run_sweep(
     Returns:
         The sweep's outcome and per-cell summary.
     """
+    # long because the sweep's record, its MLflow parent and its cells close together on every way out
     from routerlab.eval.store import ResultsStore
     from routerlab.eval.tracking import TAG_KIND, MlflowSink
 

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import routerlab
+from routerlab.agents.errors import ConfigError
 from routerlab.cli import app
 from routerlab.eval import analysis
 
@@ -89,7 +90,7 @@ def test_load_reads_a_stored_session_with_frames(both) -> None:
 
 def test_load_of_an_unknown_session_names_the_sessions_there(both) -> None:
     _, _, cli_store = both
-    with pytest.raises(routerlab.agents.errors.ConfigError, match="no-such-session"):
+    with pytest.raises(ConfigError, match="no-such-session"):
         routerlab.load("no-such-session", store=str(cli_store))
 
 

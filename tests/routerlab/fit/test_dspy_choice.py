@@ -176,10 +176,10 @@ def test_a_training_turn_reads_exactly_what_the_router_reads_with_gold_history()
     first_decisions("dspy", {"program": "none", "abstain_check": False}, turns[:2], lm, history="gold")
     routed = lm.routerlab_engine.requests[-1]
     from routerlab.agents.lm.adapter import lm_context
-    from routerlab.fit.optimize import _tables
+    from routerlab.fit.optimize import schema_texts
 
     program = RouteProgram()
-    ours = to_dspy_examples(turns[:2], _tables(turns[:2]), context=cosql.examples)[1]
+    ours = to_dspy_examples(turns[:2], schema_texts(turns[:2]), context=cosql.examples)[1]
     with lm_context(lm):
         program(**ours.inputs())
     assert lm.routerlab_engine.requests[-1].messages == routed.messages
