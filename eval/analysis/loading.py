@@ -203,6 +203,7 @@ def load_mlflow(
     Raises:
         ConfigError: For an unknown experiment, run id or session.
     """
+    # imported here: MLflow costs seconds at import, and only this loader reads it
     from routerlab.eval.tracking.layout import TAG_KIND, TAG_RUN_KEY
     from routerlab.eval.tracking.reader import load_examples, load_runs
 

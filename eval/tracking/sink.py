@@ -35,6 +35,7 @@ from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.confidence_calibration import calibration_metrics, first_confidence
 from routerlab.eval.metrics import metric_name, summarize
+from routerlab.eval.risk import risk_coverage, risk_summary
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.tracking.address import resolve_tracking_uri
 from routerlab.eval.tracking.artifacts import experiment_folder, experiment_location
@@ -562,8 +563,9 @@ class MlflowSink:
 
     def _log_risk_coverage(self, run_id: str, results: Sequence[ExampleResult]) -> None:
         """``risk_coverage.json`` (the curve's points) and its figure, when the run answered data questions."""
+        # imported here: matplotlib and the analysis package cost seconds at import and only a run
+        # with a risk curve draws one (the plots import no part of this package)
         from routerlab.eval.plots import plot_risk_coverage
-        from routerlab.eval.risk import risk_coverage, risk_summary
 
         points = risk_coverage(list(results))
         if not points:

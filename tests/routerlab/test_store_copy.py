@@ -12,7 +12,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from routerlab.eval.tracking import load_examples
+from routerlab.eval.tracking import load_examples, store_client
 from tests.servers import routerlab_ui
 
 pytestmark = pytest.mark.server
@@ -61,7 +61,7 @@ def test_artifact_locations_are_relative_to_the_store(moved):
 
 def test_a_copied_store_reads_its_artifacts_after_the_original_is_gone(moved, tmp_path):
     uri = f"sqlite:///{moved / 'mlflow.db'}"
-    client = mlflow.MlflowClient(uri)
+    client = store_client(uri)  # how a reader opens a store: it resolves artifacts beside it
     parent, children = _runs(uri)
     assert {"comparison.md", "verdict.md", "rates.png"} <= {a.path for a in client.list_artifacts(parent.info.run_id)}
     verdict = Path(client.download_artifacts(parent.info.run_id, "verdict.md", str(tmp_path))).read_text()
