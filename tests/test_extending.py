@@ -218,6 +218,7 @@ def test_the_pages_files_are_the_whole_change(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", boot], cwd=repo, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    print(next(line for line in reversed(done.stdout.splitlines()) if " passed" in line))  # shown with -s
     outcomes = _outcomes(report)
     assert "failed" not in outcomes.values() and "error" not in outcomes.values()
     for _, test, suite, name in EXAMPLES.values():
