@@ -24,6 +24,7 @@ __all__ = [
     "cold_cost_summary",
     "cold_latency",
     "confusion_matrix",
+    "empty_note",
     "latency_summary",
     "metric_name",
     "pass_k_summary",
@@ -48,6 +49,8 @@ class Rate:
         n: Examples counted (value not None).
         ci_low / ci_high: Percentile bootstrap bounds.
         n_invalid: Examples excluded as invalid (e.g. their gold SQL failed).
+        n_empty: Matches where both results were empty (``empty_match`` in the score's
+            detail): counted in ``value``, shown apart so a rate resting on them is visible.
     """
 
     value: float
@@ -55,12 +58,25 @@ class Rate:
     ci_low: float
     ci_high: float
     n_invalid: int = 0
+    n_empty: int = 0
 
     def fmt(self) -> str:
-        """``0.62 [0.51, 0.72]``."""
+        """``0.62 [0.51, 0.72]``, with `` (3 empty)`` when some matches are empty-equals-empty."""
         if self.n == 0:
             return "n/a"
-        return f"{self.value:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}]"
+        return f"{self.value:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}]" + empty_note(self)
+
+
+def empty_note(r: Rate) -> str:
+    """`` (k empty)`` when ``k`` of the rate's matches are empty-equals-empty, else ``""``."""
+    return f" ({r.n_empty} empty)" if r.n_empty else ""
+
+
+def _empty_matches(results: Sequence[ExampleResult], scorer_name: str) -> int:
+    """Results scored 1 by ``scorer_name`` on a match of two empty results."""
+    return sum(
+        1 for r in results if (s := r.scores.get(scorer_name)) is not None and s.value and s.detail.get("empty_match")
+    )
 
 
 def cluster_of(result: ExampleResult) -> str:
@@ -87,7 +103,7 @@ def rate(results: Sequence[ExampleResult], scorer_name: str) -> Rate:
         return Rate(math.nan, 0, math.nan, math.nan, invalid)
     vals = [v for v, _ in kept]
     low, high = cluster_bootstrap_ci(vals, [c for _, c in kept])
-    return Rate(float(np.mean(vals)), len(vals), low, high, invalid)
+    return Rate(float(np.mean(vals)), len(vals), low, high, invalid, _empty_matches(results, scorer_name))
 
 
 def per_intent(results: Sequence[ExampleResult], scorer_name: str) -> dict[str, Rate]:
@@ -303,6 +319,21 @@ def scored_names(results: Sequence[ExampleResult], first: Sequence[str] = SCORE_
     return [*first, *extra]
 
 
+def _marks_empty(results: Sequence[ExampleResult], scorer_name: str) -> bool:
+    """True when the scorer flags empty matches in its verdicts (``ex`` does, ``route`` does not)."""
+    return any((s := r.scores.get(scorer_name)) is not None and "empty_match" in s.detail for r in results)
+
+
+def _empty_metrics(key: str, r: Rate) -> dict[str, float]:
+    """``<key>_empty_matches`` (count) and ``<key>_empty_rate`` (share of the scored examples).
+
+    Logged for every scorer that marks empty matches (``ex``), zero included, so a dashboard
+    column exists for every run that has the rate; ``<key> - <key>_empty_rate`` is the rate
+    without the vacuous matches.
+    """
+    return {f"{key}_empty_matches": float(r.n_empty), f"{key}_empty_rate": r.n_empty / r.n}
+
+
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage.
 
@@ -321,6 +352,8 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
             out |= {s: r.value, f"{s}_ci_low": r.ci_low, f"{s}_ci_high": r.ci_high, f"{s}_n": float(r.n)}
         if r.n_invalid:
             out[f"{s}_invalid"] = float(r.n_invalid)
+        if r.n and _marks_empty(results, s):
+            out |= _empty_metrics(s, r)
     for intent, r in per_intent(results, "success").items():
         if r.n:
             out[f"success.{intent}"] = r.value
