@@ -3,7 +3,8 @@
 Importing this package registers every built-in router: ``rules`` (rules.py), ``llm`` (llm.py),
 ``hybrid`` (hybrid.py), ``dspy`` (dspy_router.py), ``semantic`` (semantic.py), ``handoff``
 (handoff.py), ``team`` (team.py), ``retrieval`` (retrieval.py) and the baselines ``oracle`` and
-``random`` (baselines.py) and ``single_call`` with ``single_call_fields``, its form before issue 40
+``random`` (baselines.py), ``always_sql`` (always_sql.py: every decision ``sql`` through the
+same pipeline) and ``single_call`` with ``single_call_fields``, its form before issue 40
 (single_call.py). ``base.py`` is the ``@router`` registry;
 what routers share but is not a router (the intent-router base, one-pass LM classification,
 label calibration, the schema outline and the ambiguity and neighbours checks) is in
@@ -14,6 +15,7 @@ names every registered router.
 from routerlab.agents.plan import TOOL_INTENT, next_call
 from routerlab.agents.registry import import_submodules
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
+from routerlab.routers.always_sql import AlwaysSqlRouter
 from routerlab.routers.base import BASELINES, router
 from routerlab.routers.baselines import OracleRouter, RandomRouter
 from routerlab.routers.dspy_router import DSPyRouter
@@ -29,6 +31,7 @@ __all__ = [
     "BASELINES",
     "DEFAULT_RULES",
     "TOOL_INTENT",
+    "AlwaysSqlRouter",
     "DSPyRouter",
     "HandoffRouter",
     "HybridRouter",
