@@ -75,7 +75,12 @@ def _repaired(ctx: ToolContext, sql: str) -> dict:
 
 def _question_with_reply(ctx: ToolContext, question: str) -> str:
     reply = ctx.state.get("user_reply")
-    question = f"{question}\n(Clarification from the user: {reply})" if reply and reply not in question else question
+    asked = ctx.state.get("clarification") or ctx.state.get("ask_human")
+    if reply and asked:
+        # the reply means little alone ("yes"): it goes to SQL generation with the question it answers
+        question = f"{question}\n(The assistant asked: {asked!r} The user replied: {reply!r})"
+    elif reply and reply not in question:
+        question = f"{question}\n(Clarification from the user: {reply})"
     # a follow-up ("and in 2023?") is written from the conversation's last data turn
     return question_in_context(question, history_of(ctx.state))
 
