@@ -167,3 +167,25 @@ def test_outcomes_case_by_case(cosql, voter):
     assert outcome_summary([dataclasses.replace(x, conversation=None) for x in always]) is None
     # the run's own figures are untouched by them
     assert "served" not in summarize(always)
+
+
+def test_replay_keys_a_reply_apart_by_the_question_it_answers(voter):
+    """A cached generate_sql outcome is reused only for the same reply to the same question."""
+    from routerlab.agents.replay import outcome_key
+    from routerlab.agents.state import initial_state
+
+    e = voter[0]
+    fixed = {"lm": {"spec": "x"}, "context": {}}
+    args = {"question": e.question}
+
+    def key(**state_args):
+        state = initial_state(e.question, e.db_path, **{k: v for k, v in state_args.items() if k == "clarification"})
+        state.update({k: v for k, v in state_args.items() if k != "clarification"})
+        return outcome_key("generate_sql", args, {}, state, **fixed)
+
+    plain = key()
+    # no reply: the key is what it always was, whatever question was asked
+    assert key(clarification=e.meta["clarifying_question"]) == plain
+    answered = key(clarification=e.meta["clarifying_question"], user_reply=e.user_reply)
+    assert answered != key(user_reply=e.user_reply, ask_human="Which one do you mean?")
+    assert answered == key(user_reply=e.user_reply, ask_human=e.meta["clarifying_question"])
