@@ -173,6 +173,7 @@ class Pipeline:
         agent: str | None = None,
         hint: str = "",
         oracle_intent: str | None = None,
+        clarification: str | None = None,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
         store: Mapping[str, Any] | None = None,
@@ -189,6 +190,8 @@ class Pipeline:
             agent: Explicit agent (tool) name, bypassing the router.
             hint: Evidence for SQL generation.
             oracle_intent: Gold intent (benchmarks; read only by the oracle baseline).
+            clarification: The dataset's clarifying question of a clarify turn (benchmarks): the
+                question asked, and the one SQL generation reads with the scripted reply.
             conversation_id: Thread id; a fresh one by default.
             history: Earlier turns of the conversation (``routerlab.agents.turn_history.Turn``),
                 oldest first; routers and sub-agents read them (a follow-up reuses the last
@@ -218,6 +221,7 @@ class Pipeline:
             max_steps=self.config.max_steps,
             timeout_s=self.config.timeout_s,
             oracle_intent=oracle_intent,
+            clarification=clarification,
             history=[dict(t) for t in history or []],
         )
         state["conversation_id"] = conv

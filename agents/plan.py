@@ -168,7 +168,9 @@ def next_call(state: PipelineState, intent: str, *, fix_budget: int = 1) -> dict
         question = f"{question} ({state['user_reply']})"
     calls = state.get("tool_calls", {})
     if intent == "clarify" and not state.get("user_reply"):
-        return _call(state, "ask_human", question=CLARIFY_QUESTION) if not calls else None
+        # a benchmark turn asks the dataset's question: the scripted reply answers that one
+        asked = state.get("clarification") or CLARIFY_QUESTION
+        return _call(state, "ask_human", question=asked) if not calls else None
     if intent in ("sql", "clarify"):
         return _sql_plan(state, question, fix_budget)
     if intent == "fix":

@@ -98,7 +98,8 @@ def outcome_key(
         tool_name: The tool.
         args: The call's arguments.
         refs: Names of the arguments that cite earlier calls (their values are call ids).
-        state: The pipeline state (question, hint, user_reply, database, tool_calls, history).
+        state: The pipeline state (question, hint, user_reply, database, tool_calls, history,
+            and the question a reply answers).
         lm: :func:`lm_identity` of the pipeline's LM.
         context: Everything else fixed per pipeline (programs digest, tool settings).
     """
@@ -127,6 +128,9 @@ def outcome_key(
     if state.get("history"):
         # a follow-up's SQL depends on the earlier turns; a first turn's key stays as it was
         key["history"] = list(state["history"])
+    if state.get("user_reply") and (asked := state.get("clarification") or state.get("ask_human")):
+        # SQL generation reads the reply with the question it answers; a turn without a reply keeps its key
+        key["asked"] = asked
     return hashlib.sha256(_canonical(key).encode()).hexdigest()
 
 

@@ -137,6 +137,9 @@ class PipelineState(TypedDict, total=False):
         executed: True once any SQL ran against the database.
         oracle_intent: The gold intent; set by the benchmark runner, read only by the ``oracle``
             baseline router.
+        clarification: The dataset's clarifying question of a ``clarify`` turn (set by the
+            benchmark runner from the example's ``meta``): the question the scripted reply
+            answers, so it is the one asked and the one SQL generation reads with the reply.
         conversation_id: The thread id of the turn.
         turns: Graph runs the turn took (2 when a clarifying question was answered).
         history: Earlier turns of the conversation, oldest first
@@ -181,6 +184,7 @@ class PipelineState(TypedDict, total=False):
     node_latency: Annotated[dict[str, float], sum_dict]
     executed: bool
     oracle_intent: str | None
+    clarification: str | None
     conversation_id: str
     turns: int
     history: list[dict[str, Any]]
@@ -208,6 +212,7 @@ def initial_state(
     timeout_s: float = 120.0,
     oracle_intent: str | None = None,
     history: list[dict[str, Any]] | None = None,
+    clarification: str | None = None,
 ) -> PipelineState:
     """Build the input state for one turn.
 
@@ -220,6 +225,7 @@ def initial_state(
         timeout_s: Wall-clock budget of the turn.
         oracle_intent: Gold intent for the ``oracle`` baseline (benchmarks only).
         history: Earlier turns of the conversation, oldest first.
+        clarification: The dataset's clarifying question of a ``clarify`` turn (benchmarks only).
     """
     from langchain_core.messages import HumanMessage
 
@@ -251,5 +257,6 @@ def initial_state(
         node_latency={},
         executed=False,
         oracle_intent=oracle_intent,
+        clarification=clarification,
         history=list(history or []),
     )

@@ -36,7 +36,8 @@ from routerlab.agents.errors import ConfigError
 from routerlab.eval.confidence_calibration import run_calibration
 from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
 from routerlab.eval.metrics import cold_latency, pass_k_summary, scored_names
-from routerlab.eval.rate import Rate, cluster_of, rate
+from routerlab.eval.outcomes import OutcomeSummary, ServedDiff, outcome_summary, render_outcomes, served_diffs
+from routerlab.eval.rate import Rate, cluster_of, empty_note, rate
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers import HEADLINE_SCORERS
@@ -194,6 +195,10 @@ class Comparison:
     risk: dict[str, RiskSummary] = field(default_factory=dict)
     #: run_id -> per-turn and per-conversation figures (None: the run has no conversations)
     conversations: dict[str, ConversationSummary | None] = field(default_factory=dict)
+    #: run_id -> served rate and asking account (None: the run has no conversations)
+    outcomes: dict[str, OutcomeSummary | None] = field(default_factory=dict)
+    #: run_id -> served against the comparison's ``always_sql`` run (empty without one)
+    served_vs_baseline: dict[str, ServedDiff] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (NaN becomes None)."""
@@ -212,6 +217,8 @@ class Comparison:
                 "verdicts": verdicts(self),
                 "risk": {r: v.to_dict() for r, v in self.risk.items()},
                 "conversations": {r: v.metrics() for r, v in self.conversations.items() if v is not None},
+                "outcomes": {r: v.metrics() for r, v in self.outcomes.items() if v is not None},
+                "served_vs_baseline": {r: asdict(v) for r, v in self.served_vs_baseline.items()},
             }
         )
 
@@ -522,7 +529,12 @@ def compare_runs(
     ]
     risk = {r: risk_summary(results[r], seed=seed) for r in ids}
     conversations = {r: conversation_summary(results[r]) for r in ids}
+    outcomes = {r: outcome_summary(results[r]) for r in ids}
+    routers = {r: str(meta[r]["router"]) for r in ids}
+    with_turns = {r: results[r] for r in ids if outcomes[r] is not None}
     return Comparison(
+        outcomes=outcomes,
+        served_vs_baseline=served_diffs(with_turns, routers, seed=seed),
         runs=rows,
         pairs=tests,
         scorers=tuple(scorers),
@@ -539,7 +551,7 @@ def compare_runs(
 def _fmt_rate(r: Rate) -> str:
     if r.n == 0 or not math.isfinite(r.value):
         return "n/a"
-    return f"{r.value:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
+    return f"{r.value:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" + empty_note(r)
 
 
 def _fmt_num(value: float, digits: int = 2) -> str:
@@ -903,12 +915,14 @@ def render(comparison: Comparison, fmt: str = "table", *, width: int | None = No
             _render_markdown(comparison)
             + render_risk(labels, comparison.risk, "markdown")
             + render_conversations(labels, comparison.conversations, "markdown")
+            + render_outcomes(labels, comparison.outcomes, comparison.served_vs_baseline, "markdown")
         )
     if fmt == "table":
         return (
             _render_table(comparison, width, pairs)
             + render_risk(labels, comparison.risk, "table")
             + render_conversations(labels, comparison.conversations, "table")
+            + render_outcomes(labels, comparison.outcomes, comparison.served_vs_baseline, "table")
         )
     raise ConfigError(
         f"unknown format {fmt!r}",

@@ -251,6 +251,21 @@ def scored_names(results: Sequence[ExampleResult], first: Sequence[str] = SCORE_
     return [*first, *extra]
 
 
+def _marks_empty(results: Sequence[ExampleResult], scorer_name: str) -> bool:
+    """True when the scorer flags empty matches in its verdicts (``ex`` does, ``route`` does not)."""
+    return any((s := r.scores.get(scorer_name)) is not None and "empty_match" in s.detail for r in results)
+
+
+def _empty_metrics(key: str, r: Rate) -> dict[str, float]:
+    """``<key>_empty_matches`` (count) and ``<key>_empty_rate`` (share of the scored examples).
+
+    Logged for every scorer that marks empty matches (``ex``), zero included, so a dashboard
+    column exists for every run that has the rate; ``<key> - <key>_empty_rate`` is the rate
+    without the vacuous matches.
+    """
+    return {f"{key}_empty_matches": float(r.n_empty), f"{key}_empty_rate": r.n_empty / r.n}
+
+
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage.
 
@@ -269,6 +284,8 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
             out |= {s: r.value, f"{s}_ci_low": r.ci_low, f"{s}_ci_high": r.ci_high, f"{s}_n": float(r.n)}
         if r.n_invalid:
             out[f"{s}_invalid"] = float(r.n_invalid)
+        if r.n and _marks_empty(results, s):
+            out |= _empty_metrics(s, r)
     for intent, r in per_intent(results, "success").items():
         if r.n:
             out[f"success.{intent}"] = r.value

@@ -15,7 +15,7 @@ import numpy as np
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.stats import cluster_bootstrap_ci
 
-__all__ = ["Rate", "cluster_of", "rate"]
+__all__ = ["Rate", "cluster_of", "empty_note", "rate"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class Rate:
         n: Examples counted (value not None).
         ci_low / ci_high: Percentile bootstrap bounds.
         n_invalid: Examples excluded as invalid (e.g. their gold SQL failed).
+        n_empty: Matches where both results were empty (``empty_match`` in the score's
+            detail): counted in ``value``, shown apart so a rate resting on them is visible.
     """
 
     value: float
@@ -34,12 +36,25 @@ class Rate:
     ci_low: float
     ci_high: float
     n_invalid: int = 0
+    n_empty: int = 0
 
     def fmt(self) -> str:
-        """``0.62 [0.51, 0.72]``."""
+        """``0.62 [0.51, 0.72]``, with `` (3 empty)`` when some matches are empty-equals-empty."""
         if self.n == 0:
             return "n/a"
-        return f"{self.value:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}]"
+        return f"{self.value:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}]" + empty_note(self)
+
+
+def empty_note(r: Rate) -> str:
+    """`` (k empty)`` when ``k`` of the rate's matches are empty-equals-empty, else ``""``."""
+    return f" ({r.n_empty} empty)" if r.n_empty else ""
+
+
+def _empty_matches(results: Sequence[ExampleResult], scorer_name: str) -> int:
+    """Results scored 1 by ``scorer_name`` on a match of two empty results."""
+    return sum(
+        1 for r in results if (s := r.scores.get(scorer_name)) is not None and s.value and s.detail.get("empty_match")
+    )
 
 
 def cluster_of(result: ExampleResult) -> str:
@@ -66,4 +81,4 @@ def rate(results: Sequence[ExampleResult], scorer_name: str) -> Rate:
         return Rate(math.nan, 0, math.nan, math.nan, invalid)
     vals = [v for v, _ in kept]
     low, high = cluster_bootstrap_ci(vals, [c for _, c in kept])
-    return Rate(float(np.mean(vals)), len(vals), low, high, invalid)
+    return Rate(float(np.mean(vals)), len(vals), low, high, invalid, _empty_matches(results, scorer_name))

@@ -219,6 +219,11 @@ def render_verdict_markdown(verdicts: Sequence[AxisVerdict]) -> str:
     return "\n".join(lines) if lines else "- no router ran on any axis"
 
 
+def _empties(rates: Any) -> list[int]:
+    """The ``n_empty`` column (docs/metrics.md §3.1), zeros for a table written before it existed."""
+    return [0] * len(rates) if "n_empty" not in rates else [int(x) for x in rates["n_empty"]]
+
+
 def intervals_table(rates: Any, sort_by: str = "success") -> Any:
     """Rates as ``value [low, high]`` per router (rows) and metric (columns), best ``sort_by`` first.
 
@@ -231,8 +236,10 @@ def intervals_table(rates: Any, sort_by: str = "success") -> Any:
 
     cells = rates.assign(
         shown=[
-            "n/a" if not n else f"{v:.2f} [{lo:.2f}, {hi:.2f}]"
-            for v, lo, hi, n in zip(rates["value"], rates["ci_low"], rates["ci_high"], rates["n"], strict=True)
+            "n/a" if not n else f"{v:.2f} [{lo:.2f}, {hi:.2f}]" + (f" ({int(e)} empty)" if e else "")
+            for v, lo, hi, n, e in zip(
+                rates["value"], rates["ci_low"], rates["ci_high"], rates["n"], _empties(rates), strict=True
+            )
         ]
     )
     table = cells.pivot(index="router", columns="metric", values="shown")

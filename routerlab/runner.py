@@ -184,6 +184,13 @@ def _outcome(trace: Trace) -> str:
     return "error" if trace.error else "ok"
 
 
+def _clarification(example: Example) -> str | None:
+    """The dataset's clarifying question of a ``clarify`` example (CoSQL keeps it in ``meta``), if any."""
+    if example.intent != "clarify":
+        return None
+    return str(example.meta.get("clarifying_question") or "") or None
+
+
 @dataclass
 class RouterRun:
     """One router's run over a list of examples.
@@ -275,6 +282,7 @@ class RouterRun:
                     reply=lambda _q: example.user_reply,
                     hint=example.hint,
                     oracle_intent=example.intent,
+                    clarification=_clarification(example),
                     # seed 004's RunnableConfig: what the run is, on the trace and in MLflow
                     tags=["routerlab", self.router_name, example.dataset or "dataset"],
                     metadata={"example_id": example.id, "attempt": attempt, "split": example.split},

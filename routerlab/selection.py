@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+import random
+from collections import Counter, defaultdict
 
 from routerlab.benchmarks.example import Example
 
@@ -24,13 +25,24 @@ def of_intents(examples: list[Example], intents: tuple[str, ...] | None) -> list
     return [e for e in examples if (first[e.conversation] if e.conversation else e).intent in intents]
 
 
-def stratified_subset(examples: list[Example], limit: int | None) -> list[Example]:
+def stratified_subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Example]:
     """The first ``limit`` examples taken round-robin over intents (ids sorted), deterministic.
 
     A small default subset therefore still covers every intent of the split. A conversation
     is taken whole (under the intent of its first turn) or not at all, so the subset can exceed
     ``limit`` by the rest of its last conversation; without conversations it is exactly the
     first ``limit`` of the round-robin.
+
+    Conversations are also spread over databases: conversational files are often sorted by
+    database, and the first N conversations of such a file can all come from one database, so a
+    rate on them describes that database only. Each turn of the round-robin takes, from its
+    intent's conversations, one of the database drawn least so far (ties: the databases in an
+    order shuffled with ``seed``, then id order). Single requests keep their id order.
+
+    Args:
+        examples: The examples to choose from.
+        limit: How many examples to take (None: all).
+        seed: Orders the databases conversations are drawn from; the same seed, the same subset.
     """
     if limit is None or limit >= len(examples):
         return list(examples)
@@ -41,16 +53,37 @@ def stratified_subset(examples: list[Example], limit: int | None) -> list[Exampl
     for unit in sorted(units.values(), key=lambda u: u[0].id):
         by_intent[unit[0].intent].append(unit)
     queues = [by_intent[k] for k in sorted(by_intent)]
+    rank = _database_rank(list(units.values()), seed)
+    taken: Counter[str] = Counter()
     out: list[Example] = []
     i = 0
     while len(out) < limit:
         q = queues[i % len(queues)]
         if q:
-            out.extend(q.pop(0))
+            unit = q.pop(_next_unit(q, rank, taken))
+            taken[unit[0].db_id] += 1
+            out.extend(unit)
         i += 1
         if not any(queues):
             break
     return out
+
+
+def _database_rank(units: list[list[Example]], seed: int) -> dict[str, int] | None:
+    """Each database's place in a seeded shuffle, or None when no unit is a conversation."""
+    if not any(u[0].conversation for u in units):
+        return None
+    order = sorted({u[0].db_id for u in units})
+    # a local generator: the subset depends on the seed alone, never on global random state
+    random.Random(seed).shuffle(order)
+    return {db: k for k, db in enumerate(order)}
+
+
+def _next_unit(queue: list[list[Example]], rank: dict[str, int] | None, taken: Counter[str]) -> int:
+    """Index of the unit to take next: the first, or for conversations the least-drawn database's."""
+    if rank is None:
+        return 0
+    return min(range(len(queue)), key=lambda k: (taken[queue[k][0].db_id], rank[queue[k][0].db_id], k))
 
 
 def schedule(examples: list[Example]) -> list[Example]:

@@ -12,6 +12,7 @@ ambiguity and neighbours checks) is in :mod:`routerlab.routers.support`.
 from routerlab.agents.plan import TOOL_INTENT, next_call
 from routerlab.agents.registry import import_submodules
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
+from routerlab.routers.always_sql import AlwaysSqlRouter
 from routerlab.routers.base import BASELINES, router
 from routerlab.routers.baselines import OracleRouter, RandomRouter
 from routerlab.routers.dspy_router import DSPyRouter
@@ -27,6 +28,7 @@ __all__ = [
     "BASELINES",
     "DEFAULT_RULES",
     "TOOL_INTENT",
+    "AlwaysSqlRouter",
     "DSPyRouter",
     "HandoffRouter",
     "HybridRouter",

@@ -11,7 +11,7 @@ from routerlab.agents.routing import Router, RouterEnv
 __all__ = ["BASELINES", "require_tools", "router"]
 
 #: routers that bound a comparison instead of competing in it; labelled "(baseline)" everywhere
-BASELINES: frozenset[str] = frozenset({"oracle", "random", "single_call", "single_call_fields"})
+BASELINES: frozenset[str] = frozenset({"always_sql", "oracle", "random", "single_call", "single_call_fields"})
 
 
 router: Registry[Router] = Registry("router", returns=Router, name_attr="name")

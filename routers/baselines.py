@@ -17,8 +17,12 @@ __all__ = ["OracleRouter", "RandomRouter"]
 class OracleRouter(IntentRouter):
     """Routes by the example's gold intent (benchmarks set ``oracle_intent``); a baseline.
 
-    Outside a benchmark there is no label and it falls back to ``sql`` with confidence 0.
+    Outside a benchmark there is no label and it falls back to ``sql`` with confidence 0. A
+    gold ``clarify`` asks back at every turn position: the label says the turn needed a
+    question, so an earlier data turn does not turn it into a follow-up.
     """
+
+    follow_up_settles_clarify = False
 
     def classify(self, state: PipelineState) -> Classification:
         """The gold label."""

@@ -24,6 +24,7 @@ from routerlab.agents.turn_history import history_of
 from routerlab.routers.base import router
 from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, find_ambiguities
 from routerlab.routers.support.intent import Classification, IntentRouter
+from routerlab.routers.support.result_edit import edits_the_result
 from routerlab.routers.support.turns import TURN_CHECKS, split_social
 
 __all__ = ["DEFAULT_RULES", "Rule", "RulesRouter", "normalise_request", "schema_gaps"]
@@ -135,6 +136,8 @@ SCHEMA_DETECTORS: dict[str, Callable[[str, Any, Sequence[Any]], bool]] = {
     ),
     "records_time": lambda text, db, _history: _records_time(db),
     "turn:general_knowledge": lambda text, db, _history: bool(TURN_CHECKS["general_knowledge"](text, db)),
+    # a change request about the result shown, not the data stored (routers/support/result_edit.py)
+    "result_edit": edits_the_result,
 }
 
 
@@ -239,6 +242,11 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"|\b(change|modify|set|turn (on|off)|enable|disable)\b.{0,30}\b(settings?|configuration|config|pragma)\b"
         r"|\b(run|execute|eval)\b.{0,20}\b(shell|system|python|bash|os) (commands?|code)\b",
     ),
+    # a change request is an edit of the result shown when the conversation has a result, its
+    # object names no table of the schema and it states no new value (evidence, not words,
+    # decides). Tied with unsafe_verb and secrets (0.9) and listed between them: the first of
+    # equal rules wins, so it beats unsafe_verb and never a request for secrets
+    Rule("result_edit", "sql", 0.9, detector="result_edit"),
     Rule(
         "unsafe_verb",
         "refuse",

@@ -89,6 +89,10 @@ class ToolSettings:
             (registry ``routerlab.agents.tools.result_checks.result_check``: ``empty``,
             ``count_for_list``, ``list_for_count``, ``duplicates``); a failed one triggers one
             more generate_sql call with the finding as feedback, kept only if it fails fewer.
+        followup_check: The follow-up structural check (``routerlab.agents.tools.followup_check``):
+            a follow-up's discovery-path query that silently drops the previous query's tables or
+            filters gets ONE more generate_sql call naming what it dropped, kept only when it runs
+            and drops less. Off by default until measured (issue 51).
     """
 
     example_values: int = 3
@@ -116,6 +120,7 @@ class ToolSettings:
     candidate_temperature: float = 0.7
     selection_budget_s: float = 6.0
     result_checks: tuple[str, ...] = ()
+    followup_check: bool = False
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool;

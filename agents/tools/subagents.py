@@ -13,6 +13,7 @@ from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
+from routerlab.agents.tools.followup_check import dropped_parts
 from routerlab.agents.tools.framing import SQL_OUTPUT, Sampling, sql_framing
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
@@ -75,7 +76,12 @@ def _repaired(ctx: ToolContext, sql: str) -> dict:
 
 def _question_with_reply(ctx: ToolContext, question: str) -> str:
     reply = ctx.state.get("user_reply")
-    question = f"{question}\n(Clarification from the user: {reply})" if reply and reply not in question else question
+    asked = ctx.state.get("clarification") or ctx.state.get("ask_human")
+    if reply and asked:
+        # the reply means little alone ("yes"): it goes to SQL generation with the question it answers
+        question = f"{question}\n(The assistant asked: {asked!r} The user replied: {reply!r})"
+    elif reply and reply not in question:
+        question = f"{question}\n(Clarification from the user: {reply})"
     # a follow-up ("and in 2023?") is written from the conversation's last data turn
     return question_in_context(question, history_of(ctx.state))
 
@@ -151,7 +157,34 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
     if discovery_call_id is None:
         return {"sql": check_sql(sql, ctx.db.dialect)}
     chosen = _select(ctx, schema, question, hint, _repaired(ctx, sql))
-    return _checked(ctx, schema, question, hint, _with_retry(ctx, schema, question, hint, chosen))
+    checked = _checked(ctx, schema, question, hint, _with_retry(ctx, schema, question, hint, chosen))
+    return _kept_in_context(ctx, schema, question, hint, checked)
+
+
+def _kept_in_context(ctx: ToolContext, schema: str, question: str, hint: str, out: dict) -> dict:
+    """A follow-up's query that drops the previous query's tables or filters gets ONE more call.
+
+    The structural diff (``routerlab.agents.tools.followup_check``) names what was dropped; the
+    new query replaces ``out`` only when it runs and drops less. Off unless ``followup_check``.
+    """
+    last = last_data_turn(history_of(ctx.state))
+    if not ctx.settings.followup_check or last is None or not out.get("sql"):
+        return out
+    dropped = dropped_parts(str(last.get("sql") or ""), out["sql"], ctx.db.dialect)
+    if not dropped:
+        return out
+    feedback = dropped.feedback()
+    try:
+        second = _repaired(ctx, _generate(ctx, schema, question, _joined(hint, feedback)))
+        ctx.db.execute(second["sql"], timeout_s=ctx.settings.sql_timeout_s, max_rows=ctx.settings.max_rows)
+    except ToolError:  # a regeneration that writes, does not parse or fails is dropped
+        second = {"sql": ""}
+    after = dropped_parts(str(last.get("sql") or ""), second["sql"], ctx.db.dialect) if second["sql"] else None
+    better = after is not None and len(after.tables) + len(after.filters) < len(dropped.tables) + len(dropped.filters)
+    record = {"dropped": dropped.to_dict(), "feedback": feedback, "sql": second["sql"], "kept": better}
+    if better:
+        return {**second, "followup_check": {**record, "replaced": out["sql"]}}
+    return {**out, "followup_check": record}
 
 
 def _joined(*parts: str) -> str:

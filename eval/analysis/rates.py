@@ -32,8 +32,9 @@ def rates_table(results: ResultsByRouter, metrics: Sequence[str] = tuple(RATE_ME
         metrics: Scorer names (default EX, chain validity, routing accuracy, success).
 
     Returns:
-        One row per (router, metric): ``router, metric, value, ci_low, ci_high, n, n_invalid``;
-        ``value`` is NaN and ``n`` 0 when the scorer applies to no result.
+        One row per (router, metric): ``router, metric, value, ci_low, ci_high, n, n_invalid,
+        n_empty`` (``n_empty``: matches of two empty results, docs/metrics.md §3.1); ``value``
+        is NaN and ``n`` 0 when the scorer applies to no result.
     """
     rows = []
     for label, rs in results.items():
@@ -48,9 +49,10 @@ def rates_table(results: ResultsByRouter, metrics: Sequence[str] = tuple(RATE_ME
                     "ci_high": r.ci_high,
                     "n": r.n,
                     "n_invalid": r.n_invalid,
+                    "n_empty": r.n_empty,
                 }
             )
-    return pd.DataFrame(rows, columns=["router", "metric", "value", "ci_low", "ci_high", "n", "n_invalid"])
+    return pd.DataFrame(rows, columns=["router", "metric", "value", "ci_low", "ci_high", "n", "n_invalid", "n_empty"])
 
 
 def success_per_intent(results: ResultsByRouter) -> pd.DataFrame:

@@ -310,7 +310,12 @@ class ExecutionAccuracy:
         ok, reason = results_match(
             pred.rows, gold.result.rows, ordered=ordered, mode=self.mode, rel_tol=self.rel_tol, abs_tol=self.abs_tol
         )
-        return Score(self.name, 1.0 if ok else 0.0, reason, {"ordered": ordered, "mode": self.mode})
+        # a vacuous match (both results empty) is flagged: a reader must see how much of EX rests
+        # on these; the flag is present on every compared verdict so a summary knows EX marks them
+        empty = ok and not pred.rows and not gold.result.rows
+        return Score(
+            self.name, 1.0 if ok else 0.0, reason, {"ordered": ordered, "mode": self.mode, "empty_match": empty}
+        )
 
 
 def _example_key(example: Example) -> tuple[str, str, str]:

@@ -35,6 +35,7 @@ from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.confidence_calibration import calibration_metrics, first_confidence
 from routerlab.eval.metrics import metric_name, summarize
+from routerlab.eval.outcomes import outcome_summary
 from routerlab.eval.risk import risk_coverage, risk_summary
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.tracking.address import resolve_tracking_uri
@@ -515,6 +516,8 @@ class MlflowSink:
             if results:
                 metrics = {metric_name(k): float(v) for k, v in summarize(list(results)).items()}
                 metrics |= {metric_name(k): v for k, v in calibration_metrics(results).items()}
+                if (outcomes := outcome_summary(list(results))) is not None:
+                    metrics |= {metric_name(k): v for k, v in outcomes.metrics().items()}
                 # logging order is display order in MLflow's compare page and run page
                 self.log_metrics(run_id, headline_first(metrics))
                 self._log_examples_table(run_id, examples_frame(results))

@@ -12,6 +12,8 @@
 * :mod:`~routerlab.routers.support.neighbours`: the intents of the nearest labelled requests;
 * :mod:`~routerlab.routers.support.turns`: checks for turns that are not data questions (greetings
   and thanks around a request, actions the assistant cannot take, general knowledge, small talk).
+* :mod:`~routerlab.routers.support.result_edit`: whether a change request edits the result shown
+  (a follow-up) or the data stored (a write), on the conversation's and the schema's evidence;
 * :mod:`~routerlab.routers.support.swarm_decision`: a swarm's pipeline call as a routing decision
   (``HandoffDecision``), what the ``handoff`` and ``team`` routers share.
 

@@ -64,6 +64,9 @@ class IntentRouter:
     clarify_kinds: tuple[str, ...] = AMBIGUITY_KINDS
     #: the date relative periods are read against (None: none, see ``routers/support/ambiguity.py``)
     reference_date: _dt.date | None = None
+    #: whether a ``clarify`` the conversation settles is answered as a follow-up; a router whose
+    #: ``clarify`` is a label, not a reading of the text (``oracle``), asks at every position
+    follow_up_settles_clarify: bool = True
 
     def __init__(self, fix_budget: int = 1) -> None:
         self.fix_budget = fix_budget
@@ -85,7 +88,7 @@ class IntentRouter:
             intent, conf, method, usage = route["intent"], route.get("confidence", 1.0), "plan", Usage()
         else:
             intent, conf, method, usage = self.classify(state)
-            if intent == "clarify" and self._settled_by_conversation(state):
+            if intent == "clarify" and self.follow_up_settles_clarify and self._settled_by_conversation(state):
                 # ambiguous alone ("and that area?"), but the conversation's last data turn gives
                 # the context a clarifying question would ask for: a follow-up data question
                 intent, method = "sql", f"{method}:follow-up"
@@ -124,6 +127,9 @@ class IntentRouter:
         """
         calls = decision.tool_calls
         if not calls or calls[0]["name"] != "ask_human" or not self.clarify_kinds:
+            return decision
+        if state.get("clarification"):
+            # a benchmark turn's scripted reply answers the dataset's question: that one is asked
             return decision
         text = normalise_request(state.get("question", "") or "")
         found = find_ambiguities(

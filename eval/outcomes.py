@@ -1,0 +1,297 @@
+"""What the user got in a conversation: the served rate and the asking account (docs/metrics.md §11).
+
+Routing accuracy against a dataset's labels is not what a user gets: many CoSQL clarification
+turns are an expert's "did you mean their names?" on a question a direct answer serves well,
+and ``success`` counts such a turn answered directly, even correctly, as a failure. These
+figures score the outcome instead:
+
+* **served** (per turn): the turn got a correct answer, by asking or directly. A turn with gold
+  SQL (``sql``, ``fix``, ``clarify``) is served when its ``ex`` is 1, whether the agent asked
+  first or not; any other turn is served when its ``success`` is 1 (chat answered without data,
+  a write refused, an unanswerable question declined).
+* **the asking account**: asked when the example expected a question (of the ``clarify`` turns),
+  asked when it did not (of the others), expected-clarify turns answered directly and correctly
+  (served without asking), and the data questions sent away from SQL (``diverted``, §2.8).
+* **served vs always_sql**: the paired difference of served against the ``always_sql`` run of
+  the same comparison (the pipeline with every decision ``sql``), conversations resampled whole.
+
+Built on :mod:`routerlab.eval.metrics` and :mod:`routerlab.eval.conversation_metrics`; neither
+imports this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from routerlab.eval.conversation_metrics import conversation_summary
+from routerlab.eval.rate import Rate, cluster_of
+from routerlab.eval.robustness import Diversion, diversion_of_results
+from routerlab.eval.scorers.execution import EX_INTENTS
+from routerlab.eval.scorers.routing import asked
+from routerlab.eval.scoring import ExampleResult, did_run
+from routerlab.eval.stats import cluster_bootstrap_ci, paired_cluster_bootstrap_diff
+from routerlab.eval.tables import captioned_table
+
+__all__ = [
+    "BASELINE_ROUTER",
+    "AskingAccount",
+    "OutcomeSummary",
+    "ServedDiff",
+    "asked_back",
+    "outcome_summary",
+    "render_outcomes",
+    "served",
+    "served_diffs",
+]
+
+#: the run every served rate is paired against: the same pipeline with every decision ``sql``
+BASELINE_ROUTER = "always_sql"
+
+_NONE = Rate(math.nan, 0, math.nan, math.nan)
+
+
+def asked_back(result: ExampleResult) -> bool:
+    """Whether the agent asked the user a question on this turn.
+
+    From the trace when the result has one (the ``route`` scorer's test: an ``ask_human`` call or
+    question); a result stored without its trace falls back to its first decision.
+    """
+    if result.trace is not None:
+        return asked(result.trace)
+    return result.predicted_intent == "clarify"
+
+
+def served(result: ExampleResult) -> float | None:
+    """1 when the turn got a correct answer, by asking or directly; None when it cannot be told.
+
+    A turn with gold SQL is served by a correct result (``ex`` 1) whether or not the agent asked
+    first; any other turn by its ``success``. None when that score is absent or None (an invalid
+    gold, a turn that never ran).
+    """
+    if not did_run(result):
+        return None
+    return result.value("ex") if result.intent in EX_INTENTS else result.value("success")
+
+
+@dataclass(frozen=True)
+class AskingAccount:
+    """When a run asked back, and what came of the turns that expected it to.
+
+    Attributes:
+        clarify_turns: Turns whose example expected a question (gold ``clarify``).
+        asked_expected: Of those, turns where the agent asked.
+        answered_directly: Of those, turns answered without asking and correctly (served).
+        other_turns: Turns whose example expected no question.
+        asked_unexpected: Of those, turns where the agent asked anyway.
+        diverted: Data questions (gold ``sql``) sent away from SQL (docs/metrics.md §2.8).
+    """
+
+    clarify_turns: int
+    asked_expected: int
+    answered_directly: int
+    other_turns: int
+    asked_unexpected: int
+    diverted: Diversion
+
+    def metrics(self) -> dict[str, float]:
+        """``asking.*`` counts and shares (a share only where its denominator is non-zero)."""
+        out = {
+            "asking.clarify_turns": float(self.clarify_turns),
+            "asking.asked_expected": float(self.asked_expected),
+            "asking.answered_directly": float(self.answered_directly),
+            "asking.other_turns": float(self.other_turns),
+            "asking.asked_unexpected": float(self.asked_unexpected),
+        }
+        if self.clarify_turns:
+            out["asking.asked_expected_rate"] = self.asked_expected / self.clarify_turns
+            out["asking.answered_directly_rate"] = self.answered_directly / self.clarify_turns
+        if self.other_turns:
+            out["asking.asked_unexpected_rate"] = self.asked_unexpected / self.other_turns
+        if self.diverted.n:
+            out["asking.diverted"] = float(self.diverted.diverted)
+            out["asking.diverted_rate"] = self.diverted.share
+        return out
+
+
+@dataclass(frozen=True)
+class OutcomeSummary:
+    """The outcome figures of one run over conversations.
+
+    Attributes:
+        served: Served rate over the turns (95 % CI over conversations).
+        question_ex / interaction_ex: EX over every turn, and over complete conversations (§10).
+        asking: The asking account.
+    """
+
+    served: Rate
+    question_ex: Rate
+    interaction_ex: Rate
+    asking: AskingAccount
+
+    def metrics(self) -> dict[str, float]:
+        """Flat MLflow metrics: ``served`` (with ``_ci_low|_ci_high|_n``) and ``asking.*``."""
+        out: dict[str, float] = {}
+        if self.served.n:
+            s = self.served
+            out |= {"served": s.value, "served_ci_low": s.ci_low, "served_ci_high": s.ci_high, "served_n": float(s.n)}
+        return out | self.asking.metrics()
+
+
+def _rate(values: list[float], clusters: list[str]) -> Rate:
+    if not values:
+        return _NONE
+    low, high = cluster_bootstrap_ci(values, clusters)
+    return Rate(float(np.mean(values)), len(values), low, high)
+
+
+def outcome_summary(results: Sequence[ExampleResult]) -> OutcomeSummary | None:
+    """The served rate and asking account of one run, or None when no result is a conversation turn.
+
+    Args:
+        results: One run's results; the turns that never ran are left out.
+    """
+    turns = [r for r in results if r.conversation and did_run(r)]
+    if not any(r.conversation for r in results):
+        return None
+    scored = [(v, cluster_of(r)) for r in turns if (v := served(r)) is not None]
+    clarify = [r for r in turns if r.intent == "clarify"]
+    others = [r for r in turns if r.intent != "clarify"]
+    account = AskingAccount(
+        clarify_turns=len(clarify),
+        asked_expected=sum(asked_back(r) for r in clarify),
+        answered_directly=sum(not asked_back(r) and served(r) == 1.0 for r in clarify),
+        other_turns=len(others),
+        asked_unexpected=sum(asked_back(r) for r in others),
+        diverted=diversion_of_results(turns),
+    )
+    conversations = conversation_summary(turns, ("ex",))
+    return OutcomeSummary(
+        served=_rate([v for v, _ in scored], [c for _, c in scored]),
+        question_ex=conversations.per_question.get("ex", _NONE) if conversations else _NONE,
+        interaction_ex=conversations.per_conversation.get("ex", _NONE) if conversations else _NONE,
+        asking=account,
+    )
+
+
+@dataclass(frozen=True)
+class ServedDiff:
+    """Served of one run minus served of the ``always_sql`` run, on the turns both served or not.
+
+    Attributes:
+        diff / low / high: Mean paired difference (run - always_sql) and its 95 % CI.
+        p: Two-sided p-value of the paired bootstrap over conversations.
+        n: Paired turns.
+        won / lost: Turns this run served and always_sql did not, and the reverse.
+    """
+
+    diff: float
+    low: float
+    high: float
+    p: float
+    n: int
+    won: int
+    lost: int
+
+    def fmt(self) -> str:
+        """``+0.04 [-0.02, +0.10] p=0.210 (5/2)``."""
+        if self.n == 0:
+            return "n/a"
+        p = "<0.001" if self.p < 0.001 else f"{self.p:.3f}"
+        return f"{self.diff:+.2f} [{self.low:+.2f}, {self.high:+.2f}] p={p} ({self.won}/{self.lost})"
+
+
+def served_diffs(
+    runs: Mapping[str, Sequence[ExampleResult]], routers: Mapping[str, str], *, seed: int = 0
+) -> dict[str, ServedDiff]:
+    """The paired served difference of every run against the comparison's ``always_sql`` run.
+
+    Turns pair by (example id, attempt); the bootstrap resamples conversations whole. Empty when
+    no run is ``always_sql`` (then there is no baseline to read the others against).
+
+    Args:
+        runs: ``run_id -> results``.
+        routers: ``run_id -> router name``.
+        seed: Seed of the bootstrap.
+    """
+    base = next((r for r in runs if routers.get(r) == BASELINE_ROUTER), None)
+    if base is None:
+        return {}
+    by_key = {(r.example_id, r.attempt): r for r in runs[base] if r.conversation}
+    out: dict[str, ServedDiff] = {}
+    for run_id, results in runs.items():
+        if run_id == base:
+            continue
+        pairs = [
+            (a, b, cluster_of(r))
+            for r in results
+            if r.conversation
+            and (k := (r.example_id, r.attempt)) in by_key
+            and (a := served(by_key[k])) is not None
+            and (b := served(r)) is not None
+        ]
+        if not pairs:
+            out[run_id] = ServedDiff(math.nan, math.nan, math.nan, math.nan, 0, 0, 0)
+            continue
+        a, b, clusters = (list(x) for x in zip(*pairs, strict=True))
+        diff, low, high, p = paired_cluster_bootstrap_diff(a, b, clusters, seed=seed)
+        won = sum(y >= 1 and x < 1 for x, y in zip(a, b, strict=True))
+        lost = sum(x >= 1 and y < 1 for x, y in zip(a, b, strict=True))
+        out[run_id] = ServedDiff(diff, low, high, p, len(pairs), won, lost)
+    return out
+
+
+@dataclass
+class _Row:
+    label: str
+    summary: OutcomeSummary
+    diff: ServedDiff | None = field(default=None)
+
+
+def _count(k: int, n: int) -> str:
+    return f"{k}/{n}" if n else "n/a"
+
+
+def render_outcomes(
+    labels: Mapping[str, str],
+    summaries: Mapping[str, OutcomeSummary | None],
+    diffs: Mapping[str, ServedDiff] | None = None,
+    fmt: str = "table",
+) -> str:
+    """The outcome table, one row per run over conversations (``""`` when none has conversations).
+
+    Columns: served; question and interaction EX; asked when expected; answered an expected
+    question directly and correctly; asked when not expected; data questions diverted; and, when
+    the comparison has an ``always_sql`` run, served against it.
+
+    Args:
+        labels: ``run_id -> router label``, in display order.
+        summaries: ``run_id -> OutcomeSummary`` (None for a run without conversations).
+        diffs: ``run_id -> ServedDiff`` from :func:`served_diffs`.
+        fmt: ``table`` (plain text) or ``markdown``.
+    """
+    rows = [_Row(labels[r], s, (diffs or {}).get(r)) for r in labels if (s := summaries.get(r)) is not None]
+    if not rows:
+        return ""
+    header = ["router", "served", "question ex", "interaction ex", "asked (expected)", "answered directly"]
+    header += ["asked (not expected)", "diverted"]
+    with_diff = bool(diffs)
+    if with_diff:
+        header.append(f"served vs {BASELINE_ROUTER}")
+    body = []
+    for row in rows:
+        s, a = row.summary, row.summary.asking
+        cells = [row.label, s.served.fmt(), s.question_ex.fmt(), s.interaction_ex.fmt()]
+        cells += [_count(a.asked_expected, a.clarify_turns), _count(a.answered_directly, a.clarify_turns)]
+        cells += [_count(a.asked_unexpected, a.other_turns), a.diverted.fmt()]
+        if with_diff:
+            cells.append(row.diff.fmt() if row.diff is not None else "baseline")
+        body.append(cells)
+    note = (
+        "Outcomes: served = the turn got a correct answer, by asking or directly; asked / answered directly "
+        "count the turns that expected a question; won/lost against always_sql in brackets (docs/metrics.md §11)."
+    )
+    return captioned_table(header, body, note, fmt)
