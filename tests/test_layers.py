@@ -376,18 +376,11 @@ def test_every_module_with_public_names_declares_all() -> None:
     assert not missing, f"add __all__ (its public names) to: {missing}"
 
 
-#: modules the "app" branch of issue 46 moves into the fitting package (routerlab/optimize.py's
-#: ``_tables`` and ``_program`` become public there); drop an entry when that lands
-_PRIVATE_IMPORTS_PENDING = frozenset({"routerlab/dspy_choice.py"})
-
-
 def test_no_module_imports_a_private_name_of_another() -> None:
     """``from routerlab.x import _helper`` reaches past a module's ``__all__``: make it public or move it."""
     reached = []
     for _, folder in LAYERS:
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if path.relative_to(ROOT).as_posix() in _PRIVATE_IMPORTS_PENDING:
-                continue
             for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("routerlab"):
                     private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
