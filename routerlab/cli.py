@@ -411,11 +411,15 @@ def perf_cmd(
     databases: opt.DatabasesOpt = None,
     out: opt.PerfOutOpt = Path(".routerlab/perf.json"),
     tracking_uri: opt.OptionalTrackingUriOpt = None,
+    section: opt.PerfSectionOpt = None,
 ) -> None:
     """Measure the harness, EX scoring, concurrency and (with --model) the embedded model."""
     from routerlab.app.measure import perf
 
-    figures = perf(quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri)
+    sections = split_names(section) or []
+    figures = perf(
+        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri, sections=sections
+    )
     _out.print(perf_table(figures))
     _out.print(f"figures written to {out}")
 

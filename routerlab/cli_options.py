@@ -321,6 +321,14 @@ DatabasesOpt = Annotated[
     ),
 ]
 PerfOutOpt = Annotated[Path, typer.Option("--out", help="Where the figures go as JSON.")]
+PerfSectionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--section",
+        help="Only these sections, comma-separated (e.g. 'sql candidates'; model sections included); "
+        "default: all (model sections with --model).",
+    ),
+]
 OptionalTrackingUriOpt = Annotated[
     str | None, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store (none: skip).")
 ]

@@ -26,17 +26,20 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from routerlab.agents.registry import Registry
 from routerlab.stub_lm import LatencyServer
 
 _log = logging.getLogger(__name__)
 
 __all__ = [
     "PerfFigure",
+    "candidate_decoding",
     "concurrency_scaling",
     "ex_throughput",
     "first_decision_cost",
     "harness_overhead",
     "model_speed",
+    "perf_section",
     "pipeline_split",
     "router_replay",
     "routing_prefix_reuse",
@@ -1161,30 +1164,115 @@ def _p95(values: Sequence[float]) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
+@dataclass(frozen=True)
+class _Sizes:
+    """What every section is told: the sizes asked for, the LM and the databases."""
+
+    quick: bool
+    lm: str
+    databases: Path | None
+
+
+_Measure = Callable[["_Sizes"], list["PerfFigure"]]
+
+#: the sections of ``routerlab perf`` by name, in the order a full run measures them; a model
+#: section is run by ``--model`` or when named with ``--section``
+perf_section: Registry[Callable[[_Sizes], list[PerfFigure]]] = Registry("perf section")
+_ORDER: list[tuple[str, bool]] = []  # (name, runs the model), in measuring order
+
+
+def _section(name: str, *, model: bool = False) -> Callable[[_Measure], _Measure]:
+    def register(fn: _Measure) -> _Measure:
+        _ORDER.append((name, model))
+        return perf_section(name)(fn)
+
+    return register
+
+
+@_section("harness")
+def _harness(z: _Sizes) -> list[PerfFigure]:
+    return harness_overhead(24 if z.quick else 120)
+
+
+@_section("ex throughput")
+def _ex(z: _Sizes) -> list[PerfFigure]:
+    return ex_throughput(1000, rows=5_000 if z.quick else 20_000)
+
+
+@_section("concurrency")
+def _concurrency(z: _Sizes) -> list[PerfFigure]:
+    return concurrency_scaling((1, 4, 16) if z.quick else (1, 2, 4, 8, 16), 32 if z.quick else 64)
+
+
+@_section("router replay")
+def _replay(z: _Sizes) -> list[PerfFigure]:
+    return router_replay(12 if z.quick else 36)
+
+
+@_section("model speed", model=True)
+def _model_speed(z: _Sizes) -> list[PerfFigure]:
+    return model_speed(z.lm, 2 if z.quick else 5)
+
+
+@_section("alternating prefixes", model=True)
+def _alternating(z: _Sizes) -> list[PerfFigure]:
+    return alternating_prefixes(z.lm, 2 if z.quick else 3)
+
+
+@_section("routing prefix reuse", model=True)
+def _routing_prefix(z: _Sizes) -> list[PerfFigure]:
+    # its cold figure is a prefix evaluated, never one restored from an earlier run's disk state
+    with mock.patch.dict(os.environ, {"ROUTERLAB_PREFIX_CACHE": "off"}):
+        return routing_prefix_reuse(z.lm, 6 if z.quick else 12)
+
+
+@_section("first decision", model=True)
+def _first_decision(z: _Sizes) -> list[PerfFigure]:
+    return first_decision_cost(z.lm, z.databases, 2 if z.quick else 3)
+
+
+@_section("schema scaling", model=True)
+def _schema(z: _Sizes) -> list[PerfFigure]:
+    return schema_scaling(z.lm, (5, 15) if z.quick else (5, 15, 40))
+
+
+@_section("sql decoding", model=True)
+def _sql_decoding(z: _Sizes) -> list[PerfFigure]:
+    return sql_decoding(z.lm, 3 if z.quick else 6)
+
+
+@_section("sql candidates", model=True)
+def _candidates(z: _Sizes) -> list[PerfFigure]:
+    return candidate_decoding(z.lm, 2 if z.quick else 4, (1, 4) if z.quick else (1, 2, 4, 8))
+
+
+@_section("pipeline split", model=True)
+def _pipeline(z: _Sizes) -> list[PerfFigure]:
+    return pipeline_split(z.lm, z.databases, 4 if z.quick else 12)
+
+
 def run_perf(
-    *, quick: bool = False, model: bool = False, lm: str = "local", databases: Path | None = None
+    *,
+    quick: bool = False,
+    model: bool = False,
+    lm: str = "local",
+    databases: Path | None = None,
+    sections: Sequence[str] = (),
 ) -> list[PerfFigure]:
     """Run every section (``quick``: smaller sizes; ``model``: also time the embedded model).
 
     ``databases``: a Spider-layout folder whose databases the first-decision cost is measured on
-    (None: generated schemas; see :func:`first_decision_cost`).
+    (None: generated schemas; see :func:`first_decision_cost`). ``sections``: only these (by name,
+    model sections included); every name is checked before anything is measured.
+
+    Raises:
+        UnknownComponentError: A section name that does not exist (the known ones listed).
     """
-    figures = harness_overhead(24 if quick else 120)
-    figures += ex_throughput(1000, rows=5_000 if quick else 20_000)
-    figures += concurrency_scaling((1, 4, 16) if quick else (1, 2, 4, 8, 16), 32 if quick else 64)
-    figures += router_replay(12 if quick else 36)
-    if model:
-        figures += model_speed(lm, 2 if quick else 5)
-        figures += alternating_prefixes(lm, 2 if quick else 3)
-        # its cold figure is a prefix evaluated, never one restored from an earlier run's disk state
-        with mock.patch.dict(os.environ, {"ROUTERLAB_PREFIX_CACHE": "off"}):
-            figures += routing_prefix_reuse(lm, 6 if quick else 12)
-        figures += first_decision_cost(lm, databases, 2 if quick else 3)
-        figures += schema_scaling(lm, (5, 15) if quick else (5, 15, 40))
-        figures += sql_decoding(lm, 3 if quick else 6)
-        figures += candidate_decoding(lm, 2 if quick else 4, (1, 4) if quick else (1, 2, 4, 8))
-        figures += pipeline_split(lm, databases, 4 if quick else 12)
-    return figures
+    chosen = [perf_section.get(name) for name in sections]  # a typo is said before any measuring
+    if not sections:
+        chosen = [perf_section.get(name) for name, needs_model in _ORDER if model or not needs_model]
+    sizes = _Sizes(quick, lm, databases)
+    return [figure for fn in chosen for figure in fn(sizes)]
 
 
 def figures_json(figures: Sequence[PerfFigure]) -> str:

@@ -73,7 +73,14 @@ def toolscale(
 
 
 def perf(
-    *, quick: bool, model: bool, lm: str, databases: Path | None, out: Path, tracking_uri: str | None
+    *,
+    quick: bool,
+    model: bool,
+    lm: str,
+    databases: Path | None,
+    out: Path,
+    tracking_uri: str | None,
+    sections: Sequence[str] = (),
 ) -> list[Any]:
     """Measure the harness (``routerlab perf``), write the figures as JSON and log them to MLflow.
 
@@ -84,20 +91,25 @@ def perf(
         databases: A Spider-layout folder the first-decision cost is measured on (None: generated schemas).
         out: The JSON file written.
         tracking_uri: The MLflow store; None: not logged.
+        sections: Only these sections (``routerlab.perf.perf_section`` names); empty: all.
 
     Returns:
         The figures.
 
     Raises:
         ConfigError: ``databases`` is not a Spider-layout folder (said before any measurement).
+        UnknownComponentError: A section that does not exist (said before any measurement).
     """
-    from routerlab.perf import figures_json, run_perf
+    from routerlab.perf import figures_json, perf_section, run_perf
+
+    for name in sections:
+        perf_section.get(name)
 
     if databases is not None:
         from routerlab.benchmarks.loaders.spider import load_spider
 
         load_spider(str(databases), limit=1)  # a wrong folder is said now, not after minutes of measuring
-    figures = run_perf(quick=quick, model=model, lm=lm, databases=databases)
+    figures = run_perf(quick=quick, model=model, lm=lm, databases=databases, sections=sections)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(figures_json(figures))
     if tracking_uri:

@@ -177,3 +177,16 @@ def test_stage_seconds_splits_one_trace_without_losing_time(spiderlike_db):
     assert abs(sum(split.values()) - trace.total_latency_s) < 1e-6
     ran = {c["name"]: c["ended"] - c["started"] for c in trace.tool_calls}
     assert split["generation"] == pytest.approx(ran["generate_sql"])
+
+
+def test_a_named_section_runs_alone_and_a_typo_is_refused_before_measuring():
+    from routerlab.agents.errors import UnknownComponentError
+    from routerlab.perf import perf_section, run_perf
+
+    # a model section runs when named, without --model; on a non-embedded LM it says it skipped
+    figures = run_perf(sections=["sql candidates"], lm="scripted:basic")
+    assert [f.section for f in figures] == ["sql candidates"]
+    assert figures[0].name.startswith("skipped")
+    with pytest.raises(UnknownComponentError, match="sql candidates"):
+        run_perf(sections=["harness", "sql candidatez"])
+    assert {"harness", "sql candidates", "pipeline split"} <= set(perf_section.names())
