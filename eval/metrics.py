@@ -24,6 +24,8 @@ __all__ = [
     "cold_cost_summary",
     "cold_latency",
     "confusion_matrix",
+    "gold_failure_line",
+    "gold_failures",
     "latency_summary",
     "metric_name",
     "pass_k_summary",
@@ -303,6 +305,36 @@ def scored_names(results: Sequence[ExampleResult], first: Sequence[str] = SCORE_
     return [*first, *extra]
 
 
+def gold_failures(results: Sequence[ExampleResult], scorer_name: str = "ex") -> tuple[int, str | None]:
+    """How many examples' gold SQL could not run for ``scorer_name``, and the first cause.
+
+    Counted in both of EX's ``gold_failure`` modes (scored wrong, or left out), so a report can
+    say how many examples the number rests on that no query could have matched.
+    """
+    causes = [
+        str(s.detail["gold_error"])
+        for r in results
+        if (s := r.scores.get(scorer_name)) is not None and s.detail.get("gold_error")
+    ]
+    return len(causes), (causes[0] if causes else None)
+
+
+def gold_failure_line(run_id: str, results: Sequence[ExampleResult], scorer_name: str = "ex") -> str | None:
+    """The console line of a run with unrunnable gold SQL (None when every gold ran)."""
+    n, first = gold_failures(results, scorer_name)
+    if not n:
+        return None
+    counted = (
+        "left out of EX"
+        if any((s := r.scores.get(scorer_name)) is not None and s.detail.get("invalid") for r in results)
+        else "counted wrong in EX, as the official evaluators count them"
+    )
+    return (
+        f"{run_id}: {n} example(s) have gold SQL that cannot run ({counted}; first: {first}); "
+        "fix the dataset's gold queries (docs/metrics.md, 'Gold SQL that cannot run')"
+    )
+
+
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage.
 
@@ -321,6 +353,9 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
             out |= {s: r.value, f"{s}_ci_low": r.ci_low, f"{s}_ci_high": r.ci_high, f"{s}_n": float(r.n)}
         if r.n_invalid:
             out[f"{s}_invalid"] = float(r.n_invalid)
+        n_gold_failed, _ = gold_failures(results, s)
+        if n_gold_failed:
+            out[f"{s}_gold_failed"] = float(n_gold_failed)
     for intent, r in per_intent(results, "success").items():
         if r.n:
             out[f"success.{intent}"] = r.value

@@ -414,6 +414,7 @@ class ResultsStore:
         config: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
         mlflow_run_id: str | None = None,
+        new: bool = False,
     ) -> None:
         """Record a run, or reopen it (status ``RUNNING``) when it exists: resume calls this again.
 
@@ -426,14 +427,18 @@ class ResultsStore:
             config: Run settings (stored as JSON).
             params: Everything else worth keeping (component specs...), stored as JSON.
             mlflow_run_id: The linked MLflow run, if any (kept when None on a reopen).
+            new: The caller starts a new run (not a resume): an existing run with this id is
+                another session's, and is refused instead of reopened and merged into.
 
         Raises:
-            ConfigError: When the run exists with another dataset digest: resuming it would mix
-                results of two different datasets.
+            ConfigError: When the run exists with another dataset digest (resuming it would mix
+                results of two different datasets), or exists at all when ``new`` is set.
         """
         digest = dataset.digest()
         with self._connect() as con:
             found = con.execute("SELECT dataset_digest FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            if found is not None and new:
+                raise self._taken([run_id])
             if found is not None:
                 if found[0] != digest:
                     raise ConfigError(
@@ -464,6 +469,29 @@ class ResultsStore:
                     mlflow_run_id,
                 ],
             )
+
+    def refuse_existing(self, run_ids: Sequence[str]) -> None:
+        """Raise unless none of ``run_ids`` exists: a new session never merges into an old one.
+
+        Raises:
+            ConfigError: Some of the runs exist (the new session's id collided with an earlier one).
+        """
+        if not run_ids:
+            return
+        with self._connect() as con:
+            marks = ", ".join("?" for _ in run_ids)
+            found = con.execute(f"SELECT run_id FROM runs WHERE run_id IN ({marks})", list(run_ids)).fetchall()
+        taken = [r[0] for r in found]
+        if taken:
+            raise self._taken(sorted(taken))
+
+    def _taken(self, run_ids: Sequence[str]) -> ConfigError:
+        return ConfigError(
+            f"run {run_ids[0]!r} already exists in {self.path}: the new session's id is in use",
+            expected="a session id no earlier session has",
+            found=f"{len(run_ids)} run(s) recorded before: {', '.join(run_ids)}",
+            fix="run the command again (a new id is drawn), or pass --resume to continue that session",
+        )
 
     def set_mlflow_run(self, run_id: str, mlflow_run_id: str) -> None:
         """Link a run to its MLflow run."""
