@@ -37,6 +37,7 @@ from routerlab.agents.tools.sql_program import sql_program_record
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS, BadDatabase, bad_databases_error, check_databases
 from routerlab.benchmarks.example import Example
+from routerlab.eval.metrics import gold_failure_line
 from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.store import DEFAULT_STORE_PATH, StoreBusyError
 from routerlab.runner import DEADLINE_ERROR_CLASS, RouterRun, RunConfig, build_scorers, run_router
@@ -107,8 +108,8 @@ class SessionResult:
 
 
 def new_session_id() -> str:
-    """Sortable, unique: ``YYYYmmdd-HHMMSS-<4 hex>``."""
-    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    """Sortable, unique: ``YYYYmmdd-HHMMSS-<16 hex>`` (64 random bits; a collision is refused too)."""
+    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(8)}"
 
 
 def load_dataset(config: RunConfig) -> Dataset:
@@ -346,6 +347,9 @@ def run_session(
         # a store that cannot take the runs must fail here, before any run is created
         check_tracking_store(resolve_tracking_uri(spec.tracking_uri))
     store = ResultsStore(spec.store_path)
+    if resume is None:
+        # a new id that an earlier session holds is refused whole, never merged into
+        store.refuse_existing([f"{session_id}.{rr.router_name}" for rr in runs])
     # a lock held by another process is waited for visibly (up to store_wait_s), not in silence
     store.on_wait = lambda message: console.print(message, highlight=False, markup=False, soft_wrap=True)
     faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
@@ -371,6 +375,7 @@ def run_session(
             split=config.split,
             config=config.to_dict(),
             params=params,
+            new=run_id not in existing,
         )
     sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
     out = SessionResult(session_id=session_id, run_ids=[])
@@ -490,6 +495,8 @@ def run_session(
                 out.skipped += int(skipped_now)
                 status = "KILLED" if out.interrupted or skipped_now else "FINISHED"
                 stored = store.results(run_id)
+                if line := gold_failure_line(run_id, stored):
+                    console.print(line, highlight=False, markup=False, soft_wrap=True)
                 crashed = crash_verdict(stored)
                 if crashed is not None and not out.interrupted:
                     status = "FAILED"
