@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from routerlab.agents.errors import RouterlabError
 
@@ -33,9 +34,10 @@ app.add_typer(lm_app, name="lm")
 server_app = typer.Typer(help="Services shared by a team (an MLflow tracking server).", no_args_is_help=True)
 app.add_typer(server_app, name="server")
 
-_err = Console(stderr=True)
+# no emoji codes anywhere: a ':x:' in a question or an answer is text
+_err = Console(stderr=True, emoji=False)
 # piped output (CI logs, `| tee`) would otherwise wrap the comparison tables at 80 columns
-_out = Console(width=None if sys.stdout.isatty() else 200)
+_out = Console(width=None if sys.stdout.isatty() else 200, emoji=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
 LM_HELP = "LM spec: local, local:0.5b, local:/path.gguf, or a LiteLLM model string such as openai/gpt-4o-mini."
@@ -67,7 +69,8 @@ def _clean_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except RouterlabError as exc:
-            _err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            # user text and paths are printed literally: 'q[/b].jsonl' is a file name, not markup
+            _err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
@@ -79,7 +82,7 @@ def lm_check_cmd(lm: LMOpt = "local", lm_api_base: ApiBaseOpt = None) -> None:
     """Load the LM, make one completion and one tool call, and print timings."""
     from routerlab.agents.lm.check import format_report, lm_check
 
-    _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False)
+    _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False, markup=False)
 
 
 #: exit code of a run stopped because another process kept the results store locked (EX_TEMPFAIL)
@@ -348,11 +351,14 @@ def run_cmd(
         try:
             result = run_session(spec, console=_out, resume=resume)
         except StoreBusyError as exc:  # locked before the session began: nothing was written
-            _err.print(f"[bold red]error:[/] {exc}\nnothing was written; run again once it is free", highlight=False)
+            _err.print(
+                f"[bold red]error:[/] {escape(str(exc))}\nnothing was written; run again once it is free",
+                highlight=False,
+            )
             raise typer.Exit(STORE_BUSY_EXIT) from None
     if result.store_busy is not None:
         # the store is another process's now: no table (it cannot be read), the resume command
-        _err.print(f"[bold red]error:[/] {result.store_busy}", highlight=False)
+        _err.print(f"[bold red]error:[/] {escape(str(result.store_busy))}", highlight=False)
         again = resume_command(result.session_id, store, spec.tracking_uri)
         _err.print(
             f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {again}",
@@ -362,7 +368,7 @@ def run_cmd(
         )
         raise typer.Exit(STORE_BUSY_EXIT)
     comparison = compare_runs(ResultsStore(store), result.run_ids)
-    _out.print(render(comparison, "table"))
+    _out.print(render(comparison, "table"), markup=False, highlight=False)
     from routerlab.eval.verdict import render_verdict
     from routerlab.main_job import e2e_verdicts
 
@@ -375,7 +381,9 @@ def run_cmd(
 def _end_session(result: Any, stopped: Any, store: str, tracking_uri: str, no_mlflow: bool) -> None:
     """Print the session id and, after an interruption, failure or deadline, the exit code and resume command."""
     mlflow_where = "off" if no_mlflow else tracking_uri
-    _out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {mlflow_where})")
+    _out.print(
+        f"session id: [bold]{result.session_id}[/]  (store {escape(str(store))}; MLflow {escape(str(mlflow_where))})"
+    )
     where = "" if store == ".routerlab/results.duckdb" else f" --store {store}"
     where += " --no-mlflow" if no_mlflow else ""
     where += "" if no_mlflow or tracking_uri == "sqlite:///mlflow.db" else f" --tracking-uri {tracking_uri}"
@@ -446,7 +454,7 @@ def _announce_size(config: Any, n_routers: int) -> None:
             f"; on the embedded model about {minutes:.0f} min at ~{LOCAL_SECONDS_PER_EXAMPLE:.0f} s per example "
             "and router (2 cores; --limit N runs fewer)"
         )
-    _out.print(line, highlight=False, soft_wrap=True)
+    _out.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command("compare")
@@ -671,7 +679,7 @@ def route_cmd(
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         pd.concat([decisions_frame(label, ds) for label, ds in by_router.items()]).to_csv(out, index=False)
-        _out.print(f"first decisions written to {out}")
+        _out.print(f"first decisions written to {out}", markup=False)
     if tracking is not None:
         _out.print(
             f"MLflow: route {tracking.route_id}, parent run {tracking.parent} (store {tracking.tracking_uri})",
@@ -770,13 +778,13 @@ def toolscale_cmd(
         )
     # plain print: rich would wrap the wide table at 80 columns when stdout is not a terminal
     print(result.table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    _out.print(f"results written to {out}  (MLflow {'off' if no_mlflow else tracking_uri})")
+    _out.print(f"results written to {out}  (MLflow {'off' if no_mlflow else tracking_uri})", markup=False)
     if plot is not None:
         from routerlab.eval.toolscale_plots import plot_toolscale
 
         plot.parent.mkdir(parents=True, exist_ok=True)
         plot_toolscale(result.table).savefig(plot, dpi=120)
-        _out.print(f"figure written to {plot}")
+        _out.print(f"figure written to {plot}", markup=False)
 
 
 @app.command("optimize")
@@ -1191,7 +1199,7 @@ def perf_cmd(
     _out.print(table)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(figures_json(figures))
-    _out.print(f"figures written to {out}")
+    _out.print(f"figures written to {out}", markup=False)
     if tracking_uri:
         import mlflow
 
