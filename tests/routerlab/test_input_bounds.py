@@ -100,3 +100,13 @@ def test_the_rules_router_is_linear_in_the_question_length() -> None:
         # the 64x a quadratic router would
         assert t_large < 30, (text, t_large)
         assert t_large < 20 * max(t_small, 0.05), (text, t_small, t_large)
+
+
+def test_a_jsonl_file_with_a_utf8_bom_is_read(tmp_path: Path) -> None:
+    # issue 50, item 9: editors on Windows write a byte-order mark; it was refused as invalid JSON
+    from routerlab.benchmarks.loaders._common import read_jsonl
+
+    path = tmp_path / "bom.jsonl"
+    record = {"question": "How many areas?", "gold_sql": "SELECT count(*) FROM areas", "db_path": "x.duckdb"}
+    path.write_bytes(b"\xef\xbb\xbf" + (json.dumps(record) + "\n").encode() * 2)
+    assert read_jsonl(path) == [(1, record), (2, record)]
