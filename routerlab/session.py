@@ -360,23 +360,29 @@ def run_session(
         markup=False,
         soft_wrap=True,
     )
-    # every run exists (RUNNING) before any MLflow run does: a kill from here on is resumable
+    # every run exists (RUNNING) before any MLflow run does: a kill from here on is resumable.
+    # They are registered in one transaction: a signal half-way leaves all of them or none, so
+    # --resume never knows only some of the routers the session was asked to run
+    registrations = []
     for rr in runs:
         run_id = f"{session_id}.{rr.router_name}"
         params = {"router": component_spec(rr.router), "config": config.to_dict(), "session": session_id}
         program = config.pipeline.tools.sql_program
         if program:  # the compiled generate_sql program's file and digest, next to its name in config
             params["sql_program"] = sql_program_record(program)
-        store.create_run(
-            run_id,
-            router=rr.router_name,
-            lm=config.lm,
-            dataset=ds,
-            split=config.split,
-            config=config.to_dict(),
-            params=params,
-            new=run_id not in existing,
+        registrations.append(
+            {
+                "run_id": run_id,
+                "router": rr.router_name,
+                "lm": config.lm,
+                "dataset": ds,
+                "split": config.split,
+                "config": config.to_dict(),
+                "params": params,
+                "new": run_id not in existing,
+            }
         )
+    store.create_runs(registrations)
     sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
     out = SessionResult(session_id=session_id, run_ids=[])
     parent = None
