@@ -121,8 +121,13 @@ def _ranges(tp: Any) -> list[Range]:
 
 
 #: ranges of arguments that mean the same in every component that takes them, applied when the
-#: component declares none (a negative fix budget or completion budget is never meant)
-COMMON_RANGES: dict[str, Range] = {"fix_budget": Range(low=0), "max_tokens": Range(low=1)}
+#: component declares none (a negative fix budget or completion budget is never meant, and an
+#: unbounded one reached the provider: ``max_tokens = 2**63`` was forwarded as it was)
+COMMON_RANGES: dict[str, Range] = {
+    "fix_budget": Range(low=0, high=20),
+    "max_tokens": Range(low=1, high=32_768),
+    "k": Range(low=1, high=1_000),
+}
 
 
 def check_arguments(kind: str, name: str, factory: Callable[..., Any], arguments: dict[str, Any]) -> None:

@@ -7,7 +7,11 @@ from typing import Any
 
 from routerlab.agents.state import INTENTS
 
-__all__ = ["DIFFICULTIES", "SPLITS", "Example"]
+__all__ = ["DIFFICULTIES", "MAX_QUESTION_CHARS", "SPLITS", "Example"]
+
+#: longest question a dataset may hold: the longest SQL the guard reads (a question that quotes a
+#: query for explain or fix stays far below it; the API's bound is 8,000)
+MAX_QUESTION_CHARS = 20_000
 
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard", "extra")
@@ -68,6 +72,18 @@ class Example:
         # file/record/field context in a DatasetError.
         if self.intent not in INTENTS:
             raise ValueError(f"intent must be one of {INTENTS}, got {self.intent!r}")
+        if isinstance(self.question, str) and len(self.question) > MAX_QUESTION_CHARS:
+            raise ValueError(
+                f"question must be at most {MAX_QUESTION_CHARS} characters, got {len(self.question)}: shorten it"
+            )
+        if isinstance(self.question, str):
+            try:
+                self.question.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                # a lone surrogate (from a JSON escape) would crash the example mid-run, not here
+                raise ValueError(
+                    f"question must be valid Unicode text, got a lone surrogate at character {exc.start}"
+                ) from None
         bad_alt = [i for i in self.alt_intents if i not in INTENTS]
         if bad_alt:
             raise ValueError(f"alt_intents must be among {INTENTS}, got {bad_alt}")

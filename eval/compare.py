@@ -35,7 +35,7 @@ import numpy as np
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.confidence_calibration import run_calibration
 from routerlab.eval.conversation_metrics import ConversationSummary, conversation_summary, render_conversations
-from routerlab.eval.metrics import cold_latency, pass_k_summary, scored_names
+from routerlab.eval.metrics import cold_latency, gold_failures, pass_k_summary, scored_names
 from routerlab.eval.outcomes import OutcomeSummary, ServedDiff, outcome_summary, render_outcomes, served_diffs
 from routerlab.eval.rate import Rate, cluster_of, empty_note, rate
 from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
@@ -104,6 +104,8 @@ class RunRow:
             otherwise.
         not_run: Stored examples that never started (a deadline); left out of ``n``, every
             rate and every paired test until ``--resume`` runs them.
+        gold_failed: Examples whose gold SQL could not run (EX counts them wrong by default,
+            docs/metrics.md); ``gold_failed_first`` is the first cause.
         variant: The router's recorded arguments as ``(name, value text)`` pairs; those that
             differ between two runs of one router name them (``hybrid (threshold=0.7)``).
         calibration: ECE, mean confidence and reliability bins of the first route decisions
@@ -133,6 +135,8 @@ class RunRow:
     pass_hat_k: float = math.nan
     pass_at_k: float = math.nan
     not_run: int = 0
+    gold_failed: int = 0
+    gold_failed_first: str = ""
     variant: tuple[tuple[str, str], ...] = ()
     calibration: dict[str, Any] = field(default_factory=dict)
     diverted: Diversion = field(default_factory=lambda: diversion_of_results(()))
@@ -516,6 +520,8 @@ def compare_runs(
                 r, str(meta[r]["router"]), str(meta[r]["lm"]), labels[str(meta[r]["router"])], results[r], scorers
             ),
             not_run=not_run[r],
+            gold_failed=gold_failures(results[r])[0],
+            gold_failed_first=gold_failures(results[r])[1] or "",
             variant=_variant(meta[r]),
         )
         for r in ids
@@ -708,7 +714,17 @@ def _runs_note(c: Comparison) -> str:
         if c.cost == "cold" and unknown
         else ""
     )
-    return f"{_RUNS_NOTE} {_COST_NOTE[c.cost]}{extra}{passes}"
+    return f"{_RUNS_NOTE} {_COST_NOTE[c.cost]}{extra}{passes}{_gold_note(c)}"
+
+
+def _gold_note(c: Comparison) -> str:
+    """Runs with examples whose gold SQL cannot run: how many, the first cause (never silent)."""
+    return "".join(
+        f" {r.label}: {r.gold_failed} example(s) have gold SQL that cannot run, EX counts them "
+        f"as docs/metrics.md says (first: {r.gold_failed_first})."
+        for r in c.runs
+        if r.gold_failed
+    )
 
 
 def _markdown_table(header: list[str], body: list[list[str]]) -> str:

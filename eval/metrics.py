@@ -24,6 +24,8 @@ __all__ = [
     "cold_cost_summary",
     "cold_latency",
     "confusion_matrix",
+    "gold_failure_line",
+    "gold_failures",
     "latency_summary",
     "metric_name",
     "pass_k_summary",
@@ -266,6 +268,36 @@ def _empty_metrics(key: str, r: Rate) -> dict[str, float]:
     return {f"{key}_empty_matches": float(r.n_empty), f"{key}_empty_rate": r.n_empty / r.n}
 
 
+def gold_failures(results: Sequence[ExampleResult], scorer_name: str = "ex") -> tuple[int, str | None]:
+    """How many examples' gold SQL could not run for ``scorer_name``, and the first cause.
+
+    Counted in both of EX's ``gold_failure`` modes (scored wrong, or left out), so a report can
+    say how many examples the number rests on that no query could have matched.
+    """
+    causes = [
+        str(s.detail["gold_error"])
+        for r in results
+        if (s := r.scores.get(scorer_name)) is not None and s.detail.get("gold_error")
+    ]
+    return len(causes), (causes[0] if causes else None)
+
+
+def gold_failure_line(run_id: str, results: Sequence[ExampleResult], scorer_name: str = "ex") -> str | None:
+    """The console line of a run with unrunnable gold SQL (None when every gold ran)."""
+    n, first = gold_failures(results, scorer_name)
+    if not n:
+        return None
+    counted = (
+        "left out of EX"
+        if any((s := r.scores.get(scorer_name)) is not None and s.detail.get("invalid") for r in results)
+        else "counted wrong in EX, as the official evaluators count them"
+    )
+    return (
+        f"{run_id}: {n} example(s) have gold SQL that cannot run ({counted}; first: {first}); "
+        "fix the dataset's gold queries (docs/metrics.md, 'Gold SQL that cannot run')"
+    )
+
+
 def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage.
 
@@ -286,6 +318,9 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
             out[f"{s}_invalid"] = float(r.n_invalid)
         if r.n and _marks_empty(results, s):
             out |= _empty_metrics(s, r)
+        n_gold_failed, _ = gold_failures(results, s)
+        if n_gold_failed:
+            out[f"{s}_gold_failed"] = float(n_gold_failed)
     for intent, r in per_intent(results, "success").items():
         if r.n:
             out[f"success.{intent}"] = r.value

@@ -413,6 +413,7 @@ class ResultsStore:
         config: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
         mlflow_run_id: str | None = None,
+        new: bool = False,
     ) -> None:
         """Record a run, or reopen it (status ``RUNNING``) when it exists: resume calls this again.
 
@@ -425,44 +426,111 @@ class ResultsStore:
             config: Run settings (stored as JSON).
             params: Everything else worth keeping (component specs...), stored as JSON.
             mlflow_run_id: The linked MLflow run, if any (kept when None on a reopen).
+            new: The caller starts a new run (not a resume): an existing run with this id is
+                another session's, and is refused instead of reopened and merged into.
 
         Raises:
-            ConfigError: When the run exists with another dataset digest: resuming it would mix
-                results of two different datasets.
+            ConfigError: When the run exists with another dataset digest (resuming it would mix
+                results of two different datasets), or exists at all when ``new`` is set.
         """
-        digest = dataset.digest()
         with self._connect() as con:
-            found = con.execute("SELECT dataset_digest FROM runs WHERE run_id = ?", [run_id]).fetchone()
-            if found is not None:
-                if found[0] != digest:
-                    raise ConfigError(
-                        f"run {run_id!r} was recorded on another version of dataset {dataset.name!r}",
-                        expected=f"dataset digest {found[0][:12]}...",
-                        found=f"{digest[:12]}...",
-                        fix="start a new session instead of resuming this one",
-                    )
-                con.execute(
-                    "UPDATE runs SET status = 'RUNNING', finished_at = NULL, "
-                    "mlflow_run_id = coalesce(?, mlflow_run_id) WHERE run_id = ?",
-                    [mlflow_run_id, run_id],
+            self._create_run(con, run_id, router, lm, dataset, split, config, params, mlflow_run_id, new)
+
+    def create_runs(self, runs: Sequence[Mapping[str, Any]]) -> None:
+        """Record (or reopen) several runs in one transaction: all of them, or none.
+
+        A session's runs are registered together, so a signal or a fault half-way cannot leave a
+        session whose ``--resume`` knows only some of the routers it was asked to run.
+
+        Args:
+            runs: Keyword arguments of :meth:`create_run`, one mapping per run.
+        """
+        with self._connect() as con:
+            for run in runs:
+                self._create_run(
+                    con,
+                    run["run_id"],
+                    run["router"],
+                    run["lm"],
+                    run["dataset"],
+                    run["split"],
+                    run.get("config"),
+                    run.get("params"),
+                    run.get("mlflow_run_id"),
+                    bool(run.get("new", False)),
                 )
-                return
+
+    def _create_run(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        run_id: str,
+        router: str,
+        lm: str,
+        dataset: Dataset,
+        split: str,
+        config: Mapping[str, Any] | None,
+        params: Mapping[str, Any] | None,
+        mlflow_run_id: str | None,
+        new: bool,
+    ) -> None:
+        """One run's insert or reopen, on the caller's connection (inside its transaction)."""
+        digest = dataset.digest()
+        found = con.execute("SELECT dataset_digest FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if found is not None and new:
+            raise self._taken([run_id])
+        if found is not None:
+            if found[0] != digest:
+                raise ConfigError(
+                    f"run {run_id!r} was recorded on another version of dataset {dataset.name!r}",
+                    expected=f"dataset digest {found[0][:12]}...",
+                    found=f"{digest[:12]}...",
+                    fix="start a new session instead of resuming this one",
+                )
             con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 'RUNNING', ?)",
-                [
-                    run_id,
-                    router,
-                    lm,
-                    dataset.name,
-                    dataset.version,
-                    digest,
-                    split,
-                    json.dumps(dict(config or {}), default=str),
-                    json.dumps(dict(params or {}), default=str),
-                    _now(),
-                    mlflow_run_id,
-                ],
+                "UPDATE runs SET status = 'RUNNING', finished_at = NULL, "
+                "mlflow_run_id = coalesce(?, mlflow_run_id) WHERE run_id = ?",
+                [mlflow_run_id, run_id],
             )
+            return
+        con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 'RUNNING', ?)",
+            [
+                run_id,
+                router,
+                lm,
+                dataset.name,
+                dataset.version,
+                digest,
+                split,
+                json.dumps(dict(config or {}), default=str),
+                json.dumps(dict(params or {}), default=str),
+                _now(),
+                mlflow_run_id,
+            ],
+        )
+
+    def refuse_existing(self, run_ids: Sequence[str]) -> None:
+        """Raise unless none of ``run_ids`` exists: a new session never merges into an old one.
+
+        Raises:
+            ConfigError: Some of the runs exist (the new session's id collided with an earlier one).
+        """
+        if not run_ids:
+            return
+        with self._connect() as con:
+            marks = ", ".join("?" for _ in run_ids)
+            found = con.execute(f"SELECT run_id FROM runs WHERE run_id IN ({marks})", list(run_ids)).fetchall()
+        taken = [r[0] for r in found]
+        if taken:
+            raise self._taken(sorted(taken))
+
+    def _taken(self, run_ids: Sequence[str]) -> ConfigError:
+        return ConfigError(
+            f"run {run_ids[0]!r} already exists in {self.path}: the new session's id is in use",
+            expected="a session id no earlier session has",
+            found=f"{len(run_ids)} run(s) recorded before: {', '.join(run_ids)}",
+            fix="run the command again (a new id is drawn), or pass --resume to continue that session",
+        )
 
     def set_mlflow_run(self, run_id: str, mlflow_run_id: str) -> None:
         """Link a run to its MLflow run."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 __all__ = ["ask", "check_request", "print_event"]
@@ -77,7 +78,9 @@ def _check_agent(agent: str, pipeline: Any) -> None:
 def print_event(console: Console, ev: dict[str, Any]) -> None:
     """Print one progress / completed / error event as a line."""
     style = {"progress": "cyan", "completed": "green", "error": "red"}.get(ev["type"], "white")
-    console.print(f"[{style}]{ev['type']:>9}[/] {ev['display_name']}: {ev['details']}", highlight=False)
+    console.print(
+        f"[{style}]{ev['type']:>9}[/] {escape(str(ev['display_name']))}: {escape(str(ev['details']))}", highlight=False
+    )
 
 
 def ask(
@@ -142,14 +145,16 @@ def ask(
 
     def answer_question(q: str) -> str | None:
         if reply is not None:
-            console.print(f"[yellow]  asked:[/] {q}\n[yellow]replied:[/] {reply}", highlight=False)
+            console.print(
+                f"[yellow]  asked:[/] {escape(str(q))}\n[yellow]replied:[/] {escape(str(reply))}", highlight=False
+            )
             return reply
         if sys.stdin.isatty():
             return console.input(f"[yellow]{q}[/] > ") or None
         return None
 
     if conversation is not None:
-        console.print(f"[dim]conversation {conv}: {len(history)} earlier turn(s)[/]", highlight=False)
+        console.print(f"[dim]conversation {escape(str(conv))}: {len(history)} earlier turn(s)[/]", highlight=False)
     last: dict[str, Any] = {}
     for ev in pipeline.stream(
         question,
@@ -168,12 +173,12 @@ def ask(
     store.close()
     console.print()
     if last.get("type") == "error":
-        console.print(f"[red]{last.get('details')}[/]", highlight=False)
+        console.print(f"[red]{escape(str(last.get('details')))}[/]", highlight=False)
         _print_conversation(console, conv, turns)
         return 1
-    console.print(f"[bold]answer:[/] {last.get('answer')}", highlight=False)
+    console.print(f"[bold]answer:[/] {escape(str(last.get('answer')))}", highlight=False)
     if last.get("sql"):
-        console.print(f"[bold]sql:[/] {last['sql']}", highlight=False)
+        console.print(f"[bold]sql:[/] {escape(str(last['sql']))}", highlight=False)
     if last.get("rows"):
         table = Table(*last.get("columns", []))
         for row in last["rows"][:20]:
@@ -184,4 +189,6 @@ def ask(
 
 
 def _print_conversation(console: Console, conv: str, turns: int) -> None:
-    console.print(f"conversation: {conv} (turn {turns}; continue with --conversation {conv})", highlight=False)
+    console.print(
+        f"conversation: {conv} (turn {turns}; continue with --conversation {conv})", highlight=False, markup=False
+    )

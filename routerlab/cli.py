@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from rich.markup import escape
 
 from routerlab import cli_options as opt
 from routerlab import cli_output as show
@@ -53,7 +54,8 @@ def _clean_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except RouterlabError as exc:
-            _err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            # user text and paths are printed literally: 'q[/b].jsonl' is a file name, not markup
+            _err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
@@ -70,7 +72,7 @@ def lm_check_cmd(lm: opt.LMOpt = "local", lm_api_base: opt.ApiBaseOpt = None) ->
     """Load the LM, make one completion and one tool call, and print timings."""
     from routerlab.agents.lm.check import format_report, lm_check
 
-    _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False)
+    _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False, markup=False)
 
 
 @app.command("ask")
@@ -278,13 +280,13 @@ def toolscale_cmd(
             max_tokens=max_tokens, tracking_uri=None if no_mlflow else tracking_uri, out=out,
         )  # fmt: skip
     print(_table(result.table))
-    _out.print(f"results written to {out}  (MLflow {'off' if no_mlflow else tracking_uri})")
+    _out.print(f"results written to {out}  (MLflow {'off' if no_mlflow else tracking_uri})", markup=False)
     if plot is not None:
         from routerlab.eval.toolscale_plots import plot_toolscale
 
         plot.parent.mkdir(parents=True, exist_ok=True)
         plot_toolscale(result.table).savefig(plot, dpi=120)
-        _out.print(f"figure written to {plot}")
+        _out.print(f"figure written to {plot}", markup=False)
 
 
 @app.command("optimize")
@@ -344,7 +346,7 @@ def ui_cmd(
     from routerlab.app.ui import run_mlflow_ui
 
     def ready(url: str) -> None:
-        _out.print(f"MLflow UI: {url}  (store {tracking_uri}; Ctrl-C stops it)", highlight=False)
+        _out.print(f"MLflow UI: {url}  (store {tracking_uri}; Ctrl-C stops it)", highlight=False, markup=False)
 
     raise typer.Exit(run_mlflow_ui(tracking_uri, host=host, port=port, workers=workers, on_ready=ready))
 
@@ -421,7 +423,7 @@ def perf_cmd(
         quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri, sections=sections
     )
     _out.print(perf_table(figures))
-    _out.print(f"figures written to {out}")
+    _out.print(f"figures written to {out}", markup=False)
 
 
 @app.command("serve")

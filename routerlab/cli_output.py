@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 __all__ = [
     "STORE_BUSY_EXIT",
@@ -33,9 +34,10 @@ __all__ = [
     "write_csv",
 ]
 
-err = Console(stderr=True)
+# no emoji codes anywhere: a ':x:' in a question or an answer is text
+err = Console(stderr=True, emoji=False)
 # piped output (CI logs, `| tee`) would otherwise wrap the comparison tables at 80 columns
-out = Console(width=None if sys.stdout.isatty() else 200)
+out = Console(width=None if sys.stdout.isatty() else 200, emoji=False)
 
 
 def print_plain(console: Console, text: str) -> None:
@@ -69,7 +71,11 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
     Raises:
         typer.Exit: 1 a run FAILED, 3 examples crashed, 124 the deadline ran out, or the stop signal's code.
     """
-    out.print(f"session id: [bold]{result.session_id}[/]  (store {store}; MLflow {tracking_uri or 'off'})")
+    # user paths are printed literally: 'q[/b]' is a folder name, not markup
+    out.print(
+        f"session id: [bold]{result.session_id}[/]  "
+        f"(store {escape(str(store))}; MLflow {escape(tracking_uri or 'off')})"
+    )
     if result.interrupted:
         print_plain(err, f"stopped by {stopped.name}; runs closed KILLED")
         print_plain(err, f"interrupted: resume with  {again}")
@@ -170,7 +176,8 @@ def end_sweep(result: Any, store: str, tracking_uri: str | None, again: str) -> 
     compare_where = store_option(store)
     out.print(
         f"sweep id: [bold]{result.sweep_id}[/] {result.status} in {result.wall_s:.1f} s  "
-        f"(store {store}; MLflow {tracking_uri or 'off'}; compare: routerlab compare {result.sweep_id}{compare_where})"
+        f"(store {escape(str(store))}; MLflow {escape(tracking_uri or 'off')}; "
+        f"compare: routerlab compare {result.sweep_id}{escape(compare_where)})"
     )
     if result.interrupted:
         print_plain(err, f"interrupted: resume with  {again}")
@@ -237,17 +244,20 @@ def run_planned(spec: Any, resume: str | None) -> None:
     from routerlab.signals import stop_signals
 
     if not resume:
-        out.print(size_line(spec), highlight=False, soft_wrap=True)
+        out.print(size_line(spec), highlight=False, soft_wrap=True, markup=False)
     with stop_signals() as stopped:
         try:
             result = run_session(spec, console=out, resume=resume)
         except StoreBusyError as exc:  # locked before the session began: nothing was written
-            err.print(f"[bold red]error:[/] {exc}\nnothing was written; run again once it is free", highlight=False)
+            err.print(
+                f"[bold red]error:[/] {escape(str(exc))}\nnothing was written; run again once it is free",
+                highlight=False,
+            )
             raise typer.Exit(STORE_BUSY_EXIT) from None
     again = resume_command(result.session_id, spec.store_path, spec.tracking_uri)
     if result.store_busy is not None:
         # the store is another process's now: no table (it cannot be read), the resume command
-        err.print(f"[bold red]error:[/] {result.store_busy}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(result.store_busy))}", highlight=False)
         print_plain(
             err, f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {again}"
         )

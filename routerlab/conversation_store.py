@@ -74,6 +74,22 @@ def _forbidden(conversation_id: str, user_id: str | None) -> ConversationForbidd
     )
 
 
+def _unusable(path: Path | None, exc: BaseException) -> ConfigError:
+    """The error of a conversation store that cannot be opened: what failed and how to recover."""
+    where = str(path) if path is not None else "the in-memory conversation store"
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return ConfigError(
+        f"conversation store {where} cannot be used: {first}",
+        expected="a SQLite conversation store routerlab wrote, on a writable disk",
+        found=f"{type(exc).__name__}: {first}",
+        fix=(
+            f"move the damaged file aside (mv {where} {where}.damaged; its conversations are lost, a new "
+            "store starts empty), free disk space, or point --conversations at another file"
+        ),
+        details={"file": where},
+    )
+
+
 def default_path() -> Path:
     """Where ``routerlab ask`` keeps conversations: ``<cache root>/conversations.sqlite``."""
     from routerlab.agents.paths import cache_root
@@ -124,13 +140,21 @@ class ConversationStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         # one connection shared by the process's threads, serialised by the lock; a file also
         # serves other processes (SQLite's own locking, waited on for up to 5 s)
-        self._con = sqlite3.connect(
-            str(self.path) if self.path else ":memory:", timeout=5.0, check_same_thread=False, isolation_level=None
-        )
-        self._con.execute(_SCHEMA)
-        columns = {row[1] for row in self._con.execute("PRAGMA table_info(conversations)")}
-        if "store" not in columns:  # a file written before conversations kept their store
-            self._con.execute("ALTER TABLE conversations ADD COLUMN store TEXT NOT NULL DEFAULT '{}'")
+        try:
+            self._con = sqlite3.connect(
+                str(self.path) if self.path else ":memory:", timeout=5.0, check_same_thread=False, isolation_level=None
+            )
+            self._con.execute(_SCHEMA)
+            # a damaged file can open and even take the schema; reading every page finds it now,
+            # not at the first ask
+            (verdict,) = self._con.execute("PRAGMA quick_check").fetchone()
+            if verdict != "ok":
+                raise sqlite3.DatabaseError(f"integrity check: {verdict}")
+            columns = {row[1] for row in self._con.execute("PRAGMA table_info(conversations)")}
+            if "store" not in columns:  # a file written before conversations kept their store
+                self._con.execute("ALTER TABLE conversations ADD COLUMN store TEXT NOT NULL DEFAULT '{}'")
+        except (sqlite3.Error, OSError) as exc:
+            raise _unusable(self.path, exc) from None
 
     def _expire(self, now: float) -> None:
         self._con.execute("DELETE FROM conversations WHERE updated < ?", (now - self.ttl_s,))

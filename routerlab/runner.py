@@ -31,6 +31,7 @@ from routerlab.routers import router as router_registry
 __all__ = [
     "DEADLINE_ERROR_CLASS",
     "DEFAULT_SCORERS",
+    "MAX_ATTEMPTS",
     "RouterRun",
     "RunConfig",
     "build_scorers",
@@ -39,6 +40,9 @@ __all__ = [
     "score_trace",
 ]
 
+
+#: most attempts per example (pass^k is read for k up to a few tens)
+MAX_ATTEMPTS = 100
 
 #: error class of an example the run's deadline stopped before it started (outcome ``not_run``)
 DEADLINE_ERROR_CLASS = NOT_RUN_ERROR_CLASS
@@ -109,8 +113,9 @@ class RunConfig:
             object.__setattr__(self, "limit", None)
         if bad_int(self.concurrency, 1):
             raise _setting_error("concurrency", self.concurrency, "an integer >= 1", "--concurrency N")
-        if bad_int(self.attempts, 1):
-            raise _setting_error("attempts", self.attempts, "an integer >= 1", "--attempts N")
+        if bad_int(self.attempts, 1) or self.attempts > MAX_ATTEMPTS:
+            # each attempt is a stored row per example: 10^9 grew to 15 GB before the kernel killed it
+            raise _setting_error("attempts", self.attempts, f"an integer from 1 to {MAX_ATTEMPTS}", "--attempts N")
         d = self.deadline_s
         if d is not None and (isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < float("inf")):
             raise _setting_error("deadline_s", d, "a positive number of seconds", "--deadline-s SECONDS")

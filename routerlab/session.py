@@ -38,6 +38,7 @@ from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS, BadDatabase, bad_databases_error, check_databases
 from routerlab.benchmarks.example import Example
 from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
+from routerlab.eval.metrics import gold_failure_line
 from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.store import StoreBusyError
 from routerlab.resume import resume_command
@@ -116,8 +117,8 @@ class SessionResult:
 
 
 def new_session_id() -> str:
-    """Sortable, unique: ``YYYYmmdd-HHMMSS-<4 hex>``."""
-    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    """Sortable, unique: ``YYYYmmdd-HHMMSS-<16 hex>`` (64 random bits; a collision is refused too)."""
+    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(8)}"
 
 
 def load_dataset(config: RunConfig) -> Dataset:
@@ -278,21 +279,32 @@ def _create_runs(store: Any, spec: SessionSpec, plan: _Plan, console: Console) -
         markup=False,
         soft_wrap=True,
     )
-    # every run exists (RUNNING) before any MLflow run does: a kill from here on is resumable
+    if not plan.existing:
+        # a new id that an earlier session holds is refused whole, never merged into
+        store.refuse_existing([plan.run_id(rr) for rr in plan.runs])
+    # every run exists (RUNNING) before any MLflow run does: a kill from here on is resumable.
+    # They are registered in one transaction: a signal half-way leaves all of them or none, so
+    # --resume never knows only some of the routers the session was asked to run
+    registrations = []
     for rr in plan.runs:
         params = {"router": component_spec(rr.router), "config": config.to_dict(), "session": plan.session_id}
         program = config.pipeline.tools.sql_program
         if program:  # the compiled generate_sql program's file and digest, next to its name in config
             params["sql_program"] = sql_program_record(program)
-        store.create_run(
-            plan.run_id(rr),
-            router=rr.router_name,
-            lm=config.lm,
-            dataset=plan.ds,
-            split=config.split,
-            config=config.to_dict(),
-            params=params,
+        run_id = plan.run_id(rr)
+        registrations.append(
+            {
+                "run_id": run_id,
+                "router": rr.router_name,
+                "lm": config.lm,
+                "dataset": plan.ds,
+                "split": config.split,
+                "config": config.to_dict(),
+                "params": params,
+                "new": run_id not in plan.existing,
+            }
         )
+    store.create_runs(registrations)
 
 
 @dataclass
@@ -400,6 +412,8 @@ def _final_status(live: _Live, run_id: str) -> tuple[str, str | None]:
     out.skipped += int(skipped_now)
     status = "KILLED" if out.interrupted or skipped_now else "FINISHED"
     stored = store.results(run_id)
+    if line := gold_failure_line(run_id, stored):
+        live.console.print(line, highlight=False, markup=False, soft_wrap=True)
     crashed = crash_verdict(stored)
     if crashed is not None and not out.interrupted:
         out.failed[run_id] = crashed

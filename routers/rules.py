@@ -7,6 +7,7 @@ over the request or a detector over the SQL found in it. The highest-confidence 
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,10 +65,18 @@ _WRITE_NODES = (
 )
 
 
+#: how far past a write keyword a quoted statement is read, and how many keywords are tried: each
+#: parse used to read the whole rest of the text, quadratic in its length (a 128k-character
+#: question took 137 s). A longer or later write is still refused by the SQL guard.
+_WRITE_WINDOW = 4000
+_WRITE_TRIES = 64
+_WRITE_KEYWORD = re.compile(r"\b(INSERT|UPDATE|DELETE|DROP|CREATE|ALTER|TRUNCATE|MERGE|GRANT)\b", re.I)
+
+
 def _has_write_sql(text: str) -> bool:
-    for m in re.finditer(r"\b(INSERT|UPDATE|DELETE|DROP|CREATE|ALTER|TRUNCATE|MERGE|GRANT)\b", text, re.I):
+    for m in itertools.islice(_WRITE_KEYWORD.finditer(text), _WRITE_TRIES):
         try:
-            for stmt in sqlglot.parse(text[m.start() :], read="duckdb"):
+            for stmt in sqlglot.parse(text[m.start() : m.start() + _WRITE_WINDOW], read="duckdb"):
                 if stmt is not None and (isinstance(stmt, _WRITE_NODES) or stmt.find(*_WRITE_NODES)):
                     return True
         except (sqlglot.errors.SqlglotError, ValueError, RecursionError):
@@ -116,7 +125,9 @@ DETECTORS: dict[str, Callable[[str], bool]] = {
 #: thanks around it, so a polite data question is decided as the data question it is
 _WHOLE_REQUEST = frozenset({"turn:social"})
 
-_QUOTES_SQL = re.compile(r"\bselect\b.+\bfrom\b", re.I | re.S)
+# anchored, with the first SELECT taken atomically: one pass, where an unanchored search tried
+# every SELECT against the whole rest of the text
+_QUOTES_SQL = re.compile(r"\A(?>.*?\bselect\b).+\bfrom\b", re.I | re.S)
 
 #: detectors that also read the turn's database schema (opened read-only); False without one
 _TEMPORAL_TYPE = re.compile(r"\b(DATE|TIMESTAMP|DATETIME|TIME)\b", re.I)
@@ -153,7 +164,9 @@ def _ambiguity_detectors(today: _dt.date | None) -> dict[str, Callable[[str, Any
 SCHEMA_DETECTORS.update(_ambiguity_detectors(None))
 
 #: a request quoting a query (explain / fix) is never an ambiguous data question
-_NO_QUOTED_SQL = r"(?!.*\bselect\b.*\bfrom\b)"
+#: (the first SELECT is found atomically: "some SELECT is followed by FROM" holds exactly when the
+#: first one is, and trying every SELECT was quadratic in the request's length)
+_NO_QUOTED_SQL = r"(?!(?>.*?\bselect\b).*\bfrom\b)"
 
 #: words that pin a period: a year, a month, a relative or whole period, a per-period rate
 _PERIOD = (
@@ -315,7 +328,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "clarify",
         0.83,
         "^" + _NO_QUOTED_SQL + r".*\b(a particular|one specific|a specific|a certain|some specific|some particular)"
-        r"( \w+){0,3}\??\s*$|.*\b(the \w+ (i|we) (mentioned|meant|said|talked about)|that (state|city|country|"
+        r"( \w+){0,3}\??\s*$|^.*\b(the \w+ (i|we) (mentioned|meant|said|talked about)|that (state|city|country|"
         r"year|date|person|customer|one|place|team|product))\b",
     ),
     Rule("open_measure", "clarify", 0.82, "^" + _NO_QUOTED_SQL + _OPEN_MEASURE),

@@ -190,7 +190,7 @@ def read_jsonl(path: Path) -> list[tuple[int, Any]]:
     """
     out: list[tuple[int, Any]] = []
     try:
-        with path.open(encoding="utf-8") as f:
+        with path.open(encoding="utf-8-sig") as f:
             for lineno, line in enumerate(f, start=1):
                 if not line.strip():
                     continue

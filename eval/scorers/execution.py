@@ -34,6 +34,7 @@ from routerlab.eval.scoring import Score, scorer
 
 __all__ = [
     "EX_INTENTS",
+    "GOLD_FAILURE_MODES",
     "MODES",
     "ExecutionAccuracy",
     "gold_is_ordered",
@@ -44,6 +45,8 @@ __all__ = [
 
 EX_INTENTS = ("sql", "fix", "clarify")
 MODES = ("spider", "spider_keep_distinct", "bird", "tolerance")
+#: how EX counts an example whose gold SQL cannot run: as wrong (the official evaluators) or not at all
+GOLD_FAILURE_MODES = ("wrong", "exclude")
 
 #: modes that execute both queries without their DISTINCT keywords
 _DROPS_DISTINCT = frozenset({"spider"})
@@ -194,7 +197,13 @@ def _compare(
 
 @scorer("ex")
 class ExecutionAccuracy:
-    """EX on examples with gold SQL (sql, fix, clarify); ``None`` elsewhere or when the gold fails.
+    """EX on examples with gold SQL (sql, fix, clarify); ``None`` elsewhere.
+
+    Gold SQL that cannot run (an engine error, a refused statement, a timeout) is counted the
+    official evaluators' way by default: the example is wrong (0), whatever was predicted
+    (``gold_failure="wrong"``); ``gold_failure="exclude"`` leaves it out of the denominator
+    instead (``None``). Either way its score carries ``gold_error`` (the first cause), and every
+    report counts such examples (docs/metrics.md, "Gold SQL that cannot run").
 
     Args:
         mode: ``spider`` (default), ``bird`` or ``tolerance``.
@@ -205,6 +214,8 @@ class ExecutionAccuracy:
         gold_cache: Keep gold results on disk across runs (:class:`~routerlab.eval.scorers.gold_cache.GoldCache`):
             True for the default path, a path for that file, False for none. Within one scorer
             they are always kept in memory.
+        gold_failure: ``wrong`` (default: an example whose gold SQL fails scores 0) or
+            ``exclude`` (it scores ``None`` and is left out of EX).
     """
 
     def __init__(
@@ -215,7 +226,17 @@ class ExecutionAccuracy:
         rel_tol: float = 1e-6,
         abs_tol: float = 1e-9,
         gold_cache: bool | str = True,
+        gold_failure: str = "wrong",
     ) -> None:
+
+        if gold_failure not in GOLD_FAILURE_MODES:
+            raise ConfigError(
+                f"unknown EX gold_failure {gold_failure!r}",
+                expected=f"one of {GOLD_FAILURE_MODES}",
+                found=repr(gold_failure),
+                fix="pass gold_failure='wrong' (the official evaluators' way) or 'exclude'",
+            )
+        self.gold_failure = gold_failure
         if mode not in MODES:
             raise ConfigError(
                 f"unknown EX mode {mode!r}",
@@ -273,7 +294,7 @@ class ExecutionAccuracy:
     @property
     def settings(self) -> tuple[Any, ...]:
         """What a verdict depends on besides the example and the trace."""
-        return (self.mode, self.timeout_s, self.max_rows, self.rel_tol, self.abs_tol)
+        return (self.mode, self.timeout_s, self.max_rows, self.rel_tol, self.abs_tol, self.gold_failure)
 
     def score(self, example: Example, trace: Trace) -> Score:
         """1 when the prediction's result matches the gold's under the mode.
@@ -295,7 +316,10 @@ class ExecutionAccuracy:
         try:
             gold = self.gold(example)
         except ToolError as exc:
-            return Score(self.name, None, f"invalid example: gold {exc.error_class}: {exc}", {"invalid": True})
+            cause = f"gold {exc.error_class}: {exc}"
+            if self.gold_failure == "wrong":
+                return Score(self.name, 0.0, f"gold SQL failed, counted wrong: {cause}", {"gold_error": cause[:300]})
+            return Score(self.name, None, f"invalid example: {cause}", {"invalid": True, "gold_error": cause[:300]})
         if gold.result.truncated:
             return Score(self.name, None, "invalid example: gold result exceeds the row cap", {"invalid": True})
         if not trace.sql:

@@ -34,7 +34,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.confidence_calibration import calibration_metrics, first_confidence
-from routerlab.eval.metrics import metric_name, summarize
+from routerlab.eval.metrics import gold_failures, metric_name, summarize
 from routerlab.eval.outcomes import outcome_summary
 from routerlab.eval.risk import risk_coverage, risk_summary
 from routerlab.eval.scoring import ExampleResult
@@ -526,7 +526,12 @@ class MlflowSink:
             final = "FAILED"
             raise
         finally:
-            self.close_run(run_id, final, error=error, tags={"routerlab.n_results": str(len(results))})
+            tags = {"routerlab.n_results": str(len(results))}
+            n_gold_failed, first = gold_failures(list(results))
+            if n_gold_failed:
+                # the count is the ex_gold_failed metric; the cause is text, kept as a tag
+                tags["routerlab.ex_gold_failed_first"] = str(first)[:5000]
+            self.close_run(run_id, final, error=error, tags=tags)
 
     def log_metrics(self, run_id: str, metrics: Mapping[str, float]) -> None:
         """Log ``metrics`` at step 0, names reduced by :func:`metric_name`, non-finite values left out.

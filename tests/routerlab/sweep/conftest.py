@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -80,18 +81,32 @@ def _worker_setup(trigger_dir: str) -> Callable[[], None]:
     return hook
 
 
+_RAY_START_TRIES = 3
+
+
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory) -> Iterator[Path]:
     """A 2-CPU Ray cluster on loopback for the module; yields the kill trigger directory."""
     ray = pytest.importorskip("ray")
     trigger = tmp_path_factory.mktemp("kill")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-        runtime_env={"worker_process_setup_hook": _worker_setup(str(trigger))},
-    )
+    # Ray waits a fixed 30 s for its raylet to register with the GCS; on a loaded 2-core machine
+    # (load 3-6) start-up can take longer, and every Ray test errored on "The current node timed
+    # out during startup". A start that timed out is shut down and tried again, up to 3 times.
+    for attempt in range(1, _RAY_START_TRIES + 1):
+        try:
+            ray.init(
+                num_cpus=2,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                log_to_driver=False,
+                runtime_env={"worker_process_setup_hook": _worker_setup(str(trigger))},
+            )
+            break
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or attempt == _RAY_START_TRIES:
+                raise
+            ray.shutdown()
+            time.sleep(5 * attempt)  # let the machine's load pass before the next start
     try:
         yield trigger
     finally:
