@@ -221,8 +221,9 @@ def _parts(v: AxisVerdict) -> tuple[str, list[str]]:
     if v.smoke:
         rates = ", ".join(f"{r} {x:.2f} ({_cost_of(v, r)})" for r, x in (v.rates or {v.best: v.value}).items())
         return head, [
-            f"too few to compare: n={v.n} detects only differences of {v.mdd:.2f} or more (80% power, paired),"
-            " a smoke check, not a finding",
+            f"too few to compare: n={v.n} detects "
+            + ("no difference at all" if v.mdd > 1 else f"only differences of {v.mdd:.2f} or more")
+            + " (80% power, paired), a smoke check, not a finding",
             f"rates {rates}",
             *refs,
         ]

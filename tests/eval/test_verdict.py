@@ -125,6 +125,9 @@ def test_a_part_too_small_to_tell_routers_apart_is_a_smoke_check() -> None:
     # one router on five examples: too few as well, and what n=5 could detect is the floor of compare's MDD
     alone = axis_verdict("EX", {"hybrid": _outcomes("11111")}, {}, cost_label="s")
     assert alone is not None and alone.smoke and round(alone.mdd, 2) == 0.97
+    two = axis_verdict("EX", {"hybrid": _outcomes("11"), "rules": _outcomes("10")}, {}, cost_label="s")
+    assert two is not None and two.mdd > 1
+    assert "too few to compare: n=2 detects no difference at all" in " ".join(render_verdict([two]).split())
 
 
 def test_a_degenerate_interval_is_never_printed_as_an_interval() -> None:
