@@ -334,8 +334,8 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
 #: console columns of :func:`summary_text`: summary_table column -> (header, format)
 _CONSOLE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("n", "n", "{:.0f}"),
-    ("macro_recall", "macro rec", "{:.2f}"),
-    ("diverted", "diverted", "{:.2f}"),
+    ("macro_recall", "macro", "{:.2f}"),
+    ("diverted", "divert", "{:.2f}"),
     ("acc_first", "turn 1", "{:.2f}"),
     ("acc_followup", "turns 2+", "{:.2f}"),
 )
@@ -373,11 +373,11 @@ def summary_text(by_router: dict[str, list[FirstDecision]], *, width: int = 120)
         if col in table.columns:
             columns.append((head, [_cell(fmt, v) for v in table[col]]))
     intents = [c for c in table.columns if c.startswith("recall_")]
-    columns += [(c.removeprefix("recall_"), [_cell("{:.2f}", v) for v in table[c]]) for c in intents]
+    columns += [(_short(c.removeprefix("recall_")), [_cell("{:.2f}", v) for v in table[c]]) for c in intents]
     columns += [
         ("p50 ms", [_cell("{:.1f}", v) for v in table["p50_ms"]]),
         ("mean ms", [_cell("{:.1f}", v) for v in mean_ms]),
-        ("LM calls", [_cell("{:.2f}", v) for v in table["lm_calls"]]),
+        ("LM", [_cell("{:.2f}", v) for v in table["lm_calls"]]),
     ]
     if table["errors"].any():
         columns.append(("errors", [str(int(v)) for v in table["errors"]]))
@@ -388,7 +388,7 @@ def summary_text(by_router: dict[str, list[FirstDecision]], *, width: int = 120)
             (
                 i
                 for i in range(len(columns) - 1, 1, -1)
-                if columns[i][0] in {c.removeprefix("recall_") for c in intents}
+                if columns[i][0] in {_short(c.removeprefix("recall_")) for c in intents}
             ),
             len(columns) - 1,
         )
@@ -406,13 +406,21 @@ def summary_text(by_router: dict[str, list[FirstDecision]], *, width: int = 120)
         )
     recall = f"recall per gold intent ({', '.join(c.removeprefix('recall_') for c in intents)})" if intents else ""
     caption = (
-        "first-decision accuracy with a 95% bootstrap CI; macro rec: mean recall over the intents present; "
-        f"{recall + '; ' if recall else ''}diverted: share of data questions sent away from SQL; "
-        "p50 / mean ms: wall time of one decision; LM calls per decision"
+        "first-decision accuracy with a 95% bootstrap CI; macro: mean recall over the intents present; "
+        f"{recall + '; ' if recall else ''}divert: share of data questions sent away from SQL; "
+        "p50 / mean ms: wall time of one decision; LM: LM calls per decision"
         + (f"; left out to fit {width} columns: {', '.join(left_out)}" if left_out else "")
         + "; every figure: --tracking-uri (MLflow) or --out (one row per decision)"
     )
-    return "\n".join([*lines, *textwrap.wrap(caption, width=width)])
+    return "\n".join([*lines, *textwrap.wrap(caption, width=width, break_on_hyphens=False)])
+
+
+#: console headers of the longer intents (the caption names them in full)
+_SHORT_INTENT = {"explain": "expl", "clarify": "clar", "unanswerable": "unans"}
+
+
+def _short(intent: str) -> str:
+    return _SHORT_INTENT.get(intent, intent)
 
 
 def _cell(fmt: str, value: Any) -> str:
