@@ -469,8 +469,8 @@ def compare_cmd(
 ) -> None:
     """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance.
 
-    ``--format csv`` prints the runs table (one header); ``--out DIR`` writes it and the paired
-    tests as two files.
+    --format csv prints the runs table (one header); --out-dir DIR writes it and the paired
+    tests as two files (runs.csv, pairs.csv).
     """
     from routerlab.eval.compare import compare_runs, csv_tables, render
     from routerlab.eval.store import ResultsStore
@@ -560,11 +560,11 @@ def route_cmd(
     """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers.
 
     A turn of a conversation (sparc, cosql, builtin_conversations, jsonl/csv with conversation
-    keys) is decided with the conversation's earlier turns as ``ask --conversation`` holds them;
+    keys) is decided with the conversation's earlier turns as 'ask --conversation' holds them;
     the table then adds accuracy on first turns and on follow-ups (docs/conversations.md).
 
-    Logged to MLflow like ``run``: a parent run per invocation, a child run per router with its
-    parameters, the printed figures as metrics and its decisions as ``decisions.csv``
+    Logged to MLflow like 'run': a parent run per invocation, a child run per router with its
+    parameters, the printed figures as metrics and its decisions as decisions.csv
     (routerlab/route_tracking.py). Exit codes: 0 done; 2 bad input, checked before any decision
     (an unknown or mistyped router argument, a bad --history, an unusable --tracking-uri).
     """
@@ -964,9 +964,16 @@ def _figure_metrics(prefix: str, figures: dict) -> dict[str, float]:
 
 @app.command("ui")
 def ui_cmd(
-    tracking_uri: Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI")] = "sqlite:///mlflow.db",
+    tracking_uri: Annotated[
+        str,
+        typer.Option(
+            "--tracking-uri",
+            envvar="MLFLOW_TRACKING_URI",
+            help="MLflow store to show: the one 'routerlab run' logged to (a sqlite:/// file or an http:// server).",
+        ),
+    ] = "sqlite:///mlflow.db",
     host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port")] = 5000,
+    port: Annotated[int, typer.Option("--port", help="Port of the UI (its URL is printed when it is up).")] = 5000,
     workers: Annotated[
         int, typer.Option("--workers", min=1, help="Server worker processes (one serves a person's browser).")
     ] = 1,
