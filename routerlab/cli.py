@@ -174,8 +174,8 @@ def compare_cmd(
 ) -> None:
     """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance.
 
-    ``--format csv`` prints the runs table (one header); ``--out DIR`` writes it and the paired
-    tests as two files.
+    --format csv prints the runs table (one header); --out-dir DIR writes it and the paired
+    tests as two files (runs.csv, pairs.csv).
     """
     from routerlab.app.compare import compare
     from routerlab.eval.compare import csv_tables, render
@@ -211,11 +211,11 @@ def route_cmd(
     """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers.
 
     A turn of a conversation (sparc, cosql, builtin_conversations, jsonl/csv with conversation
-    keys) is decided with the conversation's earlier turns as ``ask --conversation`` holds them;
+    keys) is decided with the conversation's earlier turns as 'ask --conversation' holds them;
     the table then adds accuracy on first turns and on follow-ups (docs/conversations.md).
 
-    Logged to MLflow like ``run``: a parent run per invocation, a child run per router with its
-    parameters, the printed figures as metrics and its decisions as ``decisions.csv``
+    Logged to MLflow like 'run': a parent run per invocation, a child run per router with its
+    parameters, the printed figures as metrics and its decisions as decisions.csv
     (routerlab/route_tracking.py). Exit codes: 0 done; 2 bad input, checked before any decision
     (an unknown or mistyped router argument, a bad --history, an unusable --tracking-uri).
     """

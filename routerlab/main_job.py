@@ -111,7 +111,7 @@ def _e2e_table(comparison: Any, n_requests: int) -> Table:
 def _routing_verdict(decisions: dict[str, list[FirstDecision]]) -> AxisVerdict | None:
     outcomes = {r: {d.example_id: d.correct for d in ds} for r, ds in decisions.items()}
     cost = {r: 1000 * sum(d.seconds for d in ds) / len(ds) for r, ds in decisions.items() if ds}
-    return axis_verdict("routing accuracy", outcomes, cost, cost_label="ms per decision")
+    return axis_verdict("routing accuracy", outcomes, cost, cost_label="ms per decision, mean")
 
 
 def e2e_verdicts(store: Any, run_ids: Sequence[str], routers: Sequence[str]) -> list[AxisVerdict]:

@@ -40,6 +40,16 @@ _TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block notebook_css -%}
+{{ super() }}
+<style>
+/* every table fits a 900 px window: cells wrap, and a table still too wide scrolls inside itself */
+.jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; overflow-wrap: anywhere; }
+.jp-OutputArea-output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.jp-RenderedImage img { max-width: 100%; height: auto; }
+</style>
+{%- endblock notebook_css -%}
 """
 _TEMPLATE_NAME = "routerlab_report.html.j2"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
