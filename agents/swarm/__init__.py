@@ -11,8 +11,9 @@ instead. The ``handoff`` router (``routerlab.routers.handoff``) and the ``team``
 (``routerlab.routers.team``) build their agents from these parts.
 """
 
-from routerlab.agents.swarm.agent import Agent, Instruction
+from routerlab.agents.swarm.agent import DEFAULT_AGENT_NAME, Agent, Instruction
 from routerlab.agents.swarm.context import Context, ContextVariables, is_context_hint
+from routerlab.agents.swarm.controller import Controller, ControllerResponse
 from routerlab.agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
 from routerlab.agents.swarm.result import Result, as_result
 from routerlab.agents.swarm.runner import DEFAULT_TERMINATOR, Activation, Swarm, SwarmResponse
@@ -21,15 +22,20 @@ from routerlab.agents.swarm.terminators import (
     AllOf,
     AnyOf,
     MaxActivations,
+    MaxActiveTerminator,
     MaxTurns,
+    MaxTurnsTerminator,
     RunStatus,
     Terminator,
     TextMatch,
+    TextTerminator,
     Timeout,
+    TimeOutTerminator,
 )
-from routerlab.agents.swarm.tools import FunctionTool, function_tool
+from routerlab.agents.swarm.tools import FunctionTool, ToolSpec, function_tool, spec_tool
 
 __all__ = [
+    "DEFAULT_AGENT_NAME",
     "DEFAULT_ROUNDS",
     "DEFAULT_TERMINATOR",
     "PROGRESS_NODE",
@@ -39,10 +45,14 @@ __all__ = [
     "AnyOf",
     "Context",
     "ContextVariables",
+    "Controller",
+    "ControllerResponse",
     "FunctionTool",
     "Instruction",
     "MaxActivations",
+    "MaxActiveTerminator",
     "MaxTurns",
+    "MaxTurnsTerminator",
     "Result",
     "RoundTeam",
     "RunStatus",
@@ -52,9 +62,13 @@ __all__ = [
     "SwarmResponse",
     "Terminator",
     "TextMatch",
+    "TextTerminator",
+    "TimeOutTerminator",
     "Timeout",
+    "ToolSpec",
     "as_result",
     "function_tool",
     "is_context_hint",
+    "spec_tool",
     "to_progress_event",
 ]
