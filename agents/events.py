@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-__all__ = ["DISPLAY_NAMES", "EventType", "make_event"]
+__all__ = ["DISPLAY_NAMES", "EventType", "make_event", "tool_event_fields"]
 
 EventType = Literal["progress", "completed", "error"]
 
@@ -46,3 +46,21 @@ def make_event(
         "timestamp": time.time(),
         **data,
     }
+
+
+def tool_event_fields(tool: str, status: str, output: Any) -> dict[str, Any]:
+    """The payload of a tool's progress event: the tool, its status, and the SQL it produced.
+
+    A successful call whose output carries a ``sql`` (generate_sql, fix_sql) puts it on the
+    event, so a client shows the query while the run goes on (seed 002's
+    ``agent_sql_generation`` event); the executing tool's SQL is the one it was given, not new.
+    """
+    fields: dict[str, Any] = {"tool": tool, "status": status}
+    if (
+        status == "success"
+        and isinstance(output, dict)
+        and output.get("sql")
+        and tool != "execute_sql_and_analyze_result"
+    ):
+        fields["sql"] = output["sql"]
+    return fields

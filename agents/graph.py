@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 from routerlab.agents.capture import build_trace
 from routerlab.agents.db import Database, open_database
 from routerlab.agents.errors import ContractError, ToolError
-from routerlab.agents.events import make_event
+from routerlab.agents.events import make_event, tool_event_fields
 from routerlab.agents.lm.deadline import CallDeadlineExceeded, DeadlineScope, deadline_cut, within
 from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.plan import TOOL_INTENT, direct_call
@@ -466,7 +466,7 @@ class Pipeline:
             else:
                 with usage_scope() as log:
                     try:
-                        injected = {n: memory if n in tool.stores else ctx for n in tool.injected}
+                        injected = tool.injections(ctx, memory, ctx.state)
                         output = tool(call["args"], **injected)
                         status, error_class = "success", None
                     except CallDeadlineExceeded as exc:
@@ -531,7 +531,7 @@ class Pipeline:
                 )
             )
             detail = f"{tool.name}: {status}" + (f" ({error_class})" if error_class else "")
-            events.append(make_event("progress", "tools", detail, conv, tool=tool.name, status=status))
+            events.append(make_event("progress", "tools", detail, conv, **tool_event_fields(tool.name, status, output)))
             if status == "success" and isinstance(output, dict):
                 if output.get("sql") and tool.name != "execute_sql_and_analyze_result":
                     update["sql"] = output["sql"]
