@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from routerlab.agents.errors import ContractError, LMError
 from routerlab.agents.lm.chat import chat
+from routerlab.agents.retry import RetryPolicy, merge_retry_policy, should_retry
 from routerlab.agents.store import MemoryStore
 from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import ContextVariables
@@ -97,16 +98,6 @@ class ToolCall(TypedDict):
     type: Literal["tool_call"]
 
 
-class RetryPolicy(TypedDict, total=False):
-    """Seed 004's retry policy of a run: attempts, backoff, jitter and the errors retried."""
-
-    initial_interval: float
-    max_attempts: int
-    backoff_factor: float
-    jitter: bool
-    retry_on: tuple[type[Exception], ...]
-
-
 class RunnableConfig(TypedDict, total=False):
     """Seed 004's ``RunnableConfig``, every key of which :meth:`ReactAgent.invoke` accepts."""
 
@@ -120,7 +111,6 @@ class RunnableConfig(TypedDict, total=False):
 
 
 RUNNABLE_CONFIG_KEYS = frozenset(RunnableConfig.__annotations__)
-_RETRY_KEYS = frozenset(RetryPolicy.__annotations__)
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
@@ -175,43 +165,16 @@ class StructuredTool:
 
 
 def _retry(policy: Mapping[str, Any] | None) -> RetryPolicy:
-    given = dict(policy or {})
-    unknown = sorted(set(given) - _RETRY_KEYS)
-    if unknown:
-        raise ContractError(
-            f"unknown retry_policy keys {unknown}",
-            expected=f"keys among {sorted(_RETRY_KEYS)}",
-            found=str(sorted(given)),
-            fix="drop or rename them",
-        )
-    merged: RetryPolicy = {
-        "initial_interval": 0.5,
-        "max_attempts": 3,
-        "backoff_factor": 2.0,
-        "jitter": True,
-        "retry_on": (LMError, TimeoutError, ConnectionError),
-    }
-    merged.update(given)  # type: ignore[typeddict-item]
-    if int(merged["max_attempts"]) < 1:
-        raise ContractError(
-            "retry_policy max_attempts is below 1",
-            expected="max_attempts >= 1",
-            found=repr(merged["max_attempts"]),
-            fix="pass 1 for no retries",
-        )
-    return merged
-
-
-def _caused_by(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
-    """Whether ``exc`` or an exception it wraps is one of ``kinds`` (the LM layer wraps a model's error)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kinds):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
+    return merge_retry_policy(
+        policy,
+        {
+            "initial_interval": 0.5,
+            "max_attempts": 3,
+            "backoff_factor": 2.0,
+            "jitter": True,
+            "retry_on": (LMError, TimeoutError, ConnectionError),
+        },
+    )
 
 
 def _config(config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -316,7 +279,7 @@ class ReactAgent:
             try:
                 return fn()
             except Exception as exc:
-                if attempt == int(policy["max_attempts"]) or not _caused_by(exc, tuple(policy["retry_on"])):
+                if attempt == int(policy["max_attempts"]) or not should_retry(policy, exc):
                     raise
                 self._sleep(delay * (random.uniform(0.5, 1.5) if policy["jitter"] else 1.0))
                 delay *= float(policy["backoff_factor"])

@@ -17,6 +17,7 @@ from routerlab.agents.errors import ContractError
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.prebuilt import create_react_agent, tool
+from routerlab.agents.routing import RouteDecision
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.tools.schema import InjectedState
 
@@ -138,3 +139,73 @@ def test_injected_state_through_the_pipeline(sales_db):
     record = next(r for r in state["tool_calls"].values() if r["name"] == "whose_turn")
     assert record["status"] == "success" and record["output"] == {"answer": "state question: Who asks?"}
     assert whose_turn.states == ("state",) and whose_turn.parameters["properties"] == {}
+
+
+class _FlakyChat:
+    """A router whose first ``failures`` decisions raise ConnectionError, then it calls chat."""
+
+    name = "flaky"
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    def bind(self, env):
+        pass
+
+    def decide(self, state):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionError("router model unreachable")
+        return RouteDecision(tool_calls=[{"id": "c0", "name": "chat", "args": {"message": "hi"}}], intent="chat")
+
+
+def test_the_pipeline_takes_the_seed_retry_policy(sales_db):
+    """``Pipeline(retry_policy=...)``: the seed's dict sets the model-calling nodes' retries."""
+    policy = {"max_attempts": 3, "initial_interval": 0.0, "jitter": False, "retry_on": (ConnectionError,)}
+    router = _FlakyChat(failures=2)
+    trace = Pipeline(router, scripted_lm(["Hello!"]), retry_policy=policy).run("hi", str(sales_db))
+    assert router.calls == 3 and not trace.error_class
+    once = _FlakyChat(failures=1)
+    no_retry = Pipeline(once, scripted_lm(["Hello!"]), retry_policy={**policy, "max_attempts": 1})
+    with pytest.raises(ConnectionError):  # not retried: the run crashes as an unretried error does
+        no_retry.run("hi", str(sales_db))
+    assert once.calls == 1
+    with pytest.raises(ContractError, match="unknown retry_policy keys") as info:
+        Pipeline(_FlakyChat(0), scripted_lm(["x"]), retry_policy={"attempts": 2})
+    assert info.value.fix
+
+
+def test_the_pipeline_stream_takes_a_runnable_config(sales_db):
+    """``Pipeline.stream(config=...)``: callbacks reach LangGraph, configurable's thread_id names the turn."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Seen(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.chains = 0
+
+        def on_chain_start(self, *args, **kwargs):
+            self.chains += 1
+
+    seen = Seen()
+    pipeline = Pipeline(_FlakyChat(0), scripted_lm(["Hello!"]))
+    config = {
+        "callbacks": [seen],
+        "max_concurrency": 2,
+        "configurable": {"thread_id": "seed-thread"},
+        "tags": ["seed"],
+        "metadata": {"user_id": "123"},
+        "run_name": "seed run",
+        "recursion_limit": 50,
+    }
+    events = list(pipeline.stream("hi", str(sales_db), tags=["routerlab"], config=config))
+    assert {e["conversation_id"] for e in events} == {"seed-thread"}
+    state = pipeline.final_state("seed-thread")
+    assert state["run_config"] == {
+        "tags": ["routerlab", "seed"],
+        "metadata": {"user_id": "123"},
+        "run_name": "seed run",
+    }
+    assert seen.chains > 0
+    with pytest.raises(ContractError, match="unknown RunnableConfig keys"):
+        list(pipeline.stream("hi", str(sales_db), config={"thread": "x"}))
