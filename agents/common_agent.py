@@ -18,7 +18,14 @@ from typing import Any, TypedDict
 
 from routerlab.agents.state import PipelineState, ToolCallRecord
 
-__all__ = ["SEED_GRAPH_NODES", "CommonAgentState", "ToolCallInfo", "session_and_chat_info", "tool_call_info"]
+__all__ = [
+    "SEED_GRAPH_NODES",
+    "CommonAgentState",
+    "ToolCallInfo",
+    "response_to_user",
+    "session_and_chat_info",
+    "tool_call_info",
+]
 
 CommonAgentState = PipelineState
 """Seed 000's ``CommonAgentState``: the pipeline's state."""
@@ -68,3 +75,20 @@ def session_and_chat_info(
     """
     chat = list((state.get("tool_calls") or {}).values())
     return tool_call_info([*earlier, *chat]), tool_call_info(chat)
+
+
+def response_to_user(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Seed 000's ``response_to_user_chain`` result of a finished turn's state.
+
+    Returns:
+        ``{"response_agent", "sub_agent_response", "mid_state"}``: the last tool that ran
+        successfully (None when none did), its output, and the state as a plain dict.
+    """
+    records = sorted((state.get("tool_calls") or {}).values(), key=lambda r: r.get("step", 0))
+    done = [r for r in records if r.get("status") == "success"]
+    last = done[-1] if done else None
+    return {
+        "response_agent": last["name"] if last else None,
+        "sub_agent_response": last.get("output") if last else None,
+        "mid_state": dict(state),
+    }

@@ -516,6 +516,20 @@ def _c000_tool_call_info(_: dict[str, Any]) -> None:
     assert set(session["tool_call_name_mapping"]) == {"c1", "c2"} and set(chat["tool_call_name_mapping"]) == {"c2"}
 
 
+def _c000_response(_: dict[str, Any]) -> None:
+    state = {
+        "question": "q",
+        "tool_calls": {
+            "c1": {"id": "c1", "name": "data_discovery", "status": "success", "output": {"t": 1}, "step": 0},
+            "c2": {"id": "c2", "name": "generate_sql", "status": "success", "output": {"sql": "SELECT 1"}, "step": 1},
+            "c3": {"id": "c3", "name": "execute_sql_and_analyze_result", "status": "error", "step": 2},
+        },
+    }
+    out = common_agent.response_to_user(state)
+    assert out["response_agent"] == "generate_sql" and out["sub_agent_response"] == {"sql": "SELECT 1"}
+    assert out["mid_state"]["question"] == "q"
+
+
 def _c000_tools(_: dict[str, Any]) -> None:
     names = {t.name for t in DEFAULT_TOOLS}
     assert {
@@ -553,7 +567,13 @@ SEED_000: dict[int, Status] = {
     6: Status("7301f5a4eb", "names", names={**_000_STATE, **_000_NODES}, check=_c000_nodes),
     7: Status("418360e97f", "names", names={"tool_call_node": "routerlab.agents.common_agent:SEED_GRAPH_NODES"}),
     8: Status(
-        "6b5e4d7678", "names", names={"response_to_user_chain": "routerlab.agents.common_agent:SEED_GRAPH_NODES"}
+        "6b5e4d7678",
+        "names",
+        names={
+            "response_to_user_chain": "routerlab.agents.common_agent:response_to_user",
+            "response_agent": "routerlab.agents.common_agent:response_to_user",
+        },
+        check=_c000_response,
     ),
     9: Status("32fe5ba5a9", "names", names={"intent_route": "routerlab.agents.graph:Pipeline"}),
     10: Status(
