@@ -418,10 +418,10 @@ def perf_cmd(
     """Measure the harness, EX scoring, concurrency and (with --model) the embedded model."""
     from routerlab.app.measure import perf
 
-    sections = split_names(section) or []
     figures = perf(
-        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri, sections=sections
-    )
+        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri,
+        sections=split_names(section) or [],
+    )  # fmt: skip
     _out.print(perf_table(figures))
     _out.print(f"figures written to {out}", markup=False)
 
