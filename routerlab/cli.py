@@ -419,9 +419,8 @@ def perf_cmd(
     from routerlab.app.measure import perf
 
     figures = perf(
-        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri,
-        sections=split_names(section) or [],
-    )  # fmt: skip
+        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri, sections=section or ""
+    )
     _out.print(perf_table(figures))
     _out.print(f"figures written to {out}", markup=False)
 
