@@ -126,7 +126,9 @@ class RouteTracking:
     def finish_router(self, name: str, label: str, decisions: Sequence[FirstDecision]) -> dict[str, float]:
         """Log a router's metrics and ``decisions.csv`` on its child run and close it; returns the metrics."""
         child = self.children[name]
-        metrics = route_metrics(decisions)
+        # in the results store's order (by example id): the same bootstrap draws give the same
+        # intervals there, so compare, the report and MLflow print one figure
+        metrics = route_metrics(sorted(decisions, key=lambda d: d.example_id))
         try:
             self.sink.log_metrics(child, metrics)
             self.sink.log_texts(child, {DECISIONS_CSV: decisions_frame(label, decisions).to_csv(index=False)})

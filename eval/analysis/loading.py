@@ -19,7 +19,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.trace import Trace, Usage
 from routerlab.eval.analysis.failures import results_frame
 from routerlab.eval.scoring import ExampleResult, Score
-from routerlab.eval.store import DEFAULT_STORE_PATH, ResultsStore
+from routerlab.eval.store import DEFAULT_STORE_PATH, ResultsStore, session_of
 
 __all__ = ["RouterResults", "load_mlflow", "load_store"]
 
@@ -116,7 +116,7 @@ def load_store(
     if run_ids:
         runs = _select(runs, "run_id", run_ids, str(store.path))
     elif session is not None:
-        sessions = [rid.rsplit(".", 1)[0] for rid in runs["run_id"]]
+        sessions = [session_of(rid) for rid in runs["run_id"]]
         runs = runs[[s == session for s in sessions]].reset_index(drop=True)
         if runs.empty:
             raise _no_session(session, str(store.path), sessions)
