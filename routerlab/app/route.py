@@ -165,6 +165,7 @@ def route(
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.registry import component_spec
     from routerlab.config import load_run_config
+    from routerlab.eval.store import ROUTING
     from routerlab.route_eval import first_decisions, summary_table
     from routerlab.route_tracking import RouteTracking
     from routerlab.session import load_dataset, new_session_id, parse_routers, select
@@ -197,7 +198,10 @@ def route(
     }
     session_id = new_session_id()
     tracking = (
-        None if tracking_uri is None else RouteTracking(tracking_uri, session_id, dataset, settings_logged, list(built))
+        None
+        if tracking_uri is None
+        # the MLflow runs' keys are the store's run ids: <session>.routing.<router>
+        else RouteTracking(tracking_uri, f"{session_id}.{ROUTING}", dataset, settings_logged, list(built))
     )
     by_router: dict[str, list[FirstDecision]] = {}
     shown = progress if progress is not None else _Silent()
