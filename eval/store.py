@@ -132,8 +132,12 @@ _RUN_COLUMNS: tuple[str, ...] = (
 
 
 def session_of(run_id: str) -> str:
-    """The session a run belongs to: its id up to the first dot (session ids hold none)."""
-    return run_id.split(".", 1)[0]
+    """The session a run belongs to: ``<session>.<router>`` or ``<session>.routing.<router>``.
+
+    A sweep's session ids hold a dot of their own (``sweep-<id>.c000``): the router is cut from
+    the right, then the routing part's marker.
+    """
+    return run_id.rpartition(".")[0].removesuffix(f".{ROUTING}")
 
 
 def part_run_id(session: str, router: str, part: str = END_TO_END) -> str:

@@ -133,8 +133,10 @@ def compare(ids: str | Sequence[str], *, store: str = DEFAULT_STORE_PATH, cost: 
 def render_compared(compared: ComparedRuns, fmt: str = "table", *, width: int | None = None) -> str:
     """Every part of a comparison as ``routerlab compare`` prints it (``table``, ``markdown`` or ``json``).
 
-    One part alone prints as :func:`routerlab.eval.compare.render` does, followed by its recall
-    per intent and verdict; several parts print one after the other, each under its title.
+    One part alone prints as :func:`routerlab.eval.compare.render` does, followed (routing part)
+    by its recall per intent and verdict; several parts print one after the other, each under its
+    title. JSON: the end-to-end comparison's keys, plus ``parts``, ``recall`` and ``verdict`` when
+    there is a routing part.
     """
     import json
 
@@ -142,6 +144,8 @@ def render_compared(compared: ComparedRuns, fmt: str = "table", *, width: int | 
     from routerlab.eval.intent_recall import render_intent_recall
     from routerlab.eval.verdict import render_verdict, render_verdict_markdown
 
+    if fmt == "json" and list(compared.parts) in ([], ["end_to_end"]):
+        return json.dumps(compared.comparison.to_dict(), indent=2)  # an end-to-end session: as it always was
     if fmt == "json":
         return json.dumps(
             {
