@@ -93,7 +93,7 @@ def _session_runs(store: Path, session: str) -> list[dict[str, Any]]:
             found="no such file" if not store.exists() else "a directory",
             fix="pass --store PATH (as given to `routerlab run --store`), or run `routerlab run` first",
         )
-    from routerlab.eval.store import ResultsStore
+    from routerlab.eval.store import ResultsStore, session_of
 
     try:
         runs = ResultsStore(store).runs()
@@ -104,8 +104,8 @@ def _session_runs(store: Path, session: str) -> list[dict[str, Any]]:
             found=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
             fix="pass the --store file `routerlab run` wrote",
         ) from exc
-    sessions = list(dict.fromkeys(str(rid).rsplit(".", 1)[0] for rid in runs["run_id"]))
-    mine = [row for row in runs.to_dict("records") if str(row["run_id"]).rsplit(".", 1)[0] == session]
+    sessions = list(dict.fromkeys(session_of(str(rid)) for rid in runs["run_id"]))
+    mine = [row for row in runs.to_dict("records") if session_of(str(row["run_id"])) == session]
     if not mine:
         shown = ", ".join(sessions[-10:]) if sessions else "none (the store has no runs)"
         raise ConfigError(
