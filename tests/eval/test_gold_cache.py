@@ -95,7 +95,9 @@ def test_second_scorer_reads_gold_from_disk_without_running_it(cache_root, small
 
 
 def test_failed_gold_is_not_stored(cache_root, small_sqlite):
-    scorer = ExecutionAccuracy()
+    # the "exclude" mode marks such an example invalid (the default counts it wrong): either way
+    # nothing is cached for a gold query that failed
+    scorer = ExecutionAccuracy(gold_failure="exclude")
     score = scorer.score(_example(small_sqlite, "SELECT nope FROM t"), Trace("g1", sql="SELECT 1"))
     assert score.value is None and score.detail["invalid"]
     assert len(GoldCache()) == 0

@@ -192,7 +192,7 @@ def test_dev_split_accuracy_of_the_real_index(semantic):
     [
         ({"strategy": "nearest"}, "['centroid', 'knn']"),
         ({"fallback": "human"}, "['rules', 'llm']"),
-        ({"k": 0}, "k >= 1"),
+        ({"k": 0}, "k between 1 and 1000"),
         ({"folds": 1}, "folds >= 2"),
         ({"floor_quantile": 1.0}, "floor_quantile < 1"),
         ({"threshold": float("nan")}, "finite"),

@@ -92,8 +92,8 @@ def test_an_operator_registered_file_is_named_not_pathed(server, registered_prog
     [
         ("hybrid", '{"threshold": NaN}', "router_args.threshold", "a finite number"),
         ("hybrid", '{"threshold": Infinity}', "router_args.threshold", "a finite number"),
-        ("rules", '{"fix_budget": -1}', "router_args.fix_budget", ">= 0"),
-        ("hybrid", '{"max_tokens": -1}', "router_args.max_tokens", ">= 1"),
+        ("rules", '{"fix_budget": -1}', "router_args.fix_budget", "between 0 and 20"),
+        ("hybrid", '{"max_tokens": -1}', "router_args.max_tokens", "between 1 and 32768"),
         ("hybrid", '{"threshold": "abc"}', "router_args.threshold", "float"),
     ],
 )

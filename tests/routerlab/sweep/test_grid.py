@@ -140,7 +140,7 @@ BAD = [
     ("cap not positive", {"providers": {"scripted": 0}}, "providers.scripted", ">= 1"),
     ("unknown run setting", {"run": {"concurency": 2}}, "run.concurency", "concurrency?"),
     ("run setting of the wrong type", {"run": {"concurrency": "two"}}, "run.concurrency", "integer"),
-    ("run setting out of range", {"run": {"attempts": 0}}, "run.attempts", ">= 1"),
+    ("run setting out of range", {"run": {"attempts": 0}}, "run.attempts", "from 1 to 100"),
     ("run setting the grid owns", {"run": {"lm": "local"}}, "run.lm", "set by the grid"),
     ("bad pipeline setting", {"run": {"pipeline": {"max_steps": 0}}}, "run.pipeline.max_steps", ">= 1"),
     ("unknown pipeline key", {"run": {"pipeline": {"max_stepz": 3}}}, "run.pipeline.max_stepz", "max_steps?"),
