@@ -55,7 +55,7 @@ def _clean_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except RouterlabError as exc:
             # user text and paths are printed literally: 'q[/b].jsonl' is a file name, not markup
-            _err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
+            _err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
