@@ -30,7 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from routerlab.agents.errors import ConfigError, RunError
+from routerlab.agents.errors import ConfigError, RouterlabError, RunError
 from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
 from routerlab.agents.tools.sql_program import sql_program_record
@@ -51,6 +51,7 @@ from routerlab.session_spec import (
     session_runs,
     unknown_session,
 )
+from routerlab.signals import is_stop, shield
 
 __all__ = [
     "SessionResult",
@@ -114,6 +115,8 @@ class SessionResult:
     #: the store stayed locked by another process past the wait limit: the session stopped,
     #: runs not closed stay RUNNING (resumable), runs already closed keep their status
     store_busy: RunError | None = None
+    #: the session's runs are in the store (False: a stop or an error came before they were)
+    registered: bool = False
 
 
 def new_session_id() -> str:
@@ -159,10 +162,13 @@ def _close(
     store: Any, sink: Any, run_id: str, mlflow_id: str | None, status: str, *, error: str | None = None
 ) -> list[ExampleResult]:
     """Close a run in the store and in MLflow with ``status``; returns its stored results."""
-    results = store.results(run_id)
-    store.finish_run(run_id, status)
-    if sink is not None and mlflow_id is not None:
-        sink.finish_run(mlflow_id, results, status=status, error=error)
+    # a stop signal here waits until both stores agree: a run closed in one and RUNNING in the
+    # other is what a signal during the final logging used to leave
+    with shield():
+        results = store.results(run_id)
+        store.finish_run(run_id, status)
+        if sink is not None and mlflow_id is not None:
+            sink.finish_run(mlflow_id, results, status=status, error=error)
     return results
 
 
@@ -268,8 +274,9 @@ def _check_digests(plan: _Plan) -> None:
             )
 
 
-def _create_runs(store: Any, spec: SessionSpec, plan: _Plan, console: Console) -> None:
+def _create_runs(live: _Live) -> None:
     """Say what the session runs, and create every run (RUNNING) before any MLflow run exists."""
+    store, spec, plan, console = live.store, live.spec, live.plan, live.console
     config = spec.config
     faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
     console.print(
@@ -304,7 +311,10 @@ def _create_runs(store: Any, spec: SessionSpec, plan: _Plan, console: Console) -
                 "new": run_id not in plan.existing,
             }
         )
-    store.create_runs(registrations)
+    # held signals: the transaction commits (every router known to --resume), then the stop is raised
+    with shield():
+        store.create_runs(registrations)
+        live.out.registered = True
 
 
 @dataclass
@@ -348,7 +358,10 @@ class _ResultSink:
 
     def __call__(self, result: ExampleResult) -> None:
         live = self._live
-        self.writer.add(result)
+        # a signal inside the commit would become DuckDB's "Query interrupted" (a crash, exit 1):
+        # it is held until the row is stored, then stops the run like any other
+        with shield():
+            self.writer.add(result)
         if live.sink is not None and self._mlflow_id is not None:
             live.sink.log_example(self._mlflow_id, result, question=self._by_id[result.example_id].question)
         self._results.append(result)
@@ -458,7 +471,9 @@ def _run_router(live: _Live, rr: RouterRun, progress: Progress) -> None:
                 stop=live.stop,
                 deadline=live.deadline,
             )
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not is_stop(exc):
+            raise
         live.stop.set()
         live.out.interrupted = True
     _report_faults(live, rr, run_id)
@@ -540,12 +555,12 @@ def run_session(
     store = ResultsStore(spec.store_path)
     # a lock held by another process is waited for visibly (up to store_wait_s), not in silence
     store.on_wait = lambda message: console.print(message, highlight=False, markup=False, soft_wrap=True)
-    _create_runs(store, spec, plan, console)
     sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
     out = SessionResult(session_id=plan.session_id, run_ids=[])
     deadline = time.monotonic() + spec.config.deadline_s if spec.config.deadline_s is not None else None
     live = _Live(spec, plan, store, sink, out, console, deadline=deadline)
     try:
+        _create_runs(live)
         _run_all(live)
     except StoreBusyError as exc:
         # another process took the store: nothing can be written, so nothing is marked; what
@@ -553,20 +568,56 @@ def run_session(
         # (MLflow's run stays RUNNING too, as after a kill: --resume reopens it by its run key)
         out.store_busy = exc
         return out
-    except KeyboardInterrupt:
-        # Ctrl-C outside an example (opening a run, closing one): the same clean stop
-        out.interrupted = True
-        if live.current is not None:
-            _close_quietly(store, sink, live.current[0], live.current[1], "KILLED", "interrupted")
-        _close_unstarted(store, plan.runs, plan.session_id, out.results, live.current, "KILLED")
     except BaseException as exc:
-        _fail(live, exc)
-        raise
+        if not is_stop(exc):
+            # a full disk or a damaged MLflow store is named with its recovery (exit 2), not a traceback
+            failure = _tracking_failure(spec, exc)
+            if out.registered:  # before that, nothing of this session exists to close
+                _fail(live, failure or exc)
+            if failure is not None:
+                raise failure from None
+            raise
+        # a stop outside an example (registering, opening a run, closing one): the same clean stop
+        out.interrupted = True
+        if out.registered:  # before that, nothing of this session exists to close
+            with shield():
+                if live.current is not None:
+                    _close_quietly(store, sink, live.current[0], live.current[1], "KILLED", "interrupted")
+                _close_unstarted(store, plan.runs, plan.session_id, out.results, live.current, "KILLED")
     out.bad_databases = list(plan.bad)
-    if sink is not None and live.parent is not None:
-        final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
-        sink.finish_parent(live.parent, status=final, **parent_dashboard(store, out))
+    _finish_parent(live)
     return out
+
+
+def _tracking_failure(spec: SessionSpec, exc: BaseException) -> ConfigError | None:
+    """The clear error for an MLflow store fault (full disk, damaged file); None: not one."""
+    from routerlab.eval.tracking import tracking_store_failure
+
+    if spec.tracking_uri is None or isinstance(exc, RouterlabError):
+        return None
+    return tracking_store_failure(spec.tracking_uri, exc)
+
+
+def _finish_parent(live: _Live) -> None:
+    """Close the session's MLflow parent run with its dashboard; a stop here closes it KILLED.
+
+    A signal during the dashboard (it takes seconds) used to leave the parent RUNNING: now the
+    parent is closed KILLED without it, and ``--resume`` (nothing left to run) logs it again.
+    """
+    sink, out = live.sink, live.out
+    if sink is None or live.parent is None:
+        return
+    final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
+    try:
+        dashboard = parent_dashboard(live.store, out) if final != "KILLED" else {}
+        with shield():
+            sink.finish_parent(live.parent, status=final, **dashboard)
+    except BaseException as exc:
+        if not is_stop(exc):
+            raise
+        out.interrupted = True
+        with shield():
+            sink.finish_parent(live.parent, status="KILLED")
 
 
 def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:
