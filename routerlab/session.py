@@ -35,6 +35,7 @@ from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
 from routerlab.agents.tools.sql_program import sql_program_record
 from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.db_digest import check_database_digests, database_digests
 from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS, BadDatabase, bad_databases_error, check_databases
 from routerlab.benchmarks.example import Example
 from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
@@ -210,6 +211,8 @@ class _Plan:
     examples: list[Example]
     bad: list[BadDatabase]
     runs: list[RouterRun]
+    #: sha256 of each database the examples read, recorded with the runs, checked on resume
+    db_digests: dict[str, str] = field(default_factory=dict)
 
     @property
     def by_id(self) -> dict[str, Example]:
@@ -249,7 +252,7 @@ def _plan(spec: SessionSpec, resume: str | None, lm: Any) -> _Plan:
     lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base, cache=config.lm_cache)
     # build every router (and check its contract) before anything runs
     runs = [RouterRun(name, args, lm, config, scorers) for name, args in spec.routers]
-    plan = _Plan(session_id, existing, reader, ds, examples, list(bad), runs)
+    plan = _Plan(session_id, existing, reader, ds, examples, list(bad), runs, database_digests(examples))
     _check_digests(plan)
     if spec.tracking_uri:
         from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
@@ -264,7 +267,12 @@ def _check_digests(plan: _Plan) -> None:
     digest = plan.ds.digest()
     for rr in plan.runs:
         run_id = plan.run_id(rr)
-        if run_id in plan.existing and (recorded := plan.reader.run(run_id)["dataset_digest"]) != digest:
+        if run_id not in plan.existing:
+            continue
+        stored = plan.reader.run(run_id)
+        # the databases' contents, not only the dataset file: changed rows would mix two versions
+        check_database_digests(run_id, stored["params"].get("databases", {}), plan.db_digests)
+        if (recorded := stored["dataset_digest"]) != digest:
             raise ConfigError(
                 f"run {run_id!r} was recorded on another version of dataset {plan.ds.name!r}",
                 expected=f"dataset digest {recorded[:12]}...",
@@ -294,7 +302,12 @@ def _create_runs(live: _Live) -> None:
     # --resume never knows only some of the routers the session was asked to run
     registrations = []
     for rr in plan.runs:
-        params = {"router": component_spec(rr.router), "config": config.to_dict(), "session": plan.session_id}
+        params = {
+            "router": component_spec(rr.router),
+            "config": config.to_dict(),
+            "session": plan.session_id,
+            "databases": plan.db_digests,
+        }
         program = config.pipeline.tools.sql_program
         if program:  # the compiled generate_sql program's file and digest, next to its name in config
             params["sql_program"] = sql_program_record(program)
