@@ -17,7 +17,11 @@ retried with backoff (0.05 s doubling to 2 s) for up to :func:`store_wait_s` sec
 :class:`StoreBusyError`; ``routerlab run`` then stops with exit 75 and a resume command.
 
 Damage: a store whose file is truncated or overwritten raises :class:`StoreDamagedError` (exit
-2) with what DuckDB found and how to recover, never a raw engine error.
+2) with what DuckDB found and how to recover, never a raw engine error. A write the file system
+refuses (no space left) raises :class:`StoreFullError` (exit 2), the write rolled back.
+
+Long because every way a store fails (locked, damaged, full) is translated where the connection
+is opened and committed, and those paths read best next to the one schema they protect.
 
 Durability: ``add_result`` commits as soon as it is called, so a crash loses at most the
 example being scored. Re-adding the same ``(run_id, example_id, attempt)`` replaces the row

@@ -3,6 +3,10 @@
 A session has an id. Each router's run within it has the run id ``<session>.<router>``, one
 MLflow child run under the session's parent run, and rows in the DuckDB results store written as
 each example completes. ``--resume SESSION`` reruns only the examples that have no stored result.
+
+Long because every way a session stops (a signal, an error, a full or busy store, a deadline)
+must close the same runs in both stores and leave a resumable session, and those paths are
+checked side by side here.
 """
 
 from __future__ import annotations
