@@ -597,7 +597,7 @@ def run_session(
         # a stop outside an example (registering, opening a run, closing one): the same clean stop
         out.interrupted = True
         if out.registered:  # before that, nothing of this session exists to close
-            with shield():
+            with shield(raise_after=False):
                 if live.current is not None:
                     _close_quietly(store, sink, live.current[0], live.current[1], "KILLED", "interrupted")
                 _close_unstarted(store, plan.runs, plan.session_id, out.results, live.current, "KILLED")
@@ -626,14 +626,24 @@ def _finish_parent(live: _Live) -> None:
         return
     final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
     try:
-        dashboard = parent_dashboard(live.store, out) if final != "KILLED" else {}
+        dashboard = parent_dashboard(live.store, out)
         with shield():
             sink.finish_parent(live.parent, status=final, **dashboard)
     except BaseException as exc:
         if not is_stop(exc):
+            failure = _tracking_failure(live.spec, exc)
+            live.console.print(
+                f"session {out.session_id}: every run is stored, but its MLflow parent run could not be closed: "
+                f"resume with  {resume_command(out.session_id, live.spec.store_path, live.spec.tracking_uri)}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+            if failure is not None:
+                raise failure from None
             raise
         out.interrupted = True
-        with shield():
+        with shield(raise_after=False):
             sink.finish_parent(live.parent, status="KILLED")
 
 

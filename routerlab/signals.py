@@ -77,14 +77,18 @@ def stop_signals() -> Iterator[StopSignal]:
 
 
 @contextmanager
-def shield() -> Iterator[None]:
+def shield(*, raise_after: bool = True) -> Iterator[None]:
     """Hold stop signals while the block runs (a store write); raise the held one after it.
 
     Outside :func:`stop_signals`, or outside the main thread, the block runs unchanged. When the
     block itself raises, that error goes on (the signal stays recorded in the watch).
 
+    Args:
+        raise_after: False for the cleanup of a session already stopping: a second Ctrl-C must
+            not cut the closing of its runs short, and is only recorded.
+
     Raises:
-        KeyboardInterrupt: After the block, when a stop signal arrived during it.
+        KeyboardInterrupt: After the block, when a stop signal arrived during it (and ``raise_after``).
     """
     if not _watches or threading.current_thread() is not threading.main_thread():
         yield
@@ -97,7 +101,8 @@ def shield() -> Iterator[None]:
         seen.shielded -= 1
     if not seen.shielded and seen.pending:
         seen.pending = False
-        raise KeyboardInterrupt(seen.name)
+        if raise_after:
+            raise KeyboardInterrupt(seen.name)
 
 
 def is_stop(exc: BaseException) -> bool:

@@ -37,6 +37,11 @@ _WRITE = textwrap.dedent(
                 with shield():
                     con.execute("SELECT sum(hash(i)) FROM range(300000000) t(i)").fetchone()
                     print("committed", flush=True)
+            elif sys.argv[1] == "cleanup":
+                with shield(raise_after=False):
+                    con.execute("SELECT sum(hash(i)) FROM range(300000000) t(i)").fetchone()
+                    print("committed", flush=True)
+                print("recorded", seen.name, flush=True)
             else:
                 con.execute("SELECT sum(hash(i)) FROM range(300000000) t(i)").fetchone()
                 print("committed", flush=True)
@@ -54,6 +59,10 @@ def _script(mode: str) -> list[str]:
 
 def test_a_sigterm_inside_a_shielded_write_waits_for_the_commit_then_stops():
     assert _script("shielded") == ["committed", "raised", "KeyboardInterrupt", "True", "SIGTERM"]
+
+
+def test_a_second_signal_during_a_stopping_session_s_cleanup_is_recorded_not_raised():
+    assert _script("cleanup") == ["committed", "recorded", "SIGTERM"]
 
 
 def test_duckdb_s_query_interrupted_counts_as_the_stop_it_is():
