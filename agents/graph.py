@@ -21,7 +21,7 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, RetryPolicy
+from langgraph.types import Command
 from pydantic import BaseModel
 
 from routerlab.agents.capture import build_trace
@@ -46,7 +46,9 @@ from routerlab.agents.nodes import (
     tools_node,
 )
 from routerlab.agents.registry import component_spec
+from routerlab.agents.retry import langgraph_retry, pipeline_retry_policy
 from routerlab.agents.routing import Router, RouterEnv
+from routerlab.agents.run_config import langgraph_run_config
 from routerlab.agents.state import PipelineState, initial_state
 from routerlab.agents.tools import DEFAULT_TOOLS, SQLPrograms, Tool
 from routerlab.agents.trace import Trace
@@ -71,6 +73,9 @@ class Pipeline:
             keeps the object's JSON (``structured_response``, also the state's latest), and
             :meth:`structured_response` returns the object. Output that does not validate makes
             the call a failure (error class ``invalid_structured_response``) the router sees.
+        retry_policy: Seed 004's ``retry_policy`` of the model-calling nodes (``max_attempts``,
+            ``backoff_factor``, ``jitter``, ``retry_on``, ``initial_interval``), over the
+            config's (``routerlab.agents.retry``).
 
     Attributes:
         replay: The sub-agent outcome cache and what its keys share (off unless
@@ -78,8 +83,9 @@ class Pipeline:
         env: What the graph's nodes share.
 
     Raises:
-        ContractError: When the router and tools do not fit, or a response format names an
-            unknown tool or is not a pydantic model (checked here, not mid-run).
+        ContractError: When the router and tools do not fit, a response format names an
+            unknown tool or is not a pydantic model, or the retry policy is malformed (checked
+            here, not mid-run).
     """
 
     def __init__(
@@ -91,6 +97,7 @@ class Pipeline:
         config: PipelineConfig | None = None,
         programs: SQLPrograms | None = None,
         response_formats: Mapping[str, type[BaseModel]] | None = None,
+        retry_policy: Mapping[str, Any] | None = None,
     ) -> None:
         self.router = router
         self.lm = lm
@@ -98,6 +105,7 @@ class Pipeline:
         self.response_formats = dict(response_formats or {})
         _check_formats(self.response_formats, self.tools)
         self.config = config or PipelineConfig()
+        self.retry_policy = pipeline_retry_policy(self.config, retry_policy, is_transient)
         # a router may fix how its sub-agents work (single_call's schema view and framing are its
         # constructor arguments): those settings override the run's for this pipeline only
         overrides = dict(getattr(router, "tool_settings", None) or {})
@@ -136,14 +144,8 @@ class Pipeline:
 
     def _compile(self) -> Any:
         """The graph: each node of :mod:`routerlab.agents.nodes` bound to this pipeline's env."""
-        c, env = self.config, self.env
-        retry = RetryPolicy(
-            initial_interval=c.retry_initial_s,
-            backoff_factor=c.retry_backoff,
-            max_attempts=c.retry_attempts,
-            jitter=True,
-            retry_on=is_transient,
-        )
+        env = self.env
+        retry = langgraph_retry(self.retry_policy)
         decider = partial(pick_decider, self.tools)
         g = StateGraph(PipelineState)
         g.add_node("direct", timed("direct", partial(direct_node, env)))
@@ -180,6 +182,7 @@ class Pipeline:
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         run_name: str | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Run one request and yield its progress events live; the last is completed or error.
 
@@ -203,16 +206,18 @@ class Pipeline:
                 in the state's ``run_config`` (the trace and the MLflow trace show them).
             metadata: ``RunnableConfig`` metadata, kept the same way.
             run_name: ``RunnableConfig`` run name, kept the same way (the MLflow trace's name).
+            config: A seed-004 ``RunnableConfig`` dict (``routerlab.agents.run_config``): its
+                tags, metadata and run name join the keywords'; ``callbacks``,
+                ``max_concurrency``, ``recursion_limit`` and ``configurable`` go to LangGraph.
         """
-        conv = conversation_id or uuid.uuid4().hex[:12]
-        run_config = {"tags": list(tags), "metadata": dict(metadata or {}), "run_name": run_name}
-        cfg: dict[str, Any] = {
-            "configurable": {"thread_id": conv},
-            "recursion_limit": 4 * self.config.max_steps + 10,
-            "tags": list(tags),
-            "metadata": dict(metadata or {}),
-            **({"run_name": run_name} if run_name else {}),
-        }
+        conv, cfg, run_config = langgraph_run_config(
+            config,
+            conversation_id=conversation_id,
+            tags=tags,
+            metadata=metadata,
+            run_name=run_name,
+            recursion_limit=4 * self.config.max_steps + 10,
+        )
         state = initial_state(
             question,
             database,

@@ -16,14 +16,16 @@ short namespaces and keys); a write past a bound, or of a value with no JSON for
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from routerlab.agents.errors import ToolError
 from routerlab.agents.tools.schema import InjectedStore
 
-__all__ = ["MAX_ITEMS", "MAX_KEY_CHARS", "MAX_VALUE_CHARS", "InjectedStore", "MemoryStore"]
+__all__ = ["MAX_ITEMS", "MAX_KEY_CHARS", "MAX_VALUE_CHARS", "InjectedStore", "MemoryStore", "SearchItem"]
 
 #: items a conversation's store holds (all namespaces together)
 MAX_ITEMS = 200
@@ -33,6 +35,30 @@ MAX_VALUE_CHARS = 4000
 MAX_KEY_CHARS = 128
 
 _SEP = "/"
+
+
+def _iso(value: Any) -> str:
+    """JSON form of dates and times (seed 004 stores ``datetime.now()``): ISO 8601."""
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+@dataclass(frozen=True)
+class SearchItem:
+    """One hit of :meth:`MemoryStore.search` with a ``query`` (LangGraph's ``SearchItem``).
+
+    Attributes:
+        namespace: The item's namespace.
+        key: Its key.
+        value: Its value (a copy).
+        score: How many of the query's words its key and value contain (higher first).
+    """
+
+    namespace: tuple[str, ...]
+    key: str
+    value: Any
+    score: float
 
 
 def _check_label(kind: str, text: Any) -> str:
@@ -49,9 +75,12 @@ class MemoryStore:
 
     Args:
         snapshot: What :meth:`snapshot` returned earlier (the state's ``store``); copied.
+        max_items: Items it holds (:data:`MAX_ITEMS` for a conversation's store; a store of tool
+            descriptions holds one per tool).
     """
 
-    def __init__(self, snapshot: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(self, snapshot: Mapping[str, Mapping[str, Any]] | None = None, *, max_items: int = MAX_ITEMS) -> None:
+        self.max_items = max_items
         self._data: dict[str, dict[str, Any]] = copy.deepcopy({k: dict(v) for k, v in (snapshot or {}).items()})
         self.changed = False
 
@@ -70,13 +99,15 @@ class MemoryStore:
     def put(self, namespace: Sequence[str], key: str, value: Any) -> None:
         """Store ``value`` (JSON data) under ``namespace`` and ``key``, replacing what was there.
 
+        Dates and times are stored as ISO 8601 text.
+
         Raises:
             ToolError: ``store_invalid`` for a value without a JSON form, ``store_full`` past a
                 bound (the router sees it like any failed call).
         """
         ns, key = self._ns(namespace), _check_label("key", key)
         try:
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=_iso)
         except (TypeError, ValueError) as exc:
             raise ToolError(f"store value for {key!r} has no JSON form: {exc}", error_class="store_invalid") from None
         if len(text) > MAX_VALUE_CHARS:
@@ -85,9 +116,9 @@ class MemoryStore:
                 error_class="store_full",
             )
         is_new = key not in self._data.get(ns, {})
-        if is_new and len(self) >= MAX_ITEMS:
+        if is_new and len(self) >= self.max_items:
             raise ToolError(
-                f"the conversation's store holds {MAX_ITEMS} items already; delete some first",
+                f"the conversation's store holds {self.max_items} items already; delete some first",
                 error_class="store_full",
             )
         self._data.setdefault(ns, {})[key] = json.loads(text)
@@ -102,9 +133,40 @@ class MemoryStore:
         self.changed |= found
         return found
 
-    def search(self, namespace: Sequence[str]) -> dict[str, Any]:
-        """Every item under ``namespace`` (not its sub-namespaces), key -> value."""
-        return copy.deepcopy(self._data.get(self._ns(namespace), {}))
+    def search(
+        self,
+        namespace: Sequence[str],
+        *,
+        query: str | None = None,
+        limit: int = 10,
+        filter: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Items under ``namespace``.
+
+        Without ``query`` or ``filter``: every item directly under ``namespace`` (not its
+        sub-namespaces), key -> value. With them (seed 001's ``store.search(namespace_prefix,
+        query=..., limit=..., filter=...)``): :class:`SearchItem` hits under ``namespace`` and
+        its sub-namespaces, best first: items whose value (a dict) has every ``filter`` field
+        equal, scored by the query's words found in the key and value (items with none are
+        left out), at most ``limit``.
+        """
+        if query is None and filter is None:
+            return copy.deepcopy(self._data.get(self._ns(namespace), {}))
+        prefix = self._ns(namespace)
+        words = set((query or "").lower().split())
+        hits: list[SearchItem] = []
+        for ns, items in self._data.items():
+            if ns != prefix and not ns.startswith(prefix + _SEP):
+                continue
+            for key, value in items.items():
+                if filter and not (isinstance(value, Mapping) and all(value.get(k) == v for k, v in filter.items())):
+                    continue
+                text = (key + " " + json.dumps(value, ensure_ascii=False)).lower()
+                score = float(sum(w in text for w in words)) if words else 1.0
+                if score > 0:
+                    hits.append(SearchItem(tuple(ns.split(_SEP)), key, copy.deepcopy(value), score))
+        hits.sort(key=lambda h: (-h.score, h.namespace, h.key))
+        return hits[: max(limit, 0)]
 
     def __len__(self) -> int:
         return sum(len(items) for items in self._data.values())

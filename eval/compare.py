@@ -8,11 +8,16 @@ per example. Baseline routers (``oracle``, ``random``) are labelled ``(baseline)
 
 Paired significance: runs are compared on the examples both of them have, matched by
 ``(example_id, attempt)`` (the intersection; its size is reported as ``common``). For each rate
-and pair of runs, with ``n`` the common examples the scorer applies to in both runs:
+and pair of runs, with ``n`` the common examples the scorer applies to in both runs, ONE test
+decides "significant" (its name heads the p column):
 
-* McNemar's exact test on per-example correctness (a score of 1 counts as correct, anything
-  lower as wrong, so for graded scorers such as ``chain_f1`` it tests "perfect" rates);
-* a paired bootstrap of the mean difference ``second - first`` with its 95 % CI.
+* McNemar's exact test on per-example correctness for 0/1 rates of single requests;
+* for graded rates (``chain_f1``) and for turns of conversations (not independent pairs) the
+  paired sign-flip test flipping whole conversations (:func:`routerlab.eval.stats.paired_sign_flip_p`,
+  which is McNemar's exact test again for 0/1 scores of single requests).
+
+A paired bootstrap gives only the 95 % interval of the difference (``A - B``, resampling whole
+conversations); its own p-value is kept in csv/json (``bootstrap_p``) but decides nothing.
 
 By default each run is paired with the first one given (``pairing="first"``: list the reference
 router first); ``pairing="all"`` tests every pair.
@@ -42,7 +47,13 @@ from routerlab.eval.risk import RiskSummary, render_risk, risk_summary
 from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers import HEADLINE_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import mcnemar_exact, min_detectable_diff, n_needed, paired_cluster_bootstrap_diff
+from routerlab.eval.stats import (
+    mcnemar_exact,
+    min_detectable_diff,
+    n_needed,
+    paired_cluster_bootstrap_diff,
+    paired_sign_flip_p,
+)
 
 __all__ = [
     "ALPHA",
@@ -154,15 +165,19 @@ class PairTest:
         n: Common examples the scorer applies to in both runs (the paired sample).
         rate_a / rate_b: Means over those ``n`` examples.
         diff / diff_low / diff_high: Mean paired difference and its 95 % bootstrap CI.
-        bootstrap_p: Two-sided paired-bootstrap p-value.
+        bootstrap_p: Two-sided paired-bootstrap p-value (kept for csv/json; it decides nothing: the
+            bootstrap is only the interval of the difference).
         mcnemar_p: McNemar's exact two-sided p-value on correct (score 1) vs not.
         b01 / b10: Discordant pairs: a wrong and b right / a right and b wrong.
         mdd: Minimum difference this ``n`` detects with 80 % power at the 5 % level, paired
             (:func:`routerlab.eval.stats.min_detectable_diff`); above 1: none is detectable.
         n_for_target: Pairs needed to detect a difference of :data:`TARGET_DIFF` with that power.
         conversations: Conversations the paired turns belong to (0: single requests). When
-            non-zero the bootstrap resamples conversations whole, and its p-value, not McNemar's
-            (which assumes independent pairs), decides significance.
+            non-zero the bootstrap resamples conversations whole and the sign-flip test flips them
+            whole (McNemar assumes independent pairs).
+        test: The one test that decides significance: ``McNemar`` (0/1 rates of single requests)
+            or ``sign-flip`` (graded rates, turns of conversations).
+        p_value: That test's two-sided p-value.
     """
 
     run_a: str
@@ -184,6 +199,8 @@ class PairTest:
     mdd: float = math.nan
     n_for_target: int = 0
     conversations: int = 0
+    test: str = "McNemar"
+    p_value: float = math.nan
 
 
 @dataclass
@@ -372,6 +389,12 @@ def _pair_tests(
         else:
             diff = low = high = p_boot = mc_p = math.nan
             b01 = b10 = 0
+        binary = all(v in (0.0, 1.0) for v in [*va, *vb])
+        if binary and not conversations:
+            test, p_value = "McNemar", mc_p
+        else:
+            test = "sign-flip"
+            p_value = paired_sign_flip_p(va, vb, clusters, seed=seed) if keys else math.nan
         tests.append(
             PairTest(
                 run_a=a.run_id,
@@ -392,6 +415,8 @@ def _pair_tests(
                 b10=b10,
                 **power,
                 conversations=conversations,
+                test=test,
+                p_value=float(p_value),
             )
         )
     return tests
@@ -406,16 +431,12 @@ def _power_figures(va: Sequence[float], vb: Sequence[float]) -> dict[str, Any]:
 
 
 def _deciding_p(t: PairTest) -> float:
-    """The p-value that decides a pair (see :func:`_significant`)."""
-    return t.bootstrap_p if t.scorer == "chain_f1" or t.conversations else t.mcnemar_p
+    """The p-value that decides a pair: its one test's (:attr:`PairTest.test`)."""
+    return t.p_value
 
 
 def _significant(t: PairTest) -> bool:
-    """McNemar's exact test for 0/1 rates of independent pairs; else the (conversation) paired bootstrap.
-
-    The bootstrap decides for graded rates (chain_f1) and for turns of conversations, whose pairs
-    are not independent.
-    """
+    """The pair's one test (McNemar for 0/1 rates of single requests, else sign-flip) gives p < ALPHA."""
     p = _deciding_p(t)
     return t.n > 0 and math.isfinite(p) and p < ALPHA
 
@@ -625,19 +646,25 @@ def _with_not_run(c: Comparison, header: list[str], body: list[list[str]]) -> tu
     )
 
 
+def _test_names(c: Comparison) -> str:
+    """The deciding test(s) of the pairs, for the p column's header (``McNemar``)."""
+    return " / ".join(dict.fromkeys(t.test for t in c.pairs if t.n)) or "McNemar"
+
+
 def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
     names = dict(zip([r.run_id for r in c.runs], _run_names(c), strict=True))
+    mixed = len({t.test for t in c.pairs if t.n}) > 1
     header = [
-        "compared",
+        "compared (A vs B)",
         "rate",
         "common",
         "n",
-        "first",
-        "second",
-        "diff [95% CI]",
-        "McNemar p",
-        "b01/b10",
-        "bootstrap p",
+        "A",
+        "B",
+        "A - B [95% CI]",
+        f"{_test_names(c)} p",
+        *(["test"] if mixed else []),
+        "A/B right alone",
         "MDD",
         f"n for {TARGET_DIFF:.2f}",
     ]
@@ -647,12 +674,12 @@ def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
             t.scorer,
             str(t.n_common),
             str(t.n),
-            _fmt_num(t.rate_a),
-            _fmt_num(t.rate_b),
+            f"{names[t.run_b]} {_fmt_num(t.rate_b)}",
+            f"{names[t.run_a]} {_fmt_num(t.rate_a)}",
             _fmt_diff(t),
-            _fmt_p(t.mcnemar_p),
+            _fmt_p(t.p_value),
+            *([t.test] if mixed else []),
             f"{t.b01}/{t.b10}",
-            _fmt_p(t.bootstrap_p),
             _fmt_mdd(t.mdd),
             str(t.n_for_target) if t.n else "-",
         ]
@@ -662,15 +689,17 @@ def _display_pairs(c: Comparison) -> tuple[list[str], list[list[str]]]:
 
 
 def _pairs_note(c: Comparison) -> str:
-    ref = "each run vs the first" if c.pairing == "first" else "every pair of runs"
+    ref = "each router (A) vs the first (B)" if c.pairing == "first" else "every pair of runs"
     return (
         f"Paired on the examples both runs have ({ref}; 'common' counts them, 'n' those the rate applies "
-        "to). diff = second - first with a 95% paired-bootstrap CI; McNemar exact test on score = 1; "
-        "b01 = first wrong & second right, b10 = the reverse. MDD: the smallest difference this n detects "
+        "to). A and B: each router's rate over those n. One test decides significance (p < 0.05): McNemar's "
+        "exact test on per-example correctness (score = 1) for 0/1 rates of single requests; the paired "
+        "sign-flip test, flipping whole conversations, for graded rates and turns of conversations. "
+        "A - B: the difference with a 95% paired-bootstrap interval (the interval only; too narrow at small n). "
+        "A/B right alone: examples only A got right / only B. MDD: the smallest difference this n detects "
         f"with 80% power (paired, 5% level); n for {TARGET_DIFF:.2f}: pairs needed to detect {TARGET_DIFF:.2f}."
         + (
-            " Turns of conversations: the bootstrap resamples conversations whole and its p decides (McNemar "
-            "and MDD assume independent pairs: optimistic there)."
+            " MDD assumes independent pairs: optimistic for turns of conversations."
             if any(t.conversations for t in c.pairs)
             else ""
         )

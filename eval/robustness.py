@@ -101,8 +101,14 @@ def diversion_of_results(results: Sequence[ExampleResult]) -> Diversion:
     """:func:`diversion` of a run's results, from each result's first-decision intent.
 
     A result records no alternates, so a decision counts as accepted when it is the gold intent
-    or when the ``route`` scorer (which reads the example's alternates) scored it 1.
+    or when the ``route`` scorer (which reads the example's alternates) scored it 1, or, for a
+    stored first decision (:mod:`routerlab.route_results`), its ``first_decision`` score is 1.
     """
     return diversion(
-        (r.intent, r.predicted_intent, r.predicted_intent == r.intent or r.value("route") == 1.0) for r in results
+        (
+            r.intent,
+            r.predicted_intent,
+            r.predicted_intent == r.intent or r.value("route") == 1.0 or r.value("first_decision") == 1.0,
+        )
+        for r in results
     )

@@ -19,6 +19,7 @@ __all__ = [
     "n_needed",
     "paired_bootstrap_diff",
     "paired_cluster_bootstrap_diff",
+    "paired_sign_flip_p",
     "pass_at_k",
     "pass_hat_k",
 ]
@@ -168,6 +169,41 @@ def paired_cluster_bootstrap_diff(
         ValueError: The samples or the clusters differ in length.
     """
     return _paired_diff(a, b, clusters, confidence, n_resamples, seed)
+
+
+#: up to this many clusters with a non-zero difference the sign-flip test enumerates every flip
+_EXACT_FLIPS = 16
+
+
+def paired_sign_flip_p(
+    a: Sequence[float], b: Sequence[float], clusters: Sequence[object], *, n_resamples: int = 10_000, seed: int = 0
+) -> float:
+    """Two-sided paired sign-flip (permutation) p-value of ``sum(b - a)``, flipping whole clusters.
+
+    Under "no difference" each cluster's summed difference is as likely positive as negative, so
+    flipping the signs of whole clusters gives the null distribution of the total. For 0/1 scores
+    of single requests (every item its own cluster) this is exactly McNemar's exact test (the
+    discordant pairs are the non-zero differences); it extends McNemar to graded scores and to
+    turns of conversations, which are not independent. Exact up to :data:`_EXACT_FLIPS` clusters
+    with a non-zero difference, Monte Carlo (seeded, with the +1 correction) above.
+
+    Raises:
+        ValueError: The samples or the clusters differ in length.
+    """
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if d.shape != (len(a),) or len(a) != len(b):
+        raise ValueError(f"paired samples differ in length: {len(a)} vs {len(b)}")
+    sums, _ = _cluster_sums(d, clusters)
+    sums = sums[np.abs(sums) > 1e-12]
+    if sums.size == 0:
+        return 1.0
+    observed = abs(float(sums.sum())) - 1e-9
+    if sums.size <= _EXACT_FLIPS:
+        signs = 1 - 2 * ((np.arange(2**sums.size)[:, None] >> np.arange(sums.size)) & 1)
+        return float(np.mean(np.abs(signs @ sums) >= observed))
+    rng = np.random.default_rng(seed)
+    signs = rng.choice((-1.0, 1.0), size=(n_resamples, sums.size))
+    return float((np.sum(np.abs(signs @ sums) >= observed) + 1) / (n_resamples + 1))
 
 
 @dataclass(frozen=True)

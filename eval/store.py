@@ -54,6 +54,9 @@ from routerlab.eval.scoring import ExampleResult
 
 __all__ = [
     "DEFAULT_STORE_PATH",
+    "END_TO_END",
+    "PARTS",
+    "ROUTING",
     "RUN_STATUSES",
     "SCORE_COLUMNS",
     "ResultsStore",
@@ -63,6 +66,8 @@ __all__ = [
     "StoreFullError",
     "check_store_path",
     "is_disk_full",
+    "part_run_id",
+    "session_of",
     "store_wait_s",
 ]
 
@@ -71,7 +76,11 @@ _log = logging.getLogger(__name__)
 #: statuses a run can have; only FINISHED means every selected example ran
 RUN_STATUSES: tuple[str, ...] = ("RUNNING", "FINISHED", "FAILED", "KILLED")
 
-#: scorers with a typed column from the start; others get one the first time they appear
+#: a session's parts: every request through the whole pipeline, or each router's first decision only
+END_TO_END = "end_to_end"
+ROUTING = "routing"
+PARTS: tuple[str, ...] = (ROUTING, END_TO_END)
+
 #: score columns every store has from the start (other scorers add theirs when first written)
 SCORE_COLUMNS: tuple[str, ...] = DEFAULT_SCORERS
 
@@ -103,9 +112,49 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at TIMESTAMP,
     finished_at TIMESTAMP,
     status VARCHAR,
-    mlflow_run_id VARCHAR
+    mlflow_run_id VARCHAR,
+    part VARCHAR
 )
 """
+
+#: stores written before sessions had parts: their runs are all end to end (NULL reads as that)
+_RUNS_PART_DDL = "ALTER TABLE runs ADD COLUMN IF NOT EXISTS part VARCHAR"
+
+#: the columns of ``runs`` in insert order
+_RUN_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "router",
+    "lm",
+    "dataset",
+    "dataset_version",
+    "dataset_digest",
+    "split",
+    "config",
+    "params",
+    "started_at",
+    "status",
+    "mlflow_run_id",
+    "part",
+)
+
+
+def session_of(run_id: str) -> str:
+    """The session a run belongs to: ``<session>.<router>`` or ``<session>.routing.<router>``.
+
+    A sweep's session ids hold a dot of their own (``sweep-<id>.c000``): the router is cut from
+    the right, then the routing part's marker.
+    """
+    return run_id.rpartition(".")[0].removesuffix(f".{ROUTING}")
+
+
+def part_run_id(session: str, router: str, part: str = END_TO_END) -> str:
+    """A run's id: ``<session>.<router>`` end to end, ``<session>.<part>.<router>`` for another part.
+
+    An end-to-end run and a routing run of the same router live in one session (the main job),
+    so the routing part's runs carry the part in their id.
+    """
+    return f"{session}.{router}" if part == END_TO_END else f"{session}.{part}.{router}"
+
 
 #: flat columns of ``examples`` in insert order, after the key columns and before the scores
 _EXAMPLE_FIELDS: tuple[tuple[str, str], ...] = (
@@ -367,6 +416,7 @@ class ResultsStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
             con.execute(_RUNS_DDL)
+            con.execute(_RUNS_PART_DDL)
             con.execute(_EXAMPLES_DDL)
 
     # -- connections ------------------------------------------------------------------------
@@ -460,6 +510,7 @@ class ResultsStore:
         params: Mapping[str, Any] | None = None,
         mlflow_run_id: str | None = None,
         new: bool = False,
+        part: str = END_TO_END,
     ) -> None:
         """Record a run, or reopen it (status ``RUNNING``) when it exists: resume calls this again.
 
@@ -474,13 +525,14 @@ class ResultsStore:
             mlflow_run_id: The linked MLflow run, if any (kept when None on a reopen).
             new: The caller starts a new run (not a resume): an existing run with this id is
                 another session's, and is refused instead of reopened and merged into.
+            part: Which part of its session the run is (:data:`PARTS`).
 
         Raises:
             ConfigError: When the run exists with another dataset digest (resuming it would mix
                 results of two different datasets), or exists at all when ``new`` is set.
         """
         with self._connect() as con:
-            self._create_run(con, run_id, router, lm, dataset, split, config, params, mlflow_run_id, new)
+            self._create_run(con, run_id, router, lm, dataset, split, config, params, mlflow_run_id, new, part)
 
     def create_runs(self, runs: Sequence[Mapping[str, Any]]) -> None:
         """Record (or reopen) several runs in one transaction: all of them, or none.
@@ -504,6 +556,7 @@ class ResultsStore:
                     run.get("params"),
                     run.get("mlflow_run_id"),
                     bool(run.get("new", False)),
+                    run.get("part", END_TO_END),
                 )
 
     def _create_run(
@@ -518,6 +571,7 @@ class ResultsStore:
         params: Mapping[str, Any] | None,
         mlflow_run_id: str | None,
         new: bool,
+        part: str = END_TO_END,
     ) -> None:
         """One run's insert or reopen, on the caller's connection (inside its transaction)."""
         digest = dataset.digest()
@@ -539,7 +593,7 @@ class ResultsStore:
             )
             return
         con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 'RUNNING', ?)",
+            f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' for _ in _RUN_COLUMNS)})",
             [
                 run_id,
                 router,
@@ -551,7 +605,9 @@ class ResultsStore:
                 json.dumps(dict(config or {}), default=str),
                 json.dumps(dict(params or {}), default=str),
                 _now(),
+                "RUNNING",
                 mlflow_run_id,
+                part,
             ],
         )
 
@@ -612,8 +668,13 @@ class ResultsStore:
             )
 
     def runs(self) -> pd.DataFrame:
-        """Every run, oldest first (``config`` and ``params`` as JSON text)."""
-        return self.query("SELECT * FROM runs ORDER BY started_at, run_id")
+        """Every run, oldest first (``config`` and ``params`` as JSON text; ``part`` always set)."""
+        frame = self.query("SELECT * FROM runs ORDER BY started_at, run_id")
+        # a store opened read-only may predate parts: its runs are end to end
+        if "part" not in frame.columns:
+            frame["part"] = END_TO_END
+        frame["part"] = frame["part"].fillna(END_TO_END).astype(object)
+        return frame
 
     def run(self, run_id: str) -> dict[str, Any]:
         """One run's row as a dict (``config`` and ``params`` parsed).

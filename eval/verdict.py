@@ -6,6 +6,13 @@ module names the best router with its 95 % interval, tests it against every othe
 examples both ran (exact McNemar, docs/metrics.md section 4.2), and names the cheapest router
 whose rate lies inside the best one's interval: the one to use when the difference cannot be
 told apart from noise. Baselines (perfect routing, random) are shown for reference, never chosen.
+
+Every line has to mean something: with one router there is no "best" (its rate is shown, not
+ranked); a part whose sample detects only differences of :data:`SMOKE_MDD` or more (the minimum
+detectable difference of :func:`routerlab.eval.stats.min_detectable_diff`, as ``compare`` reports
+it) is labelled a smoke check ("too few to compare"), never a finding; an interval from a
+bootstrap whose outcomes were all the same is not printed as ``[1.00, 1.00]`` but said to be
+degenerate; and a latency names its statistic and shows its tail (p50 with p95, or the mean).
 """
 
 from __future__ import annotations
@@ -17,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import bootstrap_ci, mcnemar_exact
+from routerlab.eval.stats import bootstrap_ci, mcnemar_exact, min_detectable_diff
 
 __all__ = [
     "ALPHA",
     "AXES",
+    "SMOKE_MDD",
     "AxisVerdict",
     "axis_verdict",
     "intervals_table",
@@ -34,6 +42,10 @@ __all__ = [
 ALPHA = 0.05
 #: end-to-end axes, in the order a verdict lists them: (name, scorer); the first sorts the tables
 AXES: tuple[tuple[str, str], ...] = (("end-to-end success", "success"), ("EX", "ex"))
+#: a part whose minimum detectable difference (80 % power, paired) is at least this large is a
+#: smoke check: it could only tell apart routers half a scale apart, which no choice between two
+#: working routers turns on, so its "best" would be noise (n=5 detects only 0.97 or more)
+SMOKE_MDD = 0.5
 #: a value at least this close to 1 counts as correct
 _CORRECT = 1.0 - 1e-9
 
@@ -55,6 +67,13 @@ class AxisVerdict:
         cheapest_cost: That router's cost.
         cost_label: How cost is measured (``ms per decision``, ``s per request, cold``).
         references: Baselines' rates, for reference (``oracle``: perfect routing).
+        rates: Every candidate router's rate (best first).
+        costs: Every candidate router's cost.
+        tails: Every candidate router's cost tail (``tail_label``: p95), when one was given.
+        tail_label: The statistic of ``tails`` (``p95``).
+        mdd: The smallest difference from the best router this sample detects (80 % power, paired;
+            the most sensitive of its pairs; with one router, what a second one on the same examples
+            could show at best).
     """
 
     axis: str
@@ -68,11 +87,31 @@ class AxisVerdict:
     cheapest_cost: float = math.nan
     cost_label: str = ""
     references: dict[str, float] = field(default_factory=dict)
+    rates: dict[str, float] = field(default_factory=dict)
+    costs: dict[str, float] = field(default_factory=dict)
+    tails: dict[str, float] = field(default_factory=dict)
+    tail_label: str = "p95"
+    mdd: float = math.nan
 
     @property
     def significant(self) -> bool:
         """At least one difference from the best router is significant."""
         return bool(self.better_than)
+
+    @property
+    def smoke(self) -> bool:
+        """The sample is too small to tell routers apart (its MDD is :data:`SMOKE_MDD` or more)."""
+        return math.isnan(self.mdd) or self.mdd >= SMOKE_MDD
+
+    @property
+    def single(self) -> bool:
+        """Only one candidate router has outcomes on this axis: there is nothing to rank."""
+        return not self.better_than and not self.not_told_apart
+
+    @property
+    def degenerate(self) -> bool:
+        """The best router's bootstrap interval has no width (every outcome the same)."""
+        return self.ci[0] == self.ci[1]
 
 
 def axis_verdict(
@@ -83,6 +122,8 @@ def axis_verdict(
     cost_label: str,
     baselines: Sequence[str] = (),
     seed: int = 0,
+    tails: Mapping[str, float] | None = None,
+    tail_label: str = "p95",
 ) -> AxisVerdict | None:
     """The verdict on one axis from each router's per-example outcomes.
 
@@ -90,9 +131,13 @@ def axis_verdict(
         axis: Name of the axis.
         outcomes: ``router -> example id -> correct`` (examples an axis does not apply to are absent).
         cost: ``router -> cost`` (lower is cheaper; NaN: unknown, never the cheapest).
-        cost_label: Unit of ``cost`` for the printed line.
+        cost_label: Unit and statistic of ``cost`` for the printed line (``s per request, cold
+            p50``, ``ms per decision, mean``): a latency always says which statistic it is.
         baselines: Routers shown for reference only.
         seed: Bootstrap seed (the same input always gives the same interval).
+        tails: ``router -> tail of the cost`` (its p95 when ``cost`` is a median), printed beside
+            it so a median never hides a heavy tail.
+        tail_label: The statistic of ``tails``.
 
     Returns:
         None when no candidate router has an outcome on this axis.
@@ -110,12 +155,19 @@ def axis_verdict(
     mine = outcomes[best]
     ci = bootstrap_ci([float(v) for v in mine.values()], seed=seed)
     better, tied = {}, {}
+    # with no other router, what a second one on the same examples could detect at best
+    mdds = [min_detectable_diff([0.0] * len(mine), [0.0] * len(mine)).mdd]
     for other in candidates:
         if other == best:
             continue
         common = sorted(set(mine) & set(outcomes[other]))
-        p = mcnemar_exact([mine[i] for i in common], [outcomes[other][i] for i in common]).p_value
+        a, b = [mine[i] for i in common], [outcomes[other][i] for i in common]
+        p = mcnemar_exact(a, b).p_value
         (better if p < ALPHA and rates[best] > rates[other] else tied)[other] = p
+        if common:
+            mdds.append(min_detectable_diff([float(x) for x in a], [float(x) for x in b]).mdd)
+    if len(mdds) > 1:
+        mdds = mdds[1:]
     inside = [r for r in candidates if ci[0] <= rates[r] <= ci[1] and r not in better]
     cheapest = min(inside, key=lambda r: (cost_of(r), -rates[r]))
     return AxisVerdict(
@@ -130,6 +182,11 @@ def axis_verdict(
         cheapest_cost=cost.get(cheapest, math.nan),
         cost_label=cost_label,
         references={r: v for r, v in rates.items() if r in baselines},
+        rates={r: rates[r] for r in sorted(candidates, key=lambda r: (-rates[r], cost_of(r)))},
+        costs={r: cost.get(r, math.nan) for r in candidates},
+        tails={r: tails[r] for r in candidates if r in tails} if tails else {},
+        tail_label=tail_label,
+        mdd=float(min(mdds)),
     )
 
 
@@ -137,32 +194,68 @@ def _p(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.3f}"
 
 
-def _cost(v: AxisVerdict) -> str:
-    if math.isnan(v.cheapest_cost):
+def _num(x: float) -> str:
+    return f"{x:.{1 if x < 100 else 0}f}"
+
+
+def _cost_of(v: AxisVerdict, router: str) -> str:
+    """``0.1 s per request, cold p50; p95 20.9``: the cost with its statistic and its tail."""
+    c = v.costs.get(router, v.cheapest_cost if router == v.cheapest else math.nan)
+    if math.isnan(c):
         return "cost unknown"
-    digits = 1 if v.cheapest_cost < 100 else 0
-    return f"{v.cheapest_cost:.{digits}f} {v.cost_label}"
+    tail = v.tails.get(router, math.nan)
+    return f"{_num(c)} {v.cost_label}" + ("" if math.isnan(tail) else f"; {v.tail_label} {_num(tail)}")
+
+
+def _interval(v: AxisVerdict) -> str:
+    """The best router's interval, or why it has none (a bootstrap of identical outcomes)."""
+    if v.degenerate:
+        return f"(all {v.n} outcomes alike: the bootstrap interval is degenerate, no interval)"
+    return f"[{v.ci[0]:.2f}, {v.ci[1]:.2f}]"
+
+
+def _parts(v: AxisVerdict) -> tuple[str, list[str]]:
+    """The line's head (axis and n) and its clauses, each a finding or a labelled non-finding."""
+    head = f"{v.axis} (n={v.n})"
+    refs = ["reference: " + ", ".join(f"{r} {x:.2f}" for r, x in v.references.items())] if v.references else []
+    if v.smoke:
+        rates = ", ".join(f"{r} {x:.2f} ({_cost_of(v, r)})" for r, x in (v.rates or {v.best: v.value}).items())
+        return head, [
+            f"too few to compare: n={v.n} detects "
+            + ("no difference at all" if v.mdd > 1 else f"only differences of {v.mdd:.2f} or more")
+            + " (80% power, paired), a smoke check, not a finding",
+            f"rates {rates}",
+            *refs,
+        ]
+    if v.single:
+        return head, [
+            f"{v.best} {v.value:.2f} {_interval(v)}",
+            "the only router on this axis: nothing to compare it with",
+            _cost_of(v, v.best),
+            *refs,
+        ]
+    parts = [f"best {v.best} {v.value:.2f} {_interval(v)}"]
+    if v.better_than:
+        parts.append("significantly better than " + ", ".join(f"{r} ({_p(p)})" for r, p in v.better_than.items()))
+    if v.not_told_apart:
+        parts.append(
+            "not told apart from "
+            + ", ".join(v.not_told_apart)
+            + f" (this n detects differences of {v.mdd:.2f} or more)"
+        )
+    if v.cheapest != v.best:
+        parts.append(f"cheapest within its interval: {v.cheapest} ({_cost_of(v, v.cheapest)})")
+    else:
+        parts.append(f"also the cheapest within its interval ({_cost_of(v, v.best)})")
+    return head, parts + refs
 
 
 def render_verdict(verdicts: Sequence[AxisVerdict], *, width: int = 118) -> str:
     """The verdict as a few wrapped lines (never wider than ``width``)."""
     lines = ["verdict"]
     for v in verdicts:
-        head = f"{v.axis} (n={v.n}): best {v.best} {v.value:.2f} [{v.ci[0]:.2f}, {v.ci[1]:.2f}]"
-        parts = [head]
-        if v.better_than:
-            parts.append("significantly better than " + ", ".join(f"{r} ({_p(p)})" for r, p in v.better_than.items()))
-        if v.not_told_apart:
-            parts.append("not told apart from " + ", ".join(v.not_told_apart))
-        if not v.better_than and not v.not_told_apart:
-            parts.append("the only router on this axis")
-        if v.cheapest != v.best:
-            parts.append(f"cheapest within its interval: {v.cheapest} ({_cost(v)})")
-        else:
-            parts.append(f"also the cheapest within its interval ({_cost(v)})")
-        if v.references:
-            parts.append("reference: " + ", ".join(f"{r} {x:.2f}" for r, x in v.references.items()))
-        text = "; ".join(parts)
+        head, parts = _parts(v)
+        text = f"{head}: " + "; ".join(parts)
         lines += textwrap.wrap(text, width=width, initial_indent="  ", subsequent_indent="      ")
     if not verdicts:
         # a bare heading reads like a lost result: say why there is nothing to judge
@@ -179,7 +272,7 @@ def render_verdict(verdicts: Sequence[AxisVerdict], *, width: int = 118) -> str:
 def verdicts_from_results(
     results: Mapping[str, Sequence[ExampleResult]], *, baselines: Sequence[str] = (), seed: int = 0
 ) -> list[AxisVerdict]:
-    """Verdicts on each of :data:`AXES` from stored results, with cold p50 latency as the cost.
+    """Verdicts on each of :data:`AXES` from stored results, with cold p50 latency (and p95) as the cost.
 
     Args:
         results: ``router label -> results`` (examples that never ran are left out).
@@ -190,7 +283,10 @@ def verdicts_from_results(
     from routerlab.eval.compare import cold_cost_figures
 
     ran = {label: [r for r in rs if did_run(r)] for label, rs in results.items()}
-    cost = {label: float(cold_cost_figures(rs)["cold_latency_p50_s"]) if rs else math.nan for label, rs in ran.items()}
+    figures = {label: cold_cost_figures(rs) for label, rs in ran.items() if rs}
+    cost = {label: float(f["cold_latency_p50_s"]) for label, f in figures.items()}
+    # the median with its tail: one slow pipeline in five hides behind a p50
+    tails = {label: float(f["cold_latency_p95_s"]) for label, f in figures.items()}
     out = []
     for axis, scorer in AXES:
         outcomes = {
@@ -202,7 +298,13 @@ def verdicts_from_results(
             for label, rs in ran.items()
         }
         v = axis_verdict(
-            axis, outcomes, cost, cost_label="s per request, cold p50", baselines=tuple(baselines), seed=seed
+            axis,
+            outcomes,
+            cost,
+            cost_label="s per request, cold p50",
+            baselines=tuple(baselines),
+            seed=seed,
+            tails=tails,
         )
         if v is not None:
             out.append(v)
@@ -213,9 +315,11 @@ def render_verdict_markdown(verdicts: Sequence[AxisVerdict]) -> str:
     """The verdict as Markdown bullets (the report's first section)."""
     lines = []
     for v in verdicts:
-        text = render_verdict([v], width=10_000).splitlines()[1].strip()
-        head, _, rest = text.partition(": best ")
-        lines.append(f"- **{head}**: best **{rest.split(' ', 1)[0]}** {rest.split(' ', 1)[1]}")
+        head, parts = _parts(v)
+        first, rest = parts[0], parts[1:]
+        if first.startswith("best "):
+            first = f"best **{v.best}**{first[len('best ') + len(v.best) :]}"
+        lines.append(f"- **{head}**: " + "; ".join([first, *rest]))
     return "\n".join(lines) if lines else "- no router ran on any axis"
 
 

@@ -174,18 +174,23 @@ def compare_cmd(
 ) -> None:
     """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance.
 
-    ``--format csv`` prints the runs table (one header); ``--out DIR`` writes it and the paired
-    tests as two files.
+    --format csv prints the runs table (one header); --out-dir DIR writes it and the paired
+    tests as two files (runs.csv, pairs.csv).
     """
-    from routerlab.app.compare import compare
-    from routerlab.eval.compare import csv_tables, render
+    from routerlab.app.compare import compare, render_compared
+    from routerlab.eval.compare import csv_tables
 
     compared = compare(run_ids, store=store, cost=cost)
     where = deprecated("--out", out_old, "--out-dir", out_dir)
     if fmt == "csv":
-        show.write_csv(csv_tables(compared.comparison), where)
+        # the main part's tables keep their names; another part's are prefixed with it
+        tables = csv_tables(compared.comparison)
+        for part, comparison in compared.parts.items():
+            if comparison is not compared.comparison:
+                tables |= {f"{part}_{name}": text for name, text in csv_tables(comparison).items()}
+        show.write_csv(tables, where)
     else:
-        print(render(compared.comparison, fmt))
+        print(render_compared(compared, fmt))
     for note in compared.notes:
         print_plain(_err, note)
 
@@ -205,26 +210,30 @@ def route_cmd(
     config_file: opt.RunConfigOpt = None,
     out: opt.DecisionsOutOpt = None,
     history: opt.HistoryOpt = "gold",
+    store: opt.StoreOpt = DEFAULT_STORE_PATH,
     tracking_uri: opt.TrackingUriOpt = DEFAULT_TRACKING_URI,
     no_mlflow: opt.NoMlflowOpt = False,
 ) -> None:
     """Score only each router's first decision (intent accuracy, no sub-agent runs): cheap routing numbers.
 
     A turn of a conversation (sparc, cosql, builtin_conversations, jsonl/csv with conversation
-    keys) is decided with the conversation's earlier turns as ``ask --conversation`` holds them;
+    keys) is decided with the conversation's earlier turns as 'ask --conversation' holds them;
     the table then adds accuracy on first turns and on follow-ups (docs/conversations.md).
 
-    Logged to MLflow like ``run``: a parent run per invocation, a child run per router with its
-    parameters, the printed figures as metrics and its decisions as ``decisions.csv``
+    Logged to MLflow like 'run': a parent run per invocation, a child run per router with its
+    parameters, the printed figures as metrics and its decisions as decisions.csv
     (routerlab/route_tracking.py). Exit codes: 0 done; 2 bad input, checked before any decision
     (an unknown or mistyped router argument, a bad --history, an unusable --tracking-uri).
+
+    Stored in the results store (--store) as a session, like ``run``: ``routerlab compare <id>``
+    gives the paired tests (McNemar), per-intent recall and the verdict.
     """
     from routerlab.app.route import route
     from routerlab.cli_output import RouteBars
 
     outcome = route(
         router_names, router_args=router_arg or (), config_file=config_file, history=history,
-        tracking_uri=None if no_mlflow else tracking_uri, progress=RouteBars(), dataset=dataset_name,
+        store=store, tracking_uri=None if no_mlflow else tracking_uri, progress=RouteBars(), dataset=dataset_name,
         dataset_path=dataset_path, db_dir=db_dir, split=split, limit=limit, lm=lm, lm_api_base=lm_api_base,
     )  # fmt: skip
     show.print_route(outcome, out)
@@ -418,9 +427,8 @@ def perf_cmd(
     """Measure the harness, EX scoring, concurrency and (with --model) the embedded model."""
     from routerlab.app.measure import perf
 
-    sections = split_names(section) or []
     figures = perf(
-        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri, sections=sections
+        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri, sections=section or ""
     )
     _out.print(perf_table(figures))
     _out.print(f"figures written to {out}", markup=False)

@@ -35,7 +35,14 @@ RunConfigOpt = Annotated[
     ),
 ]
 TrackingUriOpt = Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store.")]
-PlainTrackingUriOpt = Annotated[str, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI")]
+PlainTrackingUriOpt = Annotated[
+    str,
+    typer.Option(
+        "--tracking-uri",
+        envvar="MLFLOW_TRACKING_URI",
+        help="MLflow store: the one 'routerlab run' logged to (a sqlite:/// file or an http:// server).",
+    ),
+]
 NoMlflowOpt = Annotated[bool, typer.Option("--no-mlflow", help="Skip MLflow logging.")]
 StoreOpt = Annotated[str, typer.Option("--store", help="DuckDB results store.")]
 RoutersOpt = Annotated[str, typer.Option("--router", help="Comma-separated routers.")]
@@ -263,7 +270,7 @@ ScoreFitOpt = Annotated[
 ]
 
 # ui and server mlflow
-PortOpt = Annotated[int, typer.Option("--port")]
+PortOpt = Annotated[int, typer.Option("--port", help="Port of the UI (its URL is printed when it is up).")]
 UiWorkersOpt = Annotated[
     int, typer.Option("--workers", min=1, help="Server worker processes (one serves a person's browser).")
 ]

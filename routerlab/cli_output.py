@@ -314,6 +314,12 @@ def print_route(outcome: Any, csv_file: Path | None) -> None:
         out.print(f"first decisions written to {csv_file}")
     if (t := outcome.tracking) is not None:
         print_plain(out, f"MLflow: route {t.route_id}, parent run {t.parent} (store {t.tracking_uri})")
+    if outcome.store is not None:
+        print_plain(
+            out,
+            f"session {outcome.session_id} (store {outcome.store}); paired tests, recall per intent and the "
+            f"verdict: routerlab compare {outcome.session_id}",
+        )
 
 
 class CountBar:

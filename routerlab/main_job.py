@@ -16,14 +16,19 @@ call, so the job splits the question in two:
    the job together (measured in docs/results/2026-11-26-main-job.md); ``routerlab run --split
    dev`` scores them;
 
-and ends with :func:`routerlab.eval.verdict.render_verdict` over both. The routers and sizes are
+and ends with :func:`routerlab.eval.verdict.render_verdict` over both. Both parts are one session
+of the results store: the routing part's first decisions as runs ``<session>.routing.<router>``
+(:mod:`routerlab.route_results`; in MLflow under the parent ``route <session>.routing``), the end
+to end part as ``<session>.<router>``, so ``routerlab compare <session>``, the report and
+:func:`routerlab.load` show all of it with the numbers printed here. The routers and sizes are
 the constants below; any option of ``routerlab run`` that picks routers or data runs a plain
 comparison instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +37,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from routerlab.eval.verdict import AxisVerdict, axis_verdict, render_verdict, verdicts_from_results
-from routerlab.route_eval import FirstDecision, first_decisions
+from routerlab.eval.verdict import AxisVerdict, render_verdict, verdicts_from_results
+from routerlab.route_eval import FirstDecision, first_decisions, summary_table
 from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select
 
 __all__ = ["E2E_INTENTS", "E2E_LIMIT", "E2E_ROUTERS", "ROUTING_ROUTERS", "MainJobResult", "run_main_job"]
@@ -59,6 +64,7 @@ class MainJobResult:
     Attributes:
         session: The end-to-end session (its run ids, interruptions, failures).
         decisions: ``router -> first decisions`` of the routing part.
+        routing_run_ids: The routing part's runs in the results store (same session id).
         verdicts: One verdict per axis.
         routing_csv: Where the first decisions were written.
     """
@@ -67,29 +73,32 @@ class MainJobResult:
     decisions: dict[str, list[FirstDecision]]
     verdicts: list[AxisVerdict]
     routing_csv: Path
+    routing_run_ids: list[str]
 
 
-def _routing_table(decisions: dict[str, list[FirstDecision]], verdict: AxisVerdict | None) -> Table:
-    """Routers sorted by accuracy: accuracy with its interval, cost per decision."""
-    from routerlab.eval.stats import bootstrap_ci
+def _routing_table(comparison: Any, verdict: AxisVerdict | None, ms: Mapping[str, float]) -> Table:
+    """Routers sorted by accuracy: accuracy with its interval, cost per decision (as ``compare`` shows them)."""
+    from routerlab.route_results import FIRST_DECISION
 
-    table = Table(title=f"Routing: first decisions on {len(next(iter(decisions.values())))} dev requests")
-    for col in ("router", "accuracy [95% CI]", "ms per decision", "LM calls", "significance vs best"):
+    n = max((r.n for r in comparison.runs), default=0)
+    table = Table(title=f"Routing: first decisions on {n} dev requests")
+    for col in ("router", "accuracy [95% CI]", "ms per decision (mean)", "LM calls", "significance vs best"):
         table.add_column(col, justify="left" if col in ("router", "significance vs best") else "right")
     rows = []
-    for name, ds in decisions.items():
-        hits = [float(d.correct) for d in ds]
-        lo, hi = bootstrap_ci(hits)
-        acc = sum(hits) / len(hits)
-        ms = 1000 * sum(d.seconds for d in ds) / len(ds)
-        calls = sum(d.lm_calls for d in ds) / len(ds)
-        if verdict is None or name == verdict.best:
+    for r in comparison.runs:
+        acc = r.rates[FIRST_DECISION]
+        if verdict is None or r.label == verdict.best:
             note = "best" if verdict else ""
-        elif name in verdict.better_than:
-            note = f"worse, p={verdict.better_than[name]:.3f}"
+        elif r.label in verdict.better_than:
+            note = f"worse, McNemar p={verdict.better_than[r.label]:.3f}"
         else:
             note = "not told apart"
-        rows.append((acc, [name, f"{acc:.2f} [{lo:.2f}, {hi:.2f}]", f"{ms:.1f}", f"{calls:.2f}", note]))
+        rows.append(
+            (
+                acc.value,
+                [r.label, acc.fmt(), f"{ms[r.router]:.1f}", f"{r.lm_calls_per_ex:.2f}", note],
+            )
+        )
     for _, row in sorted(rows, key=lambda r: -r[0]):
         table.add_row(*row)
     return table
@@ -106,12 +115,6 @@ def _e2e_table(comparison: Any, n_requests: int) -> Table:
         cells = [f"{x.value:.2f} [{x.ci_low:.2f}, {x.ci_high:.2f}]" if x.n else "n/a" for x in rates]
         table.add_row(r.label, str(r.n), *cells, f"{r.cold_latency_p50_s:.1f}", f"{r.lm_calls_per_ex:.1f}")
     return table
-
-
-def _routing_verdict(decisions: dict[str, list[FirstDecision]]) -> AxisVerdict | None:
-    outcomes = {r: {d.example_id: d.correct for d in ds} for r, ds in decisions.items()}
-    cost = {r: 1000 * sum(d.seconds for d in ds) / len(ds) for r, ds in decisions.items() if ds}
-    return axis_verdict("routing accuracy", outcomes, cost, cost_label="ms per decision")
 
 
 def e2e_verdicts(store: Any, run_ids: Sequence[str], routers: Sequence[str]) -> list[AxisVerdict]:
@@ -150,42 +153,86 @@ def run_main_job(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.registry import component_spec
     from routerlab.config import load_run_config
     from routerlab.eval.compare import compare_runs
-    from routerlab.eval.store import ResultsStore
+    from routerlab.eval.store import ROUTING, ResultsStore
+    from routerlab.route_results import FIRST_DECISION, routing_verdict, store_decisions
+    from routerlab.route_tracking import RouteTracking
+    from routerlab.routers import router as registry
+    from routerlab.session import new_session_id
 
     common = {"dataset": "builtin", "split": "dev", "lm": lm_spec, "lm_api_base": lm_api_base, "lm_cache": lm_cache}
     routing_config = load_run_config(None, limit=0, **common)
     e2e_config = load_run_config(None, limit=E2E_LIMIT, intents=E2E_INTENTS, replay=True, **common)
-    examples = select(load_dataset(routing_config), routing_config)
+    dataset = load_dataset(routing_config)
+    examples = select(dataset, routing_config)
+    # one session for both parts: the routing runs are stored under the id the end-to-end part gets
+    session_id = new_session_id()
     console.print(
-        f"main job: first decisions of {', '.join(ROUTING_ROUTERS)} on {len(examples)} dev requests, then "
-        f"{', '.join(E2E_ROUTERS)} end to end on {E2E_LIMIT} (one each of {', '.join(E2E_INTENTS)}); "
-        "a verdict at the end",
+        f"main job, session id: {session_id} (both parts): first decisions of {', '.join(ROUTING_ROUTERS)} on "
+        f"{len(examples)} dev requests, then {', '.join(E2E_ROUTERS)} end to end on {E2E_LIMIT} (one each of "
+        f"{', '.join(E2E_INTENTS)}); a verdict at the end",
         highlight=False,
         soft_wrap=True,
     )
     model = resolve_lm(routing_config.lm, api_base=routing_config.lm_api_base, cache=routing_config.lm_cache)
+    built = {name: registry.build(name) for name in ROUTING_ROUTERS}
+    settings = {
+        "dataset": routing_config.dataset,
+        "dataset_args": routing_config.dataset_args,
+        "split": routing_config.split,
+        "limit": routing_config.limit,
+        "lm": routing_config.lm,
+        "history": "gold",
+    }
+    tracking = (
+        RouteTracking(tracking_uri, f"{session_id}.{ROUTING}", dataset, settings, list(ROUTING_ROUTERS))
+        if tracking_uri
+        else None
+    )
     decisions: dict[str, list[FirstDecision]] = {}
     columns = (TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+    with (
+        tracking if tracking is not None else contextlib.nullcontext(),
+        Progress(*columns, console=console, disable=not console.is_terminal) as progress,
+    ):
         for name in ROUTING_ROUTERS:
             task = progress.add_task(name, total=len(examples))
+            if tracking is not None:
+                tracking.start_router(name, built[name])
             decisions[name] = first_decisions(
-                name, {}, examples, model, on_done=lambda _d, task=task: progress.advance(task)
+                name, {}, examples, model, on_done=lambda _d, task=task: progress.advance(task), router=built[name]
             )
+            if tracking is not None:
+                tracking.finish_router(name, name, decisions[name])
             if not console.is_terminal:  # a log gets one line per router
                 ds = decisions[name]
                 console.print(
                     f"routing {name}: {sum(d.correct for d in ds)}/{len(ds)} right, {sum(d.seconds for d in ds):.1f} s",
                     highlight=False,
                 )
-    routing = _routing_verdict(decisions)
-    console.print(_routing_table(decisions, routing))
+        if tracking is not None:
+            tracking.finish(summary_table(decisions), "first decisions of the main job's routing part")
+    writer = ResultsStore(store)
+    routing_ids = store_decisions(
+        writer,
+        session_id,
+        dataset=dataset,
+        examples=examples,
+        settings=settings,
+        specs={name: component_spec(built[name]) for name in built},
+        by_router=decisions,
+    )
+    # the table and the verdict read the stored decisions, as `routerlab compare <session>` does
+    routing_comparison = compare_runs(writer, routing_ids, scorers=(FIRST_DECISION,))
+    routing = routing_verdict({r.label: writer.results(r.run_id) for r in routing_comparison.runs})
+    ms = {name: 1000 * sum(d.seconds for d in ds) / len(ds) for name, ds in decisions.items() if ds}
+    console.print(_routing_table(routing_comparison, routing, ms))
     spec = SessionSpec(
         routers=[(r, {}) for r in E2E_ROUTERS], config=e2e_config, tracking_uri=tracking_uri, store_path=store
     )
-    session = run_session(spec, console=console, lm=model)
+    session = run_session(spec, console=console, lm=model, session_id=session_id)
     csv_path = Path(store).parent / f"{session.session_id}.routing.csv"
     frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=r) for r, ds in decisions.items()]
     pd.concat(frames).to_csv(csv_path, index=False)
@@ -194,8 +241,11 @@ def run_main_job(
     verdicts = ([routing] if routing else []) + e2e_verdicts(results, session.run_ids, E2E_ROUTERS)
     console.print(render_verdict(verdicts, width=WIDTH), highlight=False, markup=False)
     console.print(
-        f"details: routerlab compare {session.session_id} (paired tests, all metrics); first decisions in {csv_path}",
+        f"details: routerlab compare {session.session_id} (both parts: the routing part's paired tests, recall per "
+        f"intent and verdict, then the end-to-end part); first decisions also in {csv_path}",
         highlight=False,
         soft_wrap=True,
     )
-    return MainJobResult(session=session, decisions=decisions, verdicts=verdicts, routing_csv=csv_path)
+    return MainJobResult(
+        session=session, decisions=decisions, verdicts=verdicts, routing_csv=csv_path, routing_run_ids=routing_ids
+    )

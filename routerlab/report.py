@@ -40,6 +40,16 @@ _TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block notebook_css -%}
+{{ super() }}
+<style>
+/* every table fits a 900 px window: cells wrap, and a table still too wide scrolls inside itself */
+.jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; overflow-wrap: anywhere; }
+.jp-OutputArea-output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.jp-RenderedImage img { max-width: 100%; height: auto; }
+</style>
+{%- endblock notebook_css -%}
 """
 _TEMPLATE_NAME = "routerlab_report.html.j2"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -83,7 +93,7 @@ def _session_runs(store: Path, session: str) -> list[dict[str, Any]]:
             found="no such file" if not store.exists() else "a directory",
             fix="pass --store PATH (as given to `routerlab run --store`), or run `routerlab run` first",
         )
-    from routerlab.eval.store import ResultsStore
+    from routerlab.eval.store import ResultsStore, session_of
 
     try:
         runs = ResultsStore(store).runs()
@@ -94,8 +104,8 @@ def _session_runs(store: Path, session: str) -> list[dict[str, Any]]:
             found=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
             fix="pass the --store file `routerlab run` wrote",
         ) from exc
-    sessions = list(dict.fromkeys(str(rid).rsplit(".", 1)[0] for rid in runs["run_id"]))
-    mine = [row for row in runs.to_dict("records") if str(row["run_id"]).rsplit(".", 1)[0] == session]
+    sessions = list(dict.fromkeys(session_of(str(rid)) for rid in runs["run_id"]))
+    mine = [row for row in runs.to_dict("records") if session_of(str(row["run_id"])) == session]
     if not mine:
         shown = ", ".join(sessions[-10:]) if sessions else "none (the store has no runs)"
         raise ConfigError(

@@ -38,7 +38,7 @@ from routerlab.eval.tracking import (
 )
 from routerlab.route_eval import FirstDecision, decisions_frame, route_metrics
 
-__all__ = ["HEADLINE", "RouteTracking"]
+__all__ = ["HEADLINE", "RouteTracking", "routing_rates_from_mlflow"]
 
 #: the child metrics repeated on the parent as ``<router>.<metric>``
 HEADLINE: tuple[str, ...] = (
@@ -126,7 +126,9 @@ class RouteTracking:
     def finish_router(self, name: str, label: str, decisions: Sequence[FirstDecision]) -> dict[str, float]:
         """Log a router's metrics and ``decisions.csv`` on its child run and close it; returns the metrics."""
         child = self.children[name]
-        metrics = route_metrics(decisions)
+        # in the results store's order (by example id): the same bootstrap draws give the same
+        # intervals there, so compare, the report and MLflow print one figure
+        metrics = route_metrics(sorted(decisions, key=lambda d: d.example_id))
         try:
             self.sink.log_metrics(child, metrics)
             self.sink.log_texts(child, {DECISIONS_CSV: decisions_frame(label, decisions).to_csv(index=False)})
@@ -166,3 +168,40 @@ class RouteTracking:
                 self.sink.close_run(self.parent, status, error=why)
         finally:
             self.sink.close()
+
+
+def routing_rates_from_mlflow(tracking_uri: str | None, session: str) -> pd.DataFrame:
+    """A session's routing part as MLflow holds it: first-decision accuracy per router.
+
+    The cross-check of the results store (``routerlab compare``, the report's rates): the same
+    decisions give the same figures in both.
+
+    Args:
+        tracking_uri: The MLflow store.
+        session: The session id (its routing runs are keyed ``<session>.routing.<router>``).
+
+    Returns:
+        ``router, value, ci_low, ci_high, n``, one row per router, in run order.
+    """
+    import mlflow
+
+    from routerlab.eval.tracking.layout import TAG_RUN_KEY
+
+    mlflow.set_tracking_uri(resolve_tracking_uri(tracking_uri))
+    prefix = f"{session}.routing."
+    found = mlflow.search_runs(
+        search_all_experiments=True,
+        filter_string=f"tags.`{TAG_KIND}` = '{KIND_ROUTE_RUN}' AND tags.`{TAG_RUN_KEY}` LIKE '{prefix}%'",
+        order_by=["attributes.start_time ASC"],
+    )
+    rows = [
+        {
+            "router": str(r[f"tags.{TAG_RUN_KEY}"]).removeprefix(prefix),
+            "value": r.get("metrics.route_accuracy"),
+            "ci_low": r.get("metrics.route_accuracy_ci_low"),
+            "ci_high": r.get("metrics.route_accuracy_ci_high"),
+            "n": int(r.get("metrics.n_examples", 0)),
+        }
+        for r in found.to_dict("records")
+    ]
+    return pd.DataFrame(rows, columns=["router", "value", "ci_low", "ci_high", "n"])

@@ -230,7 +230,7 @@ class _Plan:
         return f"{self.session_id}.{rr.router_name}"
 
 
-def _plan(spec: SessionSpec, resume: str | None, lm: Any) -> _Plan:
+def _plan(spec: SessionSpec, resume: str | None, lm: Any, session_id: str | None = None) -> _Plan:
     """Check every input (dataset, databases, scorers, LM, routers, a resumed session's digest, MLflow).
 
     Raises:
@@ -240,7 +240,7 @@ def _plan(spec: SessionSpec, resume: str | None, lm: Any) -> _Plan:
     from routerlab.eval.store import ResultsStore
 
     config = spec.config
-    session_id = resume or new_session_id()
+    session_id = resume or session_id or new_session_id()
     # nothing is written until every input is checked: bad input leaves no store behind
     reader = ResultsStore(spec.store_path, read_only=True) if resume is not None else None
     existing = set(session_runs(reader, session_id)) if reader is not None else set()
@@ -544,6 +544,7 @@ def run_session(
     console: Console,
     resume: str | None = None,
     lm: Any = None,
+    session_id: str | None = None,
 ) -> SessionResult:
     """Run every router of ``spec`` over the selected examples and persist results as they come.
 
@@ -560,6 +561,8 @@ def run_session(
         resume: An earlier session id: finish its missing examples only (and those its deadline
             skipped).
         lm: A resolved LM (default: resolve ``spec.config.lm``).
+        session_id: The id of a new session whose other part is already stored (the main job's
+            routing part); default: a new id (:func:`new_session_id`).
 
     Returns:
         The session's run ids and results. On Ctrl-C, ``interrupted`` is True and what finished
@@ -568,7 +571,7 @@ def run_session(
     from routerlab.eval.store import ResultsStore
     from routerlab.eval.tracking import MlflowSink
 
-    plan = _plan(spec, resume, lm)
+    plan = _plan(spec, resume, lm, session_id)
     store = ResultsStore(spec.store_path)
     # a lock held by another process is waited for visibly (up to store_wait_s), not in silence
     store.on_wait = lambda message: console.print(message, highlight=False, markup=False, soft_wrap=True)

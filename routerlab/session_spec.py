@@ -25,13 +25,26 @@ __all__ = [
 
 
 def session_runs(store: Any, session_id: str) -> list[str]:
-    """The run ids of a stored session (``<session>.<router>``), in the store's order."""
-    return [r for r in store.runs()["run_id"].tolist() if r.startswith(f"{session_id}.")]
+    """The end-to-end run ids of a stored session (``<session>.<router>``), in the store's order.
+
+    A session's routing part (first decisions, :data:`~routerlab.eval.store.ROUTING`) is complete
+    once stored: resuming finishes the end-to-end runs only.
+    """
+    from routerlab.eval.store import END_TO_END, session_of
+
+    runs = store.runs()
+    return [
+        r
+        for r, part in zip(runs["run_id"], runs["part"], strict=True)
+        if session_of(r) == session_id and part == END_TO_END
+    ]
 
 
 def unknown_session(store: Any, session_id: str) -> ConfigError:
     """The error for a session id the store does not hold, naming its latest sessions."""
-    sessions = sorted({r.rsplit(".", 1)[0] for r in store.runs()["run_id"]})
+    from routerlab.eval.store import session_of
+
+    sessions = sorted({session_of(r) for r in store.runs()["run_id"]})
     return ConfigError(
         f"no session {session_id!r} in {store.path}",
         expected="a session id printed by an earlier `routerlab run`",

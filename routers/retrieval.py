@@ -19,7 +19,14 @@ embedding model's package missing, say), the router falls back, as seed 001 does
 tools bound at once with no search (the default toolset). The fallback is in every decision's
 ``method`` (``retrieval:bm25(fallback:embedding)``, ``retrieval:default_toolset(fallback:...)``)
 and its ``retrieval_fallback`` summary field (requested, used, why), which the trace and the
-MLflow decision spans keep.
+MLflow decision spans keep. A search that fails later (the plug-in raises, or finds nothing)
+falls back the same way, from that search on: the fallback index searches the same query, and
+when it fails or finds nothing too, the default toolset is bound.
+
+A retrieval function may also have seed 001's forms (:func:`routerlab.agents.tools.index.retrieval_form`):
+``(query, *, store)`` searching a store of the tool descriptions, or a function whose own
+parameters the model fills (``category: Literal[...]``), which is then the retrieval tool the
+model sees.
 
 The toolset searched is the pipeline's tools padded with deterministic distractors up to
 ``tool_scale`` (:func:`routerlab.agents.tools.distractors.tool_registry`); a call to a distractor is not a
@@ -28,6 +35,7 @@ pipeline tool, so the pipeline ends the turn with ``unknown_tool``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -185,8 +193,12 @@ class RetrievalRouter:
         self.env: RouterEnv | None = None
         self.registry: dict[str, Tool] = {}
         self.index: ToolIndex | None = None
-        #: what bind fell back to, or None (requested, used, reason)
+        #: what bind (or a failed search) fell back to, or None (requested, used, reason)
         self.fallback_info: dict[str, str] | None = None
+        #: the tool the model searches with (the plug-in's own for a model-form function)
+        self.retrieve_tool: Tool = RETRIEVE_TOOL
+        self._tools: list[Tool] = []
+        self._defaults: list[Tool] = []
 
     def bind(self, env: RouterEnv) -> None:
         """Build the toolset (pipeline tools plus distractors) and its index; needs an LM."""
@@ -206,7 +218,10 @@ class RetrievalRouter:
             )
         tools = tool_registry(self.tool_scale, seed=self.seed, tools=env.tools)
         self.registry = {t.name: t for t in tools}
+        self._tools, self._defaults = list(tools), list(env.tools)
         self.index, self.fallback_info = self._build_index(tools, env.tools)
+        own = getattr(self.index, "retrieve_tool", None)
+        self.retrieve_tool = (own() if callable(own) else None) or RETRIEVE_TOOL
         self.env = env
 
     def _build_index(self, tools: list[Tool], defaults: Any) -> tuple[ToolIndex | None, dict[str, str] | None]:
@@ -227,6 +242,52 @@ class RetrievalRouter:
         # even the fallback failed: the pipeline's own tools, bound at once, are the toolset
         self.registry = {t.name: t for t in defaults}
         return None, self._fallback("default_toolset", reasons)
+
+    def _search(self, args: dict[str, Any]) -> list[str]:
+        """The tools a search finds; a search that raises or finds nothing falls back (recorded).
+
+        The fallback index (built now, over the same tools) searches the same query; when it
+        cannot be built, raises or finds nothing too, the default toolset is bound from here on
+        and nothing is returned (the caller then binds every default tool).
+        """
+        assert self.index is not None
+        query = str(args.get("query", "") or json.dumps(args, ensure_ascii=False, sort_keys=True))
+        kinds = [getattr(self.index, "kind", self.index_kind)]
+        reasons: list[str] = []
+        index: ToolIndex | None = self.index
+        fallback_tried = False
+        while index is not None:
+            try:
+                search_args = getattr(index, "search_args", None)
+                if callable(search_args) and self.retrieve_tool is not RETRIEVE_TOOL and index is self.index:
+                    hits = search_args(dict(args), self.k)
+                else:
+                    hits = index.search(query, self.k)
+                found = [h.name for h in hits]
+            except Exception as exc:  # any search failure: fall back, never end the turn
+                reasons.append(f"search {kinds[-1]}: {type(exc).__name__}: {exc}")
+                found = []
+            else:
+                if not found:
+                    reasons.append(f"search {kinds[-1]}: found nothing for {query!r}")
+            if found:
+                if index is not self.index:
+                    self.index = index
+                    self.retrieve_tool = RETRIEVE_TOOL
+                    self.fallback_info = self._fallback(self.fallback, reasons)
+                return found
+            index = None
+            if self.fallback and not fallback_tried and self.fallback not in kinds:
+                fallback_tried = True
+                kinds.append(self.fallback)
+                try:
+                    index = index_factory(self.fallback)(self._tools)
+                except Exception as exc:  # the fallback cannot be built either
+                    reasons.append(f"{self.fallback}: {type(exc).__name__}: {exc}")
+        self.index = None
+        self.registry = {t.name: t for t in self._defaults}
+        self.fallback_info = self._fallback("default_toolset", reasons)
+        return []
 
     def _fallback(self, used: str | None, reasons: list[str]) -> dict[str, str] | None:
         if used is None:
@@ -262,7 +323,9 @@ class RetrievalRouter:
         searches = 0
         while True:
             can_search = self.index is not None and searches < self.max_retrievals
-            bound = [RETRIEVE_TOOL] if can_search else []
+            if self.index is None:  # the default toolset (bound at start or after a failed search)
+                selected = list(self.registry)
+            bound = [self.retrieve_tool] if can_search else []
             bound += [self.registry[n] for n in selected]
             result = chat(
                 self.env.lm,
@@ -277,8 +340,8 @@ class RetrievalRouter:
             if not searches_now or calls:
                 break
             for c in searches_now:
-                query = str(c["args"].get("query", ""))
-                found = RETRIEVE_TOOL(c["args"], index=self.index, k=self.k) if self.index is not None else []
+                query = str(c["args"].get("query", "") or json.dumps(c["args"], ensure_ascii=False, sort_keys=True))
+                found = self._search(dict(c["args"])) if self.index is not None else []
                 searches += 1
                 queries.append(query)
                 retrieved = add_new(retrieved, found)

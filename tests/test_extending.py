@@ -127,6 +127,7 @@ ENUMERATING: tuple[str, ...] = (
     "tests/eval/test_scorers.py",
     "tests/benchmarks/loaders/test_loader_conformance.py",
     "tests/routerlab/serve/test_api.py",
+    "tests/routerlab/app/test_python_api.py",
 )
 
 #: what makes a test file enumerate components: a registry's list, a golden file, the routers command

@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 
-from routerlab.agents.events import make_event
+from routerlab.agents.events import make_event, tool_event_fields
 from routerlab.agents.nodes.call_outcome import CallOutcome
 from routerlab.agents.tools import Tool
 
@@ -56,9 +56,10 @@ def tool_message(outcome: CallOutcome, call_id: str, tool: Tool, rows_shown: int
 
 
 def call_event(outcome: CallOutcome, tool: Tool, conversation_id: str) -> dict[str, Any]:
-    """The progress event of the call."""
+    """The progress event of the call (with the SQL it produced, seed 002)."""
     detail = f"{tool.name}: {outcome.status}" + (f" ({outcome.error_class})" if outcome.error_class else "")
-    return make_event("progress", "tools", detail, conversation_id, tool=tool.name, status=outcome.status)
+    fields = tool_event_fields(tool.name, outcome.status, outcome.output, executes_sql=tool.executes_sql)
+    return make_event("progress", "tools", detail, conversation_id, **fields)
 
 
 def state_effects(outcome: CallOutcome, tool: Tool) -> dict[str, Any]:

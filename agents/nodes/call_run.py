@@ -16,8 +16,8 @@ __all__ = ["injections", "run_call"]
 
 
 def injections(tool: Tool, ctx: ToolContext, memory: MemoryStore) -> dict[str, Any]:
-    """The values of ``tool``'s injected parameters: the store (seed 004) or the tool context."""
-    return {n: memory if n in tool.stores else ctx for n in tool.injected}
+    """The values of ``tool``'s injected parameters: the store, the run's state (seed 004) or the tool context."""
+    return tool.injections(ctx, memory, ctx.state)
 
 
 def run_call(tool: Tool, args: Mapping[str, Any], injected: Mapping[str, Any], known: Mapping[str, Any]) -> CallOutcome:

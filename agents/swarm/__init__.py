@@ -13,8 +13,9 @@ instead. The ``handoff`` router (``routerlab.routers.handoff``) and the ``team``
 
 from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import Context, ContextVariables, is_context_hint
+from routerlab.agents.swarm.controller import Controller, ControllerResponse
 from routerlab.agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
-from routerlab.agents.swarm.member import Instruction, Member
+from routerlab.agents.swarm.member import DEFAULT_AGENT_NAME, Instruction, Member
 from routerlab.agents.swarm.result import Result, as_result
 from routerlab.agents.swarm.runner import DEFAULT_TERMINATOR, Activation, Swarm, SwarmResponse
 from routerlab.agents.swarm.team import DEFAULT_ROUNDS, RoundTeam
@@ -22,15 +23,20 @@ from routerlab.agents.swarm.terminators import (
     AllOf,
     AnyOf,
     MaxActivations,
+    MaxActiveTerminator,
     MaxTurns,
+    MaxTurnsTerminator,
     RunStatus,
     Terminator,
     TextMatch,
+    TextTerminator,
     Timeout,
+    TimeOutTerminator,
 )
-from routerlab.agents.swarm.tools import FunctionTool, function_tool
+from routerlab.agents.swarm.tools import FunctionTool, ToolSpec, function_tool, spec_tool
 
 __all__ = [
+    "DEFAULT_AGENT_NAME",
     "DEFAULT_ROUNDS",
     "DEFAULT_TERMINATOR",
     "PROGRESS_NODE",
@@ -40,10 +46,14 @@ __all__ = [
     "AnyOf",
     "Context",
     "ContextVariables",
+    "Controller",
+    "ControllerResponse",
     "FunctionTool",
     "Instruction",
     "MaxActivations",
+    "MaxActiveTerminator",
     "MaxTurns",
+    "MaxTurnsTerminator",
     "Member",
     "Result",
     "RoundTeam",
@@ -54,9 +64,13 @@ __all__ = [
     "SwarmResponse",
     "Terminator",
     "TextMatch",
+    "TextTerminator",
+    "TimeOutTerminator",
     "Timeout",
+    "ToolSpec",
     "as_result",
     "function_tool",
     "is_context_hint",
+    "spec_tool",
     "to_progress_event",
 ]

@@ -15,13 +15,46 @@ from typing import Any, Self
 
 from routerlab.agents.errors import ContractError
 from routerlab.agents.swarm.context import ContextVariables, is_context_hint
-from routerlab.agents.swarm.tools import FunctionTool, function_tool
+from routerlab.agents.swarm.tools import FunctionTool, function_tool, spec_tool
 from routerlab.agents.tools.base import Tool
 
-__all__ = ["Instruction", "Member"]
+__all__ = ["DEFAULT_AGENT_NAME", "Instruction", "Member"]
 
 Instruction = str | os.PathLike[str] | Callable[..., str]
 """Literal text, a path to a text file, or a function returning the text."""
+
+#: the name of an agent built without one (seed 003's second example omits it)
+DEFAULT_AGENT_NAME = "agent"
+
+ToolLike = Callable[..., Any] | Tool | FunctionTool | Mapping[str, Any]
+
+
+def _build_tool(t: ToolLike) -> FunctionTool | Tool:
+    """A tool as the agent keeps it: pipeline and function tools as given, dicts and functions built."""
+    if isinstance(t, Tool | FunctionTool):
+        return t
+    if isinstance(t, Mapping):
+        return spec_tool(t)
+    return function_tool(t)
+
+
+def _instruction_file(text: str) -> Path | None:
+    """The file a one-line instruction string names, when it names an existing file (seed 003)."""
+    if not text or "\n" in text or len(text) > 4096:
+        return None
+    try:
+        path = Path(text).expanduser()
+        return path if path.is_file() else None
+    except OSError:  # a long or odd string is text, not a path
+        return None
+
+
+def _redefines(old: FunctionTool | Tool, new: FunctionTool | Tool) -> bool:
+    """Whether ``new`` is the same function as ``old`` or a redefinition of it (same module and name)."""
+    a = old.tool.fn if isinstance(old, FunctionTool) else old.fn
+    b = new.tool.fn if isinstance(new, FunctionTool) else new.fn
+    key = (getattr(a, "__module__", None), getattr(a, "__qualname__", None))
+    return a is b or (key[1] is not None and key == (getattr(b, "__module__", None), getattr(b, "__qualname__", None)))
 
 
 def _context_params(fn: Callable[..., str], agent: str, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
@@ -75,10 +108,12 @@ class Member:
     """One member of a swarm (built as its subclass :class:`~routerlab.agents.swarm.agent.Agent`).
 
     Args:
-        name: Unique, human-readable name (shown in traces and agent switches).
-        instruction: The system message: literal text, a path (``os.PathLike``) to a UTF-8 text
-            file read once here, or a function returning the text; the function receives the
-            context variables in every parameter annotated ``Context``.
+        name: Unique, human-readable name (shown in traces and agent switches); default
+            :data:`DEFAULT_AGENT_NAME`.
+        instruction: The system message: literal text, a path (``os.PathLike``, or a one-line
+            string naming an existing file, seed 003) to a UTF-8 text file read once here, or a
+            function returning the text; the function receives the context variables in every
+            parameter annotated ``Context`` or ``ContextVariables``.
         tools: Plain typed functions (run by the swarm; their schemas come from
             :func:`routerlab.agents.tools.schema.function_schema`) and pipeline
             :class:`~routerlab.agents.tools.base.Tool` objects (host tools: a call to one is handed to the
@@ -88,6 +123,8 @@ class Member:
             context variables (seed 003's ``instruction_args``: ``Agent("a", greet,
             instruction_args={"name": "Mike"})`` calls ``greet(name="Mike")``).
         lm: This agent's own LM (a DSPy LM); None uses the runner's (a swarm's or a team's).
+        llm: Seed 003's name for ``lm``.
+        functions: Seed 003's name for ``tools`` (added after them).
 
     Raises:
         ContractError: For an empty name, a missing instruction file, an instruction function
@@ -98,13 +135,23 @@ class Member:
 
     def __init__(
         self,
-        name: str,
+        name: str = DEFAULT_AGENT_NAME,
         instruction: Instruction = "",
-        tools: Sequence[Callable[..., Any] | Tool] = (),
+        tools: Sequence[ToolLike] = (),
         *,
         instruction_args: Mapping[str, Any] | None = None,
         lm: Any = None,
+        llm: Any = None,
+        functions: Sequence[ToolLike] = (),
     ) -> None:
+        if lm is not None and llm is not None and lm is not llm:
+            raise ContractError(
+                f"agent {name!r} was given two LMs",
+                expected="lm= or its seed-003 name llm=, not both",
+                found="lm and llm",
+                fix="pass one of them",
+            )
+        lm = lm if lm is not None else llm
         if not name or not name.strip():
             raise ContractError(
                 "an agent needs a name",
@@ -136,7 +183,8 @@ class Member:
                 )
             self._text = path.read_text(encoding="utf-8")
         elif isinstance(instruction, str):
-            self._text = instruction
+            named = _instruction_file(instruction)
+            self._text = named.read_text(encoding="utf-8") if named is not None else instruction
         elif callable(instruction):
             self._fn = instruction
             self._fn_context = _context_params(instruction, name, self._fn_args)
@@ -149,19 +197,23 @@ class Member:
             )
         self.tools: tuple[FunctionTool | Tool, ...] = ()
         self._by_name: dict[str, FunctionTool | Tool] = {}
-        self.add_tools(*tools)
+        self.add_tools(*tools, *functions)
 
-    def add_tools(self, *tools: Callable[..., Any] | Tool) -> Self:
+    def add_tools(self, *tools: ToolLike) -> Self:
         """Add tools after the agent was built (seed 003's ``add_tools``); returns the agent.
 
-        A tool is added once: a second tool under a name the agent has is refused.
+        A tool is a function, a pipeline :class:`~routerlab.agents.tools.base.Tool` or seed 003's
+        ``Tool`` dict (:class:`~routerlab.agents.swarm.tools.ToolSpec`). Adding the same function
+        again, or a redefinition of it (same module and qualified name, as when a notebook cell
+        runs twice), replaces the tool; a different tool under a name the agent has is refused.
 
         Raises:
-            ContractError: For a tool the schema code rejects, or a second tool with a name the
-                agent already has.
+            ContractError: For a tool the schema code rejects, or a different tool with a name
+                the agent already has.
         """
-        built = [t if isinstance(t, Tool) else function_tool(t) for t in tools]
-        names = [t.name for t in (*self.tools, *built)]
+        built = [_build_tool(t) for t in tools]
+        kept = [t for t in self.tools if not any(t.name == b.name and _redefines(t, b) for b in built)]
+        names = [t.name for t in (*kept, *built)]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ContractError(
@@ -170,9 +222,29 @@ class Member:
                 found=str(names),
                 fix="rename or drop the duplicates",
             )
-        self.tools = (*self.tools, *built)
-        self._by_name.update({t.name: t for t in built})
+        self.tools = (*kept, *built)
+        self._by_name = {t.name: t for t in self.tools}
         return self
+
+    def add_tool_functions(self, *functions: Callable[..., Any]) -> Self:
+        """Seed 003's ``add_tool_functions``: :meth:`add_tools` for plain functions."""
+        return self.add_tools(*functions)
+
+    def tool(self, *, name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Seed 003's ``@agent.tool()``: a decorator adding the function as a tool.
+
+        Args:
+            name: Tool name; the function's name by default.
+
+        Returns:
+            The decorator; it returns the function unchanged, so it stays callable.
+        """
+
+        def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_tools(function_tool(fn, name=name))
+            return fn
+
+        return add
 
     def instructions(self, context: Mapping[str, Any] | None = None) -> str:
         """The system message for the current context variables.
@@ -197,7 +269,7 @@ class Member:
         """OpenAI-style schemas of every tool, in the order given."""
         return [t.openai_schema() for t in self.tools]
 
-    def tool(self, name: str) -> FunctionTool | Tool | None:
+    def get_tool(self, name: str) -> FunctionTool | Tool | None:
         """The tool called ``name``, or None."""
         return self._by_name.get(name)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from routerlab.agents.errors import ContractError
@@ -26,6 +26,8 @@ class Result:
             False to start it from the messages the run began with (the request), leaving out
             what earlier agents said and called during the run. Context variables are kept
             either way, so they can carry what the next agent needs.
+        message: Seed 003's name for ``carry_history`` (``Result(agent=a, message=False)``);
+            given, it overrides ``carry_history``.
         reason: With a handoff: why control passes (a hand-back's reason, say), recorded on the
             next agent's :class:`~routerlab.agents.swarm.runner.Activation` for traces. It is not
             shown to any model: put what the next agent must read in ``context_variables``.
@@ -40,8 +42,11 @@ class Result:
     context_variables: Mapping[str, Any] = field(default_factory=dict)
     carry_history: bool = True
     reason: str = ""
+    message: InitVar[bool | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, message: bool | None) -> None:
+        if message is not None:
+            object.__setattr__(self, "carry_history", bool(message))
         if self.agent is not None and not isinstance(self.agent, Member):
             raise ContractError(
                 "a Result hands off to something that is not an Agent",

@@ -290,7 +290,7 @@ class Swarm:
             pending: list[dict[str, Any]] = []
             handoff: tuple[Result, str] | None = None
             for call in reply.tool_calls:
-                target = run.agent.tool(call["name"])
+                target = run.agent.get_tool(call["name"])
                 host = not isinstance(target, FunctionTool)
                 run.emit(SwarmEventType.TOOL_CALL, id=call["id"], name=call["name"], args=call["args"], host=host)
                 made = {"id": call["id"], "name": call["name"], "args": dict(call["args"]), "host": host}

@@ -112,6 +112,21 @@ class RoundTeam:
             on_event=self.on_event,
         )
 
+    def add_trace_callback(self, callback: Callable[[SwarmEvent], None]) -> None:
+        """Also call ``callback`` with every trace event (seed 003's ``add_trace_callback``)."""
+        previous = self.on_event
+
+        def both(event: SwarmEvent) -> None:
+            if previous is not None:
+                previous(event)
+            callback(event)
+
+        self.on_event = both
+
+    def run_sync(self, messages: str | Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> SwarmResponse:
+        """Seed 003's ``team.run_sync()``: :meth:`run` (which is synchronous here)."""
+        return self.run(messages, **kwargs)
+
     def add_task(self, task: str) -> None:
         """A task every member works on (seed 003's ``add_task``); the next run starts with it."""
         self.tasks.append(task)
@@ -237,7 +252,7 @@ class RoundTeam:
             )
             pending: list[dict[str, Any]] = []
             for call in reply.tool_calls:
-                target = agent.tool(call["name"])
+                target = agent.get_tool(call["name"])
                 host = not isinstance(target, FunctionTool)
                 emit(agent, SwarmEventType.TOOL_CALL, id=call["id"], name=call["name"], args=call["args"], host=host)
                 log[-1].calls.append({"id": call["id"], "name": call["name"], "args": dict(call["args"]), "host": host})

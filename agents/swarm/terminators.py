@@ -16,10 +16,14 @@ __all__ = [
     "AllOf",
     "AnyOf",
     "MaxActivations",
+    "MaxActiveTerminator",
     "MaxTurns",
+    "MaxTurnsTerminator",
     "RunStatus",
     "Terminator",
     "TextMatch",
+    "TextTerminator",
+    "TimeOutTerminator",
     "Timeout",
 ]
 
@@ -224,3 +228,10 @@ class AnyOf(Terminator):
 
     def __str__(self) -> str:
         return " | ".join(str(p) for p in self.parts)
+
+
+# Seed 003's names for the same terminators (entry points, not copies).
+MaxTurnsTerminator = MaxTurns
+MaxActiveTerminator = MaxActivations
+TextTerminator = TextMatch
+TimeOutTerminator = Timeout

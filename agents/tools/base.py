@@ -10,7 +10,7 @@ import jsonschema
 
 from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.registry import Registry
-from routerlab.agents.tools.schema import function_schema, injected_stores
+from routerlab.agents.tools.schema import function_schema, injected_states, injected_stores
 
 __all__ = ["Tool", "tool", "tools"]
 
@@ -33,6 +33,8 @@ class Tool:
         stores: Injected parameters that receive the conversation's store
             (``Annotated[MemoryStore, InjectedStore]``, seed 004); the others receive the tool
             context.
+        states: Injected parameters that receive the run's state
+            (``Annotated[dict, InjectedState]``, seed 004).
         executes_sql: The call runs SQL against the database: a call that ran (or failed
             running) marks the turn ``executed``, and its output's ``sql`` is the statement it
             ran (another call's), so it does not become the turn's current SQL.
@@ -47,7 +49,12 @@ class Tool:
     terminal: bool = False
     interrupts: bool = False
     stores: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()
     executes_sql: bool = False
+
+    def injections(self, context: Any, store: Any, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The value of every injected parameter: the store, the state, else the tool context."""
+        return {n: store if n in self.stores else state if n in self.states else context for n in self.injected}
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI-style ``{"type": "function", "function": {...}}`` entry."""
@@ -120,6 +127,7 @@ def tool(
             terminal=terminal,
             interrupts=interrupts,
             stores=injected_stores(fn),
+            states=injected_states(fn),
             executes_sql=executes_sql,
         )
         tools(t.name)(lambda t=t: t)

@@ -40,6 +40,7 @@ from routerlab.agents.tools.text import stems, tokens
 
 __all__ = [
     "INDEX_KINDS",
+    "TOOL_NAMESPACE",
     "BM25Index",
     "Embedder",
     "EmbeddingIndex",
@@ -47,16 +48,19 @@ __all__ = [
     "Hit",
     "IndexKind",
     "MiniLMEmbedder",
+    "RetrievalForm",
     "RetrieveFn",
     "ToolIndex",
     "build_index",
     "clear_embedder",
     "index_factory",
     "load_embedder",
+    "retrieval_form",
     "retriever",
     "scoped_embedder",
     "tool_document",
     "tool_index",
+    "tool_store",
 ]
 
 IndexKind = Literal["embedding", "bm25"]
@@ -352,18 +356,59 @@ class EmbeddingIndex:
 
 @runtime_checkable
 class RetrieveFn(Protocol):
-    """A retrieval function: the names of the ``k`` tools that best fit ``query``, best first."""
+    """A retrieval function: the names of the ``k`` tools that best fit ``query``, best first.
+
+    Seed 001's two other forms are accepted too (see :class:`FunctionIndex`):
+    ``(query, *, store)`` searching a store of tool descriptions, and a function whose own
+    parameters the model fills (``category: Literal["billing", "service"]``).
+    """
 
     def __call__(self, query: str, tools: Sequence[Tool], k: int) -> list[str]:
         """Search ``tools`` for ``query``."""
         ...
 
 
+#: the namespace of the tool descriptions a store-form retrieval function searches (seed 001)
+TOOL_NAMESPACE: tuple[str, ...] = ("tools",)
+
+RetrievalForm = Literal["tools", "store", "model"]
+
+
+def retrieval_form(fn: Callable[..., Any]) -> RetrievalForm:
+    """How a retrieval function is called, read from its signature.
+
+    ``tools``: ``(query, tools, k)``, routerlab's form. ``store``: seed 001's ``(query, *, store)``
+    (it searches a store of ``"name: description"`` items under :data:`TOOL_NAMESPACE`, keys
+    are tool names). ``model``: any other signature, seed 001's ``(category: Literal[...])``:
+    the model fills the function's own parameters (its schema is the retrieval tool's).
+    """
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return "tools"
+    if "store" in params:
+        return "store"
+    if "tools" in params or len(params) == 3:
+        return "tools"
+    return "model"
+
+
+def tool_store(tools: Sequence[Tool]) -> Any:
+    """A store holding ``{"description": "name: description"}`` per tool under :data:`TOOL_NAMESPACE`."""
+    from routerlab.agents.store import MemoryStore  # the store module sits above the tools package
+
+    store = MemoryStore(max_items=max(len(tools), 1))
+    for t in tools:
+        store.put(TOOL_NAMESPACE, t.name, {"description": tool_document(t)})
+    return store
+
+
 class FunctionIndex:
     """A :class:`ToolIndex` over a retrieval function (seed 001's ``retrieve_tools_function``).
 
     Names the function returns that are not indexed tools are dropped (a plug-in cannot make
-    an unknown tool callable); hits are scored by rank.
+    an unknown tool callable); hits are scored by rank. The function may have any of the
+    forms of :func:`retrieval_form`.
 
     Args:
         tools: The tools searched.
@@ -375,12 +420,34 @@ class FunctionIndex:
         self.kind = kind
         self.names = tuple(t.name for t in tools)
         self._tools = tuple(tools)
-        self._fn = fn
+        self._fn: Callable[..., Any] = fn
+        self.form = retrieval_form(fn)
+        self._store = tool_store(tools) if self.form == "store" else None
+
+    def _hits(self, found: Any, k: int) -> list[Hit]:
+        names = [n for n in dict.fromkeys(str(x) for x in (found or [])) if n in self.names][: max(k, 0)]
+        return [Hit(name, float(len(names) - i)) for i, name in enumerate(names)]
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The function's tools for ``query``, in its order, at most ``k``."""
-        found = [n for n in dict.fromkeys(self._fn(query, self._tools, k)) if n in self.names][: max(k, 0)]
-        return [Hit(name, float(len(found) - i)) for i, name in enumerate(found)]
+        if self.form == "store":
+            return self._hits(self._fn(query, store=self._store), k)
+        if self.form == "model":
+            return self.search_args({"query": query}, k)
+        return self._hits(self._fn(query, self._tools, k), k)
+
+    def retrieve_tool(self) -> Tool | None:
+        """The retrieval tool the model sees for a ``model``-form function (its own schema), else None."""
+        if self.form != "model":
+            return None
+        from routerlab.agents.tools.schema import function_schema
+
+        description, parameters, _injected = function_schema(self._fn, strict=False)
+        return Tool(name="retrieve_tools", description=description, parameters=parameters, fn=self._fn, injected=())
+
+    def search_args(self, args: dict[str, Any], k: int) -> list[Hit]:
+        """Call a ``model``-form function with the model's arguments."""
+        return self._hits(self._fn(**args), k)
 
 
 #: index kinds by name: each a factory ``(tools) -> ToolIndex``

@@ -17,7 +17,16 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 
 from routerlab.agents.errors import ContractError
 
-__all__ = ["INJECTED", "InjectedStore", "function_schema", "injected_stores", "json_type", "parse_docstring"]
+__all__ = [
+    "INJECTED",
+    "InjectedState",
+    "InjectedStore",
+    "function_schema",
+    "injected_states",
+    "injected_stores",
+    "json_type",
+    "parse_docstring",
+]
 
 
 class _Injected:
@@ -37,10 +46,29 @@ class _InjectedStore(_Injected):
     def __repr__(self) -> str:
         return "InjectedStore"
 
+    def __call__(self) -> _InjectedStore:
+        """``InjectedStore()`` (LangGraph's spelling) is the marker itself."""
+        return self
+
+
+class _InjectedState(_Injected):
+    """Marker for the run's state (seed 004's ``InjectedState``)."""
+
+    def __repr__(self) -> str:
+        return "InjectedState"
+
+    def __call__(self) -> _InjectedState:
+        """``InjectedState()`` is the marker itself."""
+        return self
+
 
 InjectedStore = _InjectedStore()
 """Use as ``store: Annotated[MemoryStore, InjectedStore]``: the pipeline passes the conversation's
 store (:class:`routerlab.agents.store.MemoryStore`); hidden from the schema like ``INJECTED``."""
+
+InjectedState = _InjectedState()
+"""Use as ``state: Annotated[dict, InjectedState]``: the tool receives the run's state (read-only
+use intended); hidden from the schema like ``INJECTED``."""
 
 _PRIMITIVES: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -87,12 +115,15 @@ def json_type(tp: Any) -> dict[str, Any]:
 _GOOGLE_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$")
 _NUMPY_HEADER = re.compile(r"^\s*(Parameters|Returns|Raises|Yields|Examples?|Notes?)\s*$")
 _REST_PARAM = re.compile(r"^\s*:param\s+(?:[\w\[\], ]+\s+)?(\w+):\s*(.*)$")
+_EPYDOC_PARAM = re.compile(r"^\s*@param\s+(\w+):\s*(.*)$")
+_EPYDOC_OTHER = re.compile(r"^\s*@(type|returns?|rtype|raises?|keyword)\b")
 
 
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     """Split a docstring into its description and per-parameter descriptions.
 
-    Understands Google (``Args:``), NumPy (``Parameters`` + dashes) and reST (``:param x:``).
+    Understands Google (``Args:``), NumPy (``Parameters`` + dashes), reST (``:param x:``) and
+    Epydoc (``@param x:``, seed 003).
 
     Returns:
         ``(description, {param: description})``.
@@ -117,14 +148,14 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
             section, current = m.group(1).lower(), None
             i += 1
             continue
-        rm = _REST_PARAM.match(line)
+        rm = _REST_PARAM.match(line) or _EPYDOC_PARAM.match(line)
         if rm:
             current = rm.group(1)
             params[current] = rm.group(2).strip()
             section = "rest"
             i += 1
             continue
-        if re.match(r"^\s*:(returns?|raises?|rtype)\b", line):
+        if re.match(r"^\s*:(returns?|raises?|rtype)\b", line) or _EPYDOC_OTHER.match(line):
             section, current = "rest-other", None
             i += 1
             continue
@@ -155,25 +186,49 @@ def _is_injected(hint: Any) -> bool:
     return get_origin(hint) is Annotated and any(isinstance(a, _Injected) for a in get_args(hint)[1:])
 
 
-def injected_stores(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """Parameters of ``fn`` annotated :data:`InjectedStore` (they receive the conversation's store)."""
+def _marked(fn: Callable[..., Any], marker: _Injected) -> tuple[str, ...]:
     hints = get_type_hints(fn, include_extras=True)
     return tuple(
         name
         for name, hint in hints.items()
-        if get_origin(hint) is Annotated and any(a is InjectedStore for a in get_args(hint)[1:])
+        if get_origin(hint) is Annotated and any(a is marker for a in get_args(hint)[1:])
     )
 
 
-def function_schema(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+def injected_stores(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """Parameters of ``fn`` annotated :data:`InjectedStore` (they receive the conversation's store)."""
+    return _marked(fn, InjectedStore)
+
+
+def injected_states(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """Parameters of ``fn`` annotated :data:`InjectedState` (they receive the run's state)."""
+    return _marked(fn, InjectedState)
+
+
+def function_schema(
+    fn: Callable[..., Any], *, strict: bool = True, injected: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any], tuple[str, ...]]:
     """Derive ``(description, parameters_schema, injected_names)`` from a function.
+
+    Args:
+        fn: The function.
+        strict: True (the pipeline's tools): every visible parameter needs a type hint and a
+            description, and the function a docstring. False (seed 003's swarm tools, which may
+            be untyped or undocumented): an untyped parameter takes any JSON value, an
+            undocumented one has no description, and a function without a docstring is
+            described by its name.
+        injected: Further parameters the caller supplies (hidden from the schema), besides
+            those annotated ``Annotated[T, INJECTED]``.
 
     Raises:
         ContractError: When a visible parameter lacks a type hint or a description, or the
-            function has no docstring: the schema is what the model sees, so it must be complete.
+            function has no docstring (strict only: the schema is what the model sees, so the
+            pipeline's must be complete), or for a hint with no JSON form.
     """
     hints = get_type_hints(fn, include_extras=True)
     description, param_docs = parse_docstring(fn.__doc__)
+    if not description and not strict:
+        description = fn.__name__.replace("_", " ")
     if not description:
         raise ContractError(
             f"tool {fn.__name__!r} has no description",
@@ -183,7 +238,7 @@ def function_schema(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], tuple[
         )
     properties: dict[str, Any] = {}
     required: list[str] = []
-    injected: list[str] = []
+    hidden: list[str] = []
     for name, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ContractError(
@@ -193,32 +248,34 @@ def function_schema(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], tuple[
                 fix="list every parameter explicitly",
             )
         hint = hints.get(name)
-        if hint is None:
+        if name in injected or (hint is not None and _is_injected(hint)):
+            hidden.append(name)
+            continue
+        if hint is None and strict:
             raise ContractError(
                 f"parameter {name!r} of tool {fn.__name__!r} has no type hint",
                 expected="a type hint on every parameter",
                 found="none",
                 fix=f"annotate {name}",
             )
-        if _is_injected(hint):
-            injected.append(name)
-            continue
-        if name not in param_docs:
+        if name not in param_docs and strict:
             raise ContractError(
                 f"parameter {name!r} of tool {fn.__name__!r} is undocumented",
                 expected="a description in the docstring's Args section",
                 found=f"documented: {sorted(param_docs)}",
                 fix=f"describe {name} in the docstring",
             )
-        prop = json_type(hint)
-        prop["description"] = param_docs[name]
+        # an untyped parameter (lenient mode only) takes any JSON value
+        prop = json_type(hint) if hint is not None else {}
+        if strict or param_docs.get(name):
+            prop["description"] = param_docs.get(name, "")
         if param.default is inspect.Parameter.empty:
             required.append(name)
         elif param.default is not None:
             prop["default"] = param.default
         properties[name] = prop
     schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-    return description, schema, tuple(injected)
+    return description, schema, tuple(hidden)
 
 
 # Re-exported for tools that want the marker under a familiar typing name.

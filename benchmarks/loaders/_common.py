@@ -405,7 +405,7 @@ def _field_of(message: str, fields: Mapping[str, Any]) -> str:
     return (missing or named or ["-"])[0]
 
 
-def build_example(file: Path, record: str, **fields: Any) -> Example:
+def build_example(file: Path, record: str, *, record_keys: Sequence[str] = (), **fields: Any) -> Example:
     """Build an :class:`Example`, turning its validation error into a DatasetError.
 
     ``expected_chain`` defaults to the canonical chain of the intent.
@@ -413,6 +413,8 @@ def build_example(file: Path, record: str, **fields: Any) -> Example:
     Args:
         file: The dataset file (for the error message).
         record: Human label of the record.
+        record_keys: The keys the raw record has: a missing field's error lists them, so a
+            gold query stored under another name (``sql``, ``query``) is seen at once.
         **fields: The Example's fields.
 
     Raises:
@@ -431,9 +433,18 @@ def build_example(file: Path, record: str, **fields: Any) -> Example:
             field,
             f"invalid example: {exc}",
             expected="a valid example (see benchmarks/example.py)",
-            found=_short(fields.get(field)) if field != "-" else f"intent {intent!r}",
+            found=_found(field, fields, record_keys, intent),
             fix=f"correct {field!r} in the record" if field != "-" else "correct the record",
         ) from None
+
+
+def _found(field: str, fields: dict[str, Any], record_keys: Sequence[str], intent: Any) -> str:
+    """What the record holds for ``field``; for a missing one, the keys the record does have."""
+    if field == "-":
+        return f"intent {intent!r}"
+    if fields.get(field) is None and record_keys:
+        return f"no {field}; the record's keys: {', '.join(record_keys)}"
+    return _short(fields.get(field))
 
 
 def sqlite_example(file: Path, record: str, *, gold_sql: str, **fields: Any) -> Example:

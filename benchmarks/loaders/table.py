@@ -280,6 +280,7 @@ def _examples(rows: Sequence[tuple[int, Any]], file: Path, db: str | None, name:
             build_example(
                 file,
                 label,
+                record_keys=list(rec),
                 id=example_id,
                 question=require_str(rec, "question", file, label),
                 db_id=get_str(rec, "db_id", file, label, required=False) or Path(db_path).stem,

@@ -19,7 +19,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.trace import Trace, Usage
 from routerlab.eval.analysis.failures import results_frame
 from routerlab.eval.scoring import ExampleResult, Score
-from routerlab.eval.store import DEFAULT_STORE_PATH, ResultsStore
+from routerlab.eval.store import DEFAULT_STORE_PATH, END_TO_END, ResultsStore, session_of
 
 __all__ = ["RouterResults", "load_mlflow", "load_store"]
 
@@ -62,6 +62,22 @@ def _labels(routers: Sequence[str], run_ids: Sequence[str]) -> list[str]:
     for r in routers:
         counts[r] = counts.get(r, 0) + 1
     return [label(r) if counts[r] == 1 else f"{label(r)} ({rid})" for r, rid in zip(routers, run_ids, strict=True)]
+
+
+def _part_labels(runs: pd.DataFrame) -> list[str]:
+    """:func:`_labels` within each part of a session; with both parts, a routing run says so.
+
+    The main job runs a router in each part: ``hybrid (routing)`` is its first decisions,
+    ``hybrid`` its end-to-end run.
+    """
+    labels = [""] * len(runs)
+    parts = list(dict.fromkeys(runs["part"]))
+    for part in parts:
+        at = [i for i, p in enumerate(runs["part"]) if p == part]
+        mine = _labels([str(runs["router"][i]) for i in at], [str(runs["run_id"][i]) for i in at])
+        for i, label in zip(at, mine, strict=True):
+            labels[i] = label if part == END_TO_END or len(parts) == 1 else f"{label} ({part})"
+    return labels
 
 
 def _select(frame: pd.DataFrame, key: str, run_ids: Sequence[str] | None, where: str) -> pd.DataFrame:
@@ -116,12 +132,12 @@ def load_store(
     if run_ids:
         runs = _select(runs, "run_id", run_ids, str(store.path))
     elif session is not None:
-        sessions = [rid.rsplit(".", 1)[0] for rid in runs["run_id"]]
+        sessions = [session_of(rid) for rid in runs["run_id"]]
         runs = runs[[s == session for s in sessions]].reset_index(drop=True)
         if runs.empty:
             raise _no_session(session, str(store.path), sessions)
     runs = runs.reset_index(drop=True)
-    labels = _labels([str(r) for r in runs["router"]], [str(r) for r in runs["run_id"]])
+    labels = _part_labels(runs)
     results = {lab: store.results(str(rid)) for lab, rid in zip(labels, runs["run_id"], strict=True)}
     runs.insert(0, "label", labels)
     runs["n_results"] = [len(results[lab]) for lab in labels]

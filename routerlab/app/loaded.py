@@ -17,6 +17,7 @@ from routerlab.app.defaults import DEFAULT_STORE_PATH
 if TYPE_CHECKING:
     import pandas as pd
 
+    from routerlab.app.compare import ComparedRuns
     from routerlab.eval.analysis import RouterResults
     from routerlab.eval.compare import Comparison
     from routerlab.session import SessionResult
@@ -70,22 +71,36 @@ class LoadedSession:
         """One row per example result of every run (:func:`routerlab.eval.analysis.results_frame`)."""
         return self.data.frame()
 
+    @property
+    def parts(self) -> list[str]:
+        """The session's parts present (``routing``: first decisions; ``end_to_end``: whole pipeline)."""
+        return list(dict.fromkeys(str(p) for p in self.data.runs["part"]))
+
     @cached_property
     def _rates(self) -> pd.DataFrame:
-        from routerlab.eval.analysis import rates_table
+        from routerlab.eval.analysis import RATE_METRICS, rates_table
+        from routerlab.eval.store import ROUTING
+        from routerlab.route_results import FIRST_DECISION
 
-        return rates_table(self.data)
+        metrics = [*RATE_METRICS, FIRST_DECISION] if ROUTING in self.parts else list(RATE_METRICS)
+        return rates_table(self.data, metrics)
 
     def rates(self) -> pd.DataFrame:
         """Per-router rates with 95 % CIs: ``router, metric, value, ci_low, ci_high, n, n_invalid``."""
         return self._rates.copy()
 
     def compare(self, cost: str = "cold") -> Comparison:
-        """The comparison ``routerlab compare SESSION`` prints (rates, latency, tokens, paired tests)."""
-        from routerlab.eval.compare import compare_runs
-        from routerlab.eval.store import ResultsStore
+        """The comparison ``routerlab compare SESSION`` prints (rates, latency, tokens, paired tests).
 
-        return compare_runs(ResultsStore(self.store, read_only=True), self.run_ids, cost=cost)
+        A session with both parts gives its end-to-end part's; :meth:`compare_parts` gives both.
+        """
+        return self.compare_parts(cost).comparison
+
+    def compare_parts(self, cost: str = "cold") -> ComparedRuns:
+        """Every part's comparison, the routing part's recall per intent and verdict (``routerlab compare``)."""
+        from routerlab.app.compare import compare
+
+        return compare(self.run_ids, store=self.store, cost=cost)
 
     def __repr__(self) -> str:
         """A summary that fits a screen: which session, on what, and each router's headline rates."""
@@ -95,13 +110,12 @@ class LoadedSession:
         lines = [f"<LoadedSession {self.session_id}: {on}; store {self.store}>"]
         rates = self._rates.set_index(["router", "metric"])
         width = max([len(label) for label in self.data] + [6])
-        lines.append(f"  {'router':<{width}}  {'status':<8}  {'n':>4}  " + "  ".join(f"{m:>7}" for m in HEADLINE_RATES))
+        shown = (*HEADLINE_RATES, "first_decision") if "routing" in self.parts else HEADLINE_RATES
+        lines.append(f"  {'router':<{width}}  {'status':<8}  {'n':>4}  " + "  ".join(f"{m:>7}" for m in shown))
         for label, status, n in zip(runs["label"], runs["status"], runs["n_results"], strict=True):
-            values = [
-                _rate_text(rates.loc[(label, m), "value"]) if (label, m) in rates.index else "-" for m in HEADLINE_RATES
-            ]
+            values = [_rate_text(rates.loc[(label, m), "value"]) if (label, m) in rates.index else "-" for m in shown]
             lines.append(f"  {label:<{width}}  {status:<8}  {n:>4}  " + "  ".join(f"{v:>7}" for v in values))
-        lines.append("  .rates(), .results(), .runs, .compare(), .data (for routerlab.eval.analysis)")
+        lines.append("  .rates(), .results(), .runs, .compare(), .compare_parts(), .data (for routerlab.eval.analysis)")
         return "\n".join(lines)
 
 

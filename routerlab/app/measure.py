@@ -80,7 +80,7 @@ def perf(
     databases: Path | None,
     out: Path,
     tracking_uri: str | None,
-    sections: Sequence[str] = (),
+    sections: str | Sequence[str] = (),
 ) -> list[Any]:
     """Measure the harness (``routerlab perf``), write the figures as JSON and log them to MLflow.
 
@@ -91,7 +91,8 @@ def perf(
         databases: A Spider-layout folder the first-decision cost is measured on (None: generated schemas).
         out: The JSON file written.
         tracking_uri: The MLflow store; None: not logged.
-        sections: Only these sections (``routerlab.perf.perf_section`` names); empty: all.
+        sections: Only these sections (``routerlab.perf.perf_section`` names, or one comma-separated
+            string of them); empty: all.
 
     Returns:
         The figures.
@@ -102,6 +103,8 @@ def perf(
     """
     from routerlab.perf import figures_json, perf_section, run_perf
 
+    if isinstance(sections, str):
+        sections = [n.strip() for n in sections.split(",") if n.strip()]
     for name in sections:
         perf_section.get(name)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from routerlab.app.defaults import DEFAULT_TRACKING_URI, ROUTE_DEFAULT_ROUTERS
+from routerlab.app.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI, ROUTE_DEFAULT_ROUTERS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,6 +51,9 @@ class RouteOutcome:
         report: The table and each router's diversion line, as ``routerlab route`` prints them.
         history: ``gold`` or ``predicted`` earlier turns.
         tracking: The MLflow parent and child runs (None: not logged).
+        session_id: The session the decisions are stored under (``routerlab compare <id>``,
+            :func:`routerlab.load`); the MLflow parent's route id is the same.
+        store: The results store they are in (None: not stored).
     """
 
     examples: list[Example]
@@ -59,6 +62,8 @@ class RouteOutcome:
     report: str
     history: str
     tracking: RouteTracking | None
+    session_id: str = ""
+    store: str | None = None
 
     def conversation_line(self) -> str | None:
         """How conversation turns were decided, when the examples are conversations' turns."""
@@ -132,6 +137,7 @@ def route(
     router_args: Sequence[str] = (),
     config_file: Path | None = None,
     history: str = "gold",
+    store: str | None = DEFAULT_STORE_PATH,
     tracking_uri: str | None = DEFAULT_TRACKING_URI,
     progress: RouteProgress | None = None,
     **settings: Any,
@@ -143,6 +149,8 @@ def route(
         router_args: ``ROUTER.PARAM=VALUE`` items.
         config_file: A YAML/JSON run config; ``settings`` given here win over it.
         history: A conversation's earlier turns as the router sees them: ``gold`` or ``predicted``.
+        store: The DuckDB results store the decisions are kept in, as a session's routing part
+            (:mod:`routerlab.route_results`); None: not stored.
         tracking_uri: The MLflow store; None: no MLflow logging.
         progress: Told of each decision (default: nothing shown).
         **settings: ``dataset``, ``dataset_path``, ``db_dir``, ``split``, ``limit``, ``lm``, ``lm_api_base``.
@@ -155,7 +163,9 @@ def route(
     """
     from routerlab import routers as registry
     from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.registry import component_spec
     from routerlab.config import load_run_config
+    from routerlab.eval.store import ROUTING
     from routerlab.route_eval import first_decisions, summary_table
     from routerlab.route_tracking import RouteTracking
     from routerlab.session import load_dataset, new_session_id, parse_routers, select
@@ -170,6 +180,11 @@ def route(
         from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
 
         check_tracking_store(resolve_tracking_uri(tracking_uri))
+    results_store = None
+    if store is not None:
+        from routerlab.eval.store import ResultsStore
+
+        results_store = ResultsStore(store)  # a bad --store path is refused before the model loads
     dataset = load_dataset(config)
     examples = select(dataset, config)
     model = resolve_lm(config.lm, api_base=config.lm_api_base)
@@ -181,10 +196,12 @@ def route(
         "lm": config.lm,
         "history": history,
     }
+    session_id = new_session_id()
     tracking = (
         None
         if tracking_uri is None
-        else RouteTracking(tracking_uri, new_session_id(), dataset, settings_logged, list(built))
+        # the MLflow runs' keys are the store's run ids: <session>.routing.<router>
+        else RouteTracking(tracking_uri, f"{session_id}.{ROUTING}", dataset, settings_logged, list(built))
     )
     by_router: dict[str, list[FirstDecision]] = {}
     shown = progress if progress is not None else _Silent()
@@ -207,6 +224,21 @@ def route(
                 tracking.finish_router(name, label, by_router[label])
         table = summary_table(by_router)
         report = _report(by_router, table)
+        if results_store is not None:
+            from routerlab.route_results import store_decisions
+
+            by_name = {name: by_router[registry.label(name)] for name, _ in chosen}
+            store_decisions(
+                results_store,
+                session_id,
+                dataset=dataset,
+                examples=examples,
+                settings=settings_logged,
+                specs={name: component_spec(built[name]) for name in built},
+                by_router=by_name,
+            )
         if tracking is not None:
             tracking.finish(table, "```\n" + report + "\n```\n")
-    return RouteOutcome(list(examples), by_router, table, report, history, tracking)
+    return RouteOutcome(
+        list(examples), by_router, table, report, history, tracking, session_id, None if store is None else str(store)
+    )

@@ -263,5 +263,5 @@ def present(event: dict[str, Any], state_summary: dict[str, Any], echo: dict[str
         error_class = data.get("error_type") or "error"
         error_type = SEED_ERROR_TYPES.get(str(data.get("rule") or ""), error_class)
         extra |= {"error": data.get("details", ""), "error_type": error_type, "error_class": error_class}
-        summary |= {"sql": data.get("sql"), "validation_error_type": error_type}
+        summary |= {"sql": data.get("sql") or summary.get("sql"), "validation_error_type": error_type}
     return {**data, **extra, **echo, "state_summary": summary}

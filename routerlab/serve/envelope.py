@@ -103,6 +103,7 @@ class ProgressSummary:
         tool_errors: How many of them failed.
         intent: The router's latest intent.
         confidence: The router's latest confidence.
+        sql: The latest SQL a sub-agent produced (seed 002 shows it while the run goes on).
     """
 
     routing_mode: str = ""
@@ -111,6 +112,26 @@ class ProgressSummary:
     tool_errors: int = 0
     intent: str | None = None
     confidence: float | None = None
+    sql: str | None = None
+
+    def repeats_classification(self, event: dict[str, Any]) -> bool:
+        """Whether ``event`` is a second ``classify_question`` of the turn (seed 002 sends one per turn).
+
+        Later router decisions of the turn are folded into the summary (:meth:`note`) and not
+        sent on their own; the completed event and the trace keep every decision.
+        """
+        return (
+            event["type"] == "progress"
+            and "classify_question" in self.execution_path
+            and seed_node(event, self.execution_path[-1] if self.execution_path else None) == "classify_question"
+        )
+
+    def note(self, event: dict[str, Any]) -> None:
+        """Fold an event that is not sent (its intent and confidence) without a step of its own."""
+        route = event.get("route")
+        if isinstance(route, dict) and route.get("intent") is not None:
+            self.intent = route["intent"]
+            self.confidence = route.get("confidence")
 
     def add(self, event: dict[str, Any]) -> dict[str, Any]:
         """Fold ``event`` in and return the summary as it stands after it.
@@ -123,10 +144,9 @@ class ProgressSummary:
         if event.get("tool"):
             self.tools.append(event["tool"])
             self.tool_errors += event.get("status") == "error"
-        route = event.get("route")
-        if isinstance(route, dict) and route.get("intent") is not None:
-            self.intent = route["intent"]
-            self.confidence = route.get("confidence")
+        self.note(event)
+        if event.get("sql") and event["type"] == "progress":
+            self.sql = str(event["sql"])
         return {
             "node": node,
             "current_step": event.get("tool") or event["node"],
@@ -137,6 +157,7 @@ class ProgressSummary:
             "intent": self.intent,
             "confidence": self.confidence,
             "steps": len(self.execution_path),
+            "sql": self.sql,
         }
 
 
@@ -163,4 +184,4 @@ def event_envelope(
         return envelope(code or ErrorCode.RUN_FAILED, str(event.get("details", "")), data)
     if event["type"] == "completed":
         return envelope(ErrorCode.OK, "completed", data)
-    return envelope(ErrorCode.OK, f"running: {event.get('display_name', event['node'])}", data)
+    return envelope(ErrorCode.OK, f"running: {data['display_name']}", data)

@@ -252,6 +252,9 @@ async def stream_run(
                 event, code = _crash_event(item, node, run.conversation_id)
                 yield event_envelope(event, summary.add(event), code, echo)
                 continue
+            if summary.repeats_classification(item):
+                summary.note(item)  # seed 002: one classify_question per turn
+                continue
             yield event_envelope(item, summary.add(item), echo=echo)
             if await is_disconnected():
                 return

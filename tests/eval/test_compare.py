@@ -215,3 +215,32 @@ def test_each_pair_says_what_it_could_detect_and_the_summary_says_it_in_words(
     store.add_results("s.hybrid", [make_result(f"e{i}", "hybrid", {"ex": 1.0}) for i in range(8)])
     (line,) = verdicts(compare_runs(store, ["s.rules", "s.hybrid"], scorers=("ex",)))
     assert line == "ex: hybrid better than rules (+1.00, p=0.008)."
+
+
+def test_one_test_decides_and_the_columns_are_named_by_router(two_runs, tmp_path, make_result, toy_dataset):
+    """The paired table names its deciding test and its routers; the bootstrap gives only the interval."""
+    c = compare_runs(two_runs, ["s.rules", "s.llm"], scorers=("ex",))
+    (t,) = c.pairs
+    assert t.test == "McNemar" and t.p_value == t.mcnemar_p == pytest.approx(0.6875)
+    md = render(c, "markdown")
+    assert "| McNemar p |" in md and "bootstrap p" not in md
+    assert "| first |" not in md and "| second |" not in md
+    # A is the router named first in "A vs B", and its column carries its name and its rate
+    assert "| llm vs rules | ex | 10 | 10 | llm 0.80 | rules 0.60 | +0.20 [" in md
+    # the verdict line and the table agree: the same p decides
+    (line,) = verdicts(c)
+    assert "cannot tell apart llm vs rules (+0.20)" in line and "| 0.688 |" in md
+
+    # a graded rate is decided by the sign-flip test, and the table says which test each row used
+    store = ResultsStore(tmp_path / "graded.duckdb")
+    for run_id in ("g.rules", "g.hybrid"):
+        store.create_run(run_id, router=run_id[2:], lm="scripted", dataset=toy_dataset, split="dev")
+    store.add_results("g.rules", [make_result(f"e{i}", "rules", {"ex": 0.0, "chain_f1": 0.5}) for i in range(8)])
+    store.add_results("g.hybrid", [make_result(f"e{i}", "hybrid", {"ex": 1.0, "chain_f1": 1.0}) for i in range(8)])
+    g = compare_runs(store, ["g.rules", "g.hybrid"], scorers=("ex", "chain_f1"))
+    tests = {p.scorer: p for p in g.pairs}
+    assert tests["ex"].test == "McNemar" and tests["chain_f1"].test == "sign-flip"
+    assert tests["chain_f1"].p_value == pytest.approx(2 / 256)
+    md = render(g, "markdown")
+    assert "| McNemar / sign-flip p | test |" in md
+    assert any(line.startswith("chain_f1: hybrid better than rules (+0.50, p=0.008)") for line in verdicts(g))

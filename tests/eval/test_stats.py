@@ -118,3 +118,23 @@ def test_clusters_of_the_wrong_length_are_refused():
         cluster_bootstrap_ci([1, 0, 1], ["a", "b"])
     with pytest.raises(ValueError, match="values and clusters differ in length"):
         paired_cluster_bootstrap_diff([1, 0, 1], [0, 0, 1], ["a", "b"])
+
+
+def test_sign_flip_is_mcnemar_for_single_requests_and_flips_conversations_whole() -> None:
+    from routerlab.eval.stats import paired_sign_flip_p
+
+    a = [1, 1, 0, 0, 0, 0, 0, 1, 1, 1]
+    b = [1, 0, 1, 1, 1, 1, 1, 1, 1, 0]
+    singles = list(range(len(a)))
+    assert paired_sign_flip_p(a, b, singles) == pytest.approx(
+        mcnemar_exact([x == 1 for x in a], [x == 1 for x in b]).p_value
+    )
+    # five +1 differences: alone, p = 2/32; as one conversation they are one draw: nothing to test
+    assert paired_sign_flip_p([0] * 5, [1] * 5, range(5)) == pytest.approx(2 / 32)
+    assert paired_sign_flip_p([0] * 5, [1] * 5, ["c"] * 5) == 1.0
+    assert paired_sign_flip_p([0.5, 0.5], [0.5, 0.5], [0, 1]) == 1.0
+    # many clusters: Monte Carlo, seeded, never 0
+    many = paired_sign_flip_p([0.0] * 40, [0.6] * 40, range(40))
+    assert 0 < many < 0.001 and many == paired_sign_flip_p([0.0] * 40, [0.6] * 40, range(40))
+    with pytest.raises(ValueError):
+        paired_sign_flip_p([1], [1, 0], [0])

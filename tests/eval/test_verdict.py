@@ -99,3 +99,54 @@ def test_a_verdict_with_no_router_to_judge_says_why() -> None:
     assert text.splitlines()[0] == "verdict"
     assert "no router to judge" in text and "baseline" in text
     assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_one_router_is_not_ranked_and_says_there_is_nothing_to_compare() -> None:
+    """Among one router there is no "best": its rate is shown, and the line says it is alone."""
+    v = axis_verdict("EX", {"hybrid": _outcomes(A)}, {"hybrid": 2.0}, cost_label="s per request, cold p50")
+    assert v is not None and v.single and not v.smoke
+    flat = " ".join(render_verdict([v], width=100).split())
+    assert "best" not in flat
+    assert "hybrid 0.90 [" in flat and "the only router on this axis: nothing to compare it with" in flat
+
+
+def test_a_part_too_small_to_tell_routers_apart_is_a_smoke_check() -> None:
+    """n=5 detects only differences of 0.97 or more (compare's MDD): labelled, never ranked."""
+    five = {"hybrid": _outcomes("11111"), "rules": _outcomes("11000")}
+    tails = {"hybrid": 20.9, "rules": 0.3}
+    v = axis_verdict("end-to-end success", five, {"hybrid": 0.1, "rules": 0.2}, cost_label="s per request, cold p50",
+                     tails=tails)  # fmt: skip
+    assert v is not None and v.smoke and v.mdd >= 0.5
+    flat = " ".join(render_verdict([v], width=100).split())
+    assert f"too few to compare: n=5 detects only differences of {v.mdd:.2f} or more" in flat
+    assert "smoke check" in flat and "best" not in flat and "[1.00, 1.00]" not in flat
+    # the heavy tail is printed beside the median it would hide behind
+    assert "hybrid 1.00 (0.1 s per request, cold p50; p95 20.9)" in flat
+    # one router on five examples: too few as well, and what n=5 could detect is the floor of compare's MDD
+    alone = axis_verdict("EX", {"hybrid": _outcomes("11111")}, {}, cost_label="s")
+    assert alone is not None and alone.smoke and round(alone.mdd, 2) == 0.97
+    two = axis_verdict("EX", {"hybrid": _outcomes("11"), "rules": _outcomes("10")}, {}, cost_label="s")
+    assert two is not None and two.mdd > 1
+    assert "too few to compare: n=2 detects no difference at all" in " ".join(render_verdict([two]).split())
+
+
+def test_a_degenerate_interval_is_never_printed_as_an_interval() -> None:
+    outcomes = {"perfect": _outcomes("1" * 100), "poor": _outcomes(C)}
+    v = axis_verdict("routing accuracy", outcomes, {"perfect": 1.0, "poor": 1.0}, cost_label="ms per decision, mean")
+    assert v is not None and v.degenerate and not v.smoke
+    flat = " ".join(render_verdict([v], width=100).split())
+    assert "best perfect 1.00 (all 100 outcomes alike: the bootstrap interval is degenerate" in flat
+    assert "[1.00, 1.00]" not in flat and "1.0 ms per decision, mean" in flat
+
+
+def test_a_session_verdict_gives_latency_as_p50_with_p95(tmp_path_factory) -> None:
+    from routerlab.demo import make_demo_session
+    from routerlab.eval import analysis
+    from routerlab.eval.verdict import verdicts_from_results
+
+    store, _, session = make_demo_session(tmp_path_factory.getbasetemp() / "routerlab-demo")
+    data = analysis.load_store(store, session=session)
+    (success, *_) = verdicts_from_results(data, baselines=analysis.baseline_labels(data))
+    assert success.tails and set(success.tails) == set(success.costs)
+    assert all(success.tails[r] >= success.costs[r] for r in success.costs)
+    assert "s per request, cold p50; p95 " in " ".join(render_verdict([success], width=100).split())

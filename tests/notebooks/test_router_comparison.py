@@ -177,3 +177,42 @@ def test_notebook_opened_from_notebooks_folder_finds_the_project_store(tmp_path_
     assert f"tracking sqlite:///{root / 'mlflow.db'}" in printed
     assert "0 rates differ between the store and MLflow" in printed
     assert list((root / "notebooks").iterdir()) == []  # no empty store or MLflow database created there
+
+
+def test_the_demo_says_demo_in_its_title(executed):
+    run, _, _ = executed
+    setup = [c for c in run.cells if c.cell_type == "code"][2]
+    shown = "".join(o.get("data", {}).get("text/markdown", "") for o in setup.outputs)
+    assert shown.startswith("# DEMO: a scripted demo session, not your results")
+    assert _text(setup).startswith("DEMO session ")
+
+
+@pytest.mark.parametrize("variable", ["ROUTERLAB_SESSION", "SESSION"])
+def test_a_session_named_by_environment_is_used_and_an_unknown_one_is_an_error(tmp_path_factory, variable):
+    """`ROUTERLAB_SESSION=<id> jupyter nbconvert --execute`: that session, never a silent demo."""
+    from nbclient.exceptions import CellExecutionError
+
+    demo_dir = tmp_path_factory.getbasetemp() / "routerlab-demo"
+    store, tracking, session = make_demo_session(demo_dir)
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    setup = [c for c in nb.cells if "make_demo_session" in c.source]
+    workdir = tmp_path_factory.mktemp("env-session")
+    env = {**os.environ, "MPLBACKEND": "Agg", "ROUTERLAB_STORE": str(store), "ROUTERLAB_TRACKING_URI": tracking}
+    env.pop("ROUTERLAB_SESSION", None)
+    env.pop("SESSION", None)
+
+    def run(session_id: str) -> nbformat.NotebookNode:
+        copy_ = copy.deepcopy(nb)
+        copy_.cells = [copy_.cells[0], *copy.deepcopy(setup)]
+        client = NotebookClient(
+            copy_, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(workdir)}}
+        )
+        client.execute(env={**env, variable: session_id})
+        return copy_
+
+    named = run(session)
+    printed = _text(named.cells[1])
+    assert printed.startswith(f"session {session}\nstore {store}") and "DEMO" not in printed
+    with pytest.raises(CellExecutionError) as failed:
+        run("20990101-000000-nope")
+    assert "no session '20990101-000000-nope'" in str(failed.value)

@@ -107,3 +107,13 @@ def test_run_on_a_named_dataset_says_how_many_examples_first(tmp_path: Path, sal
     assert re.fullmatch(r"3 example\(s\) x 2 router\(s\)", first.strip()), first
     # the estimate is for the embedded model only: the scripted LM's run has none
     assert "min at" not in first
+
+
+def test_help_prints_no_rst_markup_and_ui_options_say_what_they_are():
+    """Docstrings in RST (double backquotes) printed literally; ui --port and --tracking-uri had no help."""
+    for name in _commands():
+        assert "``" not in _help(name), name
+    assert "--out DIR" not in _help("compare") and "--out-dir DIR" in _help("compare")
+    for cmd in _commands()["ui"].params:
+        if cmd.name in ("port", "tracking_uri"):
+            assert cmd.help, cmd.name

@@ -29,7 +29,12 @@ def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:
     # part 2: the end-to-end session, one run per router, one request per intent
     runs = ResultsStore(str(store), read_only=True).runs()
     mine = runs[runs["run_id"].str.startswith(session)]
-    assert sorted(mine["router"]) == sorted(E2E_ROUTERS) and set(mine["status"]) == {"FINISHED"}
+    e2e = mine[mine["part"] == "end_to_end"]
+    assert sorted(e2e["router"]) == sorted(E2E_ROUTERS) and set(e2e["status"]) == {"FINISHED"}
+    # part 1 is in the same session of the store too: one run per fast router, every decision kept
+    routing = mine[mine["part"] == "routing"]
+    assert sorted(routing["router"]) == sorted(ROUTING_ROUTERS) and set(routing["status"]) == {"FINISHED"}
+    assert all(len(ResultsStore(str(store), read_only=True).results(rid)) == 111 for rid in routing["run_id"])
     hybrid = ResultsStore(str(store), read_only=True).results(f"{session}.hybrid")
     assert len(hybrid) == E2E_LIMIT and sorted(r.intent for r in hybrid) == sorted(E2E_INTENTS)
     # the verdict: best routing router with its interval, and a significant difference

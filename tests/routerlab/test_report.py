@@ -309,3 +309,18 @@ def test_shared_page_drops_setup_and_empty_optional_sections():
     # the verdict is the first section the reader meets
     first = next(c for c in empty.cells if c.cell_type == "markdown" and c.source.startswith("## "))
     assert first.source.startswith("## Verdict")
+
+
+def test_report_opens_on_the_verdict_with_readable_tables(rendered):
+    """Human column names, rounded numbers, and CSS that keeps every table inside a 900 px page."""
+    proc, out, _ = rendered
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text()
+    assert "every table fits a 900 px window" in html and "overflow-x: auto" in html
+    # the flat storage names stay in csv/json; the page says them in words, intervals in one cell
+    for raw in ("diverted_ci_low", "diverted_n", "risk.coverage_ci_low", "0.0000"):
+        assert raw not in html, raw
+    assert "diverted [95% CI]" in html and "coverage [95% CI]" in html
+    # the first heading after the title is the verdict, and the title's introduction is short
+    headings = re.findall(r"<h([12])[^>]*>(.*?)<", html)
+    assert [h for _, h in headings[:2]] == ["Router comparison", "Verdict"], headings[:3]

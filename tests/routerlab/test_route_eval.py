@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -136,3 +137,28 @@ def test_route_reads_dataset_arguments_from_a_run_config(tmp_path):
     mistyped.write_text(f"dataset: mixed\ndataset_args: {{base: jsonl, path: {data}, sed: 3}}\n")
     bad = CliRunner().invoke(app, ["route", "--router", "oracle", "--config", str(mistyped)])
     assert bad.exit_code == 2 and "sed" in bad.output
+
+
+def test_the_console_table_is_compact_and_leaves_out_absent_intents(dev):
+    """route's console table: one short line per router, no NaN, intents absent from the set left out."""
+    from routerlab.route_eval import summary_text
+
+    no_chat = [e for e in dev if e.intent not in ("chat", "explain")]
+    by_router = {r: first_decisions(r, {}, no_chat, None) for r in ("rules", "oracle", "random")}
+    table = summary_table(by_router)
+    assert "recall_chat" not in table.columns and "recall_explain" not in table.columns
+    assert "recall_sql" in table.columns and not table.filter(like="recall_").isna().any().any()
+    text = summary_text(by_router)
+    lines = text.splitlines()
+    assert all(len(line) <= 120 for line in lines) and not re.search(r"\bnan\b", text, re.I)
+    header = lines[0].split()
+    assert header[:5] == ["router", "accuracy", "[95%", "CI]", "n"] and "chat" not in header and "sql" in header
+    rules = table.set_index("router").loc["rules"]
+    row = next(line for line in lines if line.startswith("rules "))
+    assert f"{rules['accuracy']:.2f} [{rules['ci_low']:.2f}, {rules['ci_high']:.2f}]" in row
+    assert "p50 ms" in lines[0] and "mean ms" in lines[0]
+    # narrower still: per-intent recall goes first, and the caption says so
+    narrow = summary_text(by_router, width=80)
+    assert all(len(line) <= 80 for line in narrow.splitlines())
+    assert "left out to fit 80 columns: clar, refuse, unans" in " ".join(narrow.split())
+    assert "accuracy [95% CI]" in narrow.splitlines()[0] and "p50 ms" in narrow.splitlines()[0]

@@ -50,10 +50,13 @@ def test_instruction_from_a_file(tmp_path):
     assert a.instructions() == "Route requests.\n"  # read once, when the agent is built
 
 
-def test_a_string_is_text_not_a_path(tmp_path):
+def test_a_string_naming_a_file_is_read_other_strings_are_text(tmp_path):
+    """Seed 003: "instruction may also be a text file path"; text that names no file stays text."""
     path = tmp_path / "x.txt"
     path.write_text("file text", encoding="utf-8")
-    assert Agent("a", str(path)).instructions() == str(path)
+    assert Agent("a", str(path)).instructions() == "file text"
+    assert Agent("a", str(tmp_path / "missing.txt")).instructions() == str(tmp_path / "missing.txt")
+    assert Agent("a", f"{path}\nsecond line").instructions() == f"{path}\nsecond line"
 
 
 @pytest.mark.parametrize(
@@ -79,9 +82,9 @@ def test_an_instruction_returning_no_string_is_a_contract_error():
 
 def test_function_and_host_tools():
     a = Agent("a", "x", [greet, chat_tool])
-    assert isinstance(a.tool("greet"), FunctionTool)
-    assert a.tool("chat") is chat_tool
-    assert a.tool("nope") is None
+    assert isinstance(a.get_tool("greet"), FunctionTool)
+    assert a.get_tool("chat") is chat_tool
+    assert a.get_tool("nope") is None
     assert [s["function"]["name"] for s in a.schemas()] == ["greet", "chat"]
     # the pipeline tool's injected ToolContext stays out of its schema here too
     assert "ctx" not in a.schemas()[1]["function"]["parameters"]["properties"]

@@ -15,6 +15,7 @@ from routerlab.agents.swarm import (
     RoundTeam,
     SwarmEventType,
     TextMatch,
+    function_tool,
 )
 from routerlab.agents.tools import chat as chat_tool
 
@@ -119,8 +120,19 @@ def test_tools_added_after_construction_are_offered_and_host_calls_stop_the_team
     host = Agent("host", "host: greet")
     clerk.add_tools(lookup)
     host.add_tools(chat_tool)
+    clerk.add_tools(lookup)  # the same function again replaces it (seed 003's examples re-add one)
+    assert [t.name for t in clerk.tools] == ["lookup"]
+
+    def other(item: str) -> str:
+        """Another lookup.
+
+        Args:
+            item: The item.
+        """
+        return item
+
     with pytest.raises(ContractError, match="several tools named"):
-        clerk.add_tools(lookup)  # a tool is added once
+        clerk.add_tools(function_tool(other, name="lookup"))  # a different tool under a taken name
     assert [t.name for t in clerk.tools] == ["lookup"]
     response = RoundTeam([clerk, host], lm=scripted_lm(reply), tool_choice="required").run("hi")
     assert seen_tools == [["lookup"], ["chat"]]

@@ -72,12 +72,23 @@ def test_invoke_injects_the_context_and_validates_arguments():
 
 @pytest.mark.parametrize(
     ("fn", "match"),
-    [(no_doc, "no description"), (bare_context, "annotated ContextVariables"), (foreign_injection, "does not have")],
+    [(foreign_injection, "does not have"), (lambda item: item, "is a lambda")],
 )
 def test_contract_is_checked_when_the_tool_is_built(fn, match):
     with pytest.raises(ContractError, match=match) as info:
         function_tool(fn)
     assert info.value.fix
+
+
+def test_seed_003_tools_need_no_docstring_and_take_a_bare_context_annotation():
+    """Seed 003: undocumented tools are described by their name; ``ContextVariables`` is injected."""
+    undocumented = function_tool(no_doc).openai_schema()["function"]
+    assert undocumented["description"] == "no doc"
+    assert undocumented["parameters"]["properties"]["item"] == {"type": "string"}
+    bare = function_tool(bare_context)
+    assert bare.context_params == ("ctx",)
+    assert list(bare.openai_schema()["function"]["parameters"]["properties"]) == ["item"]
+    assert bare.invoke({"item": "tea"}, ContextVariables(a=1)) == "tea"
 
 
 def test_context_hints():

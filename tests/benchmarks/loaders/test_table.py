@@ -293,3 +293,13 @@ def test_documented_example_file_loads():
     for e in examples:
         if e.gold_sql:
             assert open_database(e.db_path).execute(e.gold_sql).rows
+
+
+def test_a_record_missing_gold_sql_lists_the_keys_it_has(jsonl_file: Path, shop_db: Path):
+    """`found: None` told nothing: the record's own keys show a gold query stored under another name."""
+    path = jsonl_file
+    _write_jsonl(path, [{"id": "q1", "question": "How many?", "intent": "sql", "query": "SELECT 1"}])
+    with pytest.raises(DatasetError) as info:
+        load_jsonl(str(path), db=str(shop_db))
+    message = str(info.value)
+    assert "'gold_sql'" in message and "no gold_sql; the record's keys: id, question, intent, query" in message

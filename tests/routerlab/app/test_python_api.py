@@ -20,7 +20,7 @@ from routerlab.agents.errors import ConfigError
 from routerlab.cli import app
 from routerlab.eval import analysis
 
-RATE_COLUMNS = ["router", "metric", "value", "ci_low", "ci_high", "n", "n_invalid"]
+RATE_COLUMNS = ["router", "metric", "value", "ci_low", "ci_high", "n", "n_invalid", "n_empty"]
 
 
 def _cli(*args: str) -> str:

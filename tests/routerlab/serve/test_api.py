@@ -206,17 +206,21 @@ def test_event_order(url):
     for before, after in itertools.pairwise(paths):
         assert after[: len(before)] == before and len(after) == len(before) + 1
     # seed 002's nodes: classify, generate, execute, format (the graph's nodes in graph_node)
+    # seed 002: one classify_question per turn (the later router decisions fold into the summary)
     assert paths[-1] == [
         "start",
         "classify_question",
         "agent_sql_generation",
-        "classify_question",
         "agent_sql_generation",
-        "classify_question",
         "agent_sql_execution",
         "format_response",
     ]
-    assert [env["data"]["graph_node"] for _, env in events][1:] == ["route", "tools"] * 3 + ["respond"]
+    assert [env["data"]["graph_node"] for _, env in events][1:] == ["route", "tools", "tools", "tools", "respond"]
+    # the envelope's message names the seed's node; the SQL shows on its generation event
+    assert [env["message"] for _, env in events][:2] == ["running: Starting", "running: Analysing the question type"]
+    generated = next(env["data"] for _, env in events if env["data"].get("tool") == "generate_sql")
+    assert generated["node"] == "agent_sql_generation" and generated["sql"].startswith("SELECT")
+    assert generated["state_summary"]["sql"] == generated["sql"]
     assert events[-1][1]["data"]["graph_path"][-1] == "respond"
     assert {env["data"]["conversation_id"] for _, env in events} == {events[0][1]["data"]["conversation_id"]}
     for _, env in events:

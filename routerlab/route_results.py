@@ -1,0 +1,136 @@
+"""First decisions in the results store: a routing comparison kept like an end-to-end session.
+
+``routerlab route`` and the main job's routing part store each router's first decisions as a run
+of the session's ``routing`` part (:data:`~routerlab.eval.store.ROUTING`, run id
+``<session>.routing.<router>``): one :class:`~routerlab.eval.scoring.ExampleResult` per decision,
+scored ``first_decision`` (1: the intent the decision implies is the gold intent or an accepted
+alternate, 0: it is not), with the predicted and gold intents, the decision's wall time and LM
+usage, and the conversation and turn. ``routerlab compare``, :func:`routerlab.load`, the report
+and the notebook then read a routing comparison exactly as an end-to-end one: rates with
+intervals (clustered by conversation), McNemar on per-example correctness, diverted, per-intent
+recall (:mod:`routerlab.eval.intent_recall`) and the verdict (:func:`routing_verdict`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from routerlab.agents.trace import Usage
+from routerlab.benchmarks.dataset import Dataset
+from routerlab.benchmarks.example import Example
+from routerlab.eval.scoring import ExampleResult, Score, did_run
+from routerlab.eval.store import ROUTING, ResultsStore, part_run_id
+from routerlab.eval.verdict import AxisVerdict, axis_verdict
+from routerlab.route_eval import FirstDecision
+
+__all__ = ["FIRST_DECISION", "ROUTING_AXIS", "decision_result", "routing_verdict", "store_decisions"]
+
+#: the score of a stored first decision (1: right intent, 0: wrong or no decision)
+FIRST_DECISION = "first_decision"
+#: the verdict's name for the routing axis
+ROUTING_AXIS = "routing accuracy"
+
+
+def decision_result(
+    decision: FirstDecision, example: Example, *, router: str, lm: str, dataset: str, split: str
+) -> ExampleResult:
+    """One first decision as a stored result.
+
+    Its latency is the decision's wall time, its router usage the decision's LM calls and tokens
+    (counted cold as well: a first decision has no cold figures of its own); a router that raised
+    is an ``error`` outcome scored 0, as a crash is in an end-to-end run.
+    """
+    tokens = {"prompt_tokens": decision.prompt_tokens, "completion_tokens": decision.completion_tokens}
+    cold = {"cold_prompt_tokens": decision.prompt_tokens, "cold_completion_tokens": decision.completion_tokens}
+    confidence = None if math.isnan(decision.confidence) else decision.confidence
+    return ExampleResult(
+        example_id=decision.example_id,
+        dataset=dataset,
+        split=split,
+        intent=decision.gold,
+        difficulty=example.difficulty,
+        router=router,
+        lm=lm,
+        outcome="ok" if decision.error is None else "error",
+        error_class=decision.error,
+        predicted_intent=decision.predicted,
+        scores={
+            FIRST_DECISION: Score(
+                FIRST_DECISION,
+                1.0 if decision.correct else 0.0,
+                f"decided {decision.predicted or 'nothing'} ({decision.method or 'no method'}), gold {decision.gold}",
+                {"confidence": confidence, "method": decision.method, "history_turns": decision.history_turns},
+            )
+        },
+        latency_s=decision.seconds,
+        router_usage=Usage(lm_calls=decision.lm_calls, **tokens, **cold),
+        conversation=decision.conversation,
+        turn=decision.turn,
+    )
+
+
+def store_decisions(
+    store: ResultsStore,
+    session_id: str,
+    *,
+    dataset: Dataset,
+    examples: Sequence[Example],
+    settings: Mapping[str, Any],
+    specs: Mapping[str, Mapping[str, Any]],
+    by_router: Mapping[str, Sequence[FirstDecision]],
+) -> list[str]:
+    """Store every router's first decisions as the session's routing runs; returns their run ids.
+
+    Args:
+        store: The results store.
+        session_id: The session (the id ``routerlab run`` would give it).
+        dataset: The dataset decided on (its name, version and digest are recorded).
+        examples: The examples decided, for their difficulty.
+        settings: What the decisions depend on besides the router (split, limit, lm, history...),
+            recorded as the runs' config.
+        specs: ``router name -> component spec`` (its recorded arguments), recorded as params.
+        by_router: ``router name -> first decisions``.
+    """
+    by_id = {e.id: e for e in examples}
+    lm = str(settings.get("lm") or "")
+    split = str(settings.get("split") or "all")
+    run_ids = []
+    for name, decisions in by_router.items():
+        run_id = part_run_id(session_id, name, ROUTING)
+        store.create_run(
+            run_id,
+            router=name,
+            lm=lm,
+            dataset=dataset,
+            split=split,
+            config=settings,
+            params={"router": dict(specs.get(name, {})), "session": session_id, "part": ROUTING},
+            part=ROUTING,
+        )
+        results = [
+            decision_result(d, by_id[d.example_id], router=name, lm=lm, dataset=dataset.name, split=split)
+            for d in decisions
+        ]
+        store.add_results(run_id, results)
+        store.finish_run(run_id)
+        run_ids.append(run_id)
+    return run_ids
+
+
+def routing_verdict(
+    results: Mapping[str, Sequence[ExampleResult]], *, baselines: Sequence[str] = ()
+) -> AxisVerdict | None:
+    """The verdict on first-decision accuracy: best router, McNemar against each other, cost in ms.
+
+    Args:
+        results: ``router label -> stored first decisions`` (:func:`decision_result`).
+        baselines: Labels shown for reference only.
+    """
+    ran = {label: [r for r in rs if did_run(r)] for label, rs in results.items()}
+    outcomes = {
+        label: {f"{r.example_id}#{r.attempt}": r.value(FIRST_DECISION) == 1.0 for r in rs} for label, rs in ran.items()
+    }
+    cost = {label: 1000 * sum(r.latency_s for r in rs) / len(rs) for label, rs in ran.items() if rs}
+    return axis_verdict(ROUTING_AXIS, outcomes, cost, cost_label="ms per decision, mean", baselines=tuple(baselines))
