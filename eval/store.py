@@ -17,7 +17,11 @@ retried with backoff (0.05 s doubling to 2 s) for up to :func:`store_wait_s` sec
 :class:`StoreBusyError`; ``routerlab run`` then stops with exit 75 and a resume command.
 
 Damage: a store whose file is truncated or overwritten raises :class:`StoreDamagedError` (exit
-2) with what DuckDB found and how to recover, never a raw engine error.
+2) with what DuckDB found and how to recover, never a raw engine error. A write the file system
+refuses (no space left) raises :class:`StoreFullError` (exit 2), the write rolled back.
+
+Long because every way a store fails (locked, damaged, full) is translated where the connection
+is opened and committed, and those paths read best next to the one schema they protect.
 
 Durability: ``add_result`` commits as soon as it is called, so a crash loses at most the
 example being scored. Re-adding the same ``(run_id, example_id, attempt)`` replaces the row
@@ -27,6 +31,7 @@ example being scored. Re-adding the same ``(run_id, example_id, attempt)`` repla
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import logging
 import os
@@ -58,7 +63,9 @@ __all__ = [
     "RunWriter",
     "StoreBusyError",
     "StoreDamagedError",
+    "StoreFullError",
     "check_store_path",
+    "is_disk_full",
     "part_run_id",
     "session_of",
     "store_wait_s",
@@ -215,6 +222,45 @@ def _damaged(path: Path, found: str) -> StoreDamagedError:
         f"readable, open the copy with duckdb and COPY (SELECT * FROM examples) TO 'examples.csv'",
         details={"option": "--store"},
     )
+
+
+class StoreFullError(ConfigError):
+    """The results store's file system refused a write (no space left on the device)."""
+
+    error_class = "store_full"
+
+
+#: the words of a full file system, from DuckDB, SQLite and the OS
+_FULL = ("no space left on device", "disk is full", "disk full")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the file system is full (ENOSPC, in any store's words)."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    text = str(exc).lower()
+    return any(word in text for word in _FULL)
+
+
+def _full(path: Path, found: str) -> StoreFullError:
+    return StoreFullError(
+        f"results store {path}: a write failed because its disk is full",
+        expected=f"free space on the file system of {path.parent}",
+        found=found,
+        fix="free space there (every result committed before the failure is kept; the failed one was rolled "
+        "back), then run the resume command printed above; or move the store to a larger disk first",
+        details={"option": "--store"},
+    )
+
+
+def _store_failure(path: Path, exc: BaseException) -> ConfigError | None:
+    """The clear error for a store fault (a full disk, a damaged file); None: not one of those."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if is_disk_full(exc):
+        return _full(path, first)
+    if _is_damage(exc):
+        return _damaged(path, first)
+    return None
 
 
 def _is_damage(exc: BaseException) -> bool:
@@ -389,8 +435,8 @@ class ResultsStore:
                     con.execute("ROLLBACK")
                 except duckdb.Error:
                     pass  # a damaged file may refuse the rollback too; the first error is the one to report
-                if _is_damage(exc):
-                    raise _damaged(self.path, str(exc).splitlines()[0]) from None
+                if (failure := _store_failure(self.path, exc)) is not None:
+                    raise failure from None
                 raise
             finally:
                 con.close()
@@ -404,8 +450,8 @@ class ResultsStore:
                 return duckdb.connect(str(self.path), read_only=self.read_only, config=_CONNECT_CONFIG)
             except duckdb.IOException as exc:
                 first = str(exc).splitlines()[0]
-                if _is_damage(exc):
-                    raise _damaged(self.path, first) from None
+                if (failure := _store_failure(self.path, exc)) is not None:
+                    raise failure from None
                 if "lock" not in first.lower():
                     raise _store_error(
                         self.path, "cannot open it", "a DuckDB file this user can open", first, "check --store"
@@ -742,7 +788,7 @@ class RunWriter:
                     self._con.execute("ROLLBACK")
                 except duckdb.Error:
                     pass  # a damaged file may refuse the rollback too
-                if _is_damage(exc):
-                    raise _damaged(store.path, str(exc).splitlines()[0]) from None
+                if (failure := _store_failure(store.path, exc)) is not None:
+                    raise failure from None
                 raise
         store._known_columns |= added

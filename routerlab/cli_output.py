@@ -77,8 +77,7 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
         f"(store {escape(str(store))}; MLflow {escape(tracking_uri or 'off')})"
     )
     if result.interrupted:
-        print_plain(err, f"stopped by {stopped.name}; runs closed KILLED")
-        print_plain(err, f"interrupted: resume with  {again}")
+        stop_message(result, stopped, again)
         raise typer.Exit(stopped.exit_code)
     for run_id, why in result.failed.items():
         print_plain(
@@ -105,6 +104,29 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
         raise typer.Exit(124)
     if result.crashed:
         raise typer.Exit(3)
+
+
+def stop_message(result: Any, stopped: Any, again: str) -> None:
+    """After a stop signal: what the session saved, run by run, and the command that finishes it.
+
+    Args:
+        result: The stopped session's :class:`~routerlab.session.SessionResult`.
+        stopped: The signal watch (its ``name``).
+        again: The command that finishes the session.
+    """
+    if not result.registered:
+        print_plain(
+            err,
+            f"stopped by {stopped.name} before session {result.session_id} was registered: nothing was saved; "
+            "run the same command again",
+        )
+        return
+    saved = [f"{run_id} {len(result.results.get(run_id, []))} result(s)" for run_id in result.run_ids]
+    print_plain(
+        err,
+        f"stopped by {stopped.name}; runs closed KILLED; saved: {', '.join(saved) or 'no results yet'}",
+    )
+    print_plain(err, f"interrupted: resume with  {again}")
 
 
 def write_csv(tables: dict[str, str], where: Path | None) -> None:
@@ -245,6 +267,7 @@ def run_planned(spec: Any, resume: str | None) -> None:
 
     if not resume:
         out.print(size_line(spec), highlight=False, soft_wrap=True, markup=False)
+    # the watch stays on through the summary: a signal there ends with the same message and code
     with stop_signals() as stopped:
         try:
             result = run_session(spec, console=out, resume=resume)
@@ -254,18 +277,26 @@ def run_planned(spec: Any, resume: str | None) -> None:
                 highlight=False,
             )
             raise typer.Exit(STORE_BUSY_EXIT) from None
-    again = resume_command(result.session_id, spec.store_path, spec.tracking_uri)
-    if result.store_busy is not None:
-        # the store is another process's now: no table (it cannot be read), the resume command
-        err.print(f"[bold red]error:[/] {escape(str(result.store_busy))}", highlight=False)
-        print_plain(
-            err, f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {again}"
-        )
-        raise typer.Exit(STORE_BUSY_EXIT)
-    summary = session_summary(spec, result)
-    out.print(summary.table)
-    if summary.verdict is not None:
-        out.print(summary.verdict, highlight=False, markup=False)
+        except KeyboardInterrupt:  # stopped while the session was being planned: nothing exists yet
+            print_plain(err, f"stopped by {stopped.name} before the session was registered: nothing was saved")
+            raise typer.Exit(stopped.exit_code) from None
+        again = resume_command(result.session_id, spec.store_path, spec.tracking_uri)
+        if result.store_busy is not None:
+            # the store is another process's now: no table (it cannot be read), the resume command
+            err.print(f"[bold red]error:[/] {escape(str(result.store_busy))}", highlight=False)
+            print_plain(
+                err,
+                f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {again}",
+            )
+            raise typer.Exit(STORE_BUSY_EXIT)
+        try:
+            summary = session_summary(spec, result)
+            out.print(summary.table)
+            if summary.verdict is not None:
+                out.print(summary.verdict, highlight=False, markup=False)
+        except KeyboardInterrupt:
+            # every run is closed and stored; only the printed summary was cut short
+            result.interrupted = True
     end_session(result, stopped, spec.store_path, spec.tracking_uri, again)
 
 

@@ -3,6 +3,10 @@
 A session has an id. Each router's run within it has the run id ``<session>.<router>``, one
 MLflow child run under the session's parent run, and rows in the DuckDB results store written as
 each example completes. ``--resume SESSION`` reruns only the examples that have no stored result.
+
+Long because every way a session stops (a signal, an error, a full or busy store, a deadline)
+must close the same runs in both stores and leave a resumable session, and those paths are
+checked side by side here.
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from routerlab.agents.errors import ConfigError, RunError
+from routerlab.agents.errors import ConfigError, RouterlabError, RunError
 from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
 from routerlab.agents.tools.sql_program import sql_program_record
 from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.db_digest import check_database_digests, database_digests
 from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS, BadDatabase, bad_databases_error, check_databases
 from routerlab.benchmarks.example import Example
 from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
@@ -51,6 +56,7 @@ from routerlab.session_spec import (
     session_runs,
     unknown_session,
 )
+from routerlab.signals import is_stop, shield
 
 __all__ = [
     "SessionResult",
@@ -114,6 +120,8 @@ class SessionResult:
     #: the store stayed locked by another process past the wait limit: the session stopped,
     #: runs not closed stay RUNNING (resumable), runs already closed keep their status
     store_busy: RunError | None = None
+    #: the session's runs are in the store (False: a stop or an error came before they were)
+    registered: bool = False
 
 
 def new_session_id() -> str:
@@ -159,10 +167,13 @@ def _close(
     store: Any, sink: Any, run_id: str, mlflow_id: str | None, status: str, *, error: str | None = None
 ) -> list[ExampleResult]:
     """Close a run in the store and in MLflow with ``status``; returns its stored results."""
-    results = store.results(run_id)
-    store.finish_run(run_id, status)
-    if sink is not None and mlflow_id is not None:
-        sink.finish_run(mlflow_id, results, status=status, error=error)
+    # a stop signal here waits until both stores agree: a run closed in one and RUNNING in the
+    # other is what a signal during the final logging used to leave
+    with shield():
+        results = store.results(run_id)
+        store.finish_run(run_id, status)
+        if sink is not None and mlflow_id is not None:
+            sink.finish_run(mlflow_id, results, status=status, error=error)
     return results
 
 
@@ -204,6 +215,8 @@ class _Plan:
     examples: list[Example]
     bad: list[BadDatabase]
     runs: list[RouterRun]
+    #: sha256 of each database the examples read, recorded with the runs, checked on resume
+    db_digests: dict[str, str] = field(default_factory=dict)
 
     @property
     def by_id(self) -> dict[str, Example]:
@@ -243,7 +256,7 @@ def _plan(spec: SessionSpec, resume: str | None, lm: Any, session_id: str | None
     lm = lm if lm is not None else resolve_lm(config.lm, api_base=config.lm_api_base, cache=config.lm_cache)
     # build every router (and check its contract) before anything runs
     runs = [RouterRun(name, args, lm, config, scorers) for name, args in spec.routers]
-    plan = _Plan(session_id, existing, reader, ds, examples, list(bad), runs)
+    plan = _Plan(session_id, existing, reader, ds, examples, list(bad), runs, database_digests(examples))
     _check_digests(plan)
     if spec.tracking_uri:
         from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
@@ -258,7 +271,12 @@ def _check_digests(plan: _Plan) -> None:
     digest = plan.ds.digest()
     for rr in plan.runs:
         run_id = plan.run_id(rr)
-        if run_id in plan.existing and (recorded := plan.reader.run(run_id)["dataset_digest"]) != digest:
+        if run_id not in plan.existing:
+            continue
+        stored = plan.reader.run(run_id)
+        # the databases' contents, not only the dataset file: changed rows would mix two versions
+        check_database_digests(run_id, stored["params"].get("databases", {}), plan.db_digests)
+        if (recorded := stored["dataset_digest"]) != digest:
             raise ConfigError(
                 f"run {run_id!r} was recorded on another version of dataset {plan.ds.name!r}",
                 expected=f"dataset digest {recorded[:12]}...",
@@ -268,8 +286,9 @@ def _check_digests(plan: _Plan) -> None:
             )
 
 
-def _create_runs(store: Any, spec: SessionSpec, plan: _Plan, console: Console) -> None:
+def _create_runs(live: _Live) -> None:
     """Say what the session runs, and create every run (RUNNING) before any MLflow run exists."""
+    store, spec, plan, console = live.store, live.spec, live.plan, live.console
     config = spec.config
     faults = f", faults {config.faults.to_text()}" if config.faults is not None else ""
     console.print(
@@ -287,7 +306,12 @@ def _create_runs(store: Any, spec: SessionSpec, plan: _Plan, console: Console) -
     # --resume never knows only some of the routers the session was asked to run
     registrations = []
     for rr in plan.runs:
-        params = {"router": component_spec(rr.router), "config": config.to_dict(), "session": plan.session_id}
+        params = {
+            "router": component_spec(rr.router),
+            "config": config.to_dict(),
+            "session": plan.session_id,
+            "databases": plan.db_digests,
+        }
         program = config.pipeline.tools.sql_program
         if program:  # the compiled generate_sql program's file and digest, next to its name in config
             params["sql_program"] = sql_program_record(program)
@@ -304,7 +328,10 @@ def _create_runs(store: Any, spec: SessionSpec, plan: _Plan, console: Console) -
                 "new": run_id not in plan.existing,
             }
         )
-    store.create_runs(registrations)
+    # held signals: the transaction commits (every router known to --resume), then the stop is raised
+    with shield():
+        store.create_runs(registrations)
+        live.out.registered = True
 
 
 @dataclass
@@ -348,7 +375,10 @@ class _ResultSink:
 
     def __call__(self, result: ExampleResult) -> None:
         live = self._live
-        self.writer.add(result)
+        # a signal inside the commit would become DuckDB's "Query interrupted" (a crash, exit 1):
+        # it is held until the row is stored, then stops the run like any other
+        with shield():
+            self.writer.add(result)
         if live.sink is not None and self._mlflow_id is not None:
             live.sink.log_example(self._mlflow_id, result, question=self._by_id[result.example_id].question)
         self._results.append(result)
@@ -458,7 +488,9 @@ def _run_router(live: _Live, rr: RouterRun, progress: Progress) -> None:
                 stop=live.stop,
                 deadline=live.deadline,
             )
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not is_stop(exc):
+            raise
         live.stop.set()
         live.out.interrupted = True
     _report_faults(live, rr, run_id)
@@ -543,12 +575,12 @@ def run_session(
     store = ResultsStore(spec.store_path)
     # a lock held by another process is waited for visibly (up to store_wait_s), not in silence
     store.on_wait = lambda message: console.print(message, highlight=False, markup=False, soft_wrap=True)
-    _create_runs(store, spec, plan, console)
     sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
     out = SessionResult(session_id=plan.session_id, run_ids=[])
     deadline = time.monotonic() + spec.config.deadline_s if spec.config.deadline_s is not None else None
     live = _Live(spec, plan, store, sink, out, console, deadline=deadline)
     try:
+        _create_runs(live)
         _run_all(live)
     except StoreBusyError as exc:
         # another process took the store: nothing can be written, so nothing is marked; what
@@ -556,20 +588,66 @@ def run_session(
         # (MLflow's run stays RUNNING too, as after a kill: --resume reopens it by its run key)
         out.store_busy = exc
         return out
-    except KeyboardInterrupt:
-        # Ctrl-C outside an example (opening a run, closing one): the same clean stop
-        out.interrupted = True
-        if live.current is not None:
-            _close_quietly(store, sink, live.current[0], live.current[1], "KILLED", "interrupted")
-        _close_unstarted(store, plan.runs, plan.session_id, out.results, live.current, "KILLED")
     except BaseException as exc:
-        _fail(live, exc)
-        raise
+        if not is_stop(exc):
+            # a full disk or a damaged MLflow store is named with its recovery (exit 2), not a traceback
+            failure = _tracking_failure(spec, exc)
+            if out.registered:  # before that, nothing of this session exists to close
+                _fail(live, failure or exc)
+            if failure is not None:
+                raise failure from None
+            raise
+        # a stop outside an example (registering, opening a run, closing one): the same clean stop
+        out.interrupted = True
+        if out.registered:  # before that, nothing of this session exists to close
+            with shield(raise_after=False):
+                if live.current is not None:
+                    _close_quietly(store, sink, live.current[0], live.current[1], "KILLED", "interrupted")
+                _close_unstarted(store, plan.runs, plan.session_id, out.results, live.current, "KILLED")
     out.bad_databases = list(plan.bad)
-    if sink is not None and live.parent is not None:
-        final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
-        sink.finish_parent(live.parent, status=final, **parent_dashboard(store, out))
+    _finish_parent(live)
     return out
+
+
+def _tracking_failure(spec: SessionSpec, exc: BaseException) -> ConfigError | None:
+    """The clear error for an MLflow store fault (full disk, damaged file); None: not one."""
+    from routerlab.eval.tracking import tracking_store_failure
+
+    if spec.tracking_uri is None or isinstance(exc, RouterlabError):
+        return None
+    return tracking_store_failure(spec.tracking_uri, exc)
+
+
+def _finish_parent(live: _Live) -> None:
+    """Close the session's MLflow parent run with its dashboard; a stop here closes it KILLED.
+
+    A signal during the dashboard (it takes seconds) used to leave the parent RUNNING: now the
+    parent is closed KILLED without it, and ``--resume`` (nothing left to run) logs it again.
+    """
+    sink, out = live.sink, live.out
+    if sink is None or live.parent is None:
+        return
+    final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
+    try:
+        dashboard = parent_dashboard(live.store, out)
+        with shield():
+            sink.finish_parent(live.parent, status=final, **dashboard)
+    except BaseException as exc:
+        if not is_stop(exc):
+            failure = _tracking_failure(live.spec, exc)
+            live.console.print(
+                f"session {out.session_id}: every run is stored, but its MLflow parent run could not be closed: "
+                f"resume with  {resume_command(out.session_id, live.spec.store_path, live.spec.tracking_uri)}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+            if failure is not None:
+                raise failure from None
+            raise
+        out.interrupted = True
+        with shield(raise_after=False):
+            sink.finish_parent(live.parent, status="KILLED")
 
 
 def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:

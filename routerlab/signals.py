@@ -4,6 +4,11 @@ A scheduler, ``timeout`` or ``docker stop`` sends SIGTERM; Python's default for 
 process at once, leaving runs RUNNING and no resume command. :func:`stop_signals` turns it into
 the same ``KeyboardInterrupt`` that Ctrl-C raises, and remembers which signal arrived so the exit
 code can say so (128 + the signal's number).
+
+A store write must not be cut in the middle: DuckDB turns a ``KeyboardInterrupt`` raised inside
+a query into its own ``InterruptException`` ("Query interrupted"), which reads as a crash and
+used to end the session FAILED with exit 1. Writes run under :func:`shield`: a stop signal that
+arrives there is held until the write has committed, then raised.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["StopSignal", "stop_signals"]
+__all__ = ["StopSignal", "is_stop", "shield", "stop_signals"]
 
 
 @dataclass
@@ -22,6 +27,10 @@ class StopSignal:
     """Which stop signal arrived (None: none yet, or Ctrl-C before the handler saw it)."""
 
     signum: int | None = None
+    #: how many :func:`shield` blocks are open (a signal there is held, not raised)
+    shielded: int = 0
+    #: a signal arrived inside a shield and is raised when the outermost one closes
+    pending: bool = False
 
     @property
     def name(self) -> str:
@@ -32,6 +41,10 @@ class StopSignal:
     def exit_code(self) -> int:
         """The shell's convention: 128 + signal number (130 for Ctrl-C, 143 for SIGTERM)."""
         return 128 + (self.signum if self.signum is not None else signal.SIGINT)
+
+
+#: the watches of the open stop_signals blocks, innermost last (scoped: each block pops its own)
+_watches: list[StopSignal] = []
 
 
 @contextmanager
@@ -48,11 +61,58 @@ def stop_signals() -> Iterator[StopSignal]:
 
     def handler(signum: int, _frame: object) -> None:
         seen.signum = signum
+        if seen.shielded:
+            seen.pending = True  # raised when the write under way has committed
+            return
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    _watches.append(seen)
     try:
         yield seen
     finally:
+        _watches.remove(seen)
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+@contextmanager
+def shield(*, raise_after: bool = True) -> Iterator[None]:
+    """Hold stop signals while the block runs (a store write); raise the held one after it.
+
+    Outside :func:`stop_signals`, or outside the main thread, the block runs unchanged. When the
+    block itself raises, that error goes on (the signal stays recorded in the watch).
+
+    Args:
+        raise_after: False for the cleanup of a session already stopping: a second Ctrl-C must
+            not cut the closing of its runs short, and is only recorded.
+
+    Raises:
+        KeyboardInterrupt: After the block, when a stop signal arrived during it (and ``raise_after``).
+    """
+    if not _watches or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seen = _watches[-1]
+    seen.shielded += 1
+    try:
+        yield
+    finally:
+        seen.shielded -= 1
+    if not seen.shielded and seen.pending:
+        seen.pending = False
+        if raise_after:
+            raise KeyboardInterrupt(seen.name)
+
+
+def is_stop(exc: BaseException) -> bool:
+    """Whether ``exc`` is a stop: a ``KeyboardInterrupt``, or a library's "interrupted" error.
+
+    DuckDB turns a signal that arrives inside a query into ``RuntimeError: Query interrupted``
+    (or its ``InterruptException``); such an error counts as a stop only when a stop signal was
+    seen, so a library's own failure is never mistaken for one.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    stopped = any(w.signum is not None for w in _watches)
+    return stopped and ("Interrupt" in type(exc).__name__ or "interrupted" in str(exc).lower())

@@ -44,7 +44,13 @@ re-exports their public names, so ``from routerlab.eval.tracking import MlflowSi
 """
 
 from routerlab.eval.metrics import metric_name
-from routerlab.eval.tracking.address import DEFAULT_TRACKING_URI, check_tracking_store, resolve_tracking_uri
+from routerlab.eval.tracking.address import (
+    DEFAULT_TRACKING_URI,
+    check_tracking_store,
+    one_line_store_errors,
+    resolve_tracking_uri,
+    tracking_store_failure,
+)
 from routerlab.eval.tracking.artifacts import register_store_relative_artifacts
 from routerlab.eval.tracking.client import store_client
 from routerlab.eval.tracking.layout import (
@@ -89,7 +95,9 @@ __all__ = [
     "load_examples",
     "load_runs",
     "metric_name",
+    "one_line_store_errors",
     "register_store_relative_artifacts",
     "resolve_tracking_uri",
     "store_client",
+    "tracking_store_failure",
 ]

@@ -5,13 +5,28 @@ Checked before a run starts, so a bad store is a clear error instead of runs lef
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import logging
 import os
+import sqlite3
 from pathlib import Path
 
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.defaults import DEFAULT_TRACKING_URI
 
-__all__ = ["DEFAULT_TRACKING_URI", "check_tracking_store", "resolve_tracking_uri"]
+__all__ = [
+    "DEFAULT_TRACKING_URI",
+    "check_tracking_store",
+    "one_line_store_errors",
+    "resolve_tracking_uri",
+    "tracking_store_failure",
+]
+
+#: SQLite's words for a file that is not whole (a truncated or overwritten MLflow store)
+_DAMAGE = ("malformed", "file is not a database", "disk i/o error", "database corrupt")
+#: the words of a full file system, from SQLite and the OS
+_FULL = ("database or disk is full", "no space left on device")
 
 
 def resolve_tracking_uri(uri: str | None = None) -> str:
@@ -97,6 +112,8 @@ def _check_sqlite_store(uri: str, rest: str) -> None:
                 f"a file starting with {header[:8]!r}",
                 "point --tracking-uri at an MLflow SQLite store or a new file",
             )
+        if header and (problem := _sqlite_damage(path)) is not None:
+            raise _damaged(uri, path, problem)
         if not os.access(path, os.W_OK):
             raise _tracking_error(
                 uri,
@@ -119,6 +136,58 @@ def _check_sqlite_store(uri: str, rest: str) -> None:
             f"{folder} (permission denied)",
             "pick a writable folder",
         )
+
+
+def _sqlite_damage(path: Path) -> str | None:
+    """What SQLite finds wrong with the file (None: it reads whole), read only."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)) as con:
+            rows = con.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.Error as exc:
+        return str(exc)
+    found = [r[0] for r in rows]
+    return None if found == ["ok"] else "; ".join(found[:3])
+
+
+def _damaged(uri: str, path: Path, found: str) -> ConfigError:
+    return _tracking_error(
+        uri,
+        "the file is damaged (truncated or overwritten)",
+        "a whole MLflow SQLite store",
+        found,
+        f"move it aside (mv {path} {path}.damaged) and run again (a new store is created), or run with "
+        "--no-mlflow; the results store keeps every result either way",
+    )
+
+
+def tracking_store_failure(uri: str, exc: BaseException) -> ConfigError | None:
+    """The clear error for an MLflow store that failed during a session (None: not a store fault).
+
+    A full disk or a damaged SQLite file surfaces deep inside MLflow (SQLAlchemy's
+    ``OperationalError`` wrapped in ``MlflowException``); the session turns it into this error, exit 2.
+    """
+    seen: set[int] = set()
+    texts: list[str] = []
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:  # MLflow wraps the driver's error
+        seen.add(id(cause))
+        texts.append(str(cause).lower())
+        cause = cause.__cause__ or cause.__context__
+    text = " ".join(texts)
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if any(word in text for word in _FULL) or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
+        return _tracking_error(
+            uri,
+            "a write failed because its disk is full",
+            "free space on the store's file system",
+            first[:300],
+            "free space there, then run the resume command printed above (every result is in the results "
+            "store); or resume with --no-mlflow",
+        )
+    if uri.startswith("sqlite:") and any(word in text for word in _DAMAGE):
+        rest = uri.partition("://")[2]
+        return _damaged(uri, Path(rest[1:] if rest.startswith("/") else rest), first[:300])
+    return None
 
 
 def _check_server(uri: str, timeout_s: float) -> None:
@@ -147,3 +216,34 @@ def _check_server(uri: str, timeout_s: float) -> None:
             f"HTTP {status}",
             "check that the address is an MLflow tracking server",
         )
+
+
+class _OneLine(logging.Filter):
+    """Keeps a log record's message and the last line of its exception, drops the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            last = str(record.exc_info[1]).splitlines()[0] if str(record.exc_info[1]) else ""
+            record.msg = f"{record.getMessage()} {last}".strip()
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+#: MLflow's SQLAlchemy layer logs every database error with its full traceback (from its
+#: background trace export too): a full disk printed hundreds of traceback lines over the
+#: session's own message
+_STORE_LOGGER = "mlflow.store.db.utils"
+
+
+def one_line_store_errors() -> None:
+    """Make MLflow's store log its database errors in one line each (idempotent).
+
+    The session names the failure and its recovery itself (:func:`tracking_store_failure`);
+    the filter stays for the process, because MLflow's background trace export logs after the
+    session has ended.
+    """
+    logger = logging.getLogger(_STORE_LOGGER)
+    if not any(isinstance(f, _OneLine) for f in logger.filters):
+        logger.addFilter(_OneLine())

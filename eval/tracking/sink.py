@@ -38,7 +38,7 @@ from routerlab.eval.metrics import gold_failures, metric_name, summarize
 from routerlab.eval.outcomes import outcome_summary
 from routerlab.eval.risk import risk_coverage, risk_summary
 from routerlab.eval.scoring import ExampleResult
-from routerlab.eval.tracking.address import resolve_tracking_uri
+from routerlab.eval.tracking.address import one_line_store_errors, resolve_tracking_uri
 from routerlab.eval.tracking.artifacts import experiment_folder, experiment_location
 from routerlab.eval.tracking.client import store_client
 from routerlab.eval.tracking.layout import (
@@ -178,6 +178,7 @@ class MlflowSink:
         self.experiment_name = experiment
         self.traces = traces
         self.client = store_client(self.tracking_uri)
+        one_line_store_errors()  # a store fault is the session's one clear message, not pages of traceback
         self._artifact_root = artifact_location
         self._experiments: dict[str, str] = {}
         self._run_experiment: dict[str, str] = {}

@@ -4,11 +4,13 @@ from routerlab.serve.app import API_PREFIX, ServeSettings, create_app, serve
 from routerlab.serve.background import serve_in_background
 from routerlab.serve.contract import QUESTION_TYPES, present, routing_mode_used
 from routerlab.serve.envelope import ErrorCode, ProgressSummary, dump_json, envelope, error_envelope, event_envelope
-from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_validation_errors
+from routerlab.serve.header_timeout import HEADER_TIMEOUT_S, header_timeout_protocol
+from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_body_error, describe_validation_errors
 from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
 
 __all__ = [
     "API_PREFIX",
+    "HEADER_TIMEOUT_S",
     "QUESTION_TYPES",
     "ROUTING_MODES",
     "AskRequest",
@@ -19,11 +21,13 @@ __all__ = [
     "RunRegistry",
     "ServeSettings",
     "create_app",
+    "describe_body_error",
     "describe_validation_errors",
     "dump_json",
     "envelope",
     "error_envelope",
     "event_envelope",
+    "header_timeout_protocol",
     "present",
     "routing_mode_used",
     "serve",

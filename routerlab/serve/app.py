@@ -28,7 +28,7 @@ from routerlab.conversation_store import ConversationForbidden, ConversationStor
 from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
 from routerlab.serve.files import FileAllowList
-from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_validation_errors
+from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_body_error, describe_validation_errors
 from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
 
 __all__ = ["API_PREFIX", "ServeSettings", "create_app", "serve"]
@@ -209,6 +209,9 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.INVALID_REQUEST
+        if exc.status_code == 400 and (problem := describe_body_error(exc.__cause__)) is not None:
+            message = f"invalid request: body: expected {problem['expected']}, found {problem['found']}"
+            return _json(error_envelope(code, message, **problem), 400)
         found = f"{request.method} {request.url.path}"
         return _json(error_envelope(code, str(exc.detail), found=found), exc.status_code)
 
@@ -504,7 +507,10 @@ def serve(settings: ServeSettings, *, log_level: str = "info", on_ready: Callabl
         ) from None
     if on_ready is not None:
         on_ready(f"http://{settings.host}:{settings.port}/")
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+    from routerlab.serve.header_timeout import header_timeout_protocol
+
+    # a client that never finishes its headers is cut off instead of holding a connection forever
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, http=header_timeout_protocol()))
     try:
         server.run(sockets=[sock])
     finally:

@@ -9,12 +9,20 @@ from contextlib import contextmanager
 from typing import Any
 
 from routerlab.agents.errors import RunError
+from routerlab.serve.header_timeout import HEADER_TIMEOUT_S, header_timeout_protocol
 
 __all__ = ["serve_in_background"]
 
 
 @contextmanager
-def serve_in_background(app: Any, *, host: str = "127.0.0.1", port: int = 0, timeout_s: float = 20.0) -> Iterator[str]:
+def serve_in_background(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timeout_s: float = 20.0,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+) -> Iterator[str]:
     """Serve ``app`` from a daemon thread and yield its base URL; stop it on exit.
 
     Args:
@@ -22,6 +30,7 @@ def serve_in_background(app: Any, *, host: str = "127.0.0.1", port: int = 0, tim
         host: Interface to bind.
         port: TCP port; 0 lets the OS pick a free one (no race with other processes).
         timeout_s: How long to wait for the server to start or stop.
+        header_timeout_s: How long a client may take to send a request's headers.
 
     Yields:
         ``http://host:port`` of the running server.
@@ -31,7 +40,15 @@ def serve_in_background(app: Any, *, host: str = "127.0.0.1", port: int = 0, tim
     """
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+        http=header_timeout_protocol(header_timeout_s),
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="routerlab-serve", daemon=True)
     thread.start()

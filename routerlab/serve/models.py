@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-__all__ = ["ROUTING_MODES", "AskRequest", "describe_validation_errors"]
+__all__ = ["ROUTING_MODES", "AskRequest", "describe_body_error", "describe_validation_errors"]
 
 #: conversation ids become LangGraph thread ids and appear in logs: keep them plain
 CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
@@ -135,3 +135,40 @@ def describe_validation_errors(errors: Sequence[dict[str, Any]]) -> list[dict[st
             loc = []  # the location is a character offset, not a field
         out.append({"field": ".".join(loc), "expected": _expected(error), "found": _found(error)})
     return out
+
+
+def describe_body_error(cause: BaseException | None) -> dict[str, str] | None:
+    """What was wrong with a body the JSON parser could not read, as ``field/expected/found/fix``.
+
+    FastAPI answers a body that is not UTF-8, holds an integer past Python's 4,300-digit limit, or
+    nests too deep for the parser with a bare "There was an error parsing the body"; the cause
+    it chains says which of these it was.
+
+    Args:
+        cause: The exception FastAPI chained to its parse error (None: none).
+
+    Returns:
+        The record, or None when ``cause`` is not one of these parse failures.
+    """
+    if isinstance(cause, UnicodeDecodeError):
+        return {
+            "field": "body",
+            "expected": "a JSON object encoded as UTF-8",
+            "found": f"a byte that is not UTF-8 at offset {cause.start} ({cause.reason})",
+            "fix": "encode the body as UTF-8 (Content-Type: application/json; charset=utf-8)",
+        }
+    if isinstance(cause, RecursionError):
+        return {
+            "field": "body",
+            "expected": "JSON nested a few levels deep (an object of strings, numbers and small objects)",
+            "found": "arrays or objects nested deeper than the parser's limit",
+            "fix": "send the documented request shape (GET /docs); nothing in it nests deeply",
+        }
+    if isinstance(cause, ValueError) and "digits" in str(cause):
+        return {
+            "field": "body",
+            "expected": "numbers of at most 4,300 digits (every numeric field has a far smaller bound)",
+            "found": f"an integer too long to read ({str(cause).splitlines()[0][:120]})",
+            "fix": "send the number within its field's documented range (GET /docs)",
+        }
+    return None
