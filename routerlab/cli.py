@@ -178,17 +178,11 @@ def compare_cmd(
     tests as two files (runs.csv, pairs.csv).
     """
     from routerlab.app.compare import compare, render_compared
-    from routerlab.eval.compare import csv_tables
 
     compared = compare(run_ids, store=store, cost=cost)
     where = deprecated("--out", out_old, "--out-dir", out_dir)
     if fmt == "csv":
-        # the main part's tables keep their names; another part's are prefixed with it
-        tables = csv_tables(compared.comparison)
-        for part, comparison in compared.parts.items():
-            if comparison is not compared.comparison:
-                tables |= {f"{part}_{name}": text for name, text in csv_tables(comparison).items()}
-        show.write_csv(tables, where)
+        show.write_csv(compared.csv_tables(), where)
     else:
         print(render_compared(compared, fmt))
     for note in compared.notes:
@@ -220,13 +214,9 @@ def route_cmd(
     keys) is decided with the conversation's earlier turns as 'ask --conversation' holds them;
     the table then adds accuracy on first turns and on follow-ups (docs/conversations.md).
 
-    Logged to MLflow like 'run': a parent run per invocation, a child run per router with its
-    parameters, the printed figures as metrics and its decisions as decisions.csv
-    (routerlab/route_tracking.py). Exit codes: 0 done; 2 bad input, checked before any decision
-    (an unknown or mistyped router argument, a bad --history, an unusable --tracking-uri).
-
-    Stored in the results store (--store) as a session, like ``run``: ``routerlab compare <id>``
-    gives the paired tests (McNemar), per-intent recall and the verdict.
+    Stored as a session (--store), like 'run': 'routerlab compare <id>' gives McNemar tests,
+    per-intent recall and the verdict; logged to MLflow as a parent run and a child run per router
+    with its decisions.csv. Exit codes: 0 done; 2 bad input, checked before any decision.
     """
     from routerlab.app.route import route
     from routerlab.cli_output import RouteBars

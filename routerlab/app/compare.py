@@ -70,6 +70,16 @@ class ComparedRuns:
     recall: dict[str, pd.DataFrame] = field(default_factory=dict)
     verdicts: list[AxisVerdict] = field(default_factory=list)
 
+    def csv_tables(self) -> dict[str, str]:
+        """``name -> CSV text``: the main part's tables keep their names, another part's are prefixed with it."""
+        from routerlab.eval.compare import csv_tables
+
+        tables = csv_tables(self.comparison)
+        for part, comparison in self.parts.items():
+            if comparison is not self.comparison:
+                tables |= {f"{part}_{name}": text for name, text in csv_tables(comparison).items()}
+        return tables
+
 
 #: how each part is titled where a session has more than one
 PART_TITLES: dict[str, str] = {
