@@ -121,6 +121,7 @@ ENUMERATING: tuple[str, ...] = (
     "tests/agents/tools/test_framing.py",
     "tests/agents/tools/test_views.py",
     "tests/routers/test_conformance.py",
+    "tests/routers/test_always_sql.py",
     "tests/routers/test_rules.py",
     "tests/routers/test_handoff.py",
     "tests/eval/test_scorer_conformance.py",

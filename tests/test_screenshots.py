@@ -152,7 +152,7 @@ def test_notebook_from_the_notebooks_folder_renders_its_verdict(demo, browser, t
     browser.get(out.as_uri())
     text = _text(browser)
     assert "Verdict" in text and "best" in text and session in text
-    assert "load_store" in text  # --with-code: the notebook's code is on the page
+    assert "routerlab.load" in text  # --with-code: the notebook's code is on the page
     _no_error_banner(browser)
     assert not browser.find_elements(
         "css selector", ".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']"
