@@ -93,6 +93,13 @@ class ToolSettings:
             a follow-up's discovery-path query that silently drops the previous query's tables or
             filters gets ONE more generate_sql call naming what it dropped, kept only when it runs
             and drops less. Off by default until measured (issue 51).
+        followup_context: How the routed pipeline's generate_sql (with a data_discovery call)
+            sees a follow-up: a mode registered in ``routerlab.agents.tools.followup_context``:
+            ``parenthesis`` (the default: the request, then the last data turn's question and SQL
+            in a parenthesis, as before the setting), ``edit`` (the previous query as the base and
+            the request as an edit instruction) or ``rewrite`` (one LM call writes a standalone
+            question, ``routerlab.agents.rewrite``, which generation sees as a first turn). The
+            plain call (``single_call``) always uses ``parenthesis``, so the baseline is unchanged.
     """
 
     example_values: int = 3
@@ -121,15 +128,21 @@ class ToolSettings:
     selection_budget_s: float = 6.0
     result_checks: tuple[str, ...] = ()
     followup_check: bool = False
+    followup_context: str = "parenthesis"
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool;
         # imported here: framing and sql_program import DSPy (seconds), which building settings
         # from a config file (or just importing them) needs not
+        from routerlab.agents.tools.followup_context import followup_context
         from routerlab.agents.tools.framing import PROGRAM_FRAMINGS, SQL_OUTPUT, sql_framing
         from routerlab.agents.tools.sql_program import resolve_sql_program
 
-        for registry, value in ((schema_view, self.schema_view), (sql_framing, self.sql_framing)):
+        for registry, value in (
+            (schema_view, self.schema_view),
+            (sql_framing, self.sql_framing),
+            (followup_context, self.followup_context),
+        ):
             registry.get(value)  # UnknownComponentError: the known names and the closest one
         if self.sql_program or self.sql_framing in PROGRAM_FRAMINGS:
             resolve_sql_program(self.sql_program)  # ConfigError: empty, unknown name, missing file

@@ -14,6 +14,7 @@ from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
 from routerlab.agents.tools.followup_check import dropped_parts
+from routerlab.agents.tools.followup_context import InContext, followup_context
 from routerlab.agents.tools.framing import SQL_OUTPUT, Sampling, sql_framing
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
@@ -82,8 +83,21 @@ def _question_with_reply(ctx: ToolContext, question: str) -> str:
         question = f"{question}\n(The assistant asked: {asked!r} The user replied: {reply!r})"
     elif reply and reply not in question:
         question = f"{question}\n(Clarification from the user: {reply})"
-    # a follow-up ("and in 2023?") is written from the conversation's last data turn
-    return question_in_context(question, history_of(ctx.state))
+    return question
+
+
+def _in_context(ctx: ToolContext, question: str, *, routed: bool) -> InContext:
+    """The request as SQL generation sees it: a follow-up is written from the earlier data turns.
+
+    The routed pipeline's call (``routed``: with a data_discovery call) uses the settings'
+    ``followup_context`` mode; the plain call always the parenthesis, so the baseline stays as
+    it was whatever the mode.
+    """
+    question = _question_with_reply(ctx, question)
+    history = history_of(ctx.state)
+    if not routed:
+        return InContext(question_in_context(question, history))
+    return followup_context.get(ctx.settings.followup_context)(ctx.lm, question, history)
 
 
 @tool()
@@ -134,7 +148,8 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
                 error_class="bad_reference",
             )
         schema, notes = found["schema"], found.get("values") or []
-    question = _question_with_reply(ctx, question)
+    in_context = _in_context(ctx, question, routed=discovery_call_id is not None)
+    question, shown = in_context.question, in_context.record
     # value-linking notes go after the question, not into the schema: the schema stays the
     # prompt prefix every question on the database shares
     hint = _joined(ctx.state.get("hint") or "", value_notes_text(notes))
@@ -145,7 +160,7 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
             )
         missing = declined(pred.sql)
         if missing is not None:  # the program found nothing in the schema to answer with: no query
-            return {"sql": None, "unanswerable": True, "missing": missing}
+            return {"sql": None, "unanswerable": True, "missing": missing, **shown}
         sql = clean_sql(pred.sql or "")
     elif discovery_call_id is None:
         # the plain call: the raw reply is kept so output handling can be compared without the model
@@ -158,7 +173,8 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
         return {"sql": check_sql(sql, ctx.db.dialect)}
     chosen = _select(ctx, schema, question, hint, _repaired(ctx, sql))
     checked = _checked(ctx, schema, question, hint, _with_retry(ctx, schema, question, hint, chosen))
-    return _kept_in_context(ctx, schema, question, hint, checked)
+    # the trace shows the standalone question a rewrite wrote (or that it failed)
+    return {**_kept_in_context(ctx, schema, question, hint, checked), **shown}
 
 
 def _kept_in_context(ctx: ToolContext, schema: str, question: str, hint: str, out: dict) -> dict:
