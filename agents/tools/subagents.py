@@ -6,21 +6,25 @@ compact JSON of them to the router as the ``ToolMessage`` content.
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 from routerlab.agents.db import check_sql
 from routerlab.agents.errors import GuardViolation, ToolError
 from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.lm.candidates import candidate_sampler, sample_candidates
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
 from routerlab.agents.tools.followup_check import dropped_parts
-from routerlab.agents.tools.framing import SQL_OUTPUT, Sampling, sql_framing
+from routerlab.agents.tools.framing import CHAT_MAX_TOKENS, CHAT_PROMPTS, SQL_OUTPUT, Sampling, sql_framing
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
 from routerlab.agents.tools.result_checks import Finding, check_result
 from routerlab.agents.tools.schema import INJECTED
 from routerlab.agents.tools.schema_linking import link_tables, schema_for
-from routerlab.agents.tools.selection import select
+from routerlab.agents.tools.selection import Candidate, Repair, Selection, select, vote
 from routerlab.agents.tools.value_linking import value_hits, value_notes_text
 from routerlab.agents.tools.views import render_schema
 from routerlab.agents.turn_history import history_of, last_data_turn, question_in_context
@@ -47,6 +51,9 @@ __all__ = [
 SQL_PRODUCERS: tuple[str, ...] = ("generate_sql", "fix_sql")
 
 Ctx = Annotated[ToolContext, INJECTED]
+
+#: seed of the batched candidates call (sequence ``s`` draws from a stream derived from it and ``s``)
+_BATCH_SEED = 0
 
 
 def _schema_for(ctx: ToolContext, question: str) -> str:
@@ -213,21 +220,90 @@ def _generate(ctx: ToolContext, schema: str, question: str, hint: str, sampling:
 def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict) -> dict:
     """Execution-guided selection among ``candidates`` queries (``routerlab.agents.tools.selection``).
 
-    The samples see the greedy call's exact prompt, so llama.cpp reuses all of it and each costs
-    only its own tokens. Each passes the guard and the deterministic repairs like the greedy one.
+    When the framing sends a plain chat exchange and the LM's engine decodes several sequences
+    in one call (``routerlab.agents.lm.candidates``), all candidates come from ONE call over the
+    greedy call's exact messages; its sequence 0 is the greedy reply, whose query ``first`` already
+    is, so ``first`` stays candidate 0. Otherwise each sample is its own call over the same prompt
+    (llama.cpp reuses all of it and each costs only its own tokens). Every candidate passes the
+    guard and the deterministic repairs like the greedy one; with ``candidate_repair`` one that
+    fails on execution gets fix_sql's repair once before the vote.
     """
     s = ctx.settings
     if s.candidates <= 1 or not first.get("sql"):
         return first
 
-    def sample(seed: int) -> dict:
-        return _repaired(ctx, _generate(ctx, schema, question, hint, Sampling(s.candidate_temperature, seed)))
-
     def run(sql: str) -> list[list]:
         return ctx.db.execute(sql, timeout_s=s.sql_timeout_s, max_rows=s.max_rows).rows
 
-    chosen = select(first, sample, run, k=s.candidates, budget_s=s.selection_budget_s)
-    return {**chosen.candidates[chosen.chosen].output, "selection": chosen.record()}
+    repair = _candidate_repair(ctx) if s.candidate_repair else None
+    batched = _batched_candidates(ctx, schema, question, hint, first)
+    if batched is not None:
+        candidates, extra, t0 = batched
+        chosen = vote(candidates, run, repair=repair)
+        selection = Selection(candidates, chosen, time.monotonic() - t0, sampling="batched", extra=extra)
+    else:
+
+        def sample(seed: int) -> dict:
+            return _repaired(ctx, _generate(ctx, schema, question, hint, Sampling(s.candidate_temperature, seed)))
+
+        selection = select(first, sample, run, k=s.candidates, budget_s=s.selection_budget_s, repair=repair)
+    return {**selection.candidates[selection.chosen].output, "selection": selection.record()}
+
+
+def _batched_candidates(
+    ctx: ToolContext, schema: str, question: str, hint: str, first: dict
+) -> tuple[list[Candidate], dict, float] | None:
+    """The candidates from one batched call, its record and its start time; None when not offered."""
+    s = ctx.settings
+    prompt = CHAT_PROMPTS.get(s.sql_framing)
+    if prompt is None or candidate_sampler(ctx.lm) is None:
+        return None
+    messages = prompt(schema=schema, dialect=ctx.db.dialect, hint=hint, question=question)
+    t0 = time.monotonic()
+    replies = sample_candidates(
+        ctx.lm,
+        messages,
+        s.candidates,
+        temperature=s.candidate_temperature,
+        seed=_BATCH_SEED,
+        max_tokens=CHAT_MAX_TOKENS,
+    )
+    if replies is None:  # pragma: no cover - candidate_sampler said it was there
+        return None
+    candidates = [Candidate(first["sql"], output=first)]
+    for seq, text in enumerate(replies.texts[1:], start=1):
+        try:
+            out = _repaired(ctx, SQL_OUTPUT[s.sql_output](text, ctx.db.dialect))
+            candidates.append(Candidate(out["sql"], seed=seq, output=out))
+        except ToolError as exc:  # a refused or unparsable sample is dropped, as one-by-one
+            candidates.append(Candidate("", seed=seq, error=f"{exc.error_class}: {exc}"))
+    try:
+        greedy = _repaired(ctx, SQL_OUTPUT[s.sql_output](replies.texts[0], ctx.db.dialect))["sql"]
+    except ToolError:
+        greedy = ""
+    extra = {
+        "batch": {
+            "n": s.candidates,
+            "seed": _BATCH_SEED,
+            "cached": replies.cached,
+            "prompt_tokens": replies.usage.cold_prompt_tokens,
+            "completion_tokens": replies.usage.cold_completion_tokens,
+            "seconds": round(replies.usage.cold_latency_s, 3),
+            # sequence 0 decodes the greedy call's prompt greedily: it should be the greedy query
+            "greedy_agrees": greedy == first["sql"],
+        }
+    }
+    return candidates, extra, t0
+
+
+def _candidate_repair(ctx: ToolContext) -> Repair:
+    """Corrective self-consistency's repair: fix_sql's path, one model attempt."""
+    once = replace(ctx, settings=replace(ctx.settings, fix_attempts=1))
+
+    def repair(sql: str, error: str) -> dict:
+        return _fix_sql(sql, error, once)
+
+    return repair
 
 
 def _findings(ctx: ToolContext, question: str, sql: str) -> list[Finding] | None:
