@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 
 from routerlab.agents.db import check_sql
-from routerlab.agents.errors import GuardViolation, ToolError
+from routerlab.agents.errors import GuardViolation, LMError, ToolError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.lm.candidates import candidate_sampler, sample_candidates
 from routerlab.agents.tools.base import tool
@@ -236,7 +236,11 @@ def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict
         return ctx.db.execute(sql, timeout_s=s.sql_timeout_s, max_rows=s.max_rows).rows
 
     repair = _candidate_repair(ctx) if s.candidate_repair else None
-    batched = _batched_candidates(ctx, schema, question, hint, first)
+    try:
+        batched = _batched_candidates(ctx, schema, question, hint, first)
+        refused = None
+    except LMError as exc:  # the engine refused the batch (a prompt and budget too long): one by one
+        batched, refused = None, str(exc)
     if batched is not None:
         candidates, extra, t0 = batched
         chosen = vote(candidates, run, repair=repair)
@@ -247,6 +251,8 @@ def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict
             return _repaired(ctx, _generate(ctx, schema, question, hint, Sampling(s.candidate_temperature, seed)))
 
         selection = select(first, sample, run, k=s.candidates, budget_s=s.selection_budget_s, repair=repair)
+        if refused is not None:
+            selection.extra["batch_refused"] = refused
     return {**selection.candidates[selection.chosen].output, "selection": selection.record()}
 
 

@@ -16,9 +16,9 @@ from dspy import lm15 as L
 
 from routerlab import routers
 from routerlab.agents.db import open_database
-from routerlab.agents.errors import ToolError
+from routerlab.agents.errors import LMError, ToolError
 from routerlab.agents.graph import Pipeline, PipelineConfig
-from routerlab.agents.lm import UsageCallback, scripted_lm, usage_scope
+from routerlab.agents.lm import LlamaEngine, UsageCallback, scripted_lm, usage_scope
 from routerlab.agents.lm.batched import Candidates
 from routerlab.agents.lm.candidates import candidate_key, candidate_sampler, sample_candidates
 from routerlab.agents.lm.messages import request_to_chat
@@ -217,6 +217,39 @@ def test_an_erroring_batched_candidate_is_repaired_by_fix_sqls_path_before_the_v
     )
     sel = t.tool_calls[1]["output"]["selection"]
     assert sel["errored"] == 1 and sel["repaired"] == 0 and sel["greedy_chosen"] is True and t.rows == [[6]]
+
+
+class RefusingEngine(BatchedEngine):
+    """Refuses every batch as the embedded engine refuses a prompt and budget beyond its context."""
+
+    def sample_candidates(self, messages, n, **kwargs):
+        self.batches.append({"n": n})
+        raise LMError(
+            "batched candidate decoding refused the request",
+            expected="a prompt plus budget within the context window",
+            found="prompt (4000 tokens) + max_tokens (256) exceed the context (4096)",
+            fix="lower n or max_tokens, or shorten the prompt",
+        )
+
+
+def test_a_refused_batch_falls_back_to_one_by_one_and_says_so(singers):
+    engine = RefusingEngine(COUNT_ALL, [])
+    t = run_pipeline(singers, batched_lm(engine), "How many singers are there?", candidates=3)
+    sel = t.tool_calls[1]["output"]["selection"]
+    assert len(engine.batches) == 1 and sel["sampling"] == "one_by_one"
+    assert "exceed the context" in sel["batch_refused"]
+    assert [c["seed"] for c in sel["candidates"]] == [None, 1, 2] and t.rows == [[6]]
+
+
+def test_the_embedded_engine_offers_batched_candidates_without_loading_the_model():
+    from routerlab.agents.lm import MODELS, resolve_lm
+    from routerlab.agents.lm.assets import cache_dir
+
+    if not (cache_dir() / MODELS["0.5b"].filename).exists():
+        pytest.skip("the embedded 0.5B model is not assembled in the cache")
+    # what `routerlab run --lm local` builds: the engine is found behind dspy's LM (loading is lazy)
+    lm = resolve_lm("local:0.5b", cache=False)
+    assert isinstance(candidate_sampler(lm), LlamaEngine)
 
 
 def test_an_lm_without_the_capability_samples_one_by_one(singers):
