@@ -7,12 +7,12 @@ compact JSON of them to the router as the ``ToolMessage`` content.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from routerlab.agents.db import check_sql
 from routerlab.agents.errors import GuardViolation, LMError, ToolError
 from routerlab.agents.lm.adapter import lm_context
-from routerlab.agents.lm.candidates import candidate_sampler, sample_candidates
+from routerlab.agents.lm.candidates import BatchedReplies, candidate_sampler, sample_candidates
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.decline import declined, declining
@@ -160,10 +160,15 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
         sql = SQL_OUTPUT[ctx.settings.sql_output](reply, ctx.db.dialect)
         return {"sql": check_sql(sql, ctx.db.dialect), "reply": reply}
     else:
-        sql = _generate(ctx, schema, question, hint)
+        batch = _batch(ctx, schema, question, hint)
+        # a batched call's sequence 0 is the greedy reply to the same messages: no separate greedy call
+        replies = batch.replies
+        sql = SQL_OUTPUT[ctx.settings.sql_output](replies.texts[0], ctx.db.dialect) if replies else None
+        if sql is None:
+            sql = _generate(ctx, schema, question, hint)
     if discovery_call_id is None:
         return {"sql": check_sql(sql, ctx.db.dialect)}
-    chosen = _select(ctx, schema, question, hint, _repaired(ctx, sql))
+    chosen = _select(ctx, schema, question, hint, _repaired(ctx, sql), batch)
     checked = _checked(ctx, schema, question, hint, _with_retry(ctx, schema, question, hint, chosen))
     return _kept_in_context(ctx, schema, question, hint, checked)
 
@@ -217,16 +222,57 @@ def _generate(ctx: ToolContext, schema: str, question: str, hint: str, sampling:
     return SQL_OUTPUT[ctx.settings.sql_output](_ask(ctx, schema, question, hint, sampling), ctx.db.dialect)
 
 
-def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict) -> dict:
+@dataclass(frozen=True)
+class _Batch:
+    """The batched candidates call of one generate_sql, or why there was none.
+
+    Attributes:
+        replies: Its replies (None: not offered, or refused).
+        refused: The engine's refusal (a prompt and budget beyond its context), if any.
+        started: ``time.monotonic()`` when it started.
+    """
+
+    replies: BatchedReplies | None = None
+    refused: str | None = None
+    started: float = 0.0
+
+
+def _batch(ctx: ToolContext, schema: str, question: str, hint: str) -> _Batch:
+    """All ``candidates`` replies from ONE call, when selection is on and the LM can decode them together.
+
+    Offered when the framing sends a plain chat exchange (:data:`CHAT_PROMPTS`) and the LM's
+    engine decodes several sequences in one call (``routerlab.agents.lm.candidates``). The
+    messages are the greedy call's exact ones; sequence 0 is decoded greedily, so it is the
+    greedy reply, and the others are the samples.
+    """
+    s = ctx.settings
+    prompt = CHAT_PROMPTS.get(s.sql_framing)
+    if s.candidates <= 1 or prompt is None or candidate_sampler(ctx.lm) is None:
+        return _Batch()
+    messages = prompt(schema=schema, dialect=ctx.db.dialect, hint=hint, question=question)
+    started = time.monotonic()
+    try:
+        replies = sample_candidates(
+            ctx.lm,
+            messages,
+            s.candidates,
+            temperature=s.candidate_temperature,
+            seed=_BATCH_SEED,
+            max_tokens=CHAT_MAX_TOKENS,
+        )
+    except LMError as exc:  # the engine refused the batch: the greedy call and one-by-one samples
+        return _Batch(refused=str(exc), started=started)
+    return _Batch(replies=replies, started=started)
+
+
+def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict, batch: _Batch) -> dict:
     """Execution-guided selection among ``candidates`` queries (``routerlab.agents.tools.selection``).
 
-    When the framing sends a plain chat exchange and the LM's engine decodes several sequences
-    in one call (``routerlab.agents.lm.candidates``), all candidates come from ONE call over the
-    greedy call's exact messages; its sequence 0 is the greedy reply, whose query ``first`` already
-    is, so ``first`` stays candidate 0. Otherwise each sample is its own call over the same prompt
-    (llama.cpp reuses all of it and each costs only its own tokens). Every candidate passes the
-    guard and the deterministic repairs like the greedy one; with ``candidate_repair`` one that
-    fails on execution gets fix_sql's repair once before the vote.
+    With a batched call (:func:`_batch`) its sequence 0 is ``first`` and its other sequences are
+    the samples. Otherwise each sample is its own call over the greedy call's prompt (llama.cpp
+    reuses all of it and each costs only its own tokens). Every candidate passes the guard and the
+    deterministic repairs like the greedy one; with ``candidate_repair`` one that fails on
+    execution gets fix_sql's repair once before the vote.
     """
     s = ctx.settings
     if s.candidates <= 1 or not first.get("sql"):
@@ -236,70 +282,44 @@ def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict
         return ctx.db.execute(sql, timeout_s=s.sql_timeout_s, max_rows=s.max_rows).rows
 
     repair = _candidate_repair(ctx) if s.candidate_repair else None
-    try:
-        batched = _batched_candidates(ctx, schema, question, hint, first)
-        refused = None
-    except LMError as exc:  # the engine refused the batch (a prompt and budget too long): one by one
-        batched, refused = None, str(exc)
-    if batched is not None:
-        candidates, extra, t0 = batched
+    if batch.replies is not None:
+        candidates = [Candidate(first["sql"], output=first), *_sampled(ctx, batch.replies.texts[1:])]
         chosen = vote(candidates, run, repair=repair)
-        selection = Selection(candidates, chosen, time.monotonic() - t0, sampling="batched", extra=extra)
+        extra = {"batch": _batch_record(batch.replies)}
+        selection = Selection(candidates, chosen, time.monotonic() - batch.started, sampling="batched", extra=extra)
     else:
 
         def sample(seed: int) -> dict:
             return _repaired(ctx, _generate(ctx, schema, question, hint, Sampling(s.candidate_temperature, seed)))
 
         selection = select(first, sample, run, k=s.candidates, budget_s=s.selection_budget_s, repair=repair)
-        if refused is not None:
-            selection.extra["batch_refused"] = refused
+        if batch.refused is not None:
+            selection.extra["batch_refused"] = batch.refused
     return {**selection.candidates[selection.chosen].output, "selection": selection.record()}
 
 
-def _batched_candidates(
-    ctx: ToolContext, schema: str, question: str, hint: str, first: dict
-) -> tuple[list[Candidate], dict, float] | None:
-    """The candidates from one batched call, its record and its start time; None when not offered."""
-    s = ctx.settings
-    prompt = CHAT_PROMPTS.get(s.sql_framing)
-    if prompt is None or candidate_sampler(ctx.lm) is None:
-        return None
-    messages = prompt(schema=schema, dialect=ctx.db.dialect, hint=hint, question=question)
-    t0 = time.monotonic()
-    replies = sample_candidates(
-        ctx.lm,
-        messages,
-        s.candidates,
-        temperature=s.candidate_temperature,
-        seed=_BATCH_SEED,
-        max_tokens=CHAT_MAX_TOKENS,
-    )
-    if replies is None:  # pragma: no cover - candidate_sampler said it was there
-        return None
-    candidates = [Candidate(first["sql"], output=first)]
-    for seq, text in enumerate(replies.texts[1:], start=1):
+def _sampled(ctx: ToolContext, texts: tuple[str, ...]) -> list[Candidate]:
+    """The candidates of a batch's sampled sequences (1, 2, ...), guarded and repaired like the greedy one."""
+    out: list[Candidate] = []
+    for seq, text in enumerate(texts, start=1):
         try:
-            out = _repaired(ctx, SQL_OUTPUT[s.sql_output](text, ctx.db.dialect))
-            candidates.append(Candidate(out["sql"], seed=seq, output=out))
-        except ToolError as exc:  # a refused or unparsable sample is dropped, as one-by-one
-            candidates.append(Candidate("", seed=seq, error=f"{exc.error_class}: {exc}"))
-    try:
-        greedy = _repaired(ctx, SQL_OUTPUT[s.sql_output](replies.texts[0], ctx.db.dialect))["sql"]
-    except ToolError:
-        greedy = ""
-    extra = {
-        "batch": {
-            "n": s.candidates,
-            "seed": _BATCH_SEED,
-            "cached": replies.cached,
-            "prompt_tokens": replies.usage.cold_prompt_tokens,
-            "completion_tokens": replies.usage.cold_completion_tokens,
-            "seconds": round(replies.usage.cold_latency_s, 3),
-            # sequence 0 decodes the greedy call's prompt greedily: it should be the greedy query
-            "greedy_agrees": greedy == first["sql"],
-        }
+            written = _repaired(ctx, SQL_OUTPUT[ctx.settings.sql_output](text, ctx.db.dialect))
+            out.append(Candidate(written["sql"], seed=seq, output=written))
+        except ToolError as exc:  # a refused or unparsable sample is dropped, as one by one
+            out.append(Candidate("", seed=seq, error=f"{exc.error_class}: {exc}"))
+    return out
+
+
+def _batch_record(replies: BatchedReplies) -> dict:
+    """What the selection record says about the batched call (its cost as first computed)."""
+    return {
+        "n": len(replies.texts),
+        "seed": _BATCH_SEED,
+        "cached": replies.cached,
+        "prompt_tokens": replies.usage.cold_prompt_tokens,
+        "completion_tokens": replies.usage.cold_completion_tokens,
+        "seconds": round(replies.usage.cold_latency_s, 3),
     }
-    return candidates, extra, t0
 
 
 def _candidate_repair(ctx: ToolContext) -> Repair:

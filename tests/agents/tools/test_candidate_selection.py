@@ -183,23 +183,26 @@ def test_a_batched_engine_is_called_once_for_all_candidates_over_the_greedy_prom
         [COUNT_FRANCE, f"```sql\n{COUNT_FRANCE}\n```", "SELECT count(*) FROM singer WHERE Country = 'Netherlands'"],
     )
     t = run_pipeline(singers, batched_lm(engine), "How many singers are from France?", candidates=4)
-    # ONE batched call for the four candidates, over the greedy call's exact messages
-    assert len(engine.batches) == 1
+    # ONE batched call for the four candidates, its sequence 0 the greedy reply: no other call
+    assert len(engine.batches) == 1 and engine.requests == []
     batch = engine.batches[0]
     assert batch["n"] == 4 and batch["temperature"] == 0.7 and batch["max_tokens"] == CHAT_MAX_TOKENS
-    greedy = [r for r in engine.requests if "Question:" in repr(r.messages)]
-    assert len(greedy) == 1 and batch["messages"] == request_to_chat(greedy[0])
+    # over the greedy call's exact messages: what the same turn without candidates sends
+    plain = BatchedEngine(COUNT_ALL, [])
+    run_pipeline(singers, batched_lm(plain), "How many singers are from France?")
+    assert plain.batches == [] and len(plain.requests) == 1
+    assert batch["messages"] == request_to_chat(plain.requests[0])
     out = t.tool_calls[1]["output"]
     assert t.rows == [[4]] and out["sql"] == COUNT_FRANCE
     sel = out["selection"]
     assert sel["sampling"] == "batched" and sel["chosen"] == 1 and sel["greedy_chosen"] is False
     assert [c["seed"] for c in sel["candidates"]] == [None, 1, 2, 3]
     assert sel["vote_counts"] == [2, 1, 1]
-    assert sel["batch"]["n"] == 4 and sel["batch"]["greedy_agrees"] is True and sel["batch"]["cached"] is False
-    # the batched call is in the turn's usage: the greedy call plus one call of 120 + 4 x 8 tokens
+    assert sel["batch"]["n"] == 4 and sel["batch"]["cached"] is False and sel["batch"]["completion_tokens"] == 32
+    # the batched call is in the turn's usage: one call of 120 prompt tokens and 4 x 8 generated
     used = t.subagent_usage  # generate_sql is the only sub-agent calling the LM on this plan
-    assert used.lm_calls == 2 and used.cache_hits == 0
-    assert used.prompt_tokens == 100 + 120 and used.completion_tokens == 10 + 4 * 8
+    assert used.lm_calls == 1 and used.cache_hits == 0
+    assert used.prompt_tokens == 120 and used.completion_tokens == 4 * 8
 
 
 def test_an_erroring_batched_candidate_is_repaired_by_fix_sqls_path_before_the_vote(singers):
@@ -238,6 +241,7 @@ def test_a_refused_batch_falls_back_to_one_by_one_and_says_so(singers):
     sel = t.tool_calls[1]["output"]["selection"]
     assert len(engine.batches) == 1 and sel["sampling"] == "one_by_one"
     assert "exceed the context" in sel["batch_refused"]
+    assert [r.config.seed for r in engine.requests] == [None, 1, 2]  # the greedy call, then the samples
     assert [c["seed"] for c in sel["candidates"]] == [None, 1, 2] and t.rows == [[6]]
 
 
