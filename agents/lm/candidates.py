@@ -140,13 +140,13 @@ class CandidateCache:
         return tuple(json.loads(row[0])), Usage.computed(int(row[1]), int(row[2]), float(row[3]))
 
     def put(self, key: str, texts: Sequence[str], cost: Usage) -> None:
-        """Keep one call's replies and cost (in memory when cache files may not be written)."""
+        """Keep one call's replies and cost, first record wins (in memory when cache files may not be written)."""
         if not cache_writes_allowed():
             self._memory[key] = (tuple(texts), cost)
             return
         try:
             self._file.write(
-                "INSERT OR REPLACE INTO candidates VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO candidates VALUES (?, ?, ?, ?, ?)",
                 (key, json.dumps(list(texts)), cost.prompt_tokens, cost.completion_tokens, cost.latency_s),
             )
         except (sqlite3.Error, OSError):
