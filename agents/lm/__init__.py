@@ -1,6 +1,7 @@
 """LM backends: the embedded model (llama-cpp-python), any LiteLLM provider, a scripted test LM."""
 
 from routerlab.agents.lm.assets import MODELS, ModelAsset, assemble, model_path
+from routerlab.agents.lm.candidates import BatchedReplies, CandidateSampler, candidate_sampler, sample_candidates
 from routerlab.agents.lm.chat import ChatResult, chat
 from routerlab.agents.lm.local import LlamaEngine, tool_call_schema
 from routerlab.agents.lm.resolve import SPEC_FORMS, resolve_lm
@@ -10,6 +11,8 @@ from routerlab.agents.lm.usage import UsageCallback, UsageLog, record_usage, usa
 __all__ = [
     "MODELS",
     "SPEC_FORMS",
+    "BatchedReplies",
+    "CandidateSampler",
     "ChatResult",
     "LlamaEngine",
     "ModelAsset",
@@ -18,10 +21,12 @@ __all__ = [
     "UsageLog",
     "adapter_reply",
     "assemble",
+    "candidate_sampler",
     "chat",
     "model_path",
     "record_usage",
     "resolve_lm",
+    "sample_candidates",
     "scripted_lm",
     "tool_call_schema",
     "usage_scope",

@@ -84,7 +84,13 @@ class ToolSettings:
             others are sampled, all are executed and the result most agree on wins
             (``routerlab.agents.tools.selection``).
         candidate_temperature: Sampling temperature of the candidates after the greedy one.
-        selection_budget_s: Seconds the sampling of candidates may take; no sample starts after.
+        selection_budget_s: Seconds the one-by-one sampling of candidates may take; no sample
+            starts after. Candidates decoded together in one batched call (an engine that offers
+            it, the ``chat`` framing) are bounded by the turn's deadline instead.
+        candidate_repair: Corrective self-consistency: with ``candidates`` > 1, a candidate whose
+            query fails on execution gets fix_sql's repair once (one model attempt) before the
+            vote, and counts with the repaired query's result; a repair that does not run leaves
+            it out. Does nothing with ``candidates`` == 1.
         result_checks: Checks of a discovery-path query's result against the question
             (registry ``routerlab.agents.tools.result_checks.result_check``: ``empty``,
             ``count_for_list``, ``list_for_count``, ``duplicates``); a failed one triggers one
@@ -126,6 +132,7 @@ class ToolSettings:
     candidates: int = 1
     candidate_temperature: float = 0.7
     selection_budget_s: float = 6.0
+    candidate_repair: bool = True
     result_checks: tuple[str, ...] = ()
     followup_check: bool = False
     followup_context: str = "parenthesis"

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHAT_MAX_TOKENS",
+    "CHAT_PROMPTS",
     "PROGRAM_FRAMINGS",
     "SQL_OUTPUT",
     "Sampling",
@@ -185,6 +186,15 @@ def program_framing(
 
 #: framings that run a saved program: ``ToolSettings`` checks that it names one when built
 PROGRAM_FRAMINGS: frozenset[str] = frozenset({"program"})
+
+CHAT_PROMPTS: dict[str, Callable[..., list[dict[str, str]]]] = {"chat": chat_messages}
+"""Framings whose request is one plain chat exchange, by name: the messages they send.
+
+A batched engine can be sent exactly these messages (execution-guided selection decodes all its
+candidates in one call over the greedy call's prompt); a framing that goes through a DSPy
+adapter (``fields``, ``program``) is not here, and its candidates are sampled one by one.
+The replies' token budget is :data:`CHAT_MAX_TOKENS`, the chat framing's.
+"""
 
 
 @dataclass

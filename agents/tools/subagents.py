@@ -6,22 +6,26 @@ compact JSON of them to the router as the ``ToolMessage`` content.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, replace
+
 from routerlab.agents.db import check_sql
-from routerlab.agents.errors import GuardViolation, ToolError
+from routerlab.agents.errors import GuardViolation, LMError, ToolError
 from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.lm.candidates import BatchedReplies, candidate_sampler, sample_candidates
 from routerlab.agents.tools.base import tool
 from routerlab.agents.tools.context import ToolContext
 from routerlab.agents.tools.decline import declined, declining
 from routerlab.agents.tools.feedback import Probe, column_notes, feedback_text, probe, value_notes
 from routerlab.agents.tools.followup_check import dropped_parts
 from routerlab.agents.tools.followup_context import InContext, followup_context
-from routerlab.agents.tools.framing import SQL_OUTPUT, Sampling, sql_framing
+from routerlab.agents.tools.framing import CHAT_MAX_TOKENS, CHAT_PROMPTS, SQL_OUTPUT, Sampling, sql_framing
 from routerlab.agents.tools.programs import clean_sql
 from routerlab.agents.tools.repair import catalog_of, foreign_keys_of, repair_sql
 from routerlab.agents.tools.result_checks import Finding, check_result
 from routerlab.agents.tools.schema import INJECTED
 from routerlab.agents.tools.schema_linking import link_tables, schema_for
-from routerlab.agents.tools.selection import select
+from routerlab.agents.tools.selection import Candidate, Repair, Selection, select, vote
 from routerlab.agents.tools.value_linking import value_hits, value_notes_text
 from routerlab.agents.tools.views import render_schema
 from routerlab.agents.turn_history import history_of, last_data_turn, question_in_context
@@ -48,6 +52,9 @@ __all__ = [
 SQL_PRODUCERS: tuple[str, ...] = ("generate_sql", "fix_sql")
 
 Ctx = Annotated[ToolContext, INJECTED]
+
+#: seed of the batched candidates call (sequence ``s`` draws from a stream derived from it and ``s``)
+_BATCH_SEED = 0
 
 
 def _schema_for(ctx: ToolContext, question: str) -> str:
@@ -153,6 +160,7 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
     # value-linking notes go after the question, not into the schema: the schema stays the
     # prompt prefix every question on the database shares
     hint = _joined(ctx.state.get("hint") or "", value_notes_text(notes))
+    batch = _Batch()  # no batched candidates unless the discovery path below asks for them
     if ctx.settings.sql_may_decline:
         with lm_context(ctx.lm):
             pred = declining(ctx.programs.generate)(
@@ -168,10 +176,15 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
         sql = SQL_OUTPUT[ctx.settings.sql_output](reply, ctx.db.dialect)
         return {"sql": check_sql(sql, ctx.db.dialect), "reply": reply}
     else:
-        sql = _generate(ctx, schema, question, hint)
+        batch = _batch(ctx, schema, question, hint)
+        # a batched call's sequence 0 is the greedy reply to the same messages: no separate greedy call
+        replies = batch.replies
+        sql = SQL_OUTPUT[ctx.settings.sql_output](replies.texts[0], ctx.db.dialect) if replies else None
+        if sql is None:
+            sql = _generate(ctx, schema, question, hint)
     if discovery_call_id is None:
         return {"sql": check_sql(sql, ctx.db.dialect)}
-    chosen = _select(ctx, schema, question, hint, _repaired(ctx, sql))
+    chosen = _select(ctx, schema, question, hint, _repaired(ctx, sql), batch)
     checked = _checked(ctx, schema, question, hint, _with_retry(ctx, schema, question, hint, chosen))
     # the trace shows the standalone question a rewrite wrote (or that it failed)
     return {**_kept_in_context(ctx, schema, question, hint, checked), **shown}
@@ -226,24 +239,114 @@ def _generate(ctx: ToolContext, schema: str, question: str, hint: str, sampling:
     return SQL_OUTPUT[ctx.settings.sql_output](_ask(ctx, schema, question, hint, sampling), ctx.db.dialect)
 
 
-def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict) -> dict:
+@dataclass(frozen=True)
+class _Batch:
+    """The batched candidates call of one generate_sql, or why there was none.
+
+    Attributes:
+        replies: Its replies (None: not offered, or refused).
+        refused: The engine's refusal (a prompt and budget beyond its context), if any.
+        started: ``time.monotonic()`` when it started.
+    """
+
+    replies: BatchedReplies | None = None
+    refused: str | None = None
+    started: float = 0.0
+
+
+def _batch(ctx: ToolContext, schema: str, question: str, hint: str) -> _Batch:
+    """All ``candidates`` replies from ONE call, when selection is on and the LM can decode them together.
+
+    Offered when the framing sends a plain chat exchange (:data:`CHAT_PROMPTS`) and the LM's
+    engine decodes several sequences in one call (``routerlab.agents.lm.candidates``). The
+    messages are the greedy call's exact ones; sequence 0 is decoded greedily, so it is the
+    greedy reply, and the others are the samples.
+    """
+    s = ctx.settings
+    prompt = CHAT_PROMPTS.get(s.sql_framing)
+    if s.candidates <= 1 or prompt is None or candidate_sampler(ctx.lm) is None:
+        return _Batch()
+    messages = prompt(schema=schema, dialect=ctx.db.dialect, hint=hint, question=question)
+    started = time.monotonic()
+    try:
+        replies = sample_candidates(
+            ctx.lm,
+            messages,
+            s.candidates,
+            temperature=s.candidate_temperature,
+            seed=_BATCH_SEED,
+            max_tokens=CHAT_MAX_TOKENS,
+        )
+    except LMError as exc:  # the engine refused the batch: the greedy call and one-by-one samples
+        return _Batch(refused=str(exc), started=started)
+    return _Batch(replies=replies, started=started)
+
+
+def _select(ctx: ToolContext, schema: str, question: str, hint: str, first: dict, batch: _Batch) -> dict:
     """Execution-guided selection among ``candidates`` queries (``routerlab.agents.tools.selection``).
 
-    The samples see the greedy call's exact prompt, so llama.cpp reuses all of it and each costs
-    only its own tokens. Each passes the guard and the deterministic repairs like the greedy one.
+    With a batched call (:func:`_batch`) its sequence 0 is ``first`` and its other sequences are
+    the samples. Otherwise each sample is its own call over the greedy call's prompt (llama.cpp
+    reuses all of it and each costs only its own tokens). Every candidate passes the guard and the
+    deterministic repairs like the greedy one; with ``candidate_repair`` one that fails on
+    execution gets fix_sql's repair once before the vote.
     """
     s = ctx.settings
     if s.candidates <= 1 or not first.get("sql"):
         return first
 
-    def sample(seed: int) -> dict:
-        return _repaired(ctx, _generate(ctx, schema, question, hint, Sampling(s.candidate_temperature, seed)))
-
     def run(sql: str) -> list[list]:
         return ctx.db.execute(sql, timeout_s=s.sql_timeout_s, max_rows=s.max_rows).rows
 
-    chosen = select(first, sample, run, k=s.candidates, budget_s=s.selection_budget_s)
-    return {**chosen.candidates[chosen.chosen].output, "selection": chosen.record()}
+    repair = _candidate_repair(ctx) if s.candidate_repair else None
+    if batch.replies is not None:
+        candidates = [Candidate(first["sql"], output=first), *_sampled(ctx, batch.replies.texts[1:])]
+        chosen = vote(candidates, run, repair=repair)
+        extra = {"batch": _batch_record(batch.replies)}
+        selection = Selection(candidates, chosen, time.monotonic() - batch.started, sampling="batched", extra=extra)
+    else:
+
+        def sample(seed: int) -> dict:
+            return _repaired(ctx, _generate(ctx, schema, question, hint, Sampling(s.candidate_temperature, seed)))
+
+        selection = select(first, sample, run, k=s.candidates, budget_s=s.selection_budget_s, repair=repair)
+        if batch.refused is not None:
+            selection.extra["batch_refused"] = batch.refused
+    return {**selection.candidates[selection.chosen].output, "selection": selection.record()}
+
+
+def _sampled(ctx: ToolContext, texts: tuple[str, ...]) -> list[Candidate]:
+    """The candidates of a batch's sampled sequences (1, 2, ...), guarded and repaired like the greedy one."""
+    out: list[Candidate] = []
+    for seq, text in enumerate(texts, start=1):
+        try:
+            written = _repaired(ctx, SQL_OUTPUT[ctx.settings.sql_output](text, ctx.db.dialect))
+            out.append(Candidate(written["sql"], seed=seq, output=written))
+        except ToolError as exc:  # a refused or unparsable sample is dropped, as one by one
+            out.append(Candidate("", seed=seq, error=f"{exc.error_class}: {exc}"))
+    return out
+
+
+def _batch_record(replies: BatchedReplies) -> dict:
+    """What the selection record says about the batched call (its cost as first computed)."""
+    return {
+        "n": len(replies.texts),
+        "seed": _BATCH_SEED,
+        "cached": replies.cached,
+        "prompt_tokens": replies.usage.cold_prompt_tokens,
+        "completion_tokens": replies.usage.cold_completion_tokens,
+        "seconds": round(replies.usage.cold_latency_s, 3),
+    }
+
+
+def _candidate_repair(ctx: ToolContext) -> Repair:
+    """Corrective self-consistency's repair: fix_sql's path, one model attempt."""
+    once = replace(ctx, settings=replace(ctx.settings, fix_attempts=1))
+
+    def repair(sql: str, error: str) -> dict:
+        return _fix_sql(sql, error, once)
+
+    return repair
 
 
 def _findings(ctx: ToolContext, question: str, sql: str) -> list[Finding] | None:
