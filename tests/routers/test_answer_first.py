@@ -187,3 +187,23 @@ def test_answer_first_on_the_embedded_model():
         assert answered.rows == [[before]]
     write = _run(lm, "Delete all rows from the singer table")
     assert write.intent in ("refuse", "sql", "unanswerable") and _singers() == before
+
+
+def test_candidates_that_disagree_are_recorded_in_the_evidence():
+    """Execution-guided selection (3 candidates) on the real pipeline: two readings, two results."""
+    from routerlab.agents.graph import PipelineConfig
+    from routerlab.agents.lm import scripted_lm
+    from routerlab.agents.lm.scripts import answer_field, requested_field
+    from routerlab.agents.tools.context import ToolSettings
+
+    def reply(request):
+        # the second sample reads "singers" without the country: another result
+        sql = "SELECT name FROM singer" if getattr(request.config, "seed", None) == 2 else LIST_FRENCH
+        return answer_field(request, sql) if requested_field(request) else f"```sql\n{sql}\n```"
+
+    config = PipelineConfig(tools=ToolSettings(candidates=3, selection_budget_s=60.0))
+    pipeline = Pipeline(routers.router.build("answer_first"), scripted_lm(reply), config=config)
+    t = pipeline.run(FIRST, str(CONCERT))
+    assert t.intent == "sql" and t.sql == LIST_FRENCH and len(t.rows) == 4
+    evidence = t.route_decisions[-1]["evidence"]
+    assert (evidence["candidates"], evidence["distinct_results"]) == (3, 2)
