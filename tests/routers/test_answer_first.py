@@ -207,3 +207,14 @@ def test_candidates_that_disagree_are_recorded_in_the_evidence():
     assert t.intent == "sql" and t.sql == LIST_FRENCH and len(t.rows) == 4
     evidence = t.route_decisions[-1]["evidence"]
     assert (evidence["candidates"], evidence["distinct_results"]) == (3, 2)
+
+
+def test_a_revising_decision_is_the_turns_classification():
+    from routerlab.agents.routing import classifying_decision
+
+    draft, step = {"intent": "sql", "method": "answer_first:draft"}, {"intent": "sql", "method": "plan"}
+    verdict = {"intent": "refuse", "method": "answer_first:write", "revises": True}
+    assert classifying_decision([draft, step, verdict]) is verdict
+    # without a revising decision the first with an intent classifies, as for every other router
+    assert classifying_decision([{"intent": None}, draft, {"intent": "chat"}]) is draft
+    assert classifying_decision([]) is None

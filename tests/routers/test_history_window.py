@@ -156,3 +156,17 @@ def test_an_unknown_window_names_the_known_ones(name):
         routers.router.build(name, history="rewrite")
     assert err.value.expected == "a history window: last, last_k, none" and err.value.found == "'rewrite'"
     assert f"{name}.history=last" in err.value.fix
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("history", ["none", "last"])
+def test_llm_windows_on_the_embedded_model(history, sales_db):
+    """The contract on real model output: each window gives a well-formed decision for a follow-up."""
+    from routerlab.agents.lm import resolve_lm
+    from routerlab.agents.state import INTENTS
+
+    lm = resolve_lm("local:0.5b", max_tokens=96)
+    r = routers.router.build("llm", history=history)
+    r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
+    decision = r.decide(_state(sales_db))
+    assert decision.tool_calls and decision.intent in INTENTS
