@@ -12,14 +12,17 @@ every run records (``--router-arg llm.history=last``):
   the behaviour before windows existed).
 
 Extension point: a window may also rewrite the request itself (:attr:`Window.request`). A
-``rewrite`` window, turning a follow-up into a standalone request with the model, is one more
-function here::
+``rewrite`` window, turning a follow-up into a standalone request with the model
+(``routerlab.agents.rewrite.standalone_question``, which returns a ``Rewrite`` whose ``text`` is
+empty when the rewrite failed), is one more function here::
 
     @history_window("rewrite")
     def rewrite(request, history, lm):
         from routerlab.agents.rewrite import standalone_question
 
-        return Window(turns=[], request=standalone_question(lm, request, history))
+        done = standalone_question(lm, request, history)
+        # a failed rewrite falls back to the last turn, the context the model would have had
+        return Window(turns=[], request=done.text) if done.text else last_turn(request, history, lm)
 """
 
 from __future__ import annotations
