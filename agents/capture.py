@@ -6,6 +6,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from routerlab.agents.routing import classifying_decision
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Trace, Usage
 
@@ -96,7 +97,8 @@ def build_trace(example_id: str, state: PipelineState, total_latency_s: float) -
     records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
     decisions = state.get("router_usage", [])
     rejected, invalid = _emitted_calls(list(state.get("messages", [])), records)
-    intent = next((d.get("intent") for d in decisions if d.get("intent")), None)
+    classified = classifying_decision(decisions)
+    intent = classified.get("intent") if classified else None
     if intent is None and state.get("route"):
         intent = state["route"].get("intent")
     return Trace(

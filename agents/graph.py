@@ -111,6 +111,12 @@ class Pipeline:
         overrides = dict(getattr(router, "tool_settings", None) or {})
         if overrides:
             self.config = replace(self.config, tools=replace(self.config.tools, **overrides))
+        # and may need to see tool errors that end other routers' turns (answer_first reads a
+        # guard refusal of its drafted SQL as the evidence of a write)
+        reacts_to = tuple(getattr(router, "recoverable_errors", None) or ())
+        if set(reacts_to) - set(self.config.recoverable_errors):
+            errors = tuple(dict.fromkeys((*self.config.recoverable_errors, *reacts_to)))
+            self.config = replace(self.config, recoverable_errors=errors)
         self.programs = programs or SQLPrograms()
         self._dbs: dict[str, Database] = {}
         self._db_lock = threading.Lock()

@@ -6,7 +6,7 @@ Lives in the agent layer because the dispatch graph calls routers; router strate
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from routerlab.agents.db import Database
     from routerlab.agents.tools import Tool
 
-__all__ = ["PlannedCall", "RouteDecision", "Router", "RouterEnv"]
+__all__ = ["PlannedCall", "RouteDecision", "Router", "RouterEnv", "classifying_decision"]
 
 
 class PlannedCall(TypedDict):
@@ -48,6 +48,12 @@ class RouteDecision:
             decision's own ``route`` event.
         selected_tool_ids: Tools this decision selected (a retrieving router's); the pipeline
             merges them into the state's ``selected_tool_ids`` without duplicates.
+        evidence: What the router observed and decided on (an answer-first router's reading of
+            its drafted SQL: declined, refused as a write, failed, ran); JSON-able, in the
+            summary only when set, so other routers' summaries are unchanged.
+        revises: This decision's intent replaces the turn's classification (an answer-first
+            router that drafted a query as ``sql`` and then found it declined or a write); the
+            turn's intent is otherwise its first decision's (:func:`classifying_decision`).
     """
 
     tool_calls: list[PlannedCall] = field(default_factory=list)
@@ -59,6 +65,8 @@ class RouteDecision:
     invalid_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     steps: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     selected_tool_ids: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    revises: bool = False
 
     def summary(self, strategy: str) -> dict[str, Any]:
         """A JSON-able summary stored in state and traces."""
@@ -81,7 +89,21 @@ class RouteDecision:
             "cold_latency_s": self.usage.cold_latency_s,
             "cold_cost_usd": self.usage.cold_cost_usd,
             "cold_unknown": self.usage.cold_unknown,
+            **({"evidence": dict(self.evidence)} if self.evidence else {}),
+            **({"revises": True} if self.revises else {}),
         }
+
+
+def classifying_decision(decisions: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The decision summary that classified a turn, from its decisions in order.
+
+    The last one that revises the classification (``RouteDecision.revises``) with an intent,
+    else the first with an intent (later ones follow its plan); None when none has one.
+    """
+    revised = [d for d in decisions if d.get("revises") and d.get("intent")]
+    if revised:
+        return revised[-1]
+    return next((d for d in decisions if d.get("intent")), None)
 
 
 @dataclass

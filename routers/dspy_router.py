@@ -24,8 +24,9 @@ from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.trace import Usage
-from routerlab.agents.turn_history import history_of, history_text
+from routerlab.agents.turn_history import history_text
 from routerlab.routers.base import router
+from routerlab.routers.support.history_window import DEFAULT_WINDOW, check_window, window_of
 from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.label_calibration import shift
 from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
@@ -381,15 +382,24 @@ class DSPyRouter(IntentRouter):
             would answer (or ask about, with nothing the ambiguity check finds open) becomes an
             abstention when the database lacks what it names
             (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). False: the program alone.
+        history: Which earlier turns the program reads as its ``conversation``, a window of
+            :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last request
+            and the assistant's reply) or ``last_k`` (the last three turns, the default).
     """
 
     #: arguments that name a file, by kind (the server takes only allow-listed names for them)
     file_arguments: ClassVar[dict[str, str]] = {"program": "program"}
 
     def __init__(
-        self, program: str = "builtin", fix_budget: int = 1, one_pass: bool = True, abstain_check: bool = True
+        self,
+        program: str = "builtin",
+        fix_budget: int = 1,
+        one_pass: bool = True,
+        abstain_check: bool = True,
+        history: str = DEFAULT_WINDOW,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.history = check_window("dspy", history)
         self.one_pass = one_pass
         self.abstain_check = abstain_check
         self.program_name = program
@@ -429,8 +439,9 @@ class DSPyRouter(IntentRouter):
         assert self.env is not None
         tables = schema_view(self.env, state, self.program.route.schema)
         # greetings and thanks around a data question are not what it asks (routers/support/turns.py)
-        request = without_pleasantries(state.get("question", "") or "")
-        conversation = history_text(history_of(state))
+        window = window_of(self.history, state, self.env.lm)
+        request = without_pleasantries(window.request or state.get("question", "") or "")
+        conversation = history_text(window.turns, max_turns=len(window.turns))
         evidence = request_evidence(self.env, state, self.program.route.checks, self.program.route.neighbours)
         scored = (
             classify_one_pass(

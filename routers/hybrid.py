@@ -8,11 +8,12 @@ from typing import ClassVar
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
-from routerlab.agents.turn_history import history_of, history_text
+from routerlab.agents.turn_history import history_text
 from routerlab.routers.base import router
 from routerlab.routers.dspy_router import CHECKS, load_program, request_evidence
 from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.rules import RulesRouter
+from routerlab.routers.support.history_window import DEFAULT_WINDOW, Window, check_window, window_of
 from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
 from routerlab.routers.support.schema_outline import check_view, gate_on_gap, schema_view
@@ -59,6 +60,10 @@ class HybridRouter(IntentRouter):
             are never gated: their ``schema_gap`` rule already reads the same check.
         rules_without: Rules left out of the rules' table (the ``rules`` router's ``without``), to
             switch single checks off (``--router-arg 'hybrid.rules_without=["which_column"]'``).
+        history: Which earlier turns the LM path shows, a window of
+            :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last request
+            and the assistant's reply) or ``last_k`` (the last three turns, the default). The
+            rules read the whole conversation as before.
     """
 
     #: arguments that name a file, by kind (the server takes only allow-listed names for them)
@@ -77,8 +82,10 @@ class HybridRouter(IntentRouter):
         ambiguity_check: bool = False,
         abstain_check: bool = True,
         rules_without: Sequence[str] | str = (),
+        history: str = DEFAULT_WINDOW,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.history = check_window("hybrid", history)
         self.abstain_check = abstain_check
         self.schema_check = schema_check
         self.ambiguity_check = ambiguity_check
@@ -107,15 +114,16 @@ class HybridRouter(IntentRouter):
         intent, conf, method, _ = self._rules.classify(state)
         if conf >= self.threshold or self.env is None or self.env.lm is None:
             return Classification(intent, conf, f"hybrid:{method}", Usage())
+        window = window_of(self.history, state, self.env.lm)
         if not self.one_pass:
-            return self._generation(state, intent, conf, method)
+            return self._generation(state, intent, conf, method, window)
         scored = classify_one_pass(
             self.env.lm,
             self.prompt,
             tables=schema_view(self.env, state, self.schema),
             # greetings and thanks around a data question are not what it asks (routers/support/turns.py)
-            request=without_pleasantries(state.get("question", "") or ""),
-            conversation=history_text(history_of(state)),
+            request=without_pleasantries(window.request or state.get("question", "") or ""),
+            conversation=history_text(window.turns, max_turns=len(window.turns)),
             note=self._note(state),
         )
         if scored is not None:
@@ -124,7 +132,7 @@ class HybridRouter(IntentRouter):
                     state, Classification(scored.intent, scored.confidence, "hybrid:logprob", scored.usage)
                 )
             return Classification(intent, conf, f"hybrid:{method}(lm-unsure)", scored.usage)
-        return self._generation(state, intent, conf, method)
+        return self._generation(state, intent, conf, method, window)
 
     def _gated(self, state: PipelineState, decided: Classification) -> Classification:
         """An LM decision through the schema gate when ``abstain_check`` is on."""
@@ -135,10 +143,12 @@ class HybridRouter(IntentRouter):
         checks = set(self._route.checks) | {c for c, on in flags.items() if on}
         return request_evidence(self.env, state, tuple(c for c in CHECKS if c in checks), self._route.neighbours)
 
-    def _generation(self, state: PipelineState, intent: str, conf: float, method: str) -> Classification:
+    def _generation(
+        self, state: PipelineState, intent: str, conf: float, method: str, window: Window
+    ) -> Classification:
         assert self.env is not None
         note = self._note(state)
-        found, usage = intent_by_tool_call(self.env, state, self.max_tokens, note)
+        found, usage = intent_by_tool_call(self.env, state, self.max_tokens, note, window)
         if found is not None:
             return self._gated(state, Classification(found, 1.0, "hybrid:generation", usage))  # type: ignore[arg-type]
         return Classification(intent, conf, f"hybrid:{method}(llm-invalid)", usage)  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import HISTORY_TURNS, history_of
 from routerlab.routers.base import router
+from routerlab.routers.support.history_window import DEFAULT_WINDOW, Window, check_window, window_of
 from routerlab.routers.support.schema_outline import abstains_on_gap, check_view, request_note, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
@@ -49,23 +50,30 @@ citing the fix_sql tool_call_id.
 - If execute_sql_and_analyze_result failed with an SQL error, call fix_sql citing the failed call."""
 
 
-def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT, note: str = "") -> list[dict[str, Any]]:
+def to_openai_messages(
+    state: PipelineState, system: str = SYSTEM_PROMPT, note: str = "", window: Window | None = None
+) -> list[dict[str, Any]]:
     """The conversation as OpenAI-style messages: earlier turns, then this turn's messages.
 
     Tool results carry their tool_call_id in the text, because local chat templates do not show
     ids and later calls must cite them. ``note`` (evidence about the request, such as the schema
-    check's finding) follows the turn's first user message on a line of its own.
+    check's finding) follows the turn's first user message on a line of its own. ``window``
+    (:mod:`routerlab.routers.support.history_window`) chooses the earlier turns shown and may
+    replace the request's words; None: the last ``HISTORY_TURNS`` turns, the request as written.
     """
     out: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    turns = window.turns if window is not None else history_of(state)[-HISTORY_TURNS:]
+    rewritten = window.request if window is not None else None
     # earlier turns of the conversation come first, as plain exchanges (their tool calls are gone)
-    for turn in history_of(state)[-HISTORY_TURNS:]:
+    for turn in turns:
         out.append({"role": "user", "content": str(turn.get("question", ""))})
         said = str(turn.get("answer", ""))
         out.append({"role": "assistant", "content": said + (f"\n(SQL: {turn['sql']})" if turn.get("sql") else "")})
     for m in state.get("messages", []):
         if isinstance(m, HumanMessage):
-            out.append({"role": "user", "content": str(m.content) + (f"\n\n{note}" if note else "")})
-            note = ""  # evidence about the request, not about a later reply
+            said = rewritten if rewritten is not None else str(m.content)
+            out.append({"role": "user", "content": said + (f"\n\n{note}" if note else "")})
+            note, rewritten = "", None  # about the request, not about a later reply
         elif isinstance(m, AIMessage):
             msg: dict[str, Any] = {"role": "assistant", "content": str(m.content or "")}
             if m.tool_calls:
@@ -85,11 +93,12 @@ def to_openai_messages(state: PipelineState, system: str = SYSTEM_PROMPT, note: 
 
 
 def intent_by_tool_call(
-    env: RouterEnv, state: PipelineState, max_tokens: int, note: str = ""
+    env: RouterEnv, state: PipelineState, max_tokens: int, note: str = "", window: Window | None = None
 ) -> tuple[str | None, Usage]:
     """Ask the LM for one tool call and read the intent it implies (the generation path of a classifier).
 
-    ``note`` is evidence about the request shown after it (see :func:`to_openai_messages`).
+    ``note`` is evidence about the request shown after it, ``window`` what it shows of the
+    conversation (see :func:`to_openai_messages`).
 
     Returns:
         ``(intent, usage)``; the intent is None when the reply named no known tool.
@@ -97,7 +106,7 @@ def intent_by_tool_call(
     assert env.lm is not None
     result = chat(
         env.lm,
-        to_openai_messages(state, SYSTEM_PROMPT, note),
+        to_openai_messages(state, SYSTEM_PROMPT, note, window),
         tools=[t.openai_schema() for t in env.tools],
         tool_choice="required",
         max_tokens=max_tokens,
@@ -204,6 +213,9 @@ class LLMRouter:
             open) gets the ``abstain`` call instead when the database lacks what it names
             (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). Told the finding, the
             1.5B model asks rather than abstain; the gate is the schema check's own verdict.
+        history: Which earlier turns of the conversation the prompt shows, a window of
+            :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last request
+            and the assistant's reply) or ``last_k`` (the last three turns, the default).
     """
 
     def __init__(
@@ -215,7 +227,9 @@ class LLMRouter:
         schema_check: bool = False,
         ambiguity_check: bool = False,
         abstain_check: bool = True,
+        history: str = DEFAULT_WINDOW,
     ) -> None:
+        self.history = check_window("llm", history)
         self.abstain_check = abstain_check
         self.schema_check = schema_check
         self.ambiguity_check = ambiguity_check
@@ -264,7 +278,8 @@ class LLMRouter:
     def _messages(self, state: PipelineState) -> list[dict[str, Any]]:
         """The conversation with the turn's schema outline, and the checks' findings if asked."""
         note = request_note(self.env, state, schema_check=self.schema_check, ambiguity_check=self.ambiguity_check)
-        return to_openai_messages(state, self._system(state), note)
+        window = window_of(self.history, state, self.env.lm if self.env else None)
+        return to_openai_messages(state, self._system(state), note, window)
 
     def _intent(self, state: PipelineState, first: str | None) -> str | None:
         route = state.get("route") or {}

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
-from sqlglot import exp
 
 from routerlab.agents.answerability import Gap, check_question
 from routerlab.agents.errors import ConfigError
@@ -24,6 +23,7 @@ from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import history_of
 from routerlab.routers.base import router
 from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, find_ambiguities
+from routerlab.routers.support.attempt import STORED_DATA_WRITES
 from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.result_edit import edits_the_result
 from routerlab.routers.support.turns import TURN_CHECKS, split_social
@@ -51,20 +51,6 @@ class Rule:
     detector: str | None = None
 
 
-# not exp.Command: sqlglot's fallback for text it cannot parse ("create dates of ...") is prose, not a write
-_WRITE_NODES = (
-    exp.Insert,
-    exp.Update,
-    exp.Delete,
-    exp.Drop,
-    exp.Create,
-    exp.Alter,
-    exp.Merge,
-    exp.TruncateTable,
-    exp.Grant,
-)
-
-
 #: how far past a write keyword a quoted statement is read, and how many keywords are tried: each
 #: parse used to read the whole rest of the text, quadratic in its length (a 128k-character
 #: question took 137 s). A longer or later write is still refused by the SQL guard.
@@ -77,7 +63,7 @@ def _has_write_sql(text: str) -> bool:
     for m in itertools.islice(_WRITE_KEYWORD.finditer(text), _WRITE_TRIES):
         try:
             for stmt in sqlglot.parse(text[m.start() : m.start() + _WRITE_WINDOW], read="duckdb"):
-                if stmt is not None and (isinstance(stmt, _WRITE_NODES) or stmt.find(*_WRITE_NODES)):
+                if stmt is not None and (isinstance(stmt, STORED_DATA_WRITES) or stmt.find(*STORED_DATA_WRITES)):
                     return True
         except (sqlglot.errors.SqlglotError, ValueError, RecursionError):
             continue

@@ -9,6 +9,7 @@ from langchain_core.messages import ToolMessage
 from routerlab.agents.events import make_event
 from routerlab.agents.nodes.env import conversation_of
 from routerlab.agents.nodes.updates import RespondUpdate
+from routerlab.agents.routing import classifying_decision
 from routerlab.agents.state import PipelineState
 
 __all__ = ["classification", "respond_node"]
@@ -85,6 +86,6 @@ def _error(state: PipelineState) -> RespondUpdate:
 
 
 def classification(state: PipelineState) -> dict[str, Any] | None:
-    """The decision that classified the turn: the first with an intent (later ones follow its plan)."""
-    first = next((d for d in state.get("router_usage", []) if d.get("intent")), None)
-    return first or state.get("route") or None
+    """The decision that classified the turn (:func:`~routerlab.agents.routing.classifying_decision`)."""
+    first = classifying_decision(state.get("router_usage", []))
+    return dict(first) if first else (state.get("route") or None)

@@ -14,6 +14,10 @@
   and thanks around a request, actions the assistant cannot take, general knowledge, small talk).
 * :mod:`~routerlab.routers.support.result_edit`: whether a change request edits the result shown
   (a follow-up) or the data stored (a write), on the conversation's and the schema's evidence;
+* :mod:`~routerlab.routers.support.attempt`: what a drafted SQL attempt showed (declined, refused
+  as a write, failed, answered), the evidence the ``answer_first`` router decides on;
+* :mod:`~routerlab.routers.support.history_window`: which earlier turns an LM router's prompt
+  shows (``none``, ``last``, ``last_k``), a registry the routers' ``history`` argument names;
 * :mod:`~routerlab.routers.support.swarm_decision`: a swarm's pipeline call as a routing decision
   (``HandoffDecision``), what the ``handoff`` and ``team`` routers share.
 

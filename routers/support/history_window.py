@@ -1,0 +1,117 @@
+"""Which earlier turns an LM router's prompt shows: the ``history`` argument of ``llm``, ``hybrid``, ``dspy``.
+
+Routing on the whole history can hurt deep conversations (issue 49: the zero-shot ``llm`` router
+treats follow-ups as things to ask about; a production study found the last user turn plus the
+assistant's reply restored accuracy that the whole history lost). A window is chosen by name
+from the :data:`history_window` registry, so a study compares them as constructor arguments that
+every run records (``--router-arg llm.history=last``):
+
+* ``none``: no earlier turn;
+* ``last``: the last turn, the user's request and the assistant's reply;
+* ``last_k``: the last :data:`~routerlab.agents.turn_history.HISTORY_TURNS` turns (the default,
+  the behaviour before windows existed).
+
+Extension point: a window may also rewrite the request itself (:attr:`Window.request`). A
+``rewrite`` window, turning a follow-up into a standalone request with the model
+(``routerlab.agents.rewrite.standalone_question``, which returns a ``Rewrite`` whose ``text`` is
+empty when the rewrite failed), is one more function here::
+
+    @history_window("rewrite")
+    def rewrite(request, history, lm):
+        from routerlab.agents.rewrite import standalone_question
+
+        done = standalone_question(lm, request, history)
+        # a failed rewrite falls back to the last turn, the context the model would have had
+        return Window(turns=[], request=done.text) if done.text else last_turn(request, history, lm)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from routerlab.agents.errors import ConfigError, UnknownComponentError
+from routerlab.agents.registry import Registry
+from routerlab.agents.turn_history import HISTORY_TURNS, Turn, history_of
+
+__all__ = ["DEFAULT_WINDOW", "HistoryWindow", "Window", "check_window", "history_window", "window_of"]
+
+#: the window every LM router uses unless told otherwise (today's behaviour)
+DEFAULT_WINDOW = "last_k"
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a routing prompt shows of the conversation.
+
+    Attributes:
+        turns: Earlier turns to show, oldest first.
+        request: The request to route in place of the user's words (a rewritten follow-up);
+            None: the request as the user wrote it.
+    """
+
+    turns: list[Turn] = field(default_factory=list)
+    request: str | None = None
+
+
+@runtime_checkable
+class HistoryWindow(Protocol):
+    """Chooses what a routing prompt shows of the conversation before ``request``."""
+
+    def __call__(self, request: str, history: Sequence[Turn], lm: Any) -> Window:
+        """The window for ``request``.
+
+        Args:
+            request: The user's request.
+            history: The conversation's earlier turns, oldest first.
+            lm: The router's LM (for a window that asks the model; the built-in ones do not).
+        """
+        ...
+
+
+history_window: Registry[HistoryWindow] = Registry("history window")
+"""Registry of history windows by name (the LM routers' ``history`` argument)."""
+
+
+@history_window("none")
+def no_history(request: str, history: Sequence[Turn], lm: Any) -> Window:
+    """No earlier turn: the request is routed alone."""
+    return Window()
+
+
+@history_window("last")
+def last_turn(request: str, history: Sequence[Turn], lm: Any) -> Window:
+    """The last turn: the user's request and the assistant's reply (its answer, or the SQL that ran)."""
+    return Window(turns=list(history[-1:]))
+
+
+@history_window("last_k")
+def last_k_turns(request: str, history: Sequence[Turn], lm: Any) -> Window:
+    """The last ``HISTORY_TURNS`` turns (the routers' behaviour before windows existed)."""
+    return Window(turns=list(history[-HISTORY_TURNS:]))
+
+
+def check_window(router_name: str, name: str) -> str:
+    """``name`` if it names a registered window, else a ``ConfigError`` naming the known ones.
+
+    Args:
+        router_name: The router whose ``history`` argument it is, for the message.
+        name: The window's name.
+    """
+    try:
+        history_window.get(name)
+    except UnknownComponentError as exc:
+        raise ConfigError(
+            f"bad value for {router_name} router argument 'history'",
+            expected=f"a history window: {', '.join(history_window.names())}",
+            found=repr(name),
+            fix=f"pass e.g. --router-arg {router_name}.history=last ({exc.fix})",
+            details={"kind": "router", "name": router_name, "argument": "history"},
+        ) from None
+    return name
+
+
+def window_of(name: str, state: Any, lm: Any = None) -> Window:
+    """The window ``name`` over the conversation of ``state`` (its question and its history)."""
+    return history_window.get(name)(str(state.get("question", "") or ""), history_of(state), lm)
