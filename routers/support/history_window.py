@@ -11,18 +11,14 @@ every run records (``--router-arg llm.history=last``):
 * ``last_k``: the last :data:`~routerlab.agents.turn_history.HISTORY_TURNS` turns (the default,
   the behaviour before windows existed).
 
-Extension point: a window may also rewrite the request itself (:attr:`Window.request`). A
-``rewrite`` window, turning a follow-up into a standalone request with the model
-(``routerlab.agents.rewrite.standalone_question``, which returns a ``Rewrite`` whose ``text`` is
-empty when the rewrite failed), is one more function here::
+* ``rewrite``: the follow-up turned into one standalone request by the model
+  (``routerlab.agents.rewrite.standalone_question``, the same rewrite SQL generation uses with
+  ``followup_context="rewrite"``), routed with no earlier turn; a first turn is not rewritten,
+  and a failed rewrite falls back to ``last``, the context the model would otherwise have had.
+  It costs one LM call per follow-up, counted in the decision's usage.
 
-    @history_window("rewrite")
-    def rewrite(request, history, lm):
-        from routerlab.agents.rewrite import standalone_question
-
-        done = standalone_question(lm, request, history)
-        # a failed rewrite falls back to the last turn, the context the model would have had
-        return Window(turns=[], request=done.text) if done.text else last_turn(request, history, lm)
+A window may rewrite the request itself (:attr:`Window.request`); a new window is one more
+registered function here.
 """
 
 from __future__ import annotations
@@ -90,6 +86,25 @@ def last_turn(request: str, history: Sequence[Turn], lm: Any) -> Window:
 def last_k_turns(request: str, history: Sequence[Turn], lm: Any) -> Window:
     """The last ``HISTORY_TURNS`` turns (the routers' behaviour before windows existed)."""
     return Window(turns=list(history[-HISTORY_TURNS:]))
+
+
+@history_window("rewrite")
+def rewritten(request: str, history: Sequence[Turn], lm: Any) -> Window:
+    """The follow-up rewritten into a standalone request (no earlier turn shown); ``last`` if that fails."""
+    if lm is None:  # a router bound without an LM cannot rewrite; its contract check names the LM
+        raise ConfigError(
+            "the 'rewrite' history window needs the router's LM",
+            expected="a router bound with an LM (--lm)",
+            found="no LM",
+            fix="use history=last or history=none for a router without an LM",
+        )
+    # imported here: the rewrite pulls in the LM layer, which the other windows never need
+    from routerlab.agents.rewrite import standalone_question
+
+    done = standalone_question(lm, request, history)
+    if not done.rewritten:  # a first turn, or no earlier data turn to read: the request as written
+        return Window(turns=list(history[-1:]))
+    return Window(turns=[], request=done.text) if done.text else last_turn(request, history, lm)
 
 
 def check_window(router_name: str, name: str) -> str:

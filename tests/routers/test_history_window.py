@@ -13,7 +13,7 @@ import pytest
 from routerlab import routers
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import ConfigError
-from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm import scripted_lm, usage_scope
 from routerlab.agents.lm.messages import text_of
 from routerlab.agents.lm.scoring import ChoiceScores
 from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply
@@ -44,12 +44,12 @@ def _shown(text: str) -> list[int]:
 
 
 def test_the_windows_choose_turns():
-    assert history_window.names() == ["last", "last_k", "none"]
+    assert history_window.names() == ["last", "last_k", "none", "rewrite"]
     state = {"question": REQUEST, "history": HISTORY}
     assert window_of("none", state) == Window()
     assert window_of("last", state).turns == HISTORY[-1:]
     assert window_of("last_k", state).turns == HISTORY[-3:]
-    assert all(window_of(name, state).request is None for name in history_window.names())
+    assert all(window_of(name, state).request is None for name in ("last", "last_k", "none"))
     assert window_of("last", {"question": REQUEST}).turns == []
 
 
@@ -85,6 +85,36 @@ def test_a_window_may_replace_the_request(sales_db):
     messages = to_openai_messages(state, "sys", note="Schema check: ok.", window=rewritten)
     assert [m["role"] for m in messages] == ["system", "user"]
     assert messages[1]["content"] == "How many areas in region R4 have EV charging?\n\nSchema check: ok."
+
+
+def test_the_rewrite_window_routes_the_standalone_request_alone():
+    """``rewrite``: one model call (the shared ``agents.rewrite``), the rewritten request, no earlier turn."""
+    lm = scripted_lm(["How many areas in region R4 have EV charging?"])
+    state = {"question": REQUEST, "history": HISTORY}
+    with usage_scope() as log:
+        window = window_of("rewrite", state, lm)
+    assert window == Window(turns=[], request="How many areas in region R4 have EV charging?")
+    (request,) = lm.routerlab_engine.requests
+    prompt = "\n".join(text_of(m) for m in request.messages)
+    assert REQUEST in prompt and "SELECT 4" in prompt  # the rewrite reads the follow-up and the turns' SQL
+    assert log.total().lm_calls == 1  # counted where the decision's usage is counted
+
+
+def test_the_rewrite_window_falls_back_to_the_last_turn():
+    state = {"question": REQUEST, "history": HISTORY}
+    # a reply that is a query is no question: the window the model would otherwise have had
+    failed = window_of("rewrite", state, scripted_lm(["SELECT count(*) FROM areas"]))
+    assert failed == Window(turns=HISTORY[-1:])
+    # no earlier data turn: nothing to rewrite and no call
+    lm = scripted_lm(["never asked"])
+    chat_only = [{"question": "hi", "answer": "Hello!", "intent": "chat", "sql": None}]
+    assert window_of("rewrite", {"question": "how many areas?", "history": chat_only}, lm) == Window(turns=chat_only)
+    assert lm.routerlab_engine.requests == []
+
+
+def test_the_rewrite_window_needs_an_lm():
+    with pytest.raises(ConfigError, match="needs the router's LM"):
+        window_of("rewrite", {"question": REQUEST, "history": HISTORY}, None)
 
 
 class _Recorder(ScriptedEngine):
@@ -153,8 +183,8 @@ def test_the_window_is_a_recorded_argument(name):
 @pytest.mark.parametrize("name", ["llm", "hybrid", "dspy"])
 def test_an_unknown_window_names_the_known_ones(name):
     with pytest.raises(ConfigError) as err:
-        routers.router.build(name, history="rewrite")
-    assert err.value.expected == "a history window: last, last_k, none" and err.value.found == "'rewrite'"
+        routers.router.build(name, history="rewrites")
+    assert err.value.expected == "a history window: last, last_k, none, rewrite" and err.value.found == "'rewrites'"
     assert f"{name}.history=last" in err.value.fix
 
 
