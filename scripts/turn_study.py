@@ -1,4 +1,4 @@
-"""Conversation runs side by side, turn by turn: the table of a follow-up study (issue 51).
+r"""Conversation runs side by side, turn by turn: the table of a follow-up study (issue 51).
 
 Each argument is ``LABEL=RUN_ID`` (a stored run, ``<session>.<router>``); the first one is the
 reference every other run is paired against, on the turns both ran. Printed per run, as a
