@@ -168,10 +168,13 @@ def ray_cluster(tmp_path_factory) -> Iterator[Path]:
     """
     ray = pytest.importorskip("ray")
     trigger = tmp_path_factory.mktemp("kill")
+    # "The current node timed out during startup" (every Ray test errored on it at load 3-6):
     # Ray waits a fixed 30 s for its raylet to register with the GCS (a constant in
-    # ray/_private/node.py, no setting reaches it); on a loaded 2-core machine start-up can take
-    # longer, and every Ray test errored on "The current node timed out during startup". A start
-    # that timed out is shut down and tried again.
+    # ray/_private/node.py), and the raylet first waits a fixed 15 s for each of the dashboard
+    # agent's port files, then fails a check and exits ("Timed out waiting for file
+    # .../metrics_agent_port_...", or dashboard_agent_listen_port, in raylet.out: seen here at
+    # load 5 under nice 19, the agent importing every dashboard module for 15-20 s). No setting
+    # reaches either wait in Ray 2.60, so a start that timed out is shut down and tried again.
     for attempt in range(1, _RAY_START_TRIES + 1):
         try:
             with pytest.MonkeyPatch.context() as env:
