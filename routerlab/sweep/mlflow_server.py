@@ -11,6 +11,7 @@ Both start MLflow without its job runner (:func:`mlflow_env`), which routerlab d
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import socket
@@ -26,9 +27,11 @@ from routerlab.agents.errors import ConfigError, RunError
 
 __all__ = [
     "JOB_EXECUTION_ENV",
+    "READY_TIMEOUT_ENV",
     "default_artifacts_destination",
     "mlflow_command",
     "mlflow_env",
+    "ready_timeout_s",
     "serve_mlflow",
     "tracking_url",
     "wait_ready",
@@ -36,6 +39,9 @@ __all__ = [
 
 #: start-up imports take tens of seconds on a loaded 2-core machine (see tests/benchmarks/test_ui.py)
 _READY_TIMEOUT_S = 240.0
+
+#: environment variable overriding how long a started server has to answer ``/health`` (seconds)
+READY_TIMEOUT_ENV = "ROUTERLAB_MLFLOW_READY_TIMEOUT_S"
 
 #: MLflow's switch of its server-side job runner
 JOB_EXECUTION_ENV = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
@@ -108,12 +114,42 @@ def tracking_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = _READY_TIMEOUT_S) -> None:
+def ready_timeout_s() -> float:
+    """How long a started server has to answer ``/health``: ``$ROUTERLAB_MLFLOW_READY_TIMEOUT_S``, else 240 s.
+
+    Raises:
+        ConfigError: The variable is set to something other than a positive number of seconds.
+    """
+    raw = os.environ.get(READY_TIMEOUT_ENV, "")
+    if not raw:
+        return _READY_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:  # NaN fails too
+        raise ConfigError(
+            f"${READY_TIMEOUT_ENV} is not a number of seconds",
+            expected="a positive number of seconds",
+            found=repr(raw),
+            fix=f"unset it for the default {_READY_TIMEOUT_S:g} s, or set e.g. {READY_TIMEOUT_ENV}=600",
+            details={"option": READY_TIMEOUT_ENV},
+        )
+    return value
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float | None = None) -> None:
     """Wait until the server at ``url`` answers ``/health``.
+
+    Args:
+        url: The server's URL.
+        proc: Its process (an exit ends the wait).
+        timeout_s: How long to wait (default: :func:`ready_timeout_s`).
 
     Raises:
         RunError: The process exited, or did not answer within ``timeout_s``.
     """
+    timeout_s = ready_timeout_s() if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     probe = url.replace("://0.0.0.0:", "://127.0.0.1:")
     while True:
@@ -175,11 +211,12 @@ def serve_mlflow(
         The server's exit code (0 after Ctrl-C).
 
     Raises:
-        ConfigError: The port is taken.
-        RunError: The server did not start.
+        ConfigError: The port is taken, or ``$ROUTERLAB_MLFLOW_READY_TIMEOUT_S`` is not a number of seconds.
+        RunError: The server did not start (in ``$ROUTERLAB_MLFLOW_READY_TIMEOUT_S``, default 240 s).
     """
     from routerlab.eval.tracking import resolve_tracking_uri
 
+    ready_s = ready_timeout_s()  # a bad override fails before a server starts
     if not _port_free(host, port):
         raise ConfigError(
             f"port {port} on {host} is in use",
@@ -204,7 +241,7 @@ def serve_mlflow(
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         url = tracking_url(host, port)
-        wait_ready(url, proc)
+        wait_ready(url, proc, ready_s)
         if on_ready is not None:
             on_ready(url)
         return proc.wait()

@@ -223,3 +223,38 @@ def test_mlflow_starts_without_its_job_runner_unless_the_user_asks_for_it():
     # a value the user set is kept, whichever it is
     assert mlflow_env({JOB_EXECUTION_ENV: "true"})[JOB_EXECUTION_ENV] == "true"
     assert mlflow_env({JOB_EXECUTION_ENV: "false"})[JOB_EXECUTION_ENV] == "false"
+
+
+def test_the_server_start_up_wait_is_set_by_the_environment_and_ends_on_a_server_that_never_answers(monkeypatch):
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from routerlab.agents.errors import RunError
+    from routerlab.sweep.mlflow_server import READY_TIMEOUT_ENV, ready_timeout_s, wait_ready
+
+    monkeypatch.delenv(READY_TIMEOUT_ENV, raising=False)
+    assert ready_timeout_s() == 240.0
+    monkeypatch.setenv(READY_TIMEOUT_ENV, "600")
+    assert ready_timeout_s() == 600.0
+    for bad in ("soon", "0", "-5", "nan", "inf"):
+        monkeypatch.setenv(READY_TIMEOUT_ENV, bad)
+        with pytest.raises(ConfigError) as err:
+            ready_timeout_s()
+        assert READY_TIMEOUT_ENV in err.value.what and repr(bad) == err.value.found and err.value.fix
+    # a live process behind a port nobody answers on: the wait ends after the variable's seconds
+    monkeypatch.setenv(READY_TIMEOUT_ENV, "1.5")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    silent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(RunError) as err:
+            wait_ready(f"http://127.0.0.1:{port}", silent)
+        assert 1.5 <= time.monotonic() - t0 < 30
+        assert "within 1.5 s" in err.value.expected
+    finally:
+        silent.kill()
+        silent.wait()

@@ -19,7 +19,13 @@ from routerlab.runner import RunConfig
 from routerlab.session import load_dataset, select
 from routerlab.stub_lm import LatencyServer
 from routerlab.sweep import LocalExecutor, RayExecutor, SweepResult, SweepSpec, load_sweep, sweep_results
-from tests.routerlab.sweep.conftest import KILL_SCRIPT, quiet_sweep, sweep_writer
+from routerlab.sweep.mlflow_server import READY_TIMEOUT_ENV
+from tests.routerlab.sweep.conftest import KILL_SCRIPT, quiet_sweep, slack, sweep_writer, warm_workers
+
+# The pyproject's 900 s per test (setup included) is sized for an idle machine; the killed-worker
+# sweep's setup alone (a local sweep, an MLflow server start, a Ray sweep with a kill and MLflow
+# logging) took about two minutes in CI, so five times slower it came near that limit.
+pytestmark = pytest.mark.timeout(slack(300))
 
 #: what must agree between two sweeps of one grid (timings and ids differ)
 COMPARED = [
@@ -125,10 +131,14 @@ def mlflow_server(tmp_path_factory):
         "1",
     ]
     log = tmp_path / "server.log"
+    # the server's own wait for /health (240 s by default) is scaled like the tests' limits
+    env = {**os.environ, READY_TIMEOUT_ENV: str(slack(60))}
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     try:
-        deadline = time.monotonic() + 240  # start-up imports take tens of seconds on a loaded machine
+        # the CLI's imports, then the server's (MLflow, its database migrations): tens of seconds
+        # on a loaded machine; the CLI gives up first (and exits, which the loop reports)
+        deadline = time.monotonic() + slack(90)
         while not (m := re.search(r"MLflow tracking server ready: (\S+)", log.read_text())):
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "the server did not print its URI"
@@ -136,7 +146,7 @@ def mlflow_server(tmp_path_factory):
         yield m.group(1)
     finally:
         os.killpg(proc.pid, 15)
-        proc.wait(timeout=60)
+        proc.wait(timeout=slack(30))  # the CLI stops its server within 30 s (then kills it)
 
 
 @dataclass(frozen=True)
@@ -171,6 +181,9 @@ def killed_sweep(ray_cluster, mlflow_server, tmp_path_factory) -> KilledSweep:
     local = quiet_sweep(spec, LocalExecutor(), local_store)
 
     question, preceding = _target()
+    # both CPUs' workers and a spare, started and idle: the killed worker's replacement is the
+    # spare, not a cold start that the surviving worker could outrun through the whole grid
+    warm_workers(3, tmp_path / "warm")
     # the kill also checks MLflow's side: a retried cell must reopen its child run, not add one
     _arm_kill(ray_cluster, question)
     store = tmp_path / "ray.duckdb"
@@ -260,7 +273,10 @@ def test_a_provider_cap_holds_across_workers(ray_cluster, sweep_file, tmp_path):
                 providers=caps,
             )
         )
-        result = quiet_sweep(spec, RayExecutor(), tmp_path / "r.duckdb")
+        # a lease not renewed (every TTL/3, from a thread of the worker) within its TTL (30 s) is
+        # given to another call while its own is still in flight: the cap would then break
+        # because the machine was slow, not because the slots leak
+        result = quiet_sweep(spec, RayExecutor(lease_ttl_s=slack(30)), tmp_path / "r.duckdb")
     assert result.status == "FINISHED"
     # seen from the provider's side: never more calls in flight than the cap, over every worker
     assert server.requests["stub-a"] >= 4 and server.requests["stub-b"] >= 4
