@@ -235,21 +235,14 @@ def perf_table(figures: Any) -> Any:
 STORE_BUSY_EXIT = 75
 
 
-def run_main_job(lm: str | None, lm_api_base: str | None, store: str, tracking: str | None, no_cache: bool) -> None:
-    """``routerlab run`` with no option that picks routers or data: the main job, then its ending."""
+def run_main_job(store: str, tracking: str | None, settings: dict[str, Any]) -> None:
+    """``routerlab run`` without ``--router``, ``--config`` or ``--resume``: the main job, then its ending."""
     from routerlab.main_job import run_main_job as main_job
     from routerlab.resume import resume_command
     from routerlab.signals import stop_signals
 
     with stop_signals() as stopped:
-        job = main_job(
-            lm_spec=lm or "local",
-            lm_api_base=lm_api_base,
-            store=store,
-            tracking_uri=tracking,
-            console=out,
-            lm_cache=False if no_cache else None,
-        )
+        job = main_job(store=store, tracking_uri=tracking, console=out, settings=settings)
     end_session(job.session, stopped, store, tracking, resume_command(job.session.session_id, store, tracking))
 
 

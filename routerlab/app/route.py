@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from routerlab.app.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI, ROUTE_DEFAULT_ROUTERS
+from routerlab.app.defaults import DEFAULT_ROUTERS, DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -138,7 +138,7 @@ class _Silent:
 
 
 def route(
-    routers: str | Sequence[str] = ROUTE_DEFAULT_ROUTERS,
+    routers: str | Sequence[str] = DEFAULT_ROUTERS,
     *,
     router_args: Sequence[str] = (),
     config_file: Path | None = None,
