@@ -345,9 +345,7 @@ def ui_cmd(
     """Start the MLflow UI on the same store, print its URL; Ctrl-C (or SIGTERM) stops its server too."""
     from routerlab.app.ui import run_mlflow_ui
 
-    def ready(url: str) -> None:
-        _out.print(f"MLflow UI: {url}  (store {tracking_uri}; Ctrl-C stops it)", highlight=False, markup=False)
-
+    ready = show.ui_ready(tracking_uri)
     raise typer.Exit(run_mlflow_ui(tracking_uri, host=host, port=port, workers=workers, on_ready=ready))
 
 

@@ -315,6 +315,23 @@ def print_route(outcome: Any, csv_file: Path | None) -> None:
         )
 
 
+def ui_ready(tracking_uri: str) -> Callable[[str, list[Any]], None]:
+    """What ``routerlab ui`` prints once the server starts: its URL, then each experiment's landing pages.
+
+    A landing page is the runs table with the headline metrics as columns (MLflow 3 opens an
+    experiment on its GenAI overview otherwise: :mod:`routerlab.eval.tracking.landing`).
+    """
+
+    def ready(url: str, pages: list[Any]) -> None:
+        print_plain(out, f"MLflow UI: {url}  (store {tracking_uri}; Ctrl-C stops it)")
+        if pages:
+            print_plain(out, "runs tables with the headline metrics (open one of these, not the overview):")
+        for page in pages:
+            print_plain(out, f"  {page.experiment}, {page.what}: {url}/{page.path}")
+
+    return ready
+
+
 class CountBar:
     """One progress bar over a count told once the work is known (``routerlab toolscale``)."""
 
