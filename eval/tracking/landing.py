@@ -106,7 +106,9 @@ def _newest_session(client: Any, experiment_id: str) -> tuple[str, list[str]] | 
     # a session's parents are keyed <session> (end to end) and <session>.routing (first decisions)
     session = parents[0].data.tags[TAG_RUN_KEY].split(".")[0]
     mine = [r for r in parents if r.data.tags[TAG_RUN_KEY].split(".")[0] == session]
-    shown = [k for r in mine for k in sorted(r.data.metrics) if "." in k and k.rpartition(".")[2] in _PARENT_HEADLINES]
+    shown = [k for r in mine for k in r.data.metrics if "." in k and k.rpartition(".")[2] in _PARENT_HEADLINES]
+    # routing accuracy first (the part large enough to tell routers apart), then success; by router
+    shown.sort(key=lambda k: (_PARENT_HEADLINES.index(k.rpartition(".")[2]), k))
     return session, shown
 
 
