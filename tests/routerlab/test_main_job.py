@@ -37,6 +37,16 @@ def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:
     assert all(len(ResultsStore(str(store), read_only=True).results(rid)) == 111 for rid in routing["run_id"])
     hybrid = ResultsStore(str(store), read_only=True).results(f"{session}.hybrid")
     assert len(hybrid) == E2E_LIMIT and sorted(r.intent for r in hybrid) == sorted(E2E_INTENTS)
+    # the end-to-end table gives cold p50 and p95 latency, as compare computes them from the store
+    from routerlab.eval.compare import compare_runs
+
+    e2e_table = out[out.index("End to end:") : out.index("\nverdict")].splitlines()
+    joined = " ".join(" ".join(e2e_table).split())
+    assert "latency p50 and p95 at cold cost" in joined and "p50 s" in joined and "p95 s" in joined
+    for r in compare_runs(ResultsStore(str(store), read_only=True), list(e2e["run_id"])).runs:
+        row = next(line for line in e2e_table if line.startswith(f"│ {r.label} "))
+        cells = [c.strip() for c in row.strip().strip("│").split("│")]
+        assert cells[-3:-1] == [f"{r.cold_latency_p50_s:.1f}", f"{r.cold_latency_p95_s:.1f}"], row
     # the verdict: best routing router with its interval, and a significant difference
     verdict = " ".join(out[out.index("verdict") :].split())
     best = re.search(r"routing accuracy \(n=111\): best (\w+) (\d\.\d\d) \[(\d\.\d\d), (\d\.\d\d)\]", verdict)
