@@ -3,7 +3,9 @@
 A comparison table answers "how did each router do"; the question behind it is "which router
 should I use". For one axis (a 0/1 outcome per example: first-decision accuracy, EX...) this
 module names the best router with its 95 % interval, tests it against every other router on the
-examples both ran (exact McNemar, docs/metrics.md section 4.2), and names the cheapest router
+examples both ran (exact McNemar, docs/metrics.md section 4.2; for turns of conversations the
+paired sign-flip test over whole conversations, with the interval resampling them, as ``compare``
+decides), and names the cheapest router
 whose rate lies inside the best one's interval: the one to use when the difference cannot be
 told apart from noise. Baselines (perfect routing, random) are shown for reference, never chosen.
 
@@ -24,7 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import bootstrap_ci, mcnemar_exact, min_detectable_diff
+from routerlab.eval.stats import (
+    bootstrap_ci,
+    cluster_bootstrap_ci,
+    mcnemar_exact,
+    min_detectable_diff,
+    paired_sign_flip_p,
+)
 
 __all__ = [
     "ALPHA",
@@ -60,8 +68,9 @@ class AxisVerdict:
         best: The best candidate router (highest rate; ties go to the cheaper one).
         value: Its rate.
         ci: Its 95 % bootstrap interval.
-        better_than: ``router -> McNemar p`` for routers it beats significantly.
-        not_told_apart: ``router -> McNemar p`` for routers this sample cannot tell from it.
+        better_than: ``router -> p`` for routers it beats significantly (exact McNemar; the paired
+            sign-flip over whole conversations for turns of conversations).
+        not_told_apart: ``router -> p`` for routers this sample cannot tell from it (the same test).
         cheapest: The cheapest candidate whose rate lies inside ``ci`` (``best`` itself when none is
             cheaper), with its cost.
         cheapest_cost: That router's cost.
@@ -124,6 +133,7 @@ def axis_verdict(
     seed: int = 0,
     tails: Mapping[str, float] | None = None,
     tail_label: str = "p95",
+    clusters: Mapping[str, str] | None = None,
 ) -> AxisVerdict | None:
     """The verdict on one axis from each router's per-example outcomes.
 
@@ -138,6 +148,11 @@ def axis_verdict(
         tails: ``router -> tail of the cost`` (its p95 when ``cost`` is a median), printed beside
             it so a median never hides a heavy tail.
         tail_label: The statistic of ``tails``.
+        clusters: ``example id -> conversation`` for turns of conversations (absent or None: a
+            single request, its own cluster). The turns of one conversation are not independent:
+            with any conversation, the interval resamples conversations whole and the test is the
+            paired sign-flip over whole conversations, as ``routerlab compare`` decides; without,
+            exact McNemar (the same test for independent 0/1 pairs).
 
     Returns:
         None when no candidate router has an outcome on this axis.
@@ -153,7 +168,15 @@ def axis_verdict(
 
     best = max(candidates, key=lambda r: (rates[r], -cost_of(r)))
     mine = outcomes[best]
-    ci = bootstrap_ci([float(v) for v in mine.values()], seed=seed)
+    clustered = bool(clusters) and any(clusters.values())  # type: ignore[union-attr]
+
+    def cluster(example: str) -> str:
+        return (clusters or {}).get(example) or f"\0{example}"
+
+    if clustered:
+        ci = cluster_bootstrap_ci([float(v) for v in mine.values()], [cluster(i) for i in mine], seed=seed)
+    else:
+        ci = bootstrap_ci([float(v) for v in mine.values()], seed=seed)
     better, tied = {}, {}
     # with no other router, what a second one on the same examples could detect at best
     mdds = [min_detectable_diff([0.0] * len(mine), [0.0] * len(mine)).mdd]
@@ -162,7 +185,11 @@ def axis_verdict(
             continue
         common = sorted(set(mine) & set(outcomes[other]))
         a, b = [mine[i] for i in common], [outcomes[other][i] for i in common]
-        p = mcnemar_exact(a, b).p_value
+        if clustered:
+            fa, fb = [float(x) for x in a], [float(x) for x in b]
+            p = paired_sign_flip_p(fa, fb, [cluster(i) for i in common], seed=seed) if common else math.nan
+        else:
+            p = mcnemar_exact(a, b).p_value
         (better if p < ALPHA and rates[best] > rates[other] else tied)[other] = p
         if common:
             mdds.append(min_detectable_diff([float(x) for x in a], [float(x) for x in b]).mdd)
@@ -269,6 +296,11 @@ def render_verdict(verdicts: Sequence[AxisVerdict], *, width: int = 118) -> str:
     return "\n".join(lines)
 
 
+def _clusters(results: Mapping[str, Sequence[ExampleResult]]) -> dict[str, str]:
+    """``example id#attempt -> conversation`` of every turn of a conversation among ``results``."""
+    return {f"{r.example_id}#{r.attempt}": r.conversation for rs in results.values() for r in rs if r.conversation}
+
+
 def verdicts_from_results(
     results: Mapping[str, Sequence[ExampleResult]], *, baselines: Sequence[str] = (), seed: int = 0
 ) -> list[AxisVerdict]:
@@ -305,6 +337,7 @@ def verdicts_from_results(
             baselines=tuple(baselines),
             seed=seed,
             tails=tails,
+            clusters=_clusters(ran),
         )
         if v is not None:
             out.append(v)

@@ -21,7 +21,7 @@ from rich.markup import escape
 from routerlab import cli_options as opt
 from routerlab import cli_output as show
 from routerlab.agents.errors import RouterlabError
-from routerlab.app.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI, ROUTE_DEFAULT_ROUTERS
+from routerlab.app.defaults import DEFAULT_ROUTERS, DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 from routerlab.cli_output import CountBar, deprecated, perf_table, print_plain, split_names
 from routerlab.resume import resume_command
 
@@ -126,14 +126,14 @@ def run_cmd(
     replay: opt.ReplayOpt = False,
     skip_bad_databases: opt.SkipBadDatabasesOpt = False,
 ) -> None:
-    """Compare routers. With no option that picks routers or data: the main job, ending with a verdict.
+    """Compare routers. Without --router, --config or --resume: the main job, ending with a verdict.
 
-    The main job scores the first decision of every fast router on the built-in dev split (111
-    requests), runs hybrid, oracle and single_call end to end on one request per intent, and
-    prints the best router per axis with its interval, which differences are significant and the
-    cheapest router within the best one's interval. Any of --router, --dataset, --dataset-path,
-    --split, --limit, --config, --scorer, --attempts, --faults, --deadline-s or --resume runs a
-    plain comparison of what was asked for instead.
+    The main job scores the first decision of the default routers on the built-in dev split (111
+    requests), runs the same routers end to end on one request per intent, and prints the best
+    router per axis with its interval, which differences are significant and the cheapest router
+    within the best one's interval. --dataset, --split, --limit (the requests taken, as in
+    'route'; end to end runs at most 5 of them), --lm and the other options keep that shape;
+    --router, --config or --resume run a plain comparison of what was asked for instead.
 
     Exit codes: 0 done; 1 a run FAILED (most of its examples crashed; they are stored); 2 bad
     input (a message names the file, record and field or the option; also a --resume with options
@@ -146,18 +146,19 @@ def run_cmd(
     that finishes the session.
     """
     tracking = None if no_mlflow else tracking_uri
-    picked = (router_names, dataset_name, dataset_path, split, limit, config_file, scorer_names, attempts, faults)
-    if all(v is None for v in (*picked, deadline_s, resume)):
-        show.run_main_job(lm, lm_api_base, store, tracking, no_cache)
+    settings = dict(
+        dataset=dataset_name, dataset_path=dataset_path, db_dir=db_dir, split=split, limit=limit, lm=lm,
+        lm_api_base=lm_api_base, concurrency=concurrency, attempts=attempts, faults=faults, deadline_s=deadline_s,
+        replay=replay or None, lm_cache=False if no_cache else None, scorers=split_names(scorer_names),
+    )  # fmt: skip
+    if router_names is None and config_file is None and resume is None and not router_arg:
+        show.run_main_job(store, tracking, settings)
         return
     from routerlab.app.run import plan_session
 
     spec = plan_session(
         routers=router_names, router_args=router_arg or (), config_file=config_file, resume=resume, store=store,
-        tracking_uri=tracking, skip_bad_databases=skip_bad_databases, dataset=dataset_name,
-        dataset_path=dataset_path, db_dir=db_dir, split=split, limit=limit, lm=lm, lm_api_base=lm_api_base,
-        concurrency=concurrency, attempts=attempts, faults=faults, deadline_s=deadline_s, replay=replay or None,
-        lm_cache=False if no_cache else None, scorers=split_names(scorer_names),
+        tracking_uri=tracking, skip_bad_databases=skip_bad_databases, **settings,
     )  # fmt: skip
     show.run_planned(spec, resume)
 
@@ -192,7 +193,7 @@ def compare_cmd(
 @app.command("route")
 @_clean_errors
 def route_cmd(
-    router_names: opt.RoutersOpt = ROUTE_DEFAULT_ROUTERS,
+    router_names: opt.RoutersOpt = DEFAULT_ROUTERS,
     dataset_name: opt.RouteDatasetOpt = None,
     dataset_path: opt.DatasetPathOpt = None,
     db_dir: opt.DbDirOpt = None,
@@ -344,9 +345,7 @@ def ui_cmd(
     """Start the MLflow UI on the same store, print its URL; Ctrl-C (or SIGTERM) stops its server too."""
     from routerlab.app.ui import run_mlflow_ui
 
-    def ready(url: str) -> None:
-        _out.print(f"MLflow UI: {url}  (store {tracking_uri}; Ctrl-C stops it)", highlight=False, markup=False)
-
+    ready = show.ui_ready(tracking_uri)
     raise typer.Exit(run_mlflow_ui(tracking_uri, host=host, port=port, workers=workers, on_ready=ready))
 
 

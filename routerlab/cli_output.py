@@ -235,21 +235,14 @@ def perf_table(figures: Any) -> Any:
 STORE_BUSY_EXIT = 75
 
 
-def run_main_job(lm: str | None, lm_api_base: str | None, store: str, tracking: str | None, no_cache: bool) -> None:
-    """``routerlab run`` with no option that picks routers or data: the main job, then its ending."""
+def run_main_job(store: str, tracking: str | None, settings: dict[str, Any]) -> None:
+    """``routerlab run`` without ``--router``, ``--config`` or ``--resume``: the main job, then its ending."""
     from routerlab.main_job import run_main_job as main_job
     from routerlab.resume import resume_command
     from routerlab.signals import stop_signals
 
     with stop_signals() as stopped:
-        job = main_job(
-            lm_spec=lm or "local",
-            lm_api_base=lm_api_base,
-            store=store,
-            tracking_uri=tracking,
-            console=out,
-            lm_cache=False if no_cache else None,
-        )
+        job = main_job(store=store, tracking_uri=tracking, console=out, settings=settings)
     end_session(job.session, stopped, store, tracking, resume_command(job.session.session_id, store, tracking))
 
 
@@ -320,6 +313,23 @@ def print_route(outcome: Any, csv_file: Path | None) -> None:
             f"session {outcome.session_id} (store {outcome.store}); paired tests, recall per intent and the "
             f"verdict: routerlab compare {outcome.session_id}",
         )
+
+
+def ui_ready(tracking_uri: str) -> Callable[[str, list[Any]], None]:
+    """What ``routerlab ui`` prints once the server starts: its URL, then each experiment's landing pages.
+
+    A landing page is the runs table with the headline metrics as columns (MLflow 3 opens an
+    experiment on its GenAI overview otherwise: :mod:`routerlab.eval.tracking.landing`).
+    """
+
+    def ready(url: str, pages: list[Any]) -> None:
+        print_plain(out, f"MLflow UI: {url}  (store {tracking_uri}; Ctrl-C stops it)")
+        if pages:
+            print_plain(out, "runs tables with the headline metrics (open one of these, not the overview):")
+        for page in pages:
+            print_plain(out, f"  {page.experiment}, {page.what}: {url}/{page.path}")
+
+    return ready
 
 
 class CountBar:

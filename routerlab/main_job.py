@@ -5,24 +5,25 @@ it can afford in ten minutes (a handful of requests) cannot tell routers apart. 
 sends a request to the right sub-agent is decided by its first decision, which costs one router
 call, so the job splits the question in two:
 
-1. **routing**: the first decision of every router that decides in about a second on the
-   embedded model, on the whole dev split of the built-in benchmark (111 requests): large enough
-   for paired tests to separate routers;
-2. **end to end**: one request per intent through the whole pipeline with the best-known router
-   and the two baselines that bracket it (perfect routing, one plain model call), sharing
-   sub-agent outcomes between routers (``replay``) so each one pays mostly for its own decisions.
-   The clarify and explain requests are left out: their chains (ask, then answer the reply; a
-   free-text explanation) each cost minutes of cold generation on a CPU, more than the rest of
-   the job together (measured in docs/results/2026-11-26-main-job.md); ``routerlab run --split
-   dev`` scores them;
+1. **routing**: the first decision of every router of the default set
+   (:data:`~routerlab.app.defaults.DEFAULT_ROUTERS`: ``always_sql``, ``rules``, ``semantic``,
+   ``hybrid``, ``single_call``, each deciding in milliseconds) on the whole dev split of the
+   built-in benchmark (111 requests): large enough for paired tests to separate routers;
+2. **end to end**: one request per intent through the whole pipeline with the same routers,
+   sharing sub-agent outcomes between routers (``replay``) so each one pays mostly for its own
+   decisions. The clarify and explain requests are left out: their chains (ask, then answer the
+   reply; a free-text explanation) each cost minutes of cold generation on a CPU, more than the
+   rest of the job together (measured in docs/results/2026-11-26-main-job.md); ``routerlab run
+   --router ... --split dev`` scores them;
 
 and ends with :func:`routerlab.eval.verdict.render_verdict` over both. Both parts are one session
 of the results store: the routing part's first decisions as runs ``<session>.routing.<router>``
 (:mod:`routerlab.route_results`; in MLflow under the parent ``route <session>.routing``), the end
 to end part as ``<session>.<router>``, so ``routerlab compare <session>``, the report and
 :func:`routerlab.load` show all of it with the numbers printed here. The routers and sizes are
-the constants below; any option of ``routerlab run`` that picks routers or data runs a plain
-comparison instead.
+the constants below. Options that pick the data or the LM (``--dataset``, ``--split``,
+``--limit``, ``--lm``...) keep this shape on what they pick; only ``--router``, ``--config`` or
+``--resume`` run a plain comparison instead.
 """
 
 from __future__ import annotations
@@ -37,18 +38,16 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from routerlab.app.defaults import DEFAULT_ROUTERS
 from routerlab.eval.verdict import AxisVerdict, render_verdict, verdicts_from_results
 from routerlab.route_eval import FirstDecision, first_decisions, summary_table
 from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select
 
-__all__ = ["E2E_INTENTS", "E2E_LIMIT", "E2E_ROUTERS", "ROUTING_ROUTERS", "MainJobResult", "run_main_job"]
+__all__ = ["E2E_INTENTS", "E2E_LIMIT", "ROUTERS", "MainJobResult", "run_main_job"]
 
-#: routers whose first decision takes about a second or less on the embedded model (dspy reads
-#: label probabilities at about 6 s per decision, handoff and retrieval generate theirs: each
-#: would take the job past ten minutes; ``routerlab route --router dspy`` gives their rows)
-ROUTING_ROUTERS: tuple[str, ...] = ("rules", "semantic", "hybrid", "llm")
-#: the end-to-end routers: the best router on the committed measurements and its two brackets
-E2E_ROUTERS: tuple[str, ...] = ("hybrid", "oracle", "single_call")
+#: both parts' routers: the one default set of ``run``, ``route`` and the main job (why these:
+#: :data:`routerlab.app.defaults.DEFAULT_ROUTERS`)
+ROUTERS: tuple[str, ...] = tuple(DEFAULT_ROUTERS.split(","))
 #: the intents of the end-to-end part (clarify and explain cost minutes each, see above)
 E2E_INTENTS: tuple[str, ...] = ("sql", "fix", "chat", "refuse", "unanswerable")
 #: one request per intent
@@ -76,12 +75,12 @@ class MainJobResult:
     routing_run_ids: list[str]
 
 
-def _routing_table(comparison: Any, verdict: AxisVerdict | None, ms: Mapping[str, float]) -> Table:
+def _routing_table(comparison: Any, verdict: AxisVerdict | None, ms: Mapping[str, float], split: str) -> Table:
     """Routers sorted by accuracy: accuracy with its interval, cost per decision (as ``compare`` shows them)."""
     from routerlab.route_results import FIRST_DECISION
 
     n = max((r.n for r in comparison.runs), default=0)
-    table = Table(title=f"Routing: first decisions on {n} dev requests")
+    table = Table(title=f"Routing: first decisions on {n} {split} requests")
     for col in ("router", "accuracy [95% CI]", "ms per decision (mean)", "LM calls", "significance vs best"):
         table.add_column(col, justify="left" if col in ("router", "significance vs best") else "right")
     rows = []
@@ -104,16 +103,22 @@ def _routing_table(comparison: Any, verdict: AxisVerdict | None, ms: Mapping[str
     return table
 
 
-def _e2e_table(comparison: Any, n_requests: int) -> Table:
+def _e2e_table(comparison: Any, split: str) -> Table:
     """The end-to-end runs sorted by success: the headline rates with intervals and cold cost."""
     scorers = ("success", "ex", "route")
-    table = Table(title=f"End to end: {n_requests} dev requests (one each of {', '.join(E2E_INTENTS)})")
-    for col in ("router", "n", *scorers, "cold p50 s", "LM calls"):
+    n_requests = max((r.n for r in comparison.runs), default=0)
+    table = Table(
+        title=f"End to end: {n_requests} {split} requests (at most one each of {', '.join(E2E_INTENTS)}); "
+        "latency p50 and p95 at cold cost",
+    )
+    # the median alone hides a heavy tail (a chain that asks back, a slow repair): p95 beside it
+    for col in ("router", "n", *scorers, "p50 s", "p95 s", "LM calls"):
         table.add_column(col, justify="left" if col == "router" else "right")
     for r in sorted(comparison.runs, key=lambda r: -(r.rates["success"].value if r.rates["success"].n else -1)):
         rates = [r.rates[s] for s in scorers]
         cells = [f"{x.value:.2f} [{x.ci_low:.2f}, {x.ci_high:.2f}]" if x.n else "n/a" for x in rates]
-        table.add_row(r.label, str(r.n), *cells, f"{r.cold_latency_p50_s:.1f}", f"{r.lm_calls_per_ex:.1f}")
+        latency = [f"{r.cold_latency_p50_s:.1f}", f"{r.cold_latency_p95_s:.1f}"]
+        table.add_row(r.label, str(r.n), *cells, *latency, f"{r.lm_calls_per_ex:.1f}")
     return table
 
 
@@ -131,30 +136,60 @@ def e2e_verdicts(store: Any, run_ids: Sequence[str], routers: Sequence[str]) -> 
     return verdicts_from_results(results, baselines=tuple(BASELINES))
 
 
+#: the settings that pick the requests: both parts take them
+_DATA_SETTINGS = ("dataset", "dataset_path", "db_dir", "split", "lm", "lm_api_base", "lm_cache")
+
+
+def _part_configs(settings: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The routing part's and the end-to-end part's run configs, the caller's settings over the job's.
+
+    ``limit`` means what it means in ``run`` and ``route``: the requests taken from the set
+    (:func:`routerlab.session.select`: stratified by intent, conversations whole and spread over
+    databases). The routing part decides all of them (default: the whole split); the end-to-end
+    part runs at most :data:`E2E_LIMIT` (one per intent of :data:`E2E_INTENTS`). Settings that
+    only a whole-pipeline run has (scorers, attempts, faults, deadline, concurrency) go to the
+    end-to-end part.
+    """
+    from routerlab.config import load_run_config
+
+    data = {k: settings.get(k) for k in _DATA_SETTINGS}
+    rest = {k: v for k, v in settings.items() if k not in _DATA_SETTINGS and k != "limit"}
+    limit = settings.get("limit")
+    routing = load_run_config(None, defaults={"dataset": "builtin", "split": "dev", "limit": 0}, limit=limit, **data)
+    e2e_limit = E2E_LIMIT if not limit else min(limit, E2E_LIMIT)
+    e2e = load_run_config(
+        None,
+        defaults={"dataset": "builtin", "split": "dev", "replay": True},
+        limit=e2e_limit,
+        intents=E2E_INTENTS,
+        **data,
+        **rest,
+    )
+    return routing, e2e
+
+
 def run_main_job(
     *,
-    lm_spec: str,
-    lm_api_base: str | None,
     store: str,
     tracking_uri: str | None,
     console: Console,
-    lm_cache: bool | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> MainJobResult:
     """Run the routing part, then the end-to-end session, and print both tables and the verdict.
 
     Args:
-        lm_spec: The ``--lm`` spec (the embedded model by default).
-        lm_api_base: API base of an OpenAI-compatible server.
         store: The DuckDB results store (the first decisions are written beside it as CSV).
         tracking_uri: MLflow store (None: off).
         console: Where progress and tables go.
-        lm_cache: False turns the LM response cache off (``--no-cache``: every call computed).
+        settings: Run settings as ``routerlab run``'s options give them (``lm``, ``lm_api_base``,
+            ``lm_cache``, ``dataset``, ``dataset_path``, ``db_dir``, ``split``, ``limit``,
+            ``scorers``, ``attempts``...; None: not given): the job keeps its shape, on the
+            requests and with the LM they pick.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.registry import component_spec
-    from routerlab.config import load_run_config
     from routerlab.eval.compare import compare_runs
     from routerlab.eval.store import ROUTING, ResultsStore
     from routerlab.route_results import FIRST_DECISION, routing_verdict, store_decisions
@@ -162,23 +197,21 @@ def run_main_job(
     from routerlab.routers import router as registry
     from routerlab.session import new_session_id
 
-    common = {"dataset": "builtin", "split": "dev", "lm": lm_spec, "lm_api_base": lm_api_base, "lm_cache": lm_cache}
-    routing_config = load_run_config(None, limit=0, **common)
-    e2e_config = load_run_config(None, limit=E2E_LIMIT, intents=E2E_INTENTS, replay=True, **common)
+    routing_config, e2e_config = _part_configs(settings or {})
     dataset = load_dataset(routing_config)
     examples = select(dataset, routing_config)
     # one session for both parts: the routing runs are stored under the id the end-to-end part gets
     session_id = new_session_id()
     console.print(
-        f"main job, session id: {session_id} (both parts): first decisions of {', '.join(ROUTING_ROUTERS)} on "
-        f"{len(examples)} dev requests, then {', '.join(E2E_ROUTERS)} end to end on {E2E_LIMIT} (one each of "
-        f"{', '.join(E2E_INTENTS)}); a verdict at the end",
+        f"main job, session id: {session_id} (both parts): first decisions of {', '.join(ROUTERS)} on "
+        f"{len(examples)} {routing_config.split} requests of {routing_config.dataset}, then the same routers end "
+        f"to end on at most {e2e_config.limit} (one each of {', '.join(E2E_INTENTS)}); a verdict at the end",
         highlight=False,
         soft_wrap=True,
     )
     model = resolve_lm(routing_config.lm, api_base=routing_config.lm_api_base, cache=routing_config.lm_cache)
-    built = {name: registry.build(name) for name in ROUTING_ROUTERS}
-    settings = {
+    built = {name: registry.build(name) for name in ROUTERS}
+    logged = {
         "dataset": routing_config.dataset,
         "dataset_args": routing_config.dataset_args,
         "split": routing_config.split,
@@ -187,9 +220,7 @@ def run_main_job(
         "history": "gold",
     }
     tracking = (
-        RouteTracking(tracking_uri, f"{session_id}.{ROUTING}", dataset, settings, list(ROUTING_ROUTERS))
-        if tracking_uri
-        else None
+        RouteTracking(tracking_uri, f"{session_id}.{ROUTING}", dataset, logged, list(ROUTERS)) if tracking_uri else None
     )
     decisions: dict[str, list[FirstDecision]] = {}
     columns = (TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -197,7 +228,7 @@ def run_main_job(
         tracking if tracking is not None else contextlib.nullcontext(),
         Progress(*columns, console=console, disable=not console.is_terminal) as progress,
     ):
-        for name in ROUTING_ROUTERS:
+        for name in ROUTERS:
             task = progress.add_task(name, total=len(examples))
             if tracking is not None:
                 tracking.start_router(name, built[name])
@@ -220,7 +251,7 @@ def run_main_job(
         session_id,
         dataset=dataset,
         examples=examples,
-        settings=settings,
+        settings=logged,
         specs={name: component_spec(built[name]) for name in built},
         by_router=decisions,
     )
@@ -228,17 +259,17 @@ def run_main_job(
     routing_comparison = compare_runs(writer, routing_ids, scorers=(FIRST_DECISION,))
     routing = routing_verdict({r.label: writer.results(r.run_id) for r in routing_comparison.runs})
     ms = {name: 1000 * sum(d.seconds for d in ds) / len(ds) for name, ds in decisions.items() if ds}
-    console.print(_routing_table(routing_comparison, routing, ms))
+    console.print(_routing_table(routing_comparison, routing, ms, routing_config.split))
     spec = SessionSpec(
-        routers=[(r, {}) for r in E2E_ROUTERS], config=e2e_config, tracking_uri=tracking_uri, store_path=store
+        routers=[(r, {}) for r in ROUTERS], config=e2e_config, tracking_uri=tracking_uri, store_path=store
     )
     session = run_session(spec, console=console, lm=model, session_id=session_id)
     csv_path = Path(store).parent / f"{session.session_id}.routing.csv"
     frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=r) for r, ds in decisions.items()]
     pd.concat(frames).to_csv(csv_path, index=False)
     results = ResultsStore(store, read_only=True)
-    console.print(_e2e_table(compare_runs(results, session.run_ids), E2E_LIMIT))
-    verdicts = ([routing] if routing else []) + e2e_verdicts(results, session.run_ids, E2E_ROUTERS)
+    console.print(_e2e_table(compare_runs(results, session.run_ids), e2e_config.split))
+    verdicts = ([routing] if routing else []) + e2e_verdicts(results, session.run_ids, ROUTERS)
     console.print(render_verdict(verdicts, width=WIDTH), highlight=False, markup=False)
     console.print(
         f"details: routerlab compare {session.session_id} (both parts: the routing part's paired tests, recall per "

@@ -410,7 +410,7 @@ def summary_text(by_router: dict[str, list[FirstDecision]], *, width: int = 120)
         f"{recall + '; ' if recall else ''}divert: share of data questions sent away from SQL; "
         "p50 / mean ms: wall time of one decision; LM: LM calls per decision"
         + (f"; left out to fit {width} columns: {', '.join(left_out)}" if left_out else "")
-        + "; every figure: --tracking-uri (MLflow) or --out (one row per decision)"
+        + "; every figure: routerlab compare SESSION, --tracking-uri or --out (one row per decision)"
     )
     return "\n".join([*lines, *textwrap.wrap(caption, width=width, break_on_hyphens=False)])
 

@@ -133,4 +133,13 @@ def routing_verdict(
         label: {f"{r.example_id}#{r.attempt}": r.value(FIRST_DECISION) == 1.0 for r in rs} for label, rs in ran.items()
     }
     cost = {label: 1000 * sum(r.latency_s for r in rs) / len(rs) for label, rs in ran.items() if rs}
-    return axis_verdict(ROUTING_AXIS, outcomes, cost, cost_label="ms per decision, mean", baselines=tuple(baselines))
+    # turns of one conversation are clustered, as compare clusters them
+    clusters = {f"{r.example_id}#{r.attempt}": r.conversation for rs in ran.values() for r in rs if r.conversation}
+    return axis_verdict(
+        ROUTING_AXIS,
+        outcomes,
+        cost,
+        cost_label="ms per decision, mean",
+        baselines=tuple(baselines),
+        clusters=clusters,
+    )

@@ -158,3 +158,19 @@ def test_notebook_from_the_notebooks_folder_renders_its_verdict(demo, browser, t
         "css selector", ".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']"
     )
     assert browser.save_screenshot(str(tmp_path / "notebook.png"))
+
+
+def test_screenshot_script_takes_and_checks_the_three_pages(demo, tmp_path):
+    """scripts/screenshots.py on a scripted session: the report at both widths and MLflow's first page."""
+    need_browser()
+    store, uri, session = demo
+    out = tmp_path / "shots"
+    cli = [sys.executable, str(ROOT / "scripts" / "screenshots.py"), session, "--store", str(store)]
+    proc = subprocess.run(
+        [*cli, "--tracking-uri", uri, "--out", str(out)], capture_output=True, text=True, timeout=900, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shots = {p.name: p.read_bytes() for p in out.glob("*.png")}
+    assert set(shots) == {"report-1400px.png", "report-900px.png", "mlflow-first-page.png"}
+    assert all(b[:8] == b"\x89PNG\r\n\x1a\n" and len(b) > 10_000 for b in shots.values())
+    assert "FAILED" not in proc.stdout

@@ -53,6 +53,7 @@ from routerlab.eval.tracking.address import (
 )
 from routerlab.eval.tracking.artifacts import register_store_relative_artifacts
 from routerlab.eval.tracking.client import store_client
+from routerlab.eval.tracking.landing import LandingPage, share_landing_views
 from routerlab.eval.tracking.layout import (
     DECISIONS_CSV,
     EXAMPLES_TABLE,
@@ -87,6 +88,7 @@ __all__ = [
     "TAG_ROUTER",
     "TAG_RUN_KEY",
     "TAG_STATUS",
+    "LandingPage",
     "MlflowSink",
     "check_tracking_store",
     "examples_frame",
@@ -98,6 +100,7 @@ __all__ = [
     "one_line_store_errors",
     "register_store_relative_artifacts",
     "resolve_tracking_uri",
+    "share_landing_views",
     "store_client",
     "tracking_store_failure",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from routerlab.app.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI, ROUTE_DEFAULT_ROUTERS
+from routerlab.app.defaults import DEFAULT_ROUTERS, DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +48,8 @@ class RouteOutcome:
         examples: The examples decided, in order.
         by_router: Each router's decisions, by display label.
         table: One row per router: accuracy, recall per intent, latency... with CIs.
-        report: The table and each router's diversion line, as ``routerlab route`` prints them.
+        report: The compact table (:func:`~routerlab.route_eval.summary_text`) and each router's
+            diversion line, as ``routerlab route`` prints them.
         history: ``gold`` or ``predicted`` earlier turns.
         tracking: The MLflow parent and child runs (None: not logged).
         session_id: The session the decisions are stored under (``routerlab compare <id>``,
@@ -106,10 +107,15 @@ def _check_history(history: str) -> None:
         )
 
 
-def _report(by_router: dict[str, list[FirstDecision]], table: pd.DataFrame) -> str:
-    from routerlab.route_eval import diversion_line
+def _report(by_router: dict[str, list[FirstDecision]]) -> str:
+    """The compact table (at most 120 columns, only the intents present) and the diversion lines.
 
-    lines = [table.to_string(index=False, float_format=lambda v: f"{v:.2f}")]
+    The wide :func:`~routerlab.route_eval.summary_table` stays in :attr:`RouteOutcome.table`,
+    MLflow's ``comparison.json`` and ``--out``: the console shows what fits a terminal.
+    """
+    from routerlab.route_eval import diversion_line, summary_text
+
+    lines = [summary_text(by_router)]
     lines.append("\ndata questions sent away from SQL (diverted: chat, refuse, clarify or abstain), with 95% CI")
     lines += [f"  {label}: {diversion_line(decisions)}" for label, decisions in by_router.items()]
     return "\n".join(lines)
@@ -132,7 +138,7 @@ class _Silent:
 
 
 def route(
-    routers: str | Sequence[str] = ROUTE_DEFAULT_ROUTERS,
+    routers: str | Sequence[str] = DEFAULT_ROUTERS,
     *,
     router_args: Sequence[str] = (),
     config_file: Path | None = None,
@@ -223,7 +229,7 @@ def route(
             if tracking is not None:
                 tracking.finish_router(name, label, by_router[label])
         table = summary_table(by_router)
-        report = _report(by_router, table)
+        report = _report(by_router)
         if results_store is not None:
             from routerlab.route_results import store_decisions
 

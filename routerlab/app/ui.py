@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from routerlab.eval.tracking.landing import LandingPage
 
 __all__ = ["run_mlflow_ui"]
 
 
-def run_mlflow_ui(tracking_uri: str, *, host: str, port: int, workers: int, on_ready: Callable[[str], None]) -> int:
+def run_mlflow_ui(
+    tracking_uri: str, *, host: str, port: int, workers: int, on_ready: Callable[[str, list[LandingPage]], None]
+) -> int:
     """Start the MLflow UI on ``tracking_uri`` and wait; Ctrl-C or SIGTERM stops its server too.
+
+    Before the server starts, each routerlab experiment gets its landing views (the runs table
+    with the headline metrics as columns, :func:`~routerlab.eval.tracking.landing.share_landing_views`):
+    MLflow 3 would otherwise open it on its GenAI overview.
 
     Args:
         tracking_uri: The MLflow store.
         host: Bind address.
         port: TCP port.
         workers: Server worker processes.
-        on_ready: Told the URL to open once the server is started.
+        on_ready: Told the URL to open and the landing pages (relative to it) once the server is started.
 
     Returns:
         The UI's exit code (0 after Ctrl-C or SIGTERM).
@@ -25,7 +34,9 @@ def run_mlflow_ui(tracking_uri: str, *, host: str, port: int, workers: int, on_r
     import signal
     import subprocess
 
+    from routerlab.eval.tracking.address import resolve_tracking_uri
     from routerlab.eval.tracking.artifacts import artifacts_folder
+    from routerlab.eval.tracking.landing import share_landing_views
     from routerlab.sweep.mlflow_server import mlflow_command, mlflow_env
 
     # artifacts are stored relative to a SQLite store (mlflow-artifacts:/...): serve them from its
@@ -43,8 +54,10 @@ def run_mlflow_ui(tracking_uri: str, *, host: str, port: int, workers: int, on_r
         workers=workers,
     )
     # its own process group: the UI's server workers are stopped with it, never left behind
+    # written before the server starts: the UI reads the experiment's tags when a page opens
+    pages = share_landing_views(resolve_tracking_uri(tracking_uri))
     proc = subprocess.Popen(cmd, env=mlflow_env(), start_new_session=True)
-    on_ready(f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}")
+    on_ready(f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}", pages)
 
     def stop(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt

@@ -150,3 +150,33 @@ def test_a_session_verdict_gives_latency_as_p50_with_p95(tmp_path_factory) -> No
     assert success.tails and set(success.tails) == set(success.costs)
     assert all(success.tails[r] >= success.costs[r] for r in success.costs)
     assert "s per request, cold p50; p95 " in " ".join(render_verdict([success], width=100).split())
+
+
+def test_turns_of_conversations_are_tested_and_resampled_whole() -> None:
+    """12 discordant turns of 3 conversations are 3 independent units, not 12 (as compare decides)."""
+    from routerlab.eval.stats import mcnemar_exact, paired_sign_flip_p
+    from routerlab.eval.verdict import axis_verdict
+
+    turns = [f"c{c}-t{t}" for c in range(3) for t in range(4)]
+    outcomes = {"a": dict.fromkeys(turns, True), "b": dict.fromkeys(turns, False)}
+    cost = {"a": 1.0, "b": 1.0}
+    # as single requests: McNemar on 12 discordant pairs, significant
+    single = axis_verdict("success", outcomes, cost, cost_label="s")
+    assert single is not None and single.better_than == {"b": mcnemar_exact([True] * 12, [False] * 12).p_value}
+    assert single.better_than["b"] < 0.001
+    # as turns of 3 conversations: the sign-flip over 3 clusters (p = 2/8), not significant
+    clusters = {t: t.split("-")[0] for t in turns}
+    clustered = axis_verdict("success", outcomes, cost, cost_label="s", clusters=clusters)
+    assert clustered is not None and clustered.better_than == {}
+    expected = paired_sign_flip_p([1.0] * 12, [0.0] * 12, [clusters[t] for t in turns])
+    assert clustered.not_told_apart == {"b": expected} and expected == 0.25
+    # and the interval resamples conversations whole: the cluster bootstrap of the best router's turns
+    from routerlab.eval.stats import bootstrap_ci, cluster_bootstrap_ci
+
+    mixed = {"a": {t: t.startswith("c0") or t.endswith("t0") for t in turns}, "b": dict.fromkeys(turns, False)}
+    values = [float(mixed["a"][t]) for t in turns]
+    wide = axis_verdict("success", mixed, cost, cost_label="s", clusters=clusters)
+    narrow = axis_verdict("success", mixed, cost, cost_label="s")
+    assert wide is not None and narrow is not None and wide.value == narrow.value == 0.5
+    assert wide.ci == cluster_bootstrap_ci(values, [clusters[t] for t in turns])
+    assert narrow.ci == bootstrap_ci(values) and wide.ci != narrow.ci

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from routerlab.app.defaults import ROUTE_DEFAULT_ROUTERS
+from routerlab.app.defaults import DEFAULT_ROUTERS
 from routerlab.cli import app
 
 
@@ -76,9 +76,11 @@ def test_one_meaning_per_option_name() -> None:
     assert "--out-dir" in _help("compare") and "--tracking-uri" in _help("server mlflow")
 
 
-def test_route_default_leaves_out_the_slow_routers() -> None:
-    assert "handoff" not in ROUTE_DEFAULT_ROUTERS.split(",")
-    assert f"[default: {ROUTE_DEFAULT_ROUTERS}]" in _help("route")
+def test_route_and_run_default_to_one_router_set_without_the_slow_routers() -> None:
+    assert not {"handoff", "llm", "dspy"} & set(DEFAULT_ROUTERS.split(","))
+    assert {"always_sql", "rules", "semantic", "hybrid", "single_call"} == set(DEFAULT_ROUTERS.split(","))
+    assert f"[default: {DEFAULT_ROUTERS}]" in _help("route")
+    assert f"[default: {DEFAULT_ROUTERS}]" in " ".join(_help("run").split())
 
 
 def test_a_mistyped_router_argument_names_the_one_meant(tmp_path: Path) -> None:

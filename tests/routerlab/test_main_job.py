@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from routerlab.cli import app
 from routerlab.eval.store import ResultsStore
-from routerlab.main_job import E2E_INTENTS, E2E_LIMIT, E2E_ROUTERS, ROUTING_ROUTERS
+from routerlab.main_job import E2E_INTENTS, E2E_LIMIT, ROUTERS
 
 
 def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:
@@ -24,19 +24,29 @@ def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:
     session = re.search(r"session id: (\S+)", out).group(1)  # type: ignore[union-attr]
     # part 1: every fast router's first decision on the whole dev split, written beside the store
     decisions = pd.read_csv(tmp_path / f"{session}.routing.csv")
-    assert sorted(decisions["router"].unique()) == sorted(ROUTING_ROUTERS)
+    assert sorted(decisions["router"].unique()) == sorted(ROUTERS)
     assert decisions.groupby("router").size().eq(111).all()
     # part 2: the end-to-end session, one run per router, one request per intent
     runs = ResultsStore(str(store), read_only=True).runs()
     mine = runs[runs["run_id"].str.startswith(session)]
     e2e = mine[mine["part"] == "end_to_end"]
-    assert sorted(e2e["router"]) == sorted(E2E_ROUTERS) and set(e2e["status"]) == {"FINISHED"}
+    assert sorted(e2e["router"]) == sorted(ROUTERS) and set(e2e["status"]) == {"FINISHED"}
     # part 1 is in the same session of the store too: one run per fast router, every decision kept
     routing = mine[mine["part"] == "routing"]
-    assert sorted(routing["router"]) == sorted(ROUTING_ROUTERS) and set(routing["status"]) == {"FINISHED"}
+    assert sorted(routing["router"]) == sorted(ROUTERS) and set(routing["status"]) == {"FINISHED"}
     assert all(len(ResultsStore(str(store), read_only=True).results(rid)) == 111 for rid in routing["run_id"])
     hybrid = ResultsStore(str(store), read_only=True).results(f"{session}.hybrid")
     assert len(hybrid) == E2E_LIMIT and sorted(r.intent for r in hybrid) == sorted(E2E_INTENTS)
+    # the end-to-end table gives cold p50 and p95 latency, as compare computes them from the store
+    from routerlab.eval.compare import compare_runs
+
+    e2e_table = out[out.index("End to end:") : out.index("\nverdict")].splitlines()
+    joined = " ".join(" ".join(e2e_table).split())
+    assert "latency p50 and p95 at cold cost" in joined and "p50 s" in joined and "p95 s" in joined
+    for r in compare_runs(ResultsStore(str(store), read_only=True), list(e2e["run_id"])).runs:
+        row = next(line for line in e2e_table if line.startswith(f"│ {r.label} "))
+        cells = [c.strip() for c in row.strip().strip("│").split("│")]
+        assert cells[-3:-1] == [f"{r.cold_latency_p50_s:.1f}", f"{r.cold_latency_p95_s:.1f}"], row
     # the verdict: best routing router with its interval, and a significant difference
     verdict = " ".join(out[out.index("verdict") :].split())
     best = re.search(r"routing accuracy \(n=111\): best (\w+) (\d\.\d\d) \[(\d\.\d\d), (\d\.\d\d)\]", verdict)
@@ -45,3 +55,33 @@ def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:
     assert f"{acc:.2f}" == best.group(2) and float(best.group(3)) <= acc <= float(best.group(4))
     assert "significantly better than" in verdict and "cheapest within its interval" in verdict
     assert f"routerlab compare {session}" in out
+
+
+def test_limit_keeps_the_main_jobs_shape_on_fewer_requests(tmp_path: Path) -> None:
+    """``--limit N`` takes N requests as ``route --limit N`` does; both parts and the verdict stay."""
+    from routerlab.app.defaults import DEFAULT_ROUTERS
+
+    store = tmp_path / "results.duckdb"
+    args = ["run", "--lm", "scripted:basic", "--limit", "20", "--store", str(store), "--no-mlflow"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    session = re.search(r"session id: (\S+)", result.output).group(1)  # type: ignore[union-attr]
+    runs = ResultsStore(str(store), read_only=True).runs()
+    mine = runs[runs["run_id"].str.startswith(session)]
+    # one router set for both parts, the one `route` defaults to
+    assert tuple(DEFAULT_ROUTERS.split(",")) == ROUTERS
+    for part in ("routing", "end_to_end"):
+        assert sorted(mine[mine["part"] == part]["router"]) == sorted(ROUTERS), part
+    routing = mine[mine["part"] == "routing"]
+    decided = {rid: ResultsStore(str(store), read_only=True).results(rid) for rid in routing["run_id"]}
+    assert all(len(rs) == 20 for rs in decided.values())
+    # the same 20 requests `route --limit 20` decides: one selection helper for both commands
+    route_out = tmp_path / "route.csv"
+    route_args = ["route", "--router", "rules", "--lm", "scripted:basic", "--limit", "20", "--no-mlflow"]
+    route = CliRunner().invoke(app, [*route_args, "--store", str(tmp_path / "r.duckdb"), "--out", str(route_out)])
+    assert route.exit_code == 0, route.output
+    rules = next(rs for rid, rs in decided.items() if rid.endswith(".rules"))
+    assert sorted(r.example_id for r in rules) == sorted(pd.read_csv(route_out)["example_id"])
+    hybrid = ResultsStore(str(store), read_only=True).results(f"{session}.hybrid")
+    assert len(hybrid) == E2E_LIMIT and sorted(r.intent for r in hybrid) == sorted(E2E_INTENTS)
+    assert "routing accuracy (n=20)" in " ".join(result.output.split())

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+import routerlab
 from routerlab.cli import app
 from routerlab.eval.tracking import DECISIONS_CSV, KIND_ROUTE_PARENT, KIND_ROUTE_RUN
 from routerlab.route_eval import FirstDecision
@@ -24,7 +25,7 @@ from routerlab.runner import RunConfig
 from routerlab.session import load_dataset
 from tests.conftest import SPIDER_DEV_A
 
-#: printed table column -> child metric (the rest of the mapping is route_eval._METRIC_OF_COLUMN)
+#: summary_table column -> child metric (the rest of the mapping is route_eval._METRIC_OF_COLUMN)
 PRINTED = {
     "n": "n_examples",
     "accuracy": "route_accuracy",
@@ -39,19 +40,51 @@ PRINTED = {
     "lm_calls": "lm_calls_per_decision",
     "p50_ms": "decision_p50_ms",
 }
+#: the compact console table's headers (route_eval.summary_text) -> summary_table column
+HEADER_COLUMN = {
+    "n": "n",
+    "macro": "macro_recall",
+    "divert": "diverted",
+    "turn 1": "acc_first",
+    "turns 2+": "acc_followup",
+    "p50 ms": "p50_ms",
+    "mean ms": "mean_ms",
+    "LM": "lm_calls",
+    "errors": "errors",
+    "expl": "recall_explain",
+    "clar": "recall_clarify",
+    "unans": "recall_unanswerable",
+    **{intent: f"recall_{intent}" for intent in ("sql", "fix", "chat", "refuse")},
+}
+#: decimals the console shows per column (2 unless named): a figure is checked at its printed precision
+DECIMALS = {"n": 0, "errors": 0, "p50_ms": 1, "mean_ms": 1}
 COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"
 
 
 def _printed_rows(output: str, labels: list[str]) -> dict[str, dict[str, float]]:
-    """The summary table as printed: {router label: {column: value}} (NaN for ``NaN``)."""
+    """The compact table as printed: {router label: {summary_table column: value}}.
+
+    Cells are separated by at least two spaces and a header holds single spaces only
+    (``accuracy [95% CI]``, ``p50 ms``); every header must be known, so a column added to the
+    console table without a check here fails this test.
+    """
     lines = output.splitlines()
-    header = next(line for line in lines if re.match(r"^\s*router\s+n\s+accuracy\s+ci_low", line))
-    columns = header.split()[1:]
+    header = next(line for line in lines if re.match(r"^router\s+accuracy \[95% CI\]", line))
+    heads = re.split(r"\s{2,}", header.strip())
+    assert set(heads[2:]) <= set(HEADER_COLUMN), heads
     rows = {}
     for label in labels:
-        line = next(line for line in lines[lines.index(header) + 1 :] if line.strip().startswith(label + " "))
-        values = line.strip()[len(label) :].split()
-        rows[label] = {c: float(v) for c, v in zip(columns, values, strict=True)}
+        line = next(line for line in lines[lines.index(header) + 1 :] if line.startswith(label + " "))
+        cells = re.split(r"\s{2,}", line.strip())
+        assert cells[0] == label and len(cells) == len(heads), (heads, cells)
+        m = re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", cells[1])
+        assert m, cells[1]
+        row = {"accuracy": float(m[1]), "ci_low": float(m[2]), "ci_high": float(m[3])}
+        # "-" is a figure the table has no value for (never a NaN printed)
+        row |= {
+            HEADER_COLUMN[h]: float("nan") if v == "-" else float(v) for h, v in zip(heads[2:], cells[2:], strict=True)
+        }
+        rows[label] = row
     return rows
 
 
@@ -67,9 +100,9 @@ def _runs(uri: str) -> list[mlflow.entities.Run]:
     return client.search_runs([e.experiment_id for e in client.search_experiments()])
 
 
-def _close(logged: float, printed: float) -> bool:
-    """A logged figure is the printed one: equal at the 2 decimals the table shows."""
-    return abs(logged - printed) <= 0.005 + 1e-9
+def _close(logged: float, printed: float, column: str = "") -> bool:
+    """A logged figure is the printed one: equal at the decimals the table shows (2 unless :data:`DECIMALS` says)."""
+    return abs(logged - printed) <= 0.5 * 10 ** -DECIMALS.get(column, 2) + 1e-9
 
 
 def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp_path: Path) -> None:
@@ -98,11 +131,19 @@ def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp
         assert params["dataset.name"] == "builtin" and params["dataset.split"] == "dev"
         assert params["config.limit"] == "14" and params["config.history"] == "gold"
         m = child.data.metrics
+        checked = set()
         for column, metric in PRINTED.items():
             if column in printed[name]:
-                assert _close(m[metric], printed[name][column]), (name, metric, m[metric], printed[name][column])
+                assert _close(m[metric], printed[name][column], column), (
+                    name,
+                    metric,
+                    m[metric],
+                    printed[name][column],
+                )
+                checked.add(column)
         for intent in ("sql", "chat", "clarify", "refuse", "explain", "fix", "unanswerable"):
             assert _close(m[f"recall.{intent}"], printed[name][f"recall_{intent}"])
+            checked.add(f"recall_{intent}")
         share, low, high, k, n = _printed_diversion(result.output, name)
         assert _close(m["diverted"], share) and _close(m["diverted_ci_low"], low)
         assert _close(m["diverted_ci_high"], high) and m["diverted_n"] == n
@@ -113,6 +154,14 @@ def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp
         # the child's decisions are the rows --out wrote for that router
         local = Path(client.download_artifacts(child.info.run_id, DECISIONS_CSV, str(tmp_path / name)))
         logged = pd.read_csv(local)
+        # the mean wall time the console prints is the logged decisions' mean
+        assert _close(1000 * logged["seconds"].mean(), printed[name]["mean_ms"], "mean_ms")
+        checked.add("mean_ms")
+        if "errors" in printed[name]:
+            assert m["errors"] == printed[name]["errors"]
+            checked.add("errors")
+        # every figure the console shows was compared with MLflow
+        assert set(printed[name]) == checked, set(printed[name]) - checked
         mine = written[written["router"] == name].reset_index(drop=True)
         assert logged[["example_id", "gold", "predicted", "correct"]].equals(
             mine[["example_id", "gold", "predicted", "correct"]]
@@ -129,7 +178,7 @@ def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp
     files = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"comparison.json", "comparison.md"} <= files
     md = Path(client.download_artifacts(parent.info.run_id, "comparison.md", str(tmp_path / "p"))).read_text()
-    assert "data questions sent away from SQL" in md and re.search(r"^\s+llm\s+14\s", md, re.M)
+    assert "data questions sent away from SQL" in md and re.search(r"^llm\s+\S+ \[\S+, \S+\]\s+14\s", md, re.M)
 
 
 @pytest.mark.skipif(
@@ -140,14 +189,23 @@ def test_route_over_conversations_logs_first_turn_and_follow_up_accuracy(tmp_pat
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     args = ["route", "--dataset", "cosql", "--dataset-path", str(COSQL), "--lm", "scripted:basic"]
     args += ["--router", "rules", "--limit", "8", "--history", "predicted", "--tracking-uri", uri]
-    result = CliRunner().invoke(app, args)
+    store = tmp_path / "results.duckdb"
+    result = CliRunner().invoke(app, [*args, "--store", str(store)])
     assert result.exit_code == 0, result.output
     printed = _printed_rows(result.output, ["rules"])["rules"]
     (child,) = [r for r in _runs(uri) if r.data.tags.get("routerlab.kind") == KIND_ROUTE_RUN]
     m = child.data.metrics
     assert {"acc_first", "acc_followup", "n_first", "n_followup"} <= set(m)
-    for column in ("accuracy", "acc_first", "acc_followup", "n_first", "n_followup", "macro_recall"):
+    for column in ("accuracy", "acc_first", "acc_followup", "macro_recall"):
         assert _close(m[PRINTED[column]], printed[column]), column
+    # the turn counts are not on the console (the compact table shows the two accuracies): they
+    # are checked against the session the command stored, read through the Python API
+    session = re.search(r"^session (\S+) \(store ", result.output, re.M)
+    assert session, result.output
+    stored = routerlab.load(session[1], store=str(store)).data["rules"]
+    assert m["n_first"] == sum(r.turn == 1 for r in stored) > 0
+    assert m["n_followup"] == sum(r.turn > 1 for r in stored) > 0
+    assert m["n_first"] + m["n_followup"] == m["n_examples"] == len(stored) == printed["n"]
     assert child.data.params["config.history"] == "predicted" and child.data.params["dataset.name"] == "cosql"
     # an intent with no example logs no figure, never a zero (and prints no column of NaN)
     from routerlab.agents.state import INTENTS

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import routerlab
 from routerlab.cli import app
 from routerlab.eval.store import ROUTING, ResultsStore
-from routerlab.main_job import E2E_ROUTERS, ROUTING_ROUTERS
+from routerlab.main_job import ROUTERS
 from routerlab.route_results import FIRST_DECISION
 from routerlab.route_tracking import routing_rates_from_mlflow
 
@@ -90,8 +90,8 @@ def test_main_job_is_one_session_that_compare_shows_whole(main_job: tuple[str, P
     routing_at, e2e_at = shown.index("== Routing part"), shown.index("== End-to-end part")
     assert routing_at < shown.index("\nverdict") < e2e_at
     routing = shown[routing_at:e2e_at]
-    assert "McNemar p" in routing and all(r in routing for r in ROUTING_ROUTERS)
-    assert all(r in shown[e2e_at:] for r in E2E_ROUTERS)
+    assert "McNemar p" in routing and all(r in routing for r in ROUTERS)
+    assert all(r in shown[e2e_at:] for r in ROUTERS)
     # the routing verdict compare prints is the one the main job printed
     said = " ".join(printed[printed.index("\nverdict") :].split())
     line = re.search(r"routing accuracy \(n=111\): best \w+ \d\.\d\d \[\d\.\d\d, \d\.\d\d\]", said).group(0)  # type: ignore[union-attr]
