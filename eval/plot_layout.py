@@ -10,6 +10,7 @@ only scales as a whole, so a figure free of overlaps here is free of them at any
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,9 @@ from matplotlib.transforms import Bbox
 
 __all__ = [
     "TextBox",
+    "clipped_texts",
     "drawn_texts",
+    "fit_texts_to_canvas",
     "overlapping_pairs",
     "overlapping_texts",
     "place_point_labels",
@@ -34,6 +37,10 @@ __all__ = [
 
 #: boxes closer than this many pixels (at the figure's dpi) count as touching, not overlapping
 _TOLERANCE_PX = 0.5
+#: room left between the outermost text and the canvas edge when the figure is grown (pixels)
+_MARGIN_PX = 4.0
+#: a figure is grown at most this many times (each growth is one layout and one draw)
+_MAX_GROWTHS = 6
 #: label offsets from a point tried in order, in points (the first free one wins)
 _OFFSETS_PT: tuple[tuple[float, float], ...] = tuple(
     (r * math.cos(a), r * math.sin(a))
@@ -180,6 +187,48 @@ def clipped_texts(fig: Figure) -> list[str]:
         if box.x0 < -_TOLERANCE_PX or box.y0 < -_TOLERANCE_PX or box.x1 > width + 1 or box.y1 > height + 1:
             out.append(t.get_text())
     return out
+
+
+def _overflow(fig: Figure) -> tuple[float, float]:
+    """How far the drawn texts of ``fig`` reach past the canvas, across and up (pixels, 0 when inside)."""
+    texts, renderer = _draw_recording(fig)
+    width, height = fig.canvas.get_width_height()
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    if not boxes:
+        return 0.0, 0.0
+    across = max(0.0, -min(b.x0 for b in boxes)) + max(0.0, max(b.x1 for b in boxes) - width)
+    up = max(0.0, -min(b.y0 for b in boxes)) + max(0.0, max(b.y1 for b in boxes) - height)
+    return float(across), float(up)
+
+
+def fit_texts_to_canvas(fig: Figure) -> Figure:
+    """Grow ``fig`` until every drawn text lies inside its canvas; returns ``fig``.
+
+    A layout engine keeps tick labels, axis labels and legends beside the axes, but it cannot
+    make an axes taller than the figure allows: when long tick labels stand upright below a
+    short axes, the y label (centred on the axes and as long as its text) runs past the top and
+    bottom of the canvas, and is cut off in the saved image. The figure is then enlarged by
+    twice the overflow in that direction (a centred label gains only half of what the axes
+    gain), and drawn again, until nothing is outside or :data:`_MAX_GROWTHS` is reached. Sized
+    from the measured text, so it holds for any labels, however many or long. Figures whose
+    texts fit are left as they are.
+
+    Args:
+        fig: A figure with a layout engine (constrained or tight), so that growing it grows its axes.
+    """
+    for attempt in range(_MAX_GROWTHS + 1):
+        # a layout that collapses at this size is what growing fixes: warn only about the final size
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            across, up = _overflow(fig)
+        if (across <= _TOLERANCE_PX and up <= _TOLERANCE_PX) or attempt == _MAX_GROWTHS:
+            break
+        width, height = fig.get_size_inches()
+        grow = [2 * (d + _MARGIN_PX) / fig.dpi if d > _TOLERANCE_PX else 0.0 for d in (across, up)]
+        fig.set_size_inches(width + grow[0], height + grow[1])
+    for warning in caught:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return fig
 
 
 def _pixel_box(bbox: Bbox, pad: float = 0.0) -> Bbox:

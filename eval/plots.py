@@ -2,7 +2,9 @@
 
 Every function returns a :class:`matplotlib.figure.Figure` built without pyplot, so nothing is
 left in pyplot's global figure list (notebooks display a returned figure once; scripts call
-``fig.savefig``). Axes carry labels with units and every figure has a title.
+``fig.savefig``). Axes carry labels with units and every figure has a title. Each figure is
+grown, when its texts need it, until every text is inside the canvas
+(:func:`routerlab.eval.plot_layout.fit_texts_to_canvas`): the given size is a minimum.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from routerlab.eval.analysis import ATTRIBUTION_CLASSES, COST_COLUMNS, RATE_METRICS, cost_basis, pareto_front
-from routerlab.eval.plot_layout import overlapping_pairs, place_point_labels, renderer_of
+from routerlab.eval.plot_layout import fit_texts_to_canvas, overlapping_pairs, place_point_labels, renderer_of
 from routerlab.eval.risk import format_aurc
 
 __all__ = [
@@ -150,7 +152,7 @@ def plot_rates(rates: pd.DataFrame) -> Figure:
     ax.set_xlabel("metric")
     ax.set_ylabel("rate (fraction of applicable examples)")
     ax.set_title("Rates per router (error bars: 95 % bootstrap CI)" + note, **({"fontsize": 10} if note else {}))
-    return fig
+    return fit_texts_to_canvas(fig)
 
 
 def plot_success_per_intent(per_intent: pd.DataFrame) -> Figure:
@@ -166,7 +168,7 @@ def plot_success_per_intent(per_intent: pd.DataFrame) -> Figure:
     ax.set_xlabel("gold intent")
     ax.set_ylabel("end-to-end success (fraction of examples)")
     ax.set_title("Success per intent (error bars: 95 % bootstrap CI)" + note, **({"fontsize": 10} if note else {}))
-    return fig
+    return fit_texts_to_canvas(fig)
 
 
 def _boxes(ax: Axes, groups: Sequence[Sequence[float]], positions: Sequence[float], colour: str, width: float) -> None:
@@ -235,7 +237,7 @@ def plot_latency(latency: pd.DataFrame) -> Figure:
     fig.suptitle("Latency distributions")
     for ax in (ax_e2e, ax_node):
         _fit_tick_labels(ax)
-    return fig
+    return fit_texts_to_canvas(fig)
 
 
 def plot_cost_quality(costs: pd.DataFrame, cost: str = "router_tokens_per_ex", quality: str = "success") -> Figure:
@@ -307,7 +309,7 @@ def plot_cost_quality(costs: pd.DataFrame, cost: str = "router_tokens_per_ex", q
     place_point_labels(ax, points, ["\n".join(str(named[i]) for i in g) for g in groups],
                        marker_radius_pt=(biggest + 6) / 2)  # fmt: skip
     ax.grid(alpha=0.3)
-    return fig
+    return fit_texts_to_canvas(fig)
 
 
 def _coincident(ax: Axes, points: Sequence[tuple[float, float]], marker_pt: float) -> list[list[int]]:
@@ -354,7 +356,7 @@ def plot_confusion(matrices: Mapping[str, pd.DataFrame]) -> Figure:
         axes[0].set_ylabel("gold intent")
         axes[0].text(0.5, 0.5, "no results", ha="center", va="center")
     fig.suptitle("Routing confusion (gold x predicted intent)")
-    return fig
+    return fit_texts_to_canvas(fig)
 
 
 def plot_attribution(counts: pd.DataFrame) -> Figure:
@@ -398,7 +400,7 @@ def plot_attribution(counts: pd.DataFrame) -> Figure:
         box = text.get_window_extent(renderer)
         span = ax.transData.transform([(v, 0)])[0][0] - ax.transData.transform([(0, 0)])[0][0]
         text.set_visible(box.width + 2 <= span)
-    return fig
+    return fit_texts_to_canvas(fig)
 
 
 def plot_risk_coverage(curves: pd.DataFrame) -> Figure:
@@ -432,4 +434,4 @@ def plot_risk_coverage(curves: pd.DataFrame) -> Figure:
     if routers:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title("Risk-coverage: answering only above a confidence threshold", fontsize=10)
-    return fig
+    return fit_texts_to_canvas(fig)

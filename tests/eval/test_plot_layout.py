@@ -13,7 +13,14 @@ from matplotlib.figure import Figure
 
 from routerlab.demo import make_demo_session
 from routerlab.eval import analysis, plots
-from routerlab.eval.plot_layout import TextBox, clipped_texts, drawn_texts, overlapping_texts, place_point_labels
+from routerlab.eval.plot_layout import (
+    TextBox,
+    clipped_texts,
+    drawn_texts,
+    fit_texts_to_canvas,
+    overlapping_texts,
+    place_point_labels,
+)
 
 
 def _all_figures(results: analysis.ResultsByRouter) -> dict[str, Figure]:
@@ -180,6 +187,88 @@ def test_failure_chart_has_one_row_per_router_and_its_total(crowded):
     totals = [t.get_text().strip() for t in ax.texts if t.get_text().startswith(" ")]
     assert totals == [f"{float(v):g}" for v in counts.sum(axis=1)]
     assert overlapping_texts(fig) == []
+
+
+def _inside_canvas(fig: Figure) -> list[str]:
+    """Every drawn text whose window extent leaves the figure's canvas (0.5 px tolerance)."""
+    texts = drawn_texts(fig)  # draws the figure: the extents below are the drawn ones
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.canvas.get_width_height()
+    out = []
+    for t in texts:
+        box = t.get_window_extent(renderer)
+        if box.x0 < -0.5 or box.y0 < -0.5 or box.x1 > width + 0.5 or box.y1 > height + 0.5:
+            out.append(f"{t.get_text()!r} at {box.bounds} on a {width}x{height} canvas")
+    return out
+
+
+#: the run labels of a scripted main job (issue 47): the routing part's runs beside the end-to-end ones
+_MAIN_JOB_RUNS = [
+    *(f"{r} (routing)" for r in ("always_sql (baseline)", "rules", "semantic", "hybrid", "single_call (baseline)")),
+    "always_sql (baseline)",
+    "rules",
+    "semantic",
+    "hybrid",
+    "single_call (baseline)",
+]
+
+
+def _latency(runs: list[str], nodes: tuple[str, ...] = ("dispatch", "respond", "route", "tools")) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    rows = []
+    for i, run in enumerate(runs):
+        for j in range(8):
+            rows.append({"router": run, "example_id": f"e{j}", "attempt": 0, "stage": "end_to_end",
+                         "seconds": float(rng.uniform(0.0, 1.0 + i / 10))})  # fmt: skip
+            rows += [{"router": run, "example_id": f"e{j}", "attempt": 0, "stage": f"node.{n}",
+                      "seconds": float(rng.choice([0.0, 1e-4, 0.01, 0.8]))} for n in nodes]  # fmt: skip
+    return pd.DataFrame(rows, columns=["router", "example_id", "attempt", "stage", "seconds"])
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        _MAIN_JOB_RUNS,  # the scripted main job whose y label ran off the top (scripts/screenshots.py)
+        [f"a_router_with_an_even_longer_name_than_those_{i} (baseline) (routing)" for i in range(10)],
+    ],
+    ids=["main-job", "longer"],
+)
+def test_latency_figure_keeps_every_label_on_the_canvas_with_ten_long_run_labels(runs):
+    # upright tick labels below the axes left them shorter than their y label, cut off at the top
+    fig = plots.plot_latency(_latency(runs))
+    assert _inside_canvas(fig) == []
+    assert clipped_texts(fig) == []
+    assert overlapping_texts(fig) == []
+    e2e, node = fig.axes[:2]
+    assert [t.get_text() for t in e2e.get_xticklabels()] == runs  # every run is named, none dropped
+    assert node.get_ylabel() == "time in node per example (s, symlog)"
+
+
+@pytest.mark.parametrize("names", [_MAIN_JOB_RUNS, [f"router_with_a_long_name_{i} (routing)" for i in range(10)]])
+def test_bar_figures_keep_every_label_on_the_canvas_with_ten_long_run_labels(names):
+    rates = pd.DataFrame(
+        [{"router": r, "metric": m, "value": 0.5, "ci_low": 0.3, "ci_high": 0.7} for r in names
+         for m in ("route", "ex", "chain_valid", "success")]
+    )  # fmt: skip
+    assert _inside_canvas(plots.plot_rates(rates)) == []
+
+
+def test_fitting_grows_a_figure_until_a_long_y_label_fits_and_leaves_a_fitting_one_alone():
+    fig = Figure(figsize=(5, 2.0), layout="constrained", dpi=100)
+    ax = fig.add_subplot()
+    ax.set_xticks(range(3), ["a very long upright tick label"] * 3, rotation=90)
+    ax.set_ylabel("a y label far longer than the short axes it is centred on")
+    assert _inside_canvas(fig) != []  # the case the helper is for: cut off before
+    before = fig.get_size_inches().copy()
+    assert fit_texts_to_canvas(fig) is fig
+    assert _inside_canvas(fig) == []
+    width, height = fig.get_size_inches()
+    assert width == before[0] and height > before[1]  # grown only where the text ran off
+    # a figure whose texts already fit keeps its size
+    small = Figure(figsize=(5, 3), layout="constrained")
+    small.add_subplot().set_ylabel("short")
+    fit_texts_to_canvas(small)
+    assert list(small.get_size_inches()) == [5, 3]
 
 
 # -- a real (scripted) session -----------------------------------------------------------------
