@@ -10,6 +10,7 @@ grown, when its texts need it, until every text is inside the canvas
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -132,7 +133,12 @@ def _fit_tick_labels(ax: Axes) -> None:
     """Stand the x tick labels upright when side by side they would run into each other."""
     fig = ax.get_figure()
     ticks = {id(t) for t in ax.get_xticklabels()}
-    if any(id(a) in ticks and id(b) in ticks for a, b in overlapping_pairs(fig)):  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        # an unfinished figure may be too small for its layout: the figure is grown at the end
+        # (fit_texts_to_canvas), which warns if even the grown one is
+        warnings.filterwarnings("ignore", message="constrained_layout not applied", category=UserWarning)
+        pairs = overlapping_pairs(fig)  # type: ignore[arg-type]
+    if any(id(a) in ticks and id(b) in ticks for a, b in pairs):
         for t in ax.get_xticklabels():
             t.set_rotation(90)
             t.set_horizontalalignment("center")

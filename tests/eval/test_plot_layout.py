@@ -254,7 +254,7 @@ def test_bar_figures_keep_every_label_on_the_canvas_with_ten_long_run_labels(nam
 
 
 def test_fitting_grows_a_figure_until_a_long_y_label_fits_and_leaves_a_fitting_one_alone():
-    fig = Figure(figsize=(5, 2.0), layout="constrained", dpi=100)
+    fig = Figure(figsize=(5, 3), layout="constrained", dpi=100)
     ax = fig.add_subplot()
     ax.set_xticks(range(3), ["a very long upright tick label"] * 3, rotation=90)
     ax.set_ylabel("a y label far longer than the short axes it is centred on")
