@@ -101,10 +101,11 @@ class ToolSettings:
             and drops less. Off by default until measured (issue 51).
         followup_context: How the routed pipeline's generate_sql (with a data_discovery call)
             sees a follow-up: a mode registered in ``routerlab.agents.tools.followup_context``:
-            ``parenthesis`` (the default: the request, then the last data turn's question and SQL
-            in a parenthesis, as before the setting), ``edit`` (the previous query as the base and
-            the request as an edit instruction) or ``rewrite`` (one LM call writes a standalone
-            question, ``routerlab.agents.rewrite``, which generation sees as a first turn). The
+            ``edit`` (the default, chosen by measurement: the previous query as the base and the
+            request as an edit instruction), ``parenthesis`` (the request, then the last data
+            turn's question and SQL in a parenthesis, the behaviour before the setting) or
+            ``rewrite`` (one LM call writes a standalone question, ``routerlab.agents.rewrite``,
+            which generation sees as a first turn). The
             plain call (``single_call``) always uses ``parenthesis``, so the baseline is unchanged.
     """
 
@@ -135,7 +136,9 @@ class ToolSettings:
     candidate_repair: bool = True
     result_checks: tuple[str, ...] = ()
     followup_check: bool = False
-    followup_context: str = "parenthesis"
+    # ``edit`` won the follow-up study on sparc's tune databases by the rule written before it
+    # (docs/results/2026-11-28-followups.md): follow-up EX 0.57 against 0.49, 12 won / 6 lost
+    followup_context: str = "edit"
 
     def __post_init__(self) -> None:
         # checked when the settings are built, not when the first question reaches a tool;

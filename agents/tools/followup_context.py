@@ -2,12 +2,13 @@
 
 ``ToolSettings.followup_context`` names one mode of the registry :data:`followup_context`:
 
-* ``parenthesis`` (the default): the new request, then the last data turn's question, SQL and
-  result summary in a parenthesis (:func:`routerlab.agents.turn_history.question_in_context`),
-  byte for byte as before the setting existed, so cached prompts stay valid.
-* ``edit``: the last data turn's question and SQL first, then the new request as an edit
-  instruction on that query (keep its FROM/JOIN/WHERE unless the request changes them, a newly
-  named entity replaces the one it stands in for, "how many" counts the previous result's rows).
+* ``parenthesis``: the new request, then the last data turn's question, SQL and result summary
+  in a parenthesis (:func:`routerlab.agents.turn_history.question_in_context`), byte for byte
+  the prompt before the setting existed (the default until the 2026-11-28 follow-up study).
+* ``edit`` (the default, chosen by that study, docs/results/2026-11-28-followups.md): the last
+  data turn's question and SQL first, then the new request as an edit instruction on that
+  query (keep its FROM/JOIN/WHERE unless the request changes them, a newly named entity
+  replaces the one it stands in for, "how many" counts the previous result's rows).
 * ``rewrite``: one LM call (:func:`routerlab.agents.rewrite.standalone_question`) turns the
   follow-up and up to three earlier data turns into one standalone question, which SQL
   generation sees as a first turn; an empty or unusable rewrite falls back to ``parenthesis``.

@@ -33,7 +33,8 @@ def follow_up_lm():
         text = " ".join(str(p) for m in request.messages for p in m.parts)
         field = _field(request)
         if field == "sql":
-            follows = "Earlier in this conversation" in text and MOST_SQL in text
+            # the previous turn's SQL reaches the prompt (as a parenthesis or as the query to edit)
+            follows = ("Earlier in this conversation" in text or "Previous SQL:" in text) and MOST_SQL in text
             return answer_field(request, FEWEST_SQL if follows and "least" in text else MOST_SQL)
         return answer_field(request, "ok")
 

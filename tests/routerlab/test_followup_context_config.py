@@ -27,8 +27,8 @@ def test_a_config_file_sets_the_mode_and_it_round_trips(tmp_path):
     recorded = json.loads(json.dumps(config.to_dict()))  # as a session keeps it
     assert recorded["pipeline"]["tools"]["followup_context"] == "edit"
     assert load_run_config(None, defaults=recorded).pipeline.tools == config.pipeline.tools
-    # without the key: the default, today's parenthesis
-    assert load_run_config(None).pipeline.tools.followup_context == "parenthesis"
+    # without the key: the default, edit (chosen by the follow-up study)
+    assert load_run_config(None).pipeline.tools.followup_context == "edit"
 
 
 def test_an_unknown_mode_in_a_config_file_fails_when_loaded(tmp_path):

@@ -45,13 +45,19 @@ def context_lm(*, use_context: bool = True):
         if field != "sql":
             return answer_field(request, "ok")
         text = _flat(" ".join(getattr(p, "text", str(p)) for msg in request.messages for p in msg.parts))
-        if use_context and "Earlier in this conversation" in text:
+        # a follow-up's prompt carries the previous turn in any follow-up context mode
+        # (``parenthesis``: "Earlier in this conversation ... asked: '...'"; ``edit``: "Previous request: ...")
+        in_context = "Earlier in this conversation" in text or "Previous SQL:" in text
+        if use_context and in_context:
             for e in EXAMPLES:
                 before = by_id.get(f"{e.conversation}-t{e.turn - 1}")
-                if e.turn > 1 and e.question in text and before and f"asked: {before.question!r}" in text:
+                shown = before and (
+                    f"asked: {before.question!r}" in text or f"Previous request: {_flat(before.question)}" in text
+                )
+                if e.turn > 1 and e.question in text and shown:
                     prompts[e.id] = text
                     return answer_field(request, e.gold_sql)
-        elif "Earlier in this conversation" not in text:
+        elif not in_context:
             for e in EXAMPLES:
                 if e.turn == 1 and e.question in text:
                     return answer_field(request, e.gold_sql)

@@ -78,8 +78,8 @@ def _question_of(prompt: str) -> str:
 
 
 @needs_spider
-def test_parenthesis_is_the_default_and_todays_prompt_byte_for_byte():
-    assert ToolSettings().followup_context == "parenthesis"
+def test_edit_is_the_default_and_parenthesis_is_the_former_prompt_byte_for_byte():
+    assert ToolSettings().followup_context == "edit"  # chosen by docs/results/2026-11-28-followups.md
     lm, trace, generate = _run("parenthesis", HISTORY)
     assert _question_of(lm.sql_prompts[0]) == question_in_context(FOLLOW_UP, HISTORY)
     assert "standalone" not in generate["output"] and not lm.rewrite_prompts
