@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, turns in runs:
         ts = list(turns.values())
         buckets = [[t for t in ts if t.turn == k] for k in (1, 2, 3)] + [[t for t in ts if t.turn >= 4]]
-        seconds = [t.latency_s for t in ts]
+        seconds = [t.latency_s for t in ts] or [float("nan")]  # a run with no stored turn yet
         paired = "(reference)" if turns is ref else _paired(ref, turns)
         print(
             f"| {label} | {_rate(ts)} | {_interaction(ts)} | "
