@@ -304,7 +304,7 @@ def test_route_with_the_embedded_model_logs_its_lm_cost_and_the_printed_figures(
         m = children[name].data.metrics
         assert children[name].data.params["lm.spec"] == "local"
         for column in ("accuracy", "ci_low", "ci_high", "macro_recall", "lm_calls", "p50_ms"):
-            assert _close(m[PRINTED[column]], printed[name][column]), (name, column)
+            assert _close(m[PRINTED[column]], printed[name][column], column), (name, column)
     # every llm decision asks the model once; hybrid asks it only where its rules are unsure
     assert children["llm"].data.metrics["lm_calls_per_decision"] >= 1.0
     assert (
