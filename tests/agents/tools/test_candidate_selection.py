@@ -6,7 +6,6 @@ a mock of llama.cpp; the real model's test is ``test_candidate_selection_model.p
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 from pathlib import Path
 
@@ -27,19 +26,9 @@ from routerlab.agents.tools.framing import CHAT_MAX_TOKENS
 from routerlab.agents.tools.selection import Candidate, Selection, select, vote
 from routerlab.config import load_run_config
 
-DATABASES = Path(os.environ.get("ROUTERLAB_SPIDER_DEV", "/work/shared/data/spider-dev-a")) / "database"
-
 COUNT_ALL = "SELECT count(*) FROM singer"  # 6
 COUNT_FRANCE = "SELECT count(*) FROM singer WHERE Country = 'France'"  # 4
 BROKEN = "SELECT nofunc(Age) FROM singer"  # parses, fails on execution: no such function
-
-
-@pytest.fixture(scope="module")
-def singers() -> Path:
-    path = DATABASES / "concert_singer" / "concert_singer.sqlite"
-    if not path.exists():
-        pytest.skip(f"spider-dev-a is not at {DATABASES}")
-    return path
 
 
 def runner(path: Path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,16 +15,7 @@ from routerlab.agents.lm.messages import text_of
 from routerlab.agents.tools import ToolSettings
 from routerlab.agents.tools.result_checks import check_result, result_check
 
-DATABASES = Path(os.environ.get("ROUTERLAB_SPIDER_DEV", "/work/shared/data/spider-dev-a")) / "database"
 ALL = ("empty", "count_for_list", "list_for_count", "duplicates")
-
-
-@pytest.fixture(scope="module")
-def singers() -> Path:
-    path = DATABASES / "concert_singer" / "concert_singer.sqlite"
-    if not path.exists():
-        pytest.skip(f"spider-dev-a is not at {DATABASES}")
-    return path
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,16 +13,6 @@ from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.tools import ToolSettings
 from routerlab.agents.tools.selection import Candidate, choose, result_key, select
-
-DATABASES = Path(os.environ.get("ROUTERLAB_SPIDER_DEV", "/work/shared/data/spider-dev-a")) / "database"
-
-
-@pytest.fixture(scope="module")
-def singers() -> Path:
-    path = DATABASES / "concert_singer" / "concert_singer.sqlite"
-    if not path.exists():
-        pytest.skip(f"spider-dev-a is not at {DATABASES}")
-    return path
 
 
 def ran(key: object) -> Candidate:
