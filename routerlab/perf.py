@@ -43,6 +43,7 @@ __all__ = [
     "pipeline_split",
     "router_replay",
     "routing_prefix_reuse",
+    "rules_scaling",
     "run_perf",
     "schema_scaling",
     "stage_seconds",
@@ -444,6 +445,53 @@ def router_replay(n_examples: int = 24, delay_s: float = 0.2) -> list[PerfFigure
                     share <= 0.10 if goal else None,
                 ),
             ]
+    return figures
+
+
+#: the texts that made the rules router quadratic (issue 50, item 6): each keyword was tried
+#: against the whole rest of the text
+RULES_WORST_TEXTS: dict[str, str] = {
+    "select": "select ",
+    "update": "update ",
+    "mixed": "how many select from the areas update what is a certain ",
+}
+
+
+def rules_scaling(sizes: Sequence[int] = (16_000, 128_000), repeats: int = 3) -> list[PerfFigure]:
+    """Seconds of one ``rules`` decision on the worst texts at each length, and their ratio.
+
+    The ratio of the longest to the shortest is the figure to compare across machines: a
+    linear router takes about ``sizes[-1] / sizes[0]`` times as long, a quadratic one its square
+    (137 s for 128k characters before the fix). Best of ``repeats``, after one warm-up decision.
+    """
+    from routerlab.routers.rules import RulesRouter
+
+    router = RulesRouter()
+    figures: list[PerfFigure] = []
+    growth = sizes[-1] / sizes[0]
+    for label, text in RULES_WORST_TEXTS.items():
+        router.match(text * 10)  # compiles the patterns and warms sqlglot
+        seconds: list[float] = []
+        for n in sizes:
+            request = text * (n // len(text))
+            best = math.inf
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                router.match(request)
+                best = min(best, time.perf_counter() - t0)
+            seconds.append(best)
+            figures.append(PerfFigure("rules scaling", f"{label!r} text, {n:,} characters", round(best, 4), "s"))
+        ratio = seconds[-1] / max(seconds[0], 1e-6)
+        figures.append(
+            PerfFigure(
+                "rules scaling",
+                f"{label!r} text, {sizes[-1]:,} / {sizes[0]:,} characters",
+                round(ratio, 1),
+                "x",
+                f"<= {2 * growth:g} (linear: {growth:g}, quadratic: {growth * growth:g})",
+                ratio <= 2 * growth,
+            )
+        )
     return figures
 
 
@@ -1207,6 +1255,11 @@ def _concurrency(z: _Sizes) -> list[PerfFigure]:
 @_section("router replay")
 def _replay(z: _Sizes) -> list[PerfFigure]:
     return router_replay(12 if z.quick else 36)
+
+
+@_section("rules scaling")
+def _rules_scaling(z: _Sizes) -> list[PerfFigure]:
+    return rules_scaling(repeats=1 if z.quick else 3)
 
 
 @_section("model speed", model=True)
