@@ -237,9 +237,9 @@ STORE_BUSY_EXIT = 75
 
 def run_main_job(store: str, tracking: str | None, settings: dict[str, Any]) -> None:
     """``routerlab run`` without ``--router``, ``--config`` or ``--resume``: the main job, then its ending."""
+    from routerlab.agents.signals import stop_signals
     from routerlab.main_job import run_main_job as main_job
     from routerlab.resume import resume_command
-    from routerlab.signals import stop_signals
 
     with stop_signals() as stopped:
         job = main_job(store=store, tracking_uri=tracking, console=out, settings=settings)
@@ -252,11 +252,11 @@ def run_planned(spec: Any, resume: str | None) -> None:
     Raises:
         typer.Exit: 75 the store stayed locked, else as :func:`end_session`.
     """
+    from routerlab.agents.signals import stop_signals
     from routerlab.app.run import session_summary, size_line
     from routerlab.eval.store import StoreBusyError
     from routerlab.resume import resume_command
     from routerlab.session import run_session
-    from routerlab.signals import stop_signals
 
     if not resume:
         out.print(size_line(spec), highlight=False, soft_wrap=True, markup=False)

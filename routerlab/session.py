@@ -37,6 +37,7 @@ from rich.progress import (
 from routerlab.agents.errors import ConfigError, RouterlabError, RunError
 from routerlab.agents.faults import FaultCall, summarize_calls
 from routerlab.agents.registry import component_spec
+from routerlab.agents.signals import is_stop, shield
 from routerlab.agents.tools.sql_program import sql_program_record
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.db_digest import check_database_digests, database_digests
@@ -56,7 +57,6 @@ from routerlab.session_spec import (
     session_runs,
     unknown_session,
 )
-from routerlab.signals import is_stop, shield
 
 __all__ = [
     "SessionResult",

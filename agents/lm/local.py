@@ -29,6 +29,7 @@ from routerlab.agents.lm.deadline import call_budget
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
 from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, render, score_labels, tokenize
 from routerlab.agents.lm.scoring import ChoiceScores
+from routerlab.agents.signals import raise_held_stop, shield, stop_requested
 
 __all__ = [
     "ANSWER_TOOL",
@@ -97,7 +98,8 @@ class _AbortClock:
 
     def __call__(self, _data: Any) -> bool:
         at = self.at
-        return at is not None and time.monotonic() >= at
+        # a stop signal held during the call ends it too (see _bounded)
+        return (at is not None and time.monotonic() >= at) or stop_requested()
 
 
 def _install_abort(llm: Any) -> None:
@@ -125,11 +127,18 @@ def _bounded(llm: Any, where: str) -> Iterator[None]:
     budget = call_budget(where)
     # a model loaded elsewhere (a test's stand-in) has no abort hook: only the start is checked
     clock: _AbortClock = getattr(llm, "_routerlab_abort", (_AbortClock(),))[0]
-    with _serialised():
+    # a stop signal is held for the call (shield), not raised inside it: the abort callback is
+    # Python called from C, where ctypes prints a KeyboardInterrupt and swallows it; the call
+    # went on and the turn ended as a tool crash. Held, it makes the callback abort the forward
+    # pass, and the stop is raised here once llama.cpp has returned.
+    with _serialised(), shield():
         clock.at = budget.started + budget.seconds
         try:
             yield
         except RuntimeError:
+            if stop_requested():
+                llm.reset()  # the aborted batch was left half evaluated
+                raise_held_stop()
             if budget.expired():
                 llm.reset()
                 raise budget.exceeded(where) from None

@@ -1,6 +1,6 @@
 """Issue 50 item 3: every signal exit says what was saved and how to resume; no run left RUNNING.
 
-Real signals to real subprocesses: a DuckDB write under :func:`routerlab.signals.shield` that a
+Real signals to real subprocesses: a DuckDB write under :func:`routerlab.agents.signals.shield` that a
 SIGTERM hits, and ``routerlab run`` (scripted LM) stopped by SIGTERM while it writes the not-run
 rows a deadline left (about 1 try in 3 used to end ``RuntimeError: Query interrupted``, exit 1,
 the run FAILED).
@@ -25,7 +25,7 @@ _WRITE = textwrap.dedent(
     """
     import os, signal, sys, threading, time
     import duckdb
-    from routerlab.signals import is_stop, shield, stop_signals
+    from routerlab.agents.signals import is_stop, shield, stop_signals
 
     con = duckdb.connect()
     con.execute("SET threads = 1")

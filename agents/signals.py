@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["StopSignal", "is_stop", "shield", "stop_signals"]
+__all__ = ["StopSignal", "is_stop", "raise_held_stop", "shield", "stop_requested", "stop_signals"]
 
 
 @dataclass
@@ -103,6 +103,32 @@ def shield(*, raise_after: bool = True) -> Iterator[None]:
         seen.pending = False
         if raise_after:
             raise KeyboardInterrupt(seen.name)
+
+
+def stop_requested() -> bool:
+    """Whether a stop signal has arrived in an open :func:`stop_signals` block.
+
+    Native code that calls back into Python (llama.cpp's abort callback) asks this: a
+    ``KeyboardInterrupt`` raised inside a ctypes callback is printed and swallowed, so the
+    signal is held by :func:`shield` around the native call, and the callback ends the call
+    early when this says so. One list scan, microseconds.
+    """
+    return any(w.signum is not None for w in _watches)
+
+
+def raise_held_stop() -> None:
+    """Raise the stop that arrived as ``KeyboardInterrupt`` now, dropping it from the shield.
+
+    For a native call the signal cut short: its half-done work is discarded and the stop goes
+    on at once, rather than after the shield closes (and never twice).
+
+    Raises:
+        KeyboardInterrupt: Always, named for the signal that arrived.
+    """
+    seen = next((w for w in reversed(_watches) if w.signum is not None), None)
+    if seen is not None:
+        seen.pending = False
+    raise KeyboardInterrupt(seen.name if seen is not None else "SIGINT")
 
 
 def is_stop(exc: BaseException) -> bool:
