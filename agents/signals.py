@@ -140,5 +140,4 @@ def is_stop(exc: BaseException) -> bool:
     """
     if isinstance(exc, KeyboardInterrupt):
         return True
-    stopped = any(w.signum is not None for w in _watches)
-    return stopped and ("Interrupt" in type(exc).__name__ or "interrupted" in str(exc).lower())
+    return stop_requested() and ("Interrupt" in type(exc).__name__ or "interrupted" in str(exc).lower())
