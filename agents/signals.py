@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["StopSignal", "is_stop", "raise_held_stop", "shield", "stop_requested", "stop_signals"]
+__all__ = ["StopSignal", "is_stop", "native_call", "raise_held_stop", "shield", "stop_requested", "stop_signals"]
 
 
 @dataclass
@@ -48,11 +48,14 @@ _watches: list[StopSignal] = []
 
 
 @contextmanager
-def stop_signals() -> Iterator[StopSignal]:
+def stop_signals(signums: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) -> Iterator[StopSignal]:
     """Within the block, SIGTERM and SIGINT raise ``KeyboardInterrupt`` in the main thread.
 
     Outside the main thread (signals cannot be handled there) the block runs unchanged. The
     previous handlers are restored on exit.
+
+    Args:
+        signums: The signals handled (both by default; :func:`native_call` takes SIGINT alone).
     """
     seen = StopSignal()
     if threading.current_thread() is not threading.main_thread():
@@ -66,7 +69,7 @@ def stop_signals() -> Iterator[StopSignal]:
             return
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous = {s: signal.signal(s, handler) for s in signums}
     _watches.append(seen)
     try:
         yield seen
@@ -103,6 +106,28 @@ def shield(*, raise_after: bool = True) -> Iterator[None]:
         seen.pending = False
         if raise_after:
             raise KeyboardInterrupt(seen.name)
+
+
+@contextmanager
+def native_call() -> Iterator[None]:
+    """Hold stop signals while native code that calls back into Python runs (a model's decode).
+
+    Inside a :func:`stop_signals` block this is :func:`shield`. Outside one (``routerlab
+    route``, a notebook), Python's default Ctrl-C handler would raise inside the callback, where
+    ctypes swallows it: SIGINT is held for the call instead and raised as the usual
+    ``KeyboardInterrupt`` when the call returns. A SIGINT handler someone else installed (or
+    SIG_IGN) is left alone, and SIGTERM keeps its default (the process ends; nothing runs in C
+    to swallow it).
+    """
+    if _watches or threading.current_thread() is not threading.main_thread():
+        with shield():
+            yield
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    with stop_signals((signal.SIGINT,)), shield():
+        yield
 
 
 def stop_requested() -> bool:

@@ -29,7 +29,7 @@ from routerlab.agents.lm.deadline import call_budget
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
 from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, render, score_labels, tokenize
 from routerlab.agents.lm.scoring import ChoiceScores
-from routerlab.agents.signals import raise_held_stop, shield, stop_requested
+from routerlab.agents.signals import native_call, raise_held_stop, stop_requested
 
 __all__ = [
     "ANSWER_TOOL",
@@ -127,11 +127,11 @@ def _bounded(llm: Any, where: str) -> Iterator[None]:
     budget = call_budget(where)
     # a model loaded elsewhere (a test's stand-in) has no abort hook: only the start is checked
     clock: _AbortClock = getattr(llm, "_routerlab_abort", (_AbortClock(),))[0]
-    # a stop signal is held for the call (shield), not raised inside it: the abort callback is
+    # a stop signal is held for the call (native_call), not raised inside it: the abort callback is
     # Python called from C, where ctypes prints a KeyboardInterrupt and swallows it; the call
     # went on and the turn ended as a tool crash. Held, it makes the callback abort the forward
     # pass, and the stop is raised here once llama.cpp has returned.
-    with _serialised(), shield():
+    with _serialised(), native_call():
         clock.at = budget.started + budget.seconds
         try:
             yield

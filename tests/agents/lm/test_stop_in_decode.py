@@ -70,6 +70,28 @@ def test_a_signal_after_the_forward_pass_is_raised_when_the_call_returns() -> No
     assert llm.resets == 0
 
 
+def test_outside_a_stop_block_ctrl_c_is_held_for_the_call_too() -> None:
+    # `routerlab route` and notebooks open no stop_signals block: Python's own Ctrl-C handler
+    # would raise inside the callback, where ctypes swallows it
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # what such a process has
+    llm = _StandIn()
+    with pytest.raises(KeyboardInterrupt), _bounded(llm, "stand-in"):
+        llm.decode(signal_at=5)
+    assert llm.resets == 1  # the forward pass was aborted through the callback, not interrupted in Python
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored after the call
+
+
+def test_an_ignored_sigint_stays_ignored_during_the_call() -> None:
+    llm = _StandIn()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with _bounded(llm, "stand-in"):
+            steps = llm.decode(signal_at=5)  # the signal is ignored: the pass runs to its end
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert steps == 9_999 and llm.resets == 0
+
+
 def test_without_a_signal_the_clock_keeps_to_the_deadline_alone() -> None:
     clock = _AbortClock()
     with stop_signals():
@@ -80,13 +102,13 @@ def test_without_a_signal_the_clock_keeps_to_the_deadline_alone() -> None:
 
 _DECODE = textwrap.dedent(
     """
-    import os, signal, threading, time
+    import contextlib, os, signal, sys, threading, time
     from routerlab.agents.lm.resolve import resolve_lm
     from routerlab.agents.signals import stop_signals
 
     lm = resolve_lm("local:0.5b", cache=False, max_tokens=1500)
     lm("Say hi.")  # loaded before the clock starts
-    with stop_signals():
+    with stop_signals() if sys.argv[1] == "block" else contextlib.nullcontext():
         threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()
         t0 = time.monotonic()
         try:
@@ -100,8 +122,10 @@ _DECODE = textwrap.dedent(
 
 
 @pytest.mark.model
-def test_ctrl_c_while_the_real_model_decodes_stops_the_call() -> None:
-    proc = subprocess.run([sys.executable, "-c", _DECODE], capture_output=True, text=True, timeout=600)
+@pytest.mark.parametrize("scope", ["block", "bare"])
+def test_ctrl_c_while_the_real_model_decodes_stops_the_call(scope: str) -> None:
+    # "block": inside stop_signals, as `run` is; "bare": Python's own handler, as `route` is
+    proc = subprocess.run([sys.executable, "-c", _DECODE, scope], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     words = proc.stdout.split()
     # before the fix: "finished" after the whole reply, the signal swallowed in the callback
