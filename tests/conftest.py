@@ -106,10 +106,29 @@ def _mlflow_sqlite_schema_copied_from_one_migration(tmp_path_factory) -> None:
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep every real-model test on one xdist worker, one after another.
+
+    CI runs the suite on two workers (``-n 2 --dist loadgroup``, ``.ci/run``). Two tests that
+    each decode with the embedded model at once would halve each other and stretch their
+    deadlines; grouped, the model runs one job at a time while the other worker takes the
+    tests that do not use it. Without xdist the mark does nothing.
+    """
+    for item in items:
+        if item.get_closest_marker("model") is not None:
+            item.add_marker(pytest.mark.xdist_group("model"))
+
+
 # Tests never read or write the user's disk store of evaluated prompt prefixes: a state left by an
 # earlier run would turn a test's cold prefix into a restored one. Tests of that store point
 # ROUTERLAB_PREFIX_CACHE at their own temporary directory (the store reads it at each lookup).
 os.environ["ROUTERLAB_PREFIX_CACHE"] = "off"
+
+# A command's table width must not depend on how pytest was started: xdist's workers run with
+# COLUMNS=80, which would cut the wide comparison tables the tests read (subprocesses inherit it).
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 
 @pytest.fixture
