@@ -383,8 +383,9 @@ class DSPyRouter(IntentRouter):
             abstention when the database lacks what it names
             (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). False: the program alone.
         history: Which earlier turns the program reads as its ``conversation``, a window of
-            :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last request
-            and the assistant's reply) or ``last_k`` (the last three turns, the default).
+            :mod:`routerlab.routers.support.history_window`: ``none`` (the default, chosen by
+            measurement), ``last`` (the last request and the assistant's reply) or ``last_k`` (the
+            last three turns).
     """
 
     #: arguments that name a file, by kind (the server takes only allow-listed names for them)

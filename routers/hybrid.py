@@ -61,8 +61,9 @@ class HybridRouter(IntentRouter):
         rules_without: Rules left out of the rules' table (the ``rules`` router's ``without``), to
             switch single checks off (``--router-arg 'hybrid.rules_without=["which_column"]'``).
         history: Which earlier turns the LM path shows, a window of
-            :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last request
-            and the assistant's reply) or ``last_k`` (the last three turns, the default). The
+            :mod:`routerlab.routers.support.history_window`: ``none`` (the default, chosen by
+            measurement), ``last`` (the last request and the assistant's reply) or ``last_k`` (the
+            last three turns). The
             rules read the whole conversation as before.
     """
 

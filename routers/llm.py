@@ -214,8 +214,9 @@ class LLMRouter:
             (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). Told the finding, the
             1.5B model asks rather than abstain; the gate is the schema check's own verdict.
         history: Which earlier turns of the conversation the prompt shows, a window of
-            :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last request
-            and the assistant's reply) or ``last_k`` (the last three turns, the default).
+            :mod:`routerlab.routers.support.history_window`: ``none`` (the default, chosen by
+            measurement), ``last`` (the last request and the assistant's reply) or ``last_k`` (the
+            last three turns).
     """
 
     def __init__(

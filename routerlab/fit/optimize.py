@@ -33,6 +33,7 @@ from routerlab.benchmarks.example import Example
 from routerlab.fit.objective import RoutingObjective, intent_correct, routing_score
 from routerlab.fit.optimizers import optimizer as optimizer_registry
 from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta
+from routerlab.routers.support.history_window import DEFAULT_WINDOW, check_window, history_window
 from routerlab.routers.support.neighbours import Neighbours
 
 if TYPE_CHECKING:
@@ -137,13 +138,16 @@ def to_dspy_examples(
     checks: tuple[str, ...] = (),
     neighbours: Neighbours | None = None,
     context: Sequence[Example] | None = None,
+    history: str = DEFAULT_WINDOW,
 ) -> list[dspy.Example]:
     """DSPy examples ``(tables, conversation, request, evidence) -> intent`` (``accepted`` for scoring).
 
-    Each example is shown as the ``dspy`` router shows its turn (``routerlab route --history
-    gold``): the request without the pleasantries around it, and a turn of a conversation with
-    the conversation's earlier turns as ``conversation``, each as the assistant keeps it after
-    answering it right (:func:`~routerlab.route_eval.gold_turn`). Earlier turns are looked up in
+    Each example is shown as the ``dspy`` router with the same ``history`` window shows its turn
+    (``routerlab route --history gold``): the request without the pleasantries around it, and a
+    turn of a conversation with the window's earlier turns as ``conversation``, each as the
+    assistant keeps it after answering it right (:func:`~routerlab.route_eval.gold_turn`); the
+    default window shows none, as the router's default does. A window that needs the model
+    (``rewrite``) cannot build training data and is refused. Earlier turns are looked up in
     ``context`` (default: ``examples``), so a sample of a conversation's turns still sees all the
     turns before it. ``evidence`` holds the findings of ``checks`` about each request, read on its
     database as the router reads them (no such field without checks); the ``neighbours`` check
@@ -155,12 +159,14 @@ def to_dspy_examples(
     inputs = ("tables", "conversation", "request", *(("evidence",) if checks else ()))
     env = _check_env() if checks else None
     histories = _gold_histories(examples, context if context is not None else examples)
+    window = history_window.get(check_window("dspy", history))
+    shown = {e.id: window(e.question, histories.get(e.id, []), None) for e in examples}
     return [
         dspy.Example(
             tables=tables_of.get(e.db_path, ""),
-            conversation=history_text(histories.get(e.id, [])),
+            conversation=history_text(shown[e.id].turns, max_turns=len(shown[e.id].turns)),
             # the router strips greetings and thanks around a request before the program reads it
-            request=without_pleasantries(e.question),
+            request=without_pleasantries(shown[e.id].request or e.question),
             # without checks the examples (and so the demos a program saves) have no evidence field
             **({"evidence": _evidence(env, e, checks, neighbours, histories.get(e.id, []))} if checks else {}),
             intent=e.intent,

@@ -71,10 +71,11 @@ def test_llm_prompt_shows_the_window(history, shown, sales_db):
         assert "A4" in prompt and "SELECT 4" in prompt
 
 
-def test_llm_default_is_last_k_as_before(sales_db):
-    assert _shown(_llm_prompt(sales_db)) == [2, 3, 4]
+def test_llm_default_is_no_earlier_turn_and_last_k_is_the_former_prompt(sales_db):
+    # the default chosen by the history-window study (docs/results/2026-11-28-history-windows.md)
+    assert _shown(_llm_prompt(sales_db)) == []
     state = _state(sales_db)
-    # the window's messages are exactly those built without a window (today's prompt)
+    # last_k's messages are exactly those built without a window (the prompt before windows existed)
     assert to_openai_messages(state, "sys", window=window_of("last_k", state)) == to_openai_messages(state, "sys")
 
 
@@ -155,9 +156,10 @@ def test_one_pass_routers_read_the_window(name, history, shown, sales_db):
 
 
 @pytest.mark.parametrize("name", ["hybrid", "dspy"])
-def test_one_pass_default_is_the_former_conversation(name, sales_db):
+def test_one_pass_default_is_the_request_alone_and_last_k_the_former_conversation(name, sales_db):
     args = {"threshold": 1.0} if name == "hybrid" else {}
-    turn = _one_pass_turn(name, sales_db, **args)
+    assert _one_pass_turn(name, sales_db, **args) == f"Request: {REQUEST}"
+    turn = _one_pass_turn(name, sales_db, history="last_k", **args)
     assert turn == f"Conversation: {history_text(HISTORY)}\nRequest: {REQUEST}"
 
 
@@ -177,7 +179,7 @@ def test_the_window_is_a_recorded_argument(name):
     assert spec["args"]["history"] == "none"
     rebuilt = routers.router.rebuild(spec)
     assert rebuilt.history == "none" and component_spec(rebuilt) == spec
-    assert routers.router.build(name).history == "last_k"
+    assert routers.router.build(name).history == "none"
 
 
 @pytest.mark.parametrize("name", ["llm", "hybrid", "dspy"])

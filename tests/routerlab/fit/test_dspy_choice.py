@@ -168,21 +168,27 @@ def test_a_training_turn_reads_exactly_what_the_router_reads_with_gold_history()
     cosql = dataset.build("cosql", path=str(DATA / "cosql-dev-a"), limit=3)
     turns = [e for e in cosql.examples if e.conversation == cosql.examples[0].conversation]
     assert len(turns) >= 2
-    data = to_dspy_examples(turns, {turns[0].db_path: "x"}, context=cosql.examples)
+    data = to_dspy_examples(turns, {turns[0].db_path: "x"}, context=cosql.examples, history="last_k")
     assert data[0].conversation == ""
     assert data[1].conversation == history_text([gold_turn(turns[0])]) and "SQL SELECT" in data[1].conversation
-    # the router's own prompt, then the program's on the training example: the same user message
-    lm = scripted_lm(lambda request: {"fields": {"intent": "sql"}})
-    first_decisions("dspy", {"program": "none", "abstain_check": False}, turns[:2], lm, history="gold")
-    routed = lm.routerlab_engine.requests[-1]
+    # the default window (none) shows no earlier turn, as the router's default does
+    assert [ex.conversation for ex in to_dspy_examples(turns, {}, context=cosql.examples)] == [""] * len(turns)
+    with pytest.raises(ConfigError, match="needs the router's LM"):  # training data has no model to rewrite
+        to_dspy_examples(turns, {}, context=cosql.examples, history="rewrite")
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.fit.optimize import schema_texts
 
-    program = RouteProgram()
-    ours = to_dspy_examples(turns[:2], schema_texts(turns[:2]), context=cosql.examples)[1]
-    with lm_context(lm):
-        program(**ours.inputs())
-    assert lm.routerlab_engine.requests[-1].messages == routed.messages
+    # the router's own prompt, then the program's on the training example: the same user message,
+    # with the default window and with last_k
+    for history in ({}, {"history": "last_k"}):
+        lm = scripted_lm(lambda request: {"fields": {"intent": "sql"}})
+        args = {"program": "none", "abstain_check": False, **history}
+        first_decisions("dspy", args, turns[:2], lm, history="gold")
+        routed = lm.routerlab_engine.requests[-1]
+        ours = to_dspy_examples(turns[:2], schema_texts(turns[:2]), context=cosql.examples, **history)[1]
+        with lm_context(lm):
+            RouteProgram()(**ours.inputs())
+        assert lm.routerlab_engine.requests[-1].messages == routed.messages, history
 
 
 def test_a_bad_choice_file_is_refused_before_any_model(tmp_path):
