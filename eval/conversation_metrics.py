@@ -105,14 +105,18 @@ def _rate_of(values: list[float], clusters: list[str]) -> Rate:
 def conversation_summary(
     results: Sequence[ExampleResult], scorers: Sequence[str] = CONVERSATION_SCORERS
 ) -> ConversationSummary | None:
-    """The multi-turn figures of one run's results, or None when no result belongs to a conversation.
+    """The multi-turn figures of one run's results, or None when none of them applies.
+
+    None when no result belongs to a conversation, or when no turn carries any of ``scorers``:
+    a ``route`` session's turns hold first decisions only, and a table of n/a would read as a run
+    that produced nothing.
 
     Args:
         results: One run's results (any mix of single requests and turns).
         scorers: Scorers to summarise.
     """
     turns = [r for r in results if r.conversation]
-    if not turns:
+    if not turns or not any(name in r.scores for r in turns for name in scorers):
         return None
     ran = [r for r in turns if did_run(r)]
     by_turn: dict[str, list[ExampleResult]] = defaultdict(list)

@@ -149,13 +149,18 @@ def _rate(values: list[float], clusters: list[str]) -> Rate:
 
 
 def outcome_summary(results: Sequence[ExampleResult]) -> OutcomeSummary | None:
-    """The served rate and asking account of one run, or None when no result is a conversation turn.
+    """The served rate and asking account of one run, or None when it has no end-to-end turn.
+
+    None when no result is a conversation turn, or when no turn was scored end to end (neither
+    ``ex`` nor ``success``: a ``route`` session's first decisions, whose asking figures are its
+    recall table's).
 
     Args:
         results: One run's results; the turns that never ran are left out.
     """
     turns = [r for r in results if r.conversation and did_run(r)]
-    if not any(r.conversation for r in results):
+    conversation = [r for r in results if r.conversation]
+    if not any(name in r.scores for r in conversation for name in ("ex", "success")):
         return None
     scored = [(v, cluster_of(r)) for r in turns if (v := served(r)) is not None]
     clarify = [r for r in turns if r.intent == "clarify"]

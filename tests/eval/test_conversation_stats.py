@@ -150,3 +150,22 @@ def test_intervals_cover_the_conversation_level_truth_more_honestly():
         covered_turn += lo <= 0.6 <= hi
     assert covered_cluster / trials > 0.85
     assert covered_turn / trials < covered_cluster / trials - 0.2
+
+
+def test_turns_with_first_decisions_only_have_no_conversation_or_outcome_summary():
+    """A route session's turns (a ``first_decision`` score, no ``ex`` or ``success``) are not end-to-end figures."""
+    import dataclasses
+
+    from routerlab.eval.conversation_metrics import conversation_summary
+    from routerlab.eval.outcomes import outcome_summary
+    from routerlab.eval.scoring import Score
+    from tests.conftest import turn_result
+
+    routed = [
+        dataclasses.replace(turn_result("c1", t, 2, None), scores={"first_decision": Score("first_decision", 1.0)})
+        for t in (1, 2)
+    ]
+    assert conversation_summary(routed) is None and outcome_summary(routed) is None
+    # one end-to-end turn is enough for both (a None value still says the scorer ran on it)
+    ran = [turn_result("c1", 1, 2, 1.0), turn_result("c1", 2, 2, None)]
+    assert conversation_summary(ran) is not None and outcome_summary(ran) is not None

@@ -179,6 +179,20 @@ def test_route_command_over_cosql_and_bad_history():
     assert "--history" in bad.output and "gold" in bad.output
 
 
+def test_compare_of_a_route_session_over_conversations_shows_no_end_to_end_tables(tmp_path):
+    """First decisions carry no EX or served value: compare leaves the conversation tables out (no rows of n/a)."""
+    store = tmp_path / "r.duckdb"
+    base = ["route", "--dataset", "cosql", "--dataset-path", str(COSQL), "--lm", "scripted:basic", "--no-mlflow"]
+    routed = CliRunner().invoke(app, [*base, "--router", "always_sql,rules", "--limit", "6", "--store", str(store)])
+    assert routed.exit_code == 0, routed.output
+    session = re.search(r"session (\S+) \(store", routed.output).group(1)  # type: ignore[union-attr]
+    shown = CliRunner().invoke(app, ["compare", session, "--store", str(store)])
+    assert shown.exit_code == 0, shown.output
+    assert "Recall per gold intent" in shown.output and "first_decision" in shown.output
+    assert "Conversations: question = every turn" not in shown.output and "Outcomes: served" not in shown.output
+    assert "incomplete)" not in shown.output
+
+
 def test_the_diversion_line_counts_data_questions_sent_away_and_where():
     from routerlab.route_eval import FirstDecision, diversion_line
 
