@@ -383,9 +383,9 @@ class DSPyRouter(IntentRouter):
             abstention when the database lacks what it names
             (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). False: the program alone.
         history: Which earlier turns the program reads as its ``conversation``, a window of
-            :mod:`routerlab.routers.support.history_window`: ``none`` (the default, chosen by
-            measurement), ``last`` (the last request and the assistant's reply) or ``last_k`` (the
-            last three turns).
+            :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last
+            request and the assistant's reply) or ``last_k`` (the last three turns, the default,
+            kept by the history-window study).
     """
 
     #: arguments that name a file, by kind (the server takes only allow-listed names for them)
@@ -451,17 +451,19 @@ class DSPyRouter(IntentRouter):
             if self.one_pass
             else None
         )
+        # the window's own model call (rewrite) is part of what this decision cost
         if scored is not None:
             route = self.program.route
             scored = shift(scored, route.calibration, route.calibration_weights)
-            return Classification(scored.intent, scored.confidence, f"dspy:{self.version}:logprob", scored.usage)
+            usage = window.usage.add(scored.usage)
+            return Classification(scored.intent, scored.confidence, f"dspy:{self.version}:logprob", usage)
         with usage_scope() as log, lm_context(self.env.lm):
             try:
                 pred = self.program(tables=tables, request=request, conversation=conversation, evidence=evidence)
                 intent, method = str(pred.intent), f"dspy:{self.version}:generation"
             except (AdapterParseError, ValueError, RuntimeError) as exc:
                 intent, method = "sql", f"dspy:{self.version}:generation(parse-failed:{type(exc).__name__})"
-        usage: Usage = log.total()
+        usage: Usage = window.usage.add(log.total())
         return Classification(intent, 1.0 if "parse-failed" not in method else 0.0, method, usage)
 
 

@@ -61,9 +61,9 @@ class HybridRouter(IntentRouter):
         rules_without: Rules left out of the rules' table (the ``rules`` router's ``without``), to
             switch single checks off (``--router-arg 'hybrid.rules_without=["which_column"]'``).
         history: Which earlier turns the LM path shows, a window of
-            :mod:`routerlab.routers.support.history_window`: ``none`` (the default, chosen by
-            measurement), ``last`` (the last request and the assistant's reply) or ``last_k`` (the
-            last three turns). The
+            :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last
+            request and the assistant's reply) or ``last_k`` (the last three turns, the default,
+            kept by the history-window study). The
             rules read the whole conversation as before.
     """
 
@@ -116,6 +116,13 @@ class HybridRouter(IntentRouter):
         if conf >= self.threshold or self.env is None or self.env.lm is None:
             return Classification(intent, conf, f"hybrid:{method}", Usage())
         window = window_of(self.history, state, self.env.lm)
+        decided = self._by_lm(state, intent, conf, method, window)
+        # the window's own model call (rewrite) is part of what this decision cost
+        return decided._replace(usage=window.usage.add(decided.usage))
+
+    def _by_lm(self, state: PipelineState, intent: str, conf: float, method: str, window: Window) -> Classification:
+        """The LM's decision over ``window``; the rules' ``intent`` when the LM is unsure or invalid."""
+        assert self.env is not None
         if not self.one_pass:
             return self._generation(state, intent, conf, method, window)
         scored = classify_one_pass(

@@ -32,7 +32,7 @@ from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import HISTORY_TURNS, history_of
 from routerlab.routers.base import router
-from routerlab.routers.support.history_window import DEFAULT_WINDOW, Window, check_window, window_of
+from routerlab.routers.support.history_window import Window, check_window, window_of
 from routerlab.routers.support.schema_outline import abstains_on_gap, check_view, request_note, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
@@ -214,9 +214,10 @@ class LLMRouter:
             (:func:`~routerlab.routers.support.schema_outline.abstains_on_gap`). Told the finding, the
             1.5B model asks rather than abstain; the gate is the schema check's own verdict.
         history: Which earlier turns of the conversation the prompt shows, a window of
-            :mod:`routerlab.routers.support.history_window`: ``none`` (the default, chosen by
-            measurement), ``last`` (the last request and the assistant's reply) or ``last_k`` (the
-            last three turns).
+            :mod:`routerlab.routers.support.history_window`: ``none`` (the default: the
+            request alone scored 0.73 against 0.35 for ``last_k`` on CoSQL's tune databases,
+            docs/results/2026-11-28-history-windows.md), ``last`` (the last request and the
+            assistant's reply) or ``last_k`` (the last three turns).
     """
 
     def __init__(
@@ -228,7 +229,7 @@ class LLMRouter:
         schema_check: bool = False,
         ambiguity_check: bool = False,
         abstain_check: bool = True,
-        history: str = DEFAULT_WINDOW,
+        history: str = "none",
     ) -> None:
         self.history = check_window("llm", history)
         self.abstain_check = abstain_check
@@ -254,10 +255,13 @@ class LLMRouter:
     def decide(self, state: PipelineState) -> RouteDecision:
         """One step: the one-pass tool choice when available, else one tool-calling request."""
         assert self.env is not None and self.env.lm is not None
+        window = window_of(self.history, state, self.env.lm)
         if self.one_pass and reply_continuer(self.env.lm) is not None:
-            decision = self._one_pass(state)
+            decision = self._one_pass(state, window)
         else:
-            decision = self._generation(state)
+            decision = self._generation(state, window)
+        # the window's own model call (rewrite) is part of what this decision cost
+        decision = dataclasses.replace(decision, usage=window.usage.add(decision.usage))
         if self.abstain_check and not state.get("tool_calls") and abstains_on_gap(self.env, state, decision.intent):
             # the first step only: later steps follow calls already made
             call = {"id": call_id(state, "abstain"), "name": "abstain", "args": {"question": _request(state)}}
@@ -276,10 +280,9 @@ class LLMRouter:
         outline = schema_view(self.env, state, self.schema)
         return self.system_prompt + (f"\n\nThe database holds: {outline}" if outline else "")
 
-    def _messages(self, state: PipelineState) -> list[dict[str, Any]]:
-        """The conversation with the turn's schema outline, and the checks' findings if asked."""
+    def _messages(self, state: PipelineState, window: Window) -> list[dict[str, Any]]:
+        """The conversation ``window`` shows, with the turn's schema outline and the checks' findings if asked."""
         note = request_note(self.env, state, schema_check=self.schema_check, ambiguity_check=self.ambiguity_check)
-        window = window_of(self.history, state, self.env.lm if self.env else None)
         return to_openai_messages(state, self._system(state), note, window)
 
     def _intent(self, state: PipelineState, first: str | None) -> str | None:
@@ -287,10 +290,10 @@ class LLMRouter:
         known = state.get("tool_calls", {})
         return route.get("intent") if known and route.get("intent") else TOOL_INTENT.get(first or "")
 
-    def _one_pass(self, state: PipelineState) -> RouteDecision:
+    def _one_pass(self, state: PipelineState, window: Window) -> RouteDecision:
         assert self.env is not None
         schemas = [t.openai_schema() for t in self.env.tools]
-        request = to_request("local", self._messages(state), schemas, tool_choice="required")
+        request = to_request("local", self._messages(state, window), schemas, tool_choice="required")
         chat_msgs = request_to_chat(request)
         prefix = [{"role": "system", "content": chat_msgs[0]["content"] + "\n\n" + tools_prompt(request.tools, False)}]
         messages = chat_msgs[1:]
@@ -343,13 +346,13 @@ class LLMRouter:
                 args[arg] = value
         return args, generated
 
-    def _generation(self, state: PipelineState) -> RouteDecision:
+    def _generation(self, state: PipelineState, window: Window) -> RouteDecision:
         """One tool-calling request over the whole conversation."""
         assert self.env is not None and self.env.lm is not None
         schemas = [t.openai_schema() for t in self.env.tools]
         result = chat(
             self.env.lm,
-            self._messages(state),
+            self._messages(state, window),
             tools=schemas,
             tool_choice="required",
             max_tokens=self.max_tokens,

@@ -6,18 +6,21 @@ assistant's reply restored accuracy that the whole history lost). A window is ch
 from the :data:`history_window` registry, so a study compares them as constructor arguments that
 every run records (``--router-arg llm.history=last``):
 
-* ``none``: no earlier turn (the default, chosen by measurement: on CoSQL's tune databases the
-  zero-shot ``llm`` router scored 0.73 with it against 0.35 with ``last_k``, 24 turns won and 1
-  lost; docs/results/2026-11-28-history-windows.md);
+* ``none``: no earlier turn (``llm``'s default);
 * ``last``: the last turn, the user's request and the assistant's reply;
 * ``last_k``: the last :data:`~routerlab.agents.turn_history.HISTORY_TURNS` turns (the behaviour
-  before windows existed, the default until that study).
+  before windows existed; ``hybrid``'s and ``dspy``'s default).
 
 * ``rewrite``: the follow-up turned into one standalone request by the model
   (``routerlab.agents.rewrite.standalone_question``, the same rewrite SQL generation uses with
   ``followup_context="rewrite"``), routed with no earlier turn; a first turn is not rewritten,
   and a failed rewrite falls back to ``last``, the context the model would otherwise have had.
   It costs one LM call per follow-up, counted in the decision's usage.
+
+Each default was chosen per router on CoSQL's tune databases by a rule written before the study
+(docs/results/2026-11-28-history-windows.md): ``llm`` scored 0.73 with ``none`` against 0.35 with
+``last_k`` (24 turns won, 1 lost); for ``hybrid`` and ``dspy`` no window beat ``last_k`` by the
+rule's margin, so they keep it.
 
 A window may rewrite the request itself (:attr:`Window.request`); a new window is one more
 registered function here.
@@ -31,13 +34,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from routerlab.agents.errors import ConfigError, UnknownComponentError
 from routerlab.agents.registry import Registry
+from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import HISTORY_TURNS, Turn, history_of
 
 __all__ = ["DEFAULT_WINDOW", "HistoryWindow", "Window", "check_window", "history_window", "window_of"]
 
-#: the window every LM router uses unless told otherwise, chosen on CoSQL's tune databases by the
-#: rule written before the study (docs/results/2026-11-28-history-windows.md)
-DEFAULT_WINDOW = "none"
+#: the window an LM router uses unless its own study chose another (``llm``: ``none``); the
+#: history-window study kept it for ``hybrid`` and ``dspy`` (docs/results/2026-11-28-history-windows.md)
+DEFAULT_WINDOW = "last_k"
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,13 @@ class Window:
         turns: Earlier turns to show, oldest first.
         request: The request to route in place of the user's words (a rewritten follow-up);
             None: the request as the user wrote it.
+        usage: What building the window cost (the ``rewrite`` window's model call); the router
+            adds it to its decision's usage, so the decision's cost counts it.
     """
 
     turns: list[Turn] = field(default_factory=list)
     request: str | None = None
+    usage: Usage = field(default_factory=Usage)
 
 
 @runtime_checkable
@@ -107,7 +114,9 @@ def rewritten(request: str, history: Sequence[Turn], lm: Any) -> Window:
     done = standalone_question(lm, request, history)
     if not done.rewritten:  # a first turn, or no earlier data turn to read: the request as written
         return Window(turns=list(history[-1:]))
-    return Window(turns=[], request=done.text) if done.text else last_turn(request, history, lm)
+    if not done.text:  # the call was made and failed: the last turn, and the call still counts
+        return Window(turns=list(history[-1:]), usage=done.usage)
+    return Window(turns=[], request=done.text, usage=done.usage)
 
 
 def check_window(router_name: str, name: str) -> str:

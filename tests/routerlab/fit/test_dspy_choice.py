@@ -168,19 +168,20 @@ def test_a_training_turn_reads_exactly_what_the_router_reads_with_gold_history()
     cosql = dataset.build("cosql", path=str(DATA / "cosql-dev-a"), limit=3)
     turns = [e for e in cosql.examples if e.conversation == cosql.examples[0].conversation]
     assert len(turns) >= 2
-    data = to_dspy_examples(turns, {turns[0].db_path: "x"}, context=cosql.examples, history="last_k")
+    data = to_dspy_examples(turns, {turns[0].db_path: "x"}, context=cosql.examples)
     assert data[0].conversation == ""
     assert data[1].conversation == history_text([gold_turn(turns[0])]) and "SQL SELECT" in data[1].conversation
-    # the default window (none) shows no earlier turn, as the router's default does
-    assert [ex.conversation for ex in to_dspy_examples(turns, {}, context=cosql.examples)] == [""] * len(turns)
+    # another window shows what the router with it shows: none, no earlier turn
+    shown = to_dspy_examples(turns, {}, context=cosql.examples, history="none")
+    assert [ex.conversation for ex in shown] == [""] * len(turns)
     with pytest.raises(ConfigError, match="needs the router's LM"):  # training data has no model to rewrite
         to_dspy_examples(turns, {}, context=cosql.examples, history="rewrite")
     from routerlab.agents.lm.adapter import lm_context
     from routerlab.fit.optimize import schema_texts
 
     # the router's own prompt, then the program's on the training example: the same user message,
-    # with the default window and with last_k
-    for history in ({}, {"history": "last_k"}):
+    # with the default window (last_k) and with none
+    for history in ({}, {"history": "none"}):
         lm = scripted_lm(lambda request: {"fields": {"intent": "sql"}})
         args = {"program": "none", "abstain_check": False, **history}
         first_decisions("dspy", args, turns[:2], lm, history="gold")
