@@ -146,7 +146,7 @@ def to_dspy_examples(
     (``routerlab route --history gold``): the request without the pleasantries around it, and a
     turn of a conversation with the window's earlier turns as ``conversation``, each as the
     assistant keeps it after answering it right (:func:`~routerlab.route_eval.gold_turn`); the
-    default window shows none, as the router's default does. A window that needs the model
+    default is the router's default window (``last_k``). A window that needs the model
     (``rewrite``) cannot build training data and is refused. Earlier turns are looked up in
     ``context`` (default: ``examples``), so a sample of a conversation's turns still sees all the
     turns before it. ``evidence`` holds the findings of ``checks`` about each request, read on its
