@@ -72,13 +72,17 @@ def test_a_signal_after_the_forward_pass_is_raised_when_the_call_returns() -> No
 
 def test_outside_a_stop_block_ctrl_c_is_held_for_the_call_too() -> None:
     # `routerlab route` and notebooks open no stop_signals block: Python's own Ctrl-C handler
-    # would raise inside the callback, where ctypes swallows it
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # what such a process has
-    llm = _StandIn()
-    with pytest.raises(KeyboardInterrupt), _bounded(llm, "stand-in"):
-        llm.decode(signal_at=5)
-    assert llm.resets == 1  # the forward pass was aborted through the callback, not interrupted in Python
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored after the call
+    # would raise inside the callback, where ctypes swallows it. Such a process has Python's own
+    # handler; set it here, because a test run started in the background (nohup) inherits SIG_IGN
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        llm = _StandIn()
+        with pytest.raises(KeyboardInterrupt), _bounded(llm, "stand-in"):
+            llm.decode(signal_at=5)
+        assert llm.resets == 1  # the forward pass was aborted through the callback, not interrupted in Python
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored after the call
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_an_ignored_sigint_stays_ignored_during_the_call() -> None:
