@@ -280,7 +280,7 @@ def test_route_with_the_embedded_model_logs_its_lm_cost_and_the_printed_figures(
     """The llm and hybrid routers on an embedded model: one LM call per llm decision, figures as printed.
 
     The small embedded model (0.5B): nothing below depends on the model's size, and it costs about
-    a third of the 1.5B's time in CI.
+    a third of the 1.5B's time in CI (26 s against 78 s, 2026-11-28).
     """
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     args = [

@@ -187,8 +187,8 @@ def test_the_team_on_the_embedded_model(sales_db):
     from routerlab.agents.state import initial_state
 
     router = routers.router.build("team")
-    # the small embedded model: the contract holds for any real model's output
-    router.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=resolve_lm("local:0.5b", max_tokens=128)))
+    # the 1.5B model: on the 0.5B the team talks longer and the test takes longer (74 s, 2026-11-28)
+    router.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=resolve_lm("local", max_tokens=128)))
     tool_names = {t.name for t in DEFAULT_TOOLS}
     for text in (QUESTION, "hello!", "Delete all rows from the revenue table"):
         state = initial_state(text, str(sales_db))
