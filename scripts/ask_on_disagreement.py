@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from routerlab.routers.support.attempt import distinct_results
+
 #: the thresholds the rule compares (distinct results among 4 candidates)
 THRESHOLDS: tuple[int, ...] = (2, 3, 4)
 #: the issue's bound on data questions sent away from SQL
@@ -27,22 +29,22 @@ MAX_DIVERTED = 0.02
 
 @dataclass(frozen=True)
 class Turn:
-    """One turn of the run: its gold intent, the recorded decision and the draft's vote counts.
+    """One turn of the run: its gold intent, the recorded decision and the draft's disagreement.
 
     Attributes:
         example_id: The turn's example id.
         gold: Gold intent.
         predicted: The intent the router decided.
         route_correct: The run's routing score for the recorded decision (alternates counted).
-        vote_counts: Candidates per distinct result of the draft's latest selection (empty: no
-            selection ran, e.g. the draft declined or was refused).
+        distinct: Distinct results among the candidates of the draft's latest selection, as
+            ``answer_first`` records them (0: no selection ran, e.g. the draft declined).
     """
 
     example_id: str
     gold: str
     predicted: str
     route_correct: bool
-    vote_counts: tuple[int, ...]
+    distinct: int
 
 
 @dataclass(frozen=True)
@@ -63,20 +65,15 @@ class Reading:
         return self.diverted / self.data_questions if self.data_questions else 0.0
 
 
-def latest_vote_counts(result: Mapping[str, Any]) -> tuple[int, ...]:
-    """Vote counts of the latest candidate selection among a stored result's tool calls."""
-    trace = result.get("trace") or {}
-    calls = trace.get("tool_calls") or []
-    for call in sorted(calls, key=lambda c: c.get("step", 0), reverse=True):
-        output = call.get("output")
-        if isinstance(output, dict) and output.get("selection"):
-            return tuple(int(v) for v in output["selection"].get("vote_counts") or ())
-    return ()
+def stored_distinct(result: Mapping[str, Any]) -> int:
+    """Distinct results of the latest candidate selection among a stored result's tool calls."""
+    calls = (result.get("trace") or {}).get("tool_calls") or []
+    return distinct_results(sorted(calls, key=lambda c: c.get("step", 0)))[1]
 
 
 def decide(turn: Turn, d: int | None) -> str:
     """The intent under "ask when d or more distinct results" (None: as recorded)."""
-    if d is not None and turn.predicted == "sql" and len(turn.vote_counts) >= d:
+    if d is not None and turn.predicted == "sql" and turn.distinct >= d:
         return "clarify"
     return turn.predicted
 
@@ -133,7 +130,7 @@ def load_turns(run_id: str, store: str) -> list[Turn]:
             f"no results for run {run_id!r} in {store}: expected SESSION.router as `routerlab run` prints it"
         )
     return [
-        Turn(eid, gold or "", predicted or "", bool(score), latest_vote_counts(json.loads(result) if result else {}))
+        Turn(eid, gold or "", predicted or "", bool(score), stored_distinct(json.loads(result) if result else {}))
         for eid, gold, predicted, score, result in rows
     ]
 
@@ -164,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     turns = load_turns(args.run_id, args.store)
     spread: dict[int, int] = {}
     for t in turns:
-        spread[len(t.vote_counts)] = spread.get(len(t.vote_counts), 0) + 1
+        spread[t.distinct] = spread.get(t.distinct, 0) + 1
     print(f"{len(turns)} turns; distinct results per turn (0: no selection ran): {dict(sorted(spread.items()))}")
     print(_table(turns))
     chosen, reasons = verdict(turns)

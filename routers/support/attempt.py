@@ -24,7 +24,15 @@ from typing import Any, Literal
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["STORED_DATA_WRITES", "WRITE_GUARD_RULES", "Attempt", "Verdict", "changes_stored_data", "read_attempt"]
+__all__ = [
+    "STORED_DATA_WRITES",
+    "WRITE_GUARD_RULES",
+    "Attempt",
+    "Verdict",
+    "changes_stored_data",
+    "distinct_results",
+    "read_attempt",
+]
 
 #: sqlglot statements that change stored data or the catalogue. Not ``exp.Command``: sqlglot's
 #: fallback for text it cannot parse ("create dates of ...") is prose, not a write
@@ -100,12 +108,16 @@ def _records(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
 
 
-def _distinct_results(records: Sequence[dict[str, Any]]) -> tuple[int, int]:
+def distinct_results(records: Sequence[dict[str, Any]]) -> tuple[int, int]:
     """``(candidates, distinct results)`` of the latest selection among the draft's calls.
 
     A candidate's ``votes`` count the candidates with its result, so a result shared by ``v``
     candidates contributes ``v`` times ``1/v``: the sum over those that ran is the number of
     distinct results.
+
+    Args:
+        records: Tool-call records in step order, as the pipeline state or a stored trace holds
+            them (``scripts/ask_on_disagreement.py`` reads stored runs with it).
     """
     for r in reversed(records):
         selection = (r.get("output") or {}).get("selection") if isinstance(r.get("output"), dict) else None
@@ -129,7 +141,7 @@ def read_attempt(state: Mapping[str, Any], dialect: str = "duckdb") -> Attempt:
     """
     records = [r for r in _records(state) if r.get("name") in _DRAFT_TOOLS]
     calls = tuple(r["name"] for r in records)
-    candidates, distinct = _distinct_results(records)
+    candidates, distinct = distinct_results(records)
     common: dict[str, Any] = {
         "calls": calls,
         "candidates": candidates,
