@@ -46,9 +46,13 @@ def test_hybrid_abstains_without_a_model_call_and_answers_with_one(lm, singers: 
     assert answered.rows == [[2]]  # the real model's SQL, run read-only
 
 
-def test_the_llm_router_is_offered_abstain_and_its_choice_runs_cleanly(lm, singers: Path):
+def test_the_llm_router_is_offered_abstain_and_its_choice_runs_cleanly(singers: Path):
     """Routing quality is measured by the benchmark; here: a real reply for an unanswerable
-    question is a well-formed decision, and an abstention from it runs no SQL."""
+    question is a well-formed decision, and an abstention from it runs no SQL (the contract, so the
+    small embedded model)."""
+    from routerlab.agents.lm import resolve_lm
+
+    lm = resolve_lm("local:0.5b", max_tokens=128)
     trace = Pipeline(routers.router.build("llm"), lm).run("What is the email address of Joe Sharp?", str(singers))
     assert trace.route_decisions and trace.router_usage.lm_calls >= 1
     assert trace.error_class != "unknown_tool"

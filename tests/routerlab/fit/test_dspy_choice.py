@@ -334,7 +334,9 @@ def test_the_default_program_loads_as_its_meta_says_and_routes_real_follow_ups_i
         assert meta["choice"]["outcome"] == "replace" and meta["choice"]["chosen"] == meta["candidate"]["name"]
         assert meta["report"] and meta["selection"]["diverted"] <= meta["choice"]["rule"]["max_diversion"]
     cosql = dataset.build("cosql", path=str(DATA / "cosql-dev-a"), limit=2)
-    model = resolve_lm("local", cache=False)
+    # the small embedded model: the contract (one pass, every label an intent, the history's turns)
+    # holds for any real model, and the 0.5B reads the program's long prompt in a third of the time
+    model = resolve_lm("local:0.5b", cache=False)
     decisions = first_decisions("dspy", {}, cosql.examples, model, history="gold")
     assert all(d.error is None and d.predicted in INTENTS for d in decisions)
     # one pass over label probabilities; a gate (the schema check) may add its suffix after it
