@@ -17,6 +17,7 @@ import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from routerlab.routers.support.attempt import distinct_results
@@ -119,6 +120,8 @@ def load_turns(run_id: str, store: str) -> list[Turn]:
     """The turns of one stored run (``SESSION.router``), read-only."""
     import duckdb
 
+    if not Path(store).is_file():
+        raise SystemExit(f"no results store at {store}: expected the DuckDB file `routerlab run --store` wrote")
     with duckdb.connect(store, read_only=True) as con:
         rows = con.execute(
             "SELECT example_id, intent, predicted_intent, score_route, result FROM examples "

@@ -111,3 +111,8 @@ def test_an_unknown_run_says_what_was_expected(tmp_path):
         )
     with pytest.raises(SystemExit, match=r"expected SESSION\.router"):
         study.load_turns("nope.answer_first", store)
+
+
+def test_a_missing_store_says_what_was_expected(tmp_path):
+    with pytest.raises(SystemExit, match=r"no results store at .*expected the DuckDB file"):
+        study.load_turns("x.answer_first", str(tmp_path / "missing.duckdb"))
