@@ -110,6 +110,9 @@ _DECODE = textwrap.dedent(
     from routerlab.agents.lm.resolve import resolve_lm
     from routerlab.agents.signals import stop_signals
 
+    # Python's own Ctrl-C handler, as a terminal gives it: a child of a test run started in the
+    # background (nohup) inherits SIG_IGN, and the signal would be ignored, not held
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     lm = resolve_lm("local:0.5b", cache=False, max_tokens=1500)
     lm("Say hi.")  # loaded before the clock starts
     with stop_signals() if sys.argv[1] == "block" else contextlib.nullcontext():
@@ -181,3 +184,49 @@ def test_ctrl_c_during_a_real_model_run_exits_130_with_no_crashed_turn(tmp_path:
     assert len(rows) == int(saved.group(2)) >= 1
     # the interrupted turn is not stored as a crash of the router's: it is left to --resume
     assert all(r.error_class != "tool_crash" for r in rows), [r.error_class for r in rows]
+
+
+_LOAD = textwrap.dedent(
+    """
+    import contextlib, ctypes, os, signal, sys
+    import llama_cpp
+    from routerlab.agents.lm.local import loaded_models
+    from routerlab.agents.lm.resolve import resolve_lm
+    from routerlab.agents.signals import stop_signals
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal gives it (see _DECODE)
+    sent = []
+
+    # Ctrl-C as the load builds the context: the load goes on in C and logs through Python
+    # hundreds of times more, which is where a raised KeyboardInterrupt was swallowed (and, with
+    # the weights already read, printed: llama-cpp-python silences stderr only while it reads them)
+    @llama_cpp.llama_log_callback
+    def first_log(level, text, user_data):
+        if not sent and text.startswith(b"llama_context"):
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    llama_cpp.llama_log_set(first_log, ctypes.c_void_p(0))
+    lm = resolve_lm("local:0.5b", cache=False, max_tokens=8)
+    with stop_signals() if sys.argv[1] == "block" else contextlib.nullcontext():
+        try:
+            lm("Say hi.")
+            print("finished", flush=True)
+        except KeyboardInterrupt as exc:
+            print("stopped", exc, len(loaded_models()), flush=True)
+    print("next", bool(lm("Reply with the word ok.")), len(loaded_models()), flush=True)
+    """
+)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("scope", ["block", "bare"])
+def test_ctrl_c_while_the_real_model_loads_is_raised_once_it_is_loaded(scope: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", _LOAD, scope], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # before the fix: raised inside the log callback, printed by ctypes and lost, and the call
+    # went on to answer ("finished") instead of stopping
+    assert "Exception ignored" not in proc.stderr, proc.stderr[-3000:]
+    words = proc.stdout.split()
+    assert words[:3] == ["stopped", "SIGINT", "1"], proc.stdout + proc.stderr[-2000:]  # stopped, model kept
+    assert words[3:] == ["next", "True", "1"], proc.stdout  # the next call uses it without loading again
