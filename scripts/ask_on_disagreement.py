@@ -13,13 +13,13 @@ verdict.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
+from routerlab.agents.errors import ConfigError
+from routerlab.eval.scoring import ExampleResult
+from routerlab.eval.store import ResultsStore
 from routerlab.routers.support.attempt import distinct_results
 
 #: the thresholds the rule compares (distinct results among 4 candidates)
@@ -66,9 +66,9 @@ class Reading:
         return self.diverted / self.data_questions if self.data_questions else 0.0
 
 
-def stored_distinct(result: Mapping[str, Any]) -> int:
+def stored_distinct(result: ExampleResult) -> int:
     """Distinct results of the latest candidate selection among a stored result's tool calls."""
-    calls = (result.get("trace") or {}).get("tool_calls") or []
+    calls = result.trace.tool_calls if result.trace is not None else []
     return distinct_results(sorted(calls, key=lambda c: c.get("step", 0)))[1]
 
 
@@ -117,24 +117,29 @@ def verdict(turns: Sequence[Turn], thresholds: Iterable[int] = THRESHOLDS) -> tu
 
 
 def load_turns(run_id: str, store: str) -> list[Turn]:
-    """The turns of one stored run (``SESSION.router``), read-only."""
-    import duckdb
+    """The turns of one stored run (``SESSION.router``), read-only.
 
-    if not Path(store).is_file():
-        raise SystemExit(f"no results store at {store}: expected the DuckDB file `routerlab run --store` wrote")
-    with duckdb.connect(store, read_only=True) as con:
-        rows = con.execute(
-            "SELECT example_id, intent, predicted_intent, score_route, result FROM examples "
-            "WHERE run_id = ? ORDER BY example_id",
-            [run_id],
-        ).fetchall()
-    if not rows:
+    Raises:
+        SystemExit: The store cannot be read (the store's own diagnosis), or it holds no result
+            of the run.
+    """
+    try:
+        results = ResultsStore(store, read_only=True).results(run_id)
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
+    if not results:
         raise SystemExit(
             f"no results for run {run_id!r} in {store}: expected SESSION.router as `routerlab run` prints it"
         )
     return [
-        Turn(eid, gold or "", predicted or "", bool(score), stored_distinct(json.loads(result) if result else {}))
-        for eid, gold, predicted, score, result in rows
+        Turn(
+            r.example_id,
+            r.intent or "",
+            r.predicted_intent or "",
+            bool(r.scores["route"].value) if "route" in r.scores else False,
+            stored_distinct(r),
+        )
+        for r in results
     ]
 
 

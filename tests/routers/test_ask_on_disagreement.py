@@ -101,18 +101,15 @@ def test_disagreement_is_read_from_a_real_run_in_a_real_store(tmp_path, monkeypa
 
 
 def test_an_unknown_run_says_what_was_expected(tmp_path):
-    import duckdb
+    from routerlab.eval.store import ResultsStore
 
-    store = str(tmp_path / "empty.duckdb")
-    with duckdb.connect(store) as con:
-        con.execute(
-            "CREATE TABLE examples (run_id VARCHAR, example_id VARCHAR, intent VARCHAR, "
-            "predicted_intent VARCHAR, score_route DOUBLE, result JSON)"
-        )
+    store = tmp_path / "empty.duckdb"
+    ResultsStore(store).query("SELECT count(*) FROM examples")  # a real store, with no run in it
     with pytest.raises(SystemExit, match=r"expected SESSION\.router"):
-        study.load_turns("nope.answer_first", store)
+        study.load_turns("nope.answer_first", str(store))
 
 
 def test_a_missing_store_says_what_was_expected(tmp_path):
-    with pytest.raises(SystemExit, match=r"no results store at .*expected the DuckDB file"):
+    # the store's own diagnosis: what was expected, what was found and what to do
+    with pytest.raises(SystemExit, match=r"(?s)missing\.duckdb.*an existing results store.*routerlab run"):
         study.load_turns("x.answer_first", str(tmp_path / "missing.duckdb"))
