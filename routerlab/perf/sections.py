@@ -1,0 +1,155 @@
+"""The sections of ``routerlab perf``, registered in the order a full run measures them, and the run.
+
+A new section is a module of this package with its measuring function, and one registration here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from unittest import mock
+
+from routerlab.agents.registry import Registry
+from routerlab.perf._common import PerfFigure
+from routerlab.perf.alternating_prefixes import alternating_prefixes
+from routerlab.perf.concurrency import concurrency_scaling
+from routerlab.perf.ex_throughput import ex_throughput
+from routerlab.perf.first_decision import first_decision_cost
+from routerlab.perf.harness import harness_overhead
+from routerlab.perf.model_speed import model_speed
+from routerlab.perf.pipeline_split import pipeline_split
+from routerlab.perf.router_replay import router_replay
+from routerlab.perf.routing_prefix_reuse import routing_prefix_reuse
+from routerlab.perf.rules_scaling import rules_scaling
+from routerlab.perf.schema_scaling import schema_scaling
+from routerlab.perf.sql_candidates import candidate_decoding
+from routerlab.perf.sql_decoding import sql_decoding
+
+__all__ = ["figures_json", "perf_section", "run_perf"]
+
+
+@dataclass(frozen=True)
+class _Sizes:
+    """What every section is told: the sizes asked for, the LM and the databases."""
+
+    quick: bool
+    lm: str
+    databases: Path | None
+
+
+_Measure = Callable[["_Sizes"], list["PerfFigure"]]
+
+
+#: the sections of ``routerlab perf`` by name, in the order a full run measures them; a model
+#: section is run by ``--model`` or when named with ``--section``
+perf_section: Registry[Callable[[_Sizes], list[PerfFigure]]] = Registry("perf section")
+
+
+_ORDER: list[tuple[str, bool]] = []  # (name, runs the model), in measuring order
+
+
+def _section(name: str, *, model: bool = False) -> Callable[[_Measure], _Measure]:
+    def register(fn: _Measure) -> _Measure:
+        _ORDER.append((name, model))
+        return perf_section(name)(fn)
+
+    return register
+
+
+@_section("harness")
+def _harness(z: _Sizes) -> list[PerfFigure]:
+    return harness_overhead(24 if z.quick else 120)
+
+
+@_section("ex throughput")
+def _ex(z: _Sizes) -> list[PerfFigure]:
+    return ex_throughput(1000, rows=5_000 if z.quick else 20_000)
+
+
+@_section("concurrency")
+def _concurrency(z: _Sizes) -> list[PerfFigure]:
+    return concurrency_scaling((1, 4, 16) if z.quick else (1, 2, 4, 8, 16), 32 if z.quick else 64)
+
+
+@_section("router replay")
+def _replay(z: _Sizes) -> list[PerfFigure]:
+    return router_replay(12 if z.quick else 36)
+
+
+@_section("rules scaling")
+def _rules_scaling(z: _Sizes) -> list[PerfFigure]:
+    return rules_scaling(repeats=1 if z.quick else 3)
+
+
+@_section("model speed", model=True)
+def _model_speed(z: _Sizes) -> list[PerfFigure]:
+    return model_speed(z.lm, 2 if z.quick else 5)
+
+
+@_section("alternating prefixes", model=True)
+def _alternating(z: _Sizes) -> list[PerfFigure]:
+    return alternating_prefixes(z.lm, 2 if z.quick else 3)
+
+
+@_section("routing prefix reuse", model=True)
+def _routing_prefix(z: _Sizes) -> list[PerfFigure]:
+    # its cold figure is a prefix evaluated, never one restored from an earlier run's disk state
+    with mock.patch.dict(os.environ, {"ROUTERLAB_PREFIX_CACHE": "off"}):
+        return routing_prefix_reuse(z.lm, 6 if z.quick else 12)
+
+
+@_section("first decision", model=True)
+def _first_decision(z: _Sizes) -> list[PerfFigure]:
+    return first_decision_cost(z.lm, z.databases, 2 if z.quick else 3)
+
+
+@_section("schema scaling", model=True)
+def _schema(z: _Sizes) -> list[PerfFigure]:
+    return schema_scaling(z.lm, (5, 15) if z.quick else (5, 15, 40))
+
+
+@_section("sql decoding", model=True)
+def _sql_decoding(z: _Sizes) -> list[PerfFigure]:
+    return sql_decoding(z.lm, 3 if z.quick else 6)
+
+
+@_section("sql candidates", model=True)
+def _candidates(z: _Sizes) -> list[PerfFigure]:
+    return candidate_decoding(z.lm, 2 if z.quick else 4, (1, 4) if z.quick else (1, 2, 4, 8))
+
+
+@_section("pipeline split", model=True)
+def _pipeline(z: _Sizes) -> list[PerfFigure]:
+    return pipeline_split(z.lm, z.databases, 4 if z.quick else 12)
+
+
+def run_perf(
+    *,
+    quick: bool = False,
+    model: bool = False,
+    lm: str = "local",
+    databases: Path | None = None,
+    sections: Sequence[str] = (),
+) -> list[PerfFigure]:
+    """Run every section (``quick``: smaller sizes; ``model``: also time the embedded model).
+
+    ``databases``: a Spider-layout folder whose databases the first-decision cost is measured on
+    (None: generated schemas; see :func:`first_decision_cost`). ``sections``: only these (by name,
+    model sections included); every name is checked before anything is measured.
+
+    Raises:
+        UnknownComponentError: A section name that does not exist (the known ones listed).
+    """
+    chosen = [perf_section.get(name) for name in sections]  # a typo is said before any measuring
+    if not sections:
+        chosen = [perf_section.get(name) for name, needs_model in _ORDER if model or not needs_model]
+    sizes = _Sizes(quick, lm, databases)
+    return [figure for fn in chosen for figure in fn(sizes)]
+
+
+def figures_json(figures: Sequence[PerfFigure]) -> str:
+    """The figures as a JSON document."""
+    return json.dumps([asdict(f) for f in figures], indent=2)
