@@ -105,20 +105,19 @@ def test_every_layer_is_an_installed_package() -> None:
 
 
 def _map_folders() -> set[str]:
-    """Folders named in docs/architecture.md's map: ``agents/`` at the margin, ``  lm/`` under it."""
+    """Folders named in docs/architecture.md's map: ``agents/`` at the margin, ``  lm/`` under it,
+    ``    ambiguity/`` under the folder above it indented less (two spaces a level)."""
     doc = (ROOT / "docs" / "architecture.md").read_text()
     block = doc[doc.index("```\npyproject.toml") :].split("```")[1]
     folders: set[str] = set()
-    parent = ""
+    parents: list[str] = []  # the enclosing folders, one per level of indentation
     for line in block.splitlines():
         name = line.split()[0] if line.strip() else ""
         if not name.endswith("/"):
             continue
-        if not line.startswith(" "):
-            parent = name.rstrip("/")
-            folders.add(parent)
-        else:
-            folders.add(f"{parent}/{name.rstrip('/')}")
+        level = (len(line) - len(line.lstrip(" "))) // 2
+        parents = [*parents[:level], name.rstrip("/")]
+        folders.add("/".join(parents))
     return folders
 
 

@@ -59,7 +59,7 @@ def test_without_a_reference_date_a_relative_period_is_always_asked_and_the_cloc
     """The default reads no clock: the same request routes the same way on any day the benchmark runs."""
     import types
 
-    import routerlab.routers.support.ambiguity as module
+    import routerlab.routers.support.ambiguity.relative_period as module
 
     class _Clockless(dt.date):
         @classmethod
@@ -120,7 +120,7 @@ def test_a_relative_period_the_data_reach_is_not_asked(stations, undated):
     ],
 )
 def test_period_start_case_by_case(which, unit, today, start):
-    from routerlab.routers.support.ambiguity import _period_start
+    from routerlab.routers.support.ambiguity.relative_period import _period_start
 
     assert _period_start(which, unit, today) == start
 
@@ -132,7 +132,7 @@ def test_period_start_case_by_case(which, unit, today, start):
 )
 def test_last_period_ends_where_this_one_starts(today, unit):
     """ "last <unit>" starts before "this <unit>", which starts on or before today, within one unit."""
-    from routerlab.routers.support.ambiguity import _period_start
+    from routerlab.routers.support.ambiguity.relative_period import _period_start
 
     this, last = _period_start("this", unit, today), _period_start("last", unit, today)
     assert last < this <= today
