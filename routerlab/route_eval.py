@@ -160,6 +160,7 @@ class FirstDecision:
         conversation: The example's conversation (None: a single request).
         turn: Its position in the conversation (1 for a single request).
         history_turns: Earlier turns the router was shown.
+        lm_seconds: Seconds the router's own LM calls took in this decision (part of ``seconds``).
     """
 
     example_id: str
@@ -177,6 +178,7 @@ class FirstDecision:
     conversation: str | None = None
     turn: int = 1
     history_turns: int = 0
+    lm_seconds: float = 0.0
 
 
 def implied_intent(decision: Any) -> str | None:
@@ -213,6 +215,7 @@ def _decide(router: Any, e: Example, history: list[Any], engine: Any) -> FirstDe
         time.perf_counter() - t0,
         confidence=float(d.confidence),
         scored_tokens=getattr(engine, "scored_tokens", 0) - scored0,
+        lm_seconds=float(d.usage.latency_s),
         **where,
     )
 

@@ -43,7 +43,12 @@ def decision_result(
     is an ``error`` outcome scored 0, as a crash is in an end-to-end run.
     """
     tokens = {"prompt_tokens": decision.prompt_tokens, "completion_tokens": decision.completion_tokens}
-    cold = {"cold_prompt_tokens": decision.prompt_tokens, "cold_completion_tokens": decision.completion_tokens}
+    # a first decision is never cached: what its LM calls took is their cold time too
+    cold = {
+        "cold_prompt_tokens": decision.prompt_tokens,
+        "cold_completion_tokens": decision.completion_tokens,
+        "cold_latency_s": decision.lm_seconds,
+    }
     confidence = None if math.isnan(decision.confidence) else decision.confidence
     return ExampleResult(
         example_id=decision.example_id,
@@ -61,11 +66,16 @@ def decision_result(
                 FIRST_DECISION,
                 1.0 if decision.correct else 0.0,
                 f"decided {decision.predicted or 'nothing'} ({decision.method or 'no method'}), gold {decision.gold}",
-                {"confidence": confidence, "method": decision.method, "history_turns": decision.history_turns},
+                {
+                    "confidence": confidence,
+                    "method": decision.method,
+                    "history_turns": decision.history_turns,
+                    "question": example.question,
+                },
             )
         },
         latency_s=decision.seconds,
-        router_usage=Usage(lm_calls=decision.lm_calls, **tokens, **cold),
+        router_usage=Usage(lm_calls=decision.lm_calls, latency_s=decision.lm_seconds, **tokens, **cold),
         conversation=decision.conversation,
         turn=decision.turn,
     )
