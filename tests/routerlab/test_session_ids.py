@@ -11,7 +11,7 @@ import re
 import pytest
 from rich.console import Console
 
-from routerlab import session as session_module
+from routerlab import session_plan
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field
@@ -33,7 +33,7 @@ def test_ids_have_64_random_bits_and_differ() -> None:
 
 def test_a_colliding_id_is_refused_and_the_first_session_is_untouched(tmp_path, monkeypatch) -> None:
     store_path = str(tmp_path / "results.duckdb")
-    monkeypatch.setattr(session_module, "new_session_id", lambda: "20260101-000000-00000000deadbeef")
+    monkeypatch.setattr(session_plan, "new_session_id", lambda: "20260101-000000-00000000deadbeef")
     first = SessionSpec(
         routers=[("rules", {})],
         config=RunConfig(limit=4, split="dev"),

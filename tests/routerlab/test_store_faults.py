@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from routerlab import cli, session
+from routerlab import cli, session_live
 from routerlab.cli import app
 from routerlab.eval.store import ResultsStore, StoreDamagedError
 
@@ -48,7 +48,7 @@ def test_a_store_taken_mid_session_stops_resumably_and_the_hint_resumes(tmp_path
     store = tmp_path / "s" / "r.duckdb"
     monkeypatch.setenv("ROUTERLAB_STORE_WAIT_S", "2")
     holders: list[subprocess.Popen] = []
-    real = session.crash_verdict
+    real = session_live.crash_verdict
 
     def verdict(results):
         # after the second router's examples are stored and its writer closed, another process
@@ -59,7 +59,7 @@ def test_a_store_taken_mid_session_stops_resumably_and_the_hint_resumes(tmp_path
             assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
         return real(results)
 
-    monkeypatch.setattr(session, "crash_verdict", verdict)
+    monkeypatch.setattr(session_live, "crash_verdict", verdict)
     args = ["run", "--lm", "scripted:basic", "--router", "rules,oracle", "--limit", "4", "--no-mlflow"]
     t0 = time.monotonic()
     out = CliRunner().invoke(app, [*args, "--store", str(store)])
@@ -77,7 +77,7 @@ def test_a_store_taken_mid_session_stops_resumably_and_the_hint_resumes(tmp_path
     con.close()
     # the finished run is FINISHED; the one the lock interrupted is left RUNNING, not FAILED
     assert statuses == {"rules": "FINISHED", "oracle": "RUNNING"} and stored == 8
-    monkeypatch.setattr(session, "crash_verdict", real)
+    monkeypatch.setattr(session_live, "crash_verdict", real)
     again = CliRunner().invoke(app, hint.split()[1:])  # the hint, as printed
     assert again.exit_code == 0, again.output
     con = duckdb.connect(str(store), read_only=True)
