@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal, TypedDict, TypeVar
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from routerlab.agents.turn_history import pending_question
+
 __all__ = [
     "INTENTS",
     "Intent",
@@ -144,6 +146,11 @@ class PipelineState(TypedDict, total=False):
         turns: Graph runs the turn took (2 when a clarifying question was answered).
         history: Earlier turns of the conversation, oldest first
             (:class:`routerlab.agents.turn_history.Turn`); empty for a first request.
+        pending_question: The question the conversation's last turn left for the user
+            (:class:`routerlab.agents.turn_history.PendingQuestion`: the request it was about, the
+            question asked, the readings it offered), or None; set from ``history`` by
+            :func:`initial_state`. This turn is read as its answer: routers continue the request
+            (``routers/support/reply.py``) and SQL generation reads the exchange with the reply.
         store: The conversation's store (seed 004's ``InjectedStore``,
             :class:`routerlab.agents.store.MemoryStore` snapshot); tools write it.
         structured_response: The latest structured response of a tool with a response format
@@ -188,6 +195,7 @@ class PipelineState(TypedDict, total=False):
     conversation_id: str
     turns: int
     history: list[dict[str, Any]]
+    pending_question: dict[str, Any] | None
     store: dict[str, dict[str, Any]]
     structured_response: dict[str, Any] | None
     run_config: dict[str, Any]
@@ -259,4 +267,5 @@ def initial_state(
         oracle_intent=oracle_intent,
         clarification=clarification,
         history=list(history or []),
+        pending_question=pending_question(list(history or [])),  # type: ignore[arg-type]
     )

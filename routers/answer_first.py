@@ -31,6 +31,7 @@ from routerlab.routers.base import router
 from routerlab.routers.rules import RulesRouter
 from routerlab.routers.support.attempt import Attempt, read_attempt
 from routerlab.routers.support.intent import DONE_ANSWER, Classification, IntentRouter
+from routerlab.routers.support.reply import REPLY_OVERRIDES, Reply, as_reply, read_reply
 
 __all__ = ["AnswerFirstRouter"]
 
@@ -92,23 +93,31 @@ class AnswerFirstRouter(IntentRouter):
 
     def classify(self, state: PipelineState) -> Classification:
         """The rules' decision for what is not a data request; a draft (``sql``) for the rest."""
-        return self._reading(state)[0]
+        return self._reading(state, read_reply(state, self._database(state)))[0]
 
-    def _reading(self, state: PipelineState) -> tuple[Classification, dict[str, Any]]:
-        """The first step's classification and, for a draft, what the words alone suggested."""
+    def _reading(self, state: PipelineState, reply: Reply | None) -> tuple[Classification, dict[str, Any]]:
+        """The first step's classification and, for a draft, what the words alone suggested.
+
+        A reply to the assistant's pending question (``routers/support/reply.py``) is drafted as
+        the pending request whatever the words alone suggest, unless they call for a refusal,
+        a fix or an explanation.
+        """
         words = Classification(*self._rules.classify(state))
-        if words.intent in _NOT_DATA or words.method.removeprefix("rule:") in _SECURITY_RULES:
+        answers = reply is not None and words.intent in REPLY_OVERRIDES
+        if not answers and (words.intent in _NOT_DATA or words.method.removeprefix("rule:") in _SECURITY_RULES):
             return Classification(words.intent, words.confidence, f"answer_first:{words.method}", Usage()), {}
         # what the words suggested is kept as evidence, never as the decision
         evidence = {"rules": words.method, "rules_intent": words.intent, "drafted": True}
-        return Classification("sql", 1.0, "answer_first:draft", Usage()), evidence
+        method = f"answer_first:draft:reply-{reply.kind}" if answers and reply is not None else "answer_first:draft"
+        return Classification("sql", 1.0, method, Usage()), evidence
 
     def decide(self, state: PipelineState) -> RouteDecision:
         """The first step classifies; while drafting, each step reads the attempt so far."""
         route: dict[str, Any] = state.get("route") or {}
+        reply = read_reply(state, self._database(state))
         if not state.get("tool_calls"):
-            (intent, conf, method, usage), evidence = self._reading(state)
-            call = next_call(state, intent, fix_budget=self.fix_budget)
+            (intent, conf, method, usage), evidence = self._reading(state, reply)
+            call = next_call(as_reply(state, reply) if intent == "sql" else state, intent, fix_budget=self.fix_budget)
             if call is None:  # every first step of these intents has a call; kept for safety
                 return RouteDecision(answer=DONE_ANSWER, intent=intent, confidence=conf, method=method, usage=usage)
             return RouteDecision(
@@ -117,7 +126,7 @@ class AnswerFirstRouter(IntentRouter):
         if route.get("intent") != "sql":
             return super().decide(state)  # a decision of the rules' follows the plan as theirs do
         attempt = read_attempt(state, self._dialect(state))
-        call = next_call(state, "sql", fix_budget=self.fix_budget)
+        call = next_call(as_reply(state, reply), "sql", fix_budget=self.fix_budget)
         if attempt.verdict == "write":
             return self._verdict(attempt, self._refuse(state))
         if attempt.verdict == "declined" or (attempt.verdict == "failed" and call is None):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from routerlab.agents.errors import ContractError
+from routerlab.agents.errors import ContractError, RouterlabError
 from routerlab.agents.registry import Registry
 from routerlab.agents.routing import Router, RouterEnv
 
-__all__ = ["BASELINES", "require_tools", "router"]
+__all__ = ["BASELINES", "require_tools", "router", "turn_database"]
 
 #: routers that bound a comparison instead of competing in it; labelled "(baseline)" everywhere
 BASELINES: frozenset[str] = frozenset({"always_sql", "oracle", "random", "single_call", "single_call_fields"})
@@ -35,3 +36,17 @@ def require_tools(router_name: str, needs: Sequence[str], env: RouterEnv) -> Non
             found=f"missing {missing}",
             fix="build the pipeline with the default tools",
         )
+
+
+def turn_database(env: RouterEnv | None, state: Any) -> Any:
+    """The turn's database opened through ``env`` (cached, read-only), or None when there is none to read.
+
+    A router bound without a database opener, a turn without a database and a database that does
+    not open all give None: the text alone decides.
+    """
+    if env is None or env.open_db is None or not state.get("database"):
+        return None
+    try:
+        return env.open_db(state["database"])
+    except RouterlabError:
+        return None

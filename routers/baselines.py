@@ -23,6 +23,7 @@ class OracleRouter(IntentRouter):
     """
 
     follow_up_settles_clarify = False
+    reads_replies = False
 
     def classify(self, state: PipelineState) -> Classification:
         """The gold label."""
@@ -44,6 +45,9 @@ class RandomRouter(IntentRouter):
     def __init__(self, seed: int = 0, fix_budget: int = 1) -> None:
         super().__init__(fix_budget=fix_budget)
         self.seed = seed
+
+    #: a chance baseline: a reply is routed as randomly as any other turn
+    reads_replies = False
 
     def classify(self, state: PipelineState) -> Classification:
         """A seeded uniform draw over the intents."""

@@ -25,14 +25,15 @@ from routerlab.agents.lm.local import tools_prompt
 from routerlab.agents.lm.messages import request_to_chat, to_request
 from routerlab.agents.lm.scoring import continue_reply, reply_continuer, score_choices
 from routerlab.agents.lm.usage import usage_scope
-from routerlab.agents.plan import TOOL_INTENT, call_id
+from routerlab.agents.plan import TOOL_INTENT, call_id, next_call
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
-from routerlab.agents.turn_history import HISTORY_TURNS, history_of
-from routerlab.routers.base import router
+from routerlab.agents.turn_history import HISTORY_TURNS, assistant_said, history_of
+from routerlab.routers.base import router, turn_database
 from routerlab.routers.support.history_window import Window, check_window, window_of
+from routerlab.routers.support.reply import REPLY_OVERRIDES, as_reply, read_reply
 from routerlab.routers.support.schema_outline import abstains_on_gap, check_view, request_note, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
@@ -67,7 +68,7 @@ def to_openai_messages(
     # earlier turns of the conversation come first, as plain exchanges (their tool calls are gone)
     for turn in turns:
         out.append({"role": "user", "content": str(turn.get("question", ""))})
-        said = str(turn.get("answer", ""))
+        said = assistant_said(turn)
         out.append({"role": "assistant", "content": said + (f"\n(SQL: {turn['sql']})" if turn.get("sql") else "")})
     for m in state.get("messages", []):
         if isinstance(m, HumanMessage):
@@ -265,7 +266,7 @@ class LLMRouter:
         if self.abstain_check and not state.get("tool_calls") and abstains_on_gap(self.env, state, decision.intent):
             # the first step only: later steps follow calls already made
             call = {"id": call_id(state, "abstain"), "name": "abstain", "args": {"question": _request(state)}}
-            return dataclasses.replace(
+            decision = dataclasses.replace(
                 decision,
                 tool_calls=[call],
                 answer=None,
@@ -273,7 +274,28 @@ class LLMRouter:
                 method=f"{decision.method}+schema-gap",
                 invalid_tool_calls=[],
             )
-        return decision
+        return self._continued(state, decision)
+
+    def _continued(self, state: PipelineState, decision: RouteDecision) -> RouteDecision:
+        """``decision``, or the pending request's first SQL call when the turn answers the assistant's question.
+
+        The first step only (``routers/support/reply.py``): a reply the model routed to chat, a
+        clarification or an abstention continues the request; later steps follow the calls made.
+        """
+        if state.get("tool_calls") or decision.intent not in REPLY_OVERRIDES:
+            return decision
+        reply = read_reply(state, turn_database(self.env, state))
+        call = next_call(as_reply(state, reply), "sql") if reply is not None else None
+        if call is None:
+            return decision
+        return dataclasses.replace(
+            decision,
+            tool_calls=[call],
+            answer=None,
+            intent="sql",
+            method=f"{decision.method}:reply-{reply.kind}",  # type: ignore[union-attr]
+            invalid_tool_calls=[],
+        )
 
     def _system(self, state: PipelineState) -> str:
         """The system prompt with the turn's database outline (stable for every request of it)."""

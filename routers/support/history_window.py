@@ -22,6 +22,9 @@ Each default was chosen per router on CoSQL's tune databases by a rule written b
 ``last_k`` (24 turns won, 1 lost); for ``hybrid`` and ``dspy`` no window beat ``last_k`` by the
 rule's margin, so they keep it.
 
+Whatever the window, a question the assistant's last turn left pending is shown with it
+(:func:`window_of`): a reply such as "yes" is routed with the question it answers.
+
 A window may rewrite the request itself (:attr:`Window.request`); a new window is one more
 registered function here.
 """
@@ -29,7 +32,7 @@ registered function here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from routerlab.agents.errors import ConfigError, UnknownComponentError
@@ -140,5 +143,13 @@ def check_window(router_name: str, name: str) -> str:
 
 
 def window_of(name: str, state: Any, lm: Any = None) -> Window:
-    """The window ``name`` over the conversation of ``state`` (its question and its history)."""
-    return history_window.get(name)(str(state.get("question", "") or ""), history_of(state), lm)
+    """The window ``name`` over the conversation of ``state`` (its question and its history).
+
+    Whatever the window, a question the last turn left pending (the state's ``pending_question``)
+    is shown: the request is its answer and means little without it ("yes").
+    """
+    history = history_of(state)
+    window = history_window.get(name)(str(state.get("question", "") or ""), history, lm)
+    if state.get("pending_question") and history and window.turns[-1:] != history[-1:]:
+        window = replace(window, turns=[*window.turns, history[-1]])
+    return window

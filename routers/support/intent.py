@@ -6,15 +6,15 @@ import dataclasses
 import datetime as _dt
 from typing import Any, NamedTuple
 
-from routerlab.agents.errors import RouterlabError
 from routerlab.agents.plan import TOOL_INTENT, next_call
 from routerlab.agents.routing import RouteDecision, RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.tools.text import normalise_request
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import history_of, last_data_turn
-from routerlab.routers.base import require_tools
+from routerlab.routers.base import require_tools, turn_database
 from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
+from routerlab.routers.support.reply import REPLY_OVERRIDES, as_reply, read_reply
 
 __all__ = ["DONE_ANSWER", "TOOL_INTENT", "Classification", "IntentRouter"]
 
@@ -43,7 +43,10 @@ class IntentRouter:
 
     In a conversation, a request classified ``clarify`` right after a data turn is a follow-up
     (the earlier turn supplies what it leaves open): it is answered as ``sql``, method
-    ``<method>:follow-up``.
+    ``<method>:follow-up``. A turn that answers the assistant's pending question
+    (``routers/support/reply.py``) continues the pending request: a chat, clarification or
+    abstention is answered as ``sql``, method ``<method>:reply-<kind>``, and the plan's calls
+    carry the request with the reply.
 
     A clarification asks what the schema-derived ambiguity check (``routers/support/ambiguity.py``) finds
     open in the request on its database ("Which one do you mean: Qinling North or Qinling
@@ -67,6 +70,9 @@ class IntentRouter:
     #: whether a ``clarify`` the conversation settles is answered as a follow-up; a router whose
     #: ``clarify`` is a label, not a reading of the text (``oracle``), asks at every position
     follow_up_settles_clarify: bool = True
+    #: whether a reply to the assistant's pending question continues the pending request; a router
+    #: whose decision is not a reading of the text (``oracle``, ``random``) keeps its own
+    reads_replies: bool = True
 
     def __init__(self, fix_budget: int = 1) -> None:
         self.fix_budget = fix_budget
@@ -84,15 +90,19 @@ class IntentRouter:
     def decide(self, state: PipelineState) -> RouteDecision:
         """Classify once (first step), then emit the next call of the plan."""
         route: dict[str, Any] = state.get("route") or {}
+        reply = read_reply(state, self._database(state)) if self.reads_replies else None
         if state.get("tool_calls") and route.get("intent"):
             intent, conf, method, usage = route["intent"], route.get("confidence", 1.0), "plan", Usage()
         else:
             intent, conf, method, usage = self.classify(state)
-            if intent == "clarify" and self.follow_up_settles_clarify and self._settled_by_conversation(state):
+            if reply is not None and intent in REPLY_OVERRIDES:
+                # the user answers the assistant's own question: the pending request goes on
+                intent, method = "sql", f"{method}:reply-{reply.kind}"
+            elif intent == "clarify" and self.follow_up_settles_clarify and self._settled_by_conversation(state):
                 # ambiguous alone ("and that area?"), but the conversation's last data turn gives
                 # the context a clarifying question would ask for: a follow-up data question
                 intent, method = "sql", f"{method}:follow-up"
-        call = next_call(state, intent, fix_budget=self.fix_budget)
+        call = next_call(as_reply(state, reply) if intent == "sql" else state, intent, fix_budget=self.fix_budget)
         if call is None:
             records = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
             if records and records[-1].get("status") == "error":
@@ -143,9 +153,4 @@ class IntentRouter:
 
     def _database(self, state: PipelineState) -> Any:
         """The turn's database, or None when there is none to read (the text alone decides)."""
-        if self.env is None or self.env.open_db is None or not state.get("database"):
-            return None
-        try:
-            return self.env.open_db(state["database"])
-        except RouterlabError:
-            return None
+        return turn_database(self.env, state)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import ConfigError, RouterlabError
 from routerlab.agents.turn_history import history_of
+from routerlab.routers.base import turn_database
 from routerlab.routers.rules import RulesRouter, normalise_request, schema_gaps
 from routerlab.routers.support.ambiguity import clarifying_question, find_ambiguities
 from routerlab.routers.support.intent import Classification
@@ -104,12 +105,7 @@ def schema_view(env: RouterEnv | None, state: PipelineState, view: SchemaView) -
 
 
 def _turn_db(env: RouterEnv | None, state: PipelineState) -> Database | None:
-    if env is None or env.open_db is None or not state.get("database"):
-        return None
-    try:
-        return env.open_db(state["database"])
-    except RouterlabError:
-        return None
+    return turn_database(env, state)  # type: ignore[no-any-return]
 
 
 def ambiguity_finding(env: RouterEnv | None, state: PipelineState) -> str:

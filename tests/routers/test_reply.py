@@ -1,0 +1,212 @@
+"""A reply to the assistant's own question continues the pending request, for every router.
+
+Conversations are built from the shared CoSQL data (each ``question | clarifying question | reply``
+turn becomes the question, the assistant asking back, and the user's reply as the next turn), from
+the built-in benchmark's clarifications (its scripted replies) and from a property over reply
+forms. ``rules`` and ``semantic`` run as they are (real MiniLM embeddings); ``hybrid`` and ``llm``
+run with a scripted LM that routes every request to chat, so what sends the reply to SQL is the
+shared reading of the pending question, not the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
+from routerlab import routers
+from routerlab.agents.db import open_database
+from routerlab.agents.lm import scripted_lm
+from routerlab.agents.routing import RouterEnv
+from routerlab.agents.state import initial_state
+from routerlab.agents.tools import DEFAULT_TOOLS
+from routerlab.agents.turn_history import Turn
+from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
+from routerlab.benchmarks.dataset import dataset
+from routerlab.route_eval import gold_turn
+from routerlab.routers.llm import to_openai_messages
+from routerlab.routers.support.reply import as_reply, read_reply
+from tests.conftest import SPIDER_DEV_A
+
+COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"
+DATABASES = SPIDER_DEV_A / "database"
+ROUTERS = ("rules", "semantic", "hybrid", "llm")
+
+
+def _chat_lm():
+    """An LM that sends every request to chat (tool call, and ``chat`` as a DSPy intent field)."""
+
+    def reply(request) -> Any:
+        if request.tools:
+            return {"name": "chat", "args": {"message": "hello"}}
+        return {"fields": {"intent": "chat", "reasoning": "small talk"}}
+
+    return scripted_lm(reply)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        root = tmp_path_factory.mktemp("cache")
+        mp.setenv("ROUTERLAB_CACHE", str(root))
+        yield root
+
+
+@pytest.fixture(scope="module")
+def bound(cache_dir) -> dict[str, Any]:
+    """Each router, bound with an LM that says chat; hybrid always asks it (threshold above every rule)."""
+    args = {"hybrid": {"threshold": 1.01, "one_pass": False}, "llm": {"one_pass": False}}
+    out = {}
+    for name in ROUTERS:
+        r = routers.router.build(name, **args.get(name, {}))
+        r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=_chat_lm(), open_db=open_database))
+        out[name] = r
+    return out
+
+
+def _asked(question: str, asked: str) -> Turn:
+    """The turn the assistant ended on a question it asked back (no reply within the turn)."""
+    return Turn(question=question, answer=asked, intent="clarify", sql=None, tables=[], asked=asked)
+
+
+# -- the shared turn context ---------------------------------------------------------------------
+def test_the_pending_question_is_in_the_state_with_its_readings(tmp_path):
+    history = [_asked("Who is maker for the ID number 2 ?", "Did you mean Id or ModelId?")]
+    state = initial_state("I mean id", "db.sqlite", history=history)
+    assert state["pending_question"] == {
+        "request": "Who is maker for the ID number 2 ?",
+        "asked": "Did you mean Id or ModelId?",
+        "readings": ["Id", "ModelId"],
+    }
+    # no question left pending: none in the state
+    data_turn = Turn(question="How many?", answer="3", intent="sql", sql="SELECT 3")
+    assert initial_state("yes", "db.sqlite", history=[data_turn])["pending_question"] is None
+    assert initial_state("yes", "db.sqlite")["pending_question"] is None
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "chosen"),
+    [
+        ("yes", "affirm", None),
+        ("Yes.", "affirm", None),
+        ("yes, the capacity", "affirm", "the capacity"),
+        ("exactly", "affirm", None),
+        ("no", "deny", None),
+        ("the first one", "choice", "the capacity"),
+        ("the latter please", "choice", "the average attendance"),
+        ("average attendance", "choice", "the average attendance"),
+        ("stadium names only", "answer", None),
+    ],
+)
+def test_reply_forms_are_read_as_answers(reply, kind, chosen):
+    history = [_asked("Which stadium is biggest?", "Do you mean the capacity or the average attendance?")]
+    found = read_reply(initial_state(reply, "db.sqlite", history=history))
+    assert found is not None and (found.kind, found.chosen) == (kind, chosen)
+    # the plan reads the pending request with the reply, as a reply given within the turn
+    planned = as_reply(initial_state(reply, "db.sqlite", history=history), found)
+    assert planned["question"] == "Which stadium is biggest?"
+    assert planned["user_reply"].startswith("the assistant asked back: 'Do you mean the capacity or")
+    assert f"the user replied: {reply!r}" in planned["user_reply"]
+    assert (f"choosing {chosen!r}" in planned["user_reply"]) == (chosen is not None)
+
+
+@pytest.mark.parametrize("turn", ["thanks, bye", "never mind", "Thank you!", "tell me a joke", "no thanks"])
+def test_a_closing_or_another_request_is_no_answer(turn):
+    history = [_asked("Which stadium is biggest?", "Do you mean the capacity or the average attendance?")]
+    assert read_reply(initial_state(turn, "db.sqlite", history=history)) is None
+
+
+def test_lm_routers_see_the_pending_question_whatever_their_window():
+    history = [_asked("Which stadium is biggest?", "Do you mean the capacity or the average attendance?")]
+    state = initial_state("the first one", "db.sqlite", history=history)
+    from routerlab.routers.support.history_window import window_of
+
+    for name in ("none", "last", "last_k"):
+        assert window_of(name, state).turns == history, name
+    messages = to_openai_messages(state, window=window_of("none", state))
+    assert messages[2] == {"role": "assistant", "content": "Do you mean the capacity or the average attendance?"}
+
+
+# -- conversations from the shared CoSQL data ---------------------------------------------------
+def _cosql_replies() -> list[tuple[str, list[Turn], str, str]]:
+    """Every CoSQL clarification as (database, history ending with the question asked back, reply, gold SQL)."""
+    if not (COSQL / "dev.json").is_file():
+        pytest.skip("shared conversation data not found (set ROUTERLAB_SPIDER_DEV)")
+    examples = dataset.build("cosql", path=str(COSQL)).examples
+    out = []
+    for e in examples:
+        if e.intent != "clarify":
+            continue
+        earlier = [gold_turn(x) for x in examples if x.conversation == e.conversation and x.turn < e.turn]
+        history = [*earlier, _asked(e.question, str(e.meta["clarifying_question"]))]
+        out.append((e.db_path, history, str(e.user_reply), str(e.gold_sql)))
+    return out
+
+
+def test_every_cosql_reply_goes_to_sql_for_every_router(bound):
+    cases = _cosql_replies()
+    assert len(cases) == 39
+    for name, r in bound.items():
+        missed = []
+        for db, history, reply, _ in cases:
+            d = r.decide(initial_state(reply, db, history=history))
+            if d.intent != "sql" or d.tool_calls[0]["name"] != "data_discovery":
+                missed.append((reply, d.intent, d.method))
+            # the first call links the pending request, not the bare reply
+            elif history[-1]["question"] not in d.tool_calls[0]["args"]["question"]:
+                missed.append((reply, "linked", d.tool_calls[0]["args"]["question"]))
+        assert not missed, (name, missed)
+
+
+def test_the_llm_prompt_carries_the_question_asked_back(bound):
+    db, history, reply, _ = _cosql_replies()[0]
+    lm = bound["llm"].env.lm
+    before = len(lm.routerlab_engine.requests)
+    bound["llm"].decide(initial_state(reply, db, history=history))
+    prompt = " ".join(str(p) for m in lm.routerlab_engine.requests[before].messages for p in m.parts)
+    assert str(history[-1]["asked"]) in prompt and str(history[-1]["question"]) in prompt
+
+
+# -- the built-in benchmark's clarifications -----------------------------------------------------
+def test_every_builtin_clarification_reply_goes_to_sql(bound):
+    clarify = [e for e in load_builtin().examples if e.intent == "clarify"]
+    assert clarify
+    db = str(builtin_database_path())
+    for name, r in bound.items():
+        missed = []
+        for e in clarify:
+            asked = str(e.meta.get("clarifying_question") or "Which one do you mean?")
+            d = r.decide(initial_state(str(e.user_reply), db, history=[_asked(e.question, asked)]))
+            if d.intent != "sql":
+                missed.append((e.user_reply, d.method))
+        assert not missed, (name, missed)
+
+
+# -- a property over reply forms -------------------------------------------------------------------
+READINGS = ("the capacity", "the average attendance")
+_LEADS = ("yes", "Yes.", "yeah", "yep", "sure", "ok", "exactly", "correct", "right", "no", "nope", "I mean")
+_BODIES = ("", "the first one", "the second", "the latter", "capacity", "average attendance", "the capacity one")
+_TAILS = ("", " please", ", thanks", "!", ".")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lead=st.sampled_from(_LEADS), body=st.sampled_from(_BODIES), tail=st.sampled_from(_TAILS))
+def test_any_reply_form_goes_to_sql(bound, lead, body, tail):
+    db = str(DATABASES / "concert_singer" / "concert_singer.sqlite")
+    if not DATABASES.is_dir():
+        pytest.skip("shared data not found")
+    reply = f"{lead}, {body}{tail}" if body else f"{lead}{tail}"
+    history = [_asked("Which stadium is the biggest?", "Do you mean the capacity or the average attendance?")]
+    for name, r in bound.items():
+        d = r.decide(initial_state(reply, db, history=history))
+        assert d.intent == "sql", (name, reply, d.method)
+
+
+def test_without_the_question_asked_back_a_yes_is_small_talk(bound):
+    """The same "yes" with no pending question stays what it is: the reading needs the question."""
+    db = str(DATABASES / "concert_singer" / "concert_singer.sqlite")
+    d = bound["rules"].decide(initial_state("yes", db))
+    assert d.intent == "chat"
