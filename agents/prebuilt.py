@@ -4,10 +4,16 @@
 (:class:`routerlab.agents.swarm.Swarm`: the model calls tools until it answers) behind
 LangGraph's call shape: ``agent.invoke({"messages": [...], ...}, config)`` returns the state
 (:class:`AgentState`), with ``structured_response`` as the model object when a response format
-is given. Tools come from plain functions or from :func:`tool` / :meth:`StructuredTool.from_function`
-(routerlab :class:`~routerlab.agents.tools.base.Tool` objects); parameters annotated
-``InjectedState`` receive the run's state and ``InjectedStore`` the agent's
-:class:`~routerlab.agents.store.MemoryStore`.
+is given. Messages are LangChain's (``AIMessage.tool_calls`` of :class:`ToolCall` dicts,
+``ToolMessage`` with ``status``) merged by ``add_messages``. Tools are plain functions,
+:func:`tool` / :meth:`StructuredTool.from_function` objects or :class:`BaseTool` subclasses
+(:mod:`routerlab.agents.prebuilt_tools`), run as seed 004's ToolNode runs them: parameters
+annotated ``InjectedState`` receive a read-only copy of the run's state and ``InjectedStore``
+the agent's :class:`~routerlab.agents.store.MemoryStore`, an exception becomes an error tool
+message (``status="error"``) unless the tool opts out, and a reply asking for tools with fewer
+than 2 of the ``recursion_limit``'s steps left ends the run with
+:data:`~routerlab.agents.swarm.runner.NEED_MORE_STEPS`. Retries follow the seed's defaults
+(:data:`~routerlab.agents.retry.SEED_RETRY_POLICY`).
 """
 
 from __future__ import annotations
@@ -17,28 +23,24 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
+from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ValidationError
 
-from routerlab.agents.errors import ContractError, LMError
+from routerlab.agents.errors import ContractError
 from routerlab.agents.lm.chat import chat
-from routerlab.agents.retry import RetryPolicy, merge_retry_policy, should_retry
+from routerlab.agents.prebuilt_messages import ToolCall, add_messages, merged, to_chat, to_messages
+from routerlab.agents.prebuilt_tools import BaseTool, StructuredTool, tool, tool_content
+from routerlab.agents.retry import SEED_RETRY_POLICY, RetryPolicy, merge_retry_policy, should_retry
 from routerlab.agents.store import MemoryStore
 from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import ContextVariables
 from routerlab.agents.swarm.events import SwarmEvent
 from routerlab.agents.swarm.runner import Swarm
-from routerlab.agents.swarm.terminators import MaxTurns
 from routerlab.agents.swarm.tools import FunctionTool
-from routerlab.agents.tools.base import Tool
-from routerlab.agents.tools.schema import (
-    InjectedState,
-    InjectedStore,
-    function_schema,
-    injected_states,
-    injected_stores,
-)
+from routerlab.agents.tools.base import Tool, read_only
+from routerlab.agents.tools.schema import InjectedState, InjectedStore
 
 __all__ = [
     "DEFAULT_RECURSION_LIMIT",
@@ -55,6 +57,7 @@ __all__ = [
     "RunnableConfig",
     "StructuredTool",
     "ToolCall",
+    "add_messages",
     "create_react_agent",
     "tool",
 ]
@@ -67,19 +70,17 @@ STRUCTURED_RESPONSE_PROMPT = "Reply with one JSON object that validates against 
 BaseStore = MemoryStore
 """Seed 004's ``BaseStore``: routerlab's bounded store (``get``, ``put``, ``delete``, ``search``)."""
 
-BaseTool = Tool
-"""Seed 004's ``BaseTool``: routerlab's tool (name, description, schema, function)."""
-
 
 class AgentState(TypedDict, total=False):
     """The state :meth:`ReactAgent.invoke` returns (seed 004's ``AgentState``).
 
     Attributes:
-        messages: The conversation (OpenAI-style dicts), the answer last.
-        remaining_steps: Steps left of the recursion limit when the run ended.
+        messages: The conversation as LangChain messages, merged with ``add_messages``, the
+            answer last.
+        remaining_steps: Steps left of the recursion limit when the run ended (never negative).
     """
 
-    messages: list[dict[str, Any]]
+    messages: Annotated[Sequence[BaseMessage], add_messages]
     remaining_steps: NotRequired[int]
 
 
@@ -87,15 +88,6 @@ class AgentStateWithStructuredResponse(AgentState, total=False):
     """:class:`AgentState` with the response format's object (``structured_response``)."""
 
     structured_response: Any
-
-
-class ToolCall(TypedDict):
-    """A tool call in a message (seed 004's ``ToolCall``)."""
-
-    name: str
-    args: dict[str, Any]
-    id: str
-    type: Literal["tool_call"]
 
 
 class RunnableConfig(TypedDict, total=False):
@@ -113,68 +105,8 @@ class RunnableConfig(TypedDict, total=False):
 RUNNABLE_CONFIG_KEYS = frozenset(RunnableConfig.__annotations__)
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
-    """LangChain's ``@tool`` / ``@tool(name=...)``: a :class:`Tool` from a function, not registered.
-
-    Read leniently (LangChain's tools need no per-parameter docs): see
-    :func:`~routerlab.agents.tools.schema.function_schema` with ``strict=False``. Parameters
-    annotated ``InjectedState``/``InjectedStore`` are hidden from the schema and injected.
-    The pipeline's own ``@routerlab.agents.tools.base.tool()`` stays strict.
-    """
-
-    def wrap(f: Callable[..., Any]) -> Tool:
-        description, parameters, injected = function_schema(f, strict=False)
-        return Tool(
-            name=name or f.__name__,
-            description=description,
-            parameters=parameters,
-            fn=f,
-            injected=injected,
-            stores=injected_stores(f),
-            states=injected_states(f),
-        )
-
-    return wrap(fn) if fn is not None else wrap
-
-
-class StructuredTool:
-    """LangChain's ``StructuredTool.from_function``: a :class:`Tool` with a pydantic argument schema."""
-
-    @staticmethod
-    def from_function(
-        func: Callable[..., Any],
-        name: str | None = None,
-        description: str | None = None,
-        args_schema: type[BaseModel] | None = None,
-    ) -> Tool:
-        """A tool calling ``func``; its arguments follow ``args_schema`` when given.
-
-        Raises:
-            ContractError: For a ``func`` that is not callable.
-        """
-        if not callable(func):
-            raise ContractError(
-                "StructuredTool.from_function needs a function",
-                expected="a callable",
-                found=type(func).__name__,
-                fix="pass func=the function the tool calls",
-            )
-        base = tool(func, name=name)
-        parameters = args_schema.model_json_schema() if args_schema is not None else base.parameters
-        return dataclasses.replace(base, description=description or base.description, parameters=parameters)
-
-
 def _retry(policy: Mapping[str, Any] | None) -> RetryPolicy:
-    return merge_retry_policy(
-        policy,
-        {
-            "initial_interval": 0.5,
-            "max_attempts": 3,
-            "backoff_factor": 2.0,
-            "jitter": True,
-            "retry_on": (LMError, TimeoutError, ConnectionError),
-        },
-    )
+    return merge_retry_policy(policy, SEED_RETRY_POLICY)
 
 
 def _config(config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -237,7 +169,8 @@ class ReactAgent:
                 or a structured response that does not validate.
         """
         cfg = _config(config)
-        messages = [self._message(m) for m in input.get("messages", [])]
+        messages = to_messages(input.get("messages", []))
+        chat_messages = [to_chat(m) for m in messages]
         limit = int(cfg.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)
         callbacks = list(cfg.get("callbacks") or [])
 
@@ -245,32 +178,19 @@ class ReactAgent:
             for cb in callbacks:
                 cb(event)
 
-        swarm = Swarm(self.model, terminator=MaxTurns(limit), on_event=on_event if callbacks else None)
+        swarm = Swarm(self.model, step_limit=limit, on_event=on_event if callbacks else None)
         state = ContextVariables({k: v for k, v in input.items() if k != "messages"})
         state["messages"] = messages
-        resp = self._with_retries(lambda: swarm.run(self.agent, messages, context_variables=state))
+        resp = self._with_retries(lambda: swarm.run(self.agent, chat_messages, context_variables=state))
         out: dict[str, Any] = {k: v for k, v in resp.context_variables.items() if k != "messages"}
-        out["messages"] = resp.messages
-        out["remaining_steps"] = limit - resp.status.turns
+        out["messages"] = merged(messages, resp.messages[len(chat_messages) :])
+        out["remaining_steps"] = max(0, limit - resp.status.steps)
         out["run_config"] = {
             k: cfg[k] for k in ("tags", "metadata", "run_name", "configurable", "max_concurrency") if k in cfg
         }
         if self.response_format is not None:
             out["structured_response"] = self._with_retries(lambda: self._structured(resp.messages))
         return out
-
-    @staticmethod
-    def _message(m: Any) -> dict[str, Any]:
-        if isinstance(m, str):
-            return {"role": "user", "content": m}
-        if isinstance(m, Mapping) and "role" in m:
-            return dict(m)
-        raise ContractError(
-            "a message of invoke's input is neither a dict nor a string",
-            expected="{'role': 'user', 'content': '...'} or the text",
-            found=repr(m)[:80],
-            fix="pass the conversation's messages",
-        )
 
     def _with_retries(self, fn: Callable[[], Any]) -> Any:
         policy = self.retry_policy
@@ -303,7 +223,12 @@ class ReactAgent:
 
 
 def _swarm_tool(t: Tool, store: MemoryStore) -> FunctionTool:
-    """A routerlab :class:`Tool` as a tool the swarm runs: the state from the context, the store bound."""
+    """A routerlab :class:`Tool` as a tool the swarm runs (seed 004's ToolNode semantics).
+
+    The state comes from the context as a read-only copy, the store is bound, a return value
+    that is not text becomes JSON (the tool message's content), and an exception becomes an
+    error tool message unless the tool opts out (``handle_errors``).
+    """
     others = [n for n in t.injected if n not in t.stores and n not in t.states]
     if others:
         raise ContractError(
@@ -313,16 +238,33 @@ def _swarm_tool(t: Tool, store: MemoryStore) -> FunctionTool:
             fix="make it a pipeline tool (Pipeline runs ToolContext tools)",
         )
 
-    def call(**kwargs: Any) -> Any:
-        return t.fn(**kwargs, **dict.fromkeys(t.stores, store))
+    def call(**kwargs: Any) -> str:
+        for n in t.states:
+            kwargs[n] = read_only(kwargs[n])
+        return tool_content(t.fn(**kwargs, **dict.fromkeys(t.stores, store)))
 
     bound = dataclasses.replace(t, fn=call, injected=t.states, stores=(), states=())
     return FunctionTool(tool=bound, context_params=t.states)
 
 
+def _as_tool(t: Callable[..., Any] | BaseTool | Tool) -> Tool:
+    if isinstance(t, Tool):
+        return t
+    if isinstance(t, BaseTool):
+        return t.as_tool()
+    if callable(t):
+        return tool(t).as_tool()
+    raise ContractError(
+        "a tool of create_react_agent is not a tool",
+        expected="a function, a BaseTool (@tool, StructuredTool, a subclass) or a routerlab Tool",
+        found=type(t).__name__,
+        fix="pass functions or tool objects",
+    )
+
+
 def create_react_agent(
     model: Any,
-    tools: Sequence[Callable[..., Any] | Tool],
+    tools: Sequence[Callable[..., Any] | BaseTool | Tool],
     *,
     prompt: str = "",
     response_format: type[BaseModel] | None = None,
@@ -357,6 +299,6 @@ def create_react_agent(
             fix="pass routerlab.agents.lm.resolve_lm(...) or a scripted LM",
         )
     memory = store if store is not None else MemoryStore()
-    built = [_swarm_tool(t, memory) if isinstance(t, Tool) else t for t in tools]
+    built = [_swarm_tool(_as_tool(t), memory) for t in tools]
     agent = Agent(name, prompt, built, lm=model)
     return ReactAgent(agent, model, response_format, _retry(retry_policy), memory, sleep)

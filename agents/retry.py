@@ -18,6 +18,7 @@ from routerlab.agents.errors import ContractError
 
 __all__ = [
     "RETRY_KEYS",
+    "SEED_RETRY_POLICY",
     "RetryPolicy",
     "caused_by",
     "langgraph_retry",
@@ -41,6 +42,17 @@ class RetryPolicy(TypedDict, total=False):
 
 
 RETRY_KEYS = frozenset(RetryPolicy.__annotations__)
+
+#: seed 004's defaults: 3 attempts, waits of ``backoff_factor ** (attempt - 1)`` seconds (1 s, 2 s,
+#: ...: an ``initial_interval`` of 1), jitter, every ``Exception`` retried. ``create_react_agent``
+#: uses them; the pipeline's nodes keep ``PipelineConfig``'s (:func:`pipeline_retry_policy`)
+SEED_RETRY_POLICY: RetryPolicy = {
+    "initial_interval": 1.0,
+    "max_attempts": 3,
+    "backoff_factor": 2.0,
+    "jitter": True,
+    "retry_on": (Exception,),
+}
 
 
 def caused_by(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:

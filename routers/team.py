@@ -223,7 +223,7 @@ class TeamRouter:
         )
         context = {"question": state.get("question", ""), "user_reply": state.get("user_reply") or ""}
         start = self._start(state)
-        response = team.run(to_openai_messages(state, "")[1:], start=start, context_variables=context)
+        response = team.run_sync(to_openai_messages(state, "")[1:], start=start, context_variables=context)
         return self._decision(state, response)
 
     def _decision(self, state: PipelineState, response: SwarmResponse) -> HandoffDecision:

@@ -7,7 +7,8 @@ and a :class:`Result` combines both (optionally without carrying the message his
 :class:`Swarm` runs agents under composable :class:`Terminator` conditions and reports
 :class:`SwarmEvent` trace events, which :func:`to_progress_event` maps onto the pipeline's
 progress events. :class:`RoundTeam` (``a | b``) runs agents in turns on one shared conversation
-instead. The ``handoff`` router (``routerlab.routers.handoff``) and the ``team`` router
+instead. :class:`MCPServer` gives agents the tools of an MCP server (stdio or streamable
+HTTP). The ``handoff`` router (``routerlab.routers.handoff``) and the ``team`` router
 (``routerlab.routers.team``) build their agents from these parts.
 """
 
@@ -15,6 +16,7 @@ from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import Context, ContextVariables, is_context_hint
 from routerlab.agents.swarm.controller import Controller, ControllerResponse
 from routerlab.agents.swarm.events import PROGRESS_NODE, SwarmEvent, SwarmEventType, to_progress_event
+from routerlab.agents.swarm.mcp import MCPServer
 from routerlab.agents.swarm.member import DEFAULT_AGENT_NAME, Instruction, Member
 from routerlab.agents.swarm.result import Result, as_result
 from routerlab.agents.swarm.runner import DEFAULT_TERMINATOR, Activation, Swarm, SwarmResponse
@@ -50,6 +52,7 @@ __all__ = [
     "ControllerResponse",
     "FunctionTool",
     "Instruction",
+    "MCPServer",
     "MaxActivations",
     "MaxActiveTerminator",
     "MaxTurns",

@@ -11,7 +11,7 @@ from typing import Any
 
 from routerlab.agents.events import make_event
 
-__all__ = ["PROGRESS_NODE", "SwarmEvent", "SwarmEventType", "to_progress_event"]
+__all__ = ["PROGRESS_NODE", "SwarmEvent", "SwarmEventType", "call_event", "to_progress_event"]
 
 
 class SwarmEventType(StrEnum):
@@ -23,6 +23,7 @@ class SwarmEventType(StrEnum):
     TOOL_CALL = "tool_call"
     TOOL_RESULT = "tool_result"
     CONTEXT_UPDATE = "context_update"
+    MCP_TOOL_CALL = "mcp_tool_call"
 
 
 #: the pipeline node whose display name describes each swarm event best (see routerlab.agents.events)
@@ -33,7 +34,18 @@ PROGRESS_NODE: dict[SwarmEventType, str] = {
     SwarmEventType.TOOL_CALL: "dispatch",
     SwarmEventType.TOOL_RESULT: "tools",
     SwarmEventType.CONTEXT_UPDATE: "tools",
+    SwarmEventType.MCP_TOOL_CALL: "dispatch",
 }
+
+
+def call_event(mcp_server: str | None) -> tuple[SwarmEventType, dict[str, Any]]:
+    """The trace event of a tool call and its extra data.
+
+    ``MCP_TOOL_CALL`` with the ``server`` for an MCP server's tool (seed 003), else ``TOOL_CALL``.
+    """
+    if mcp_server is not None:
+        return SwarmEventType.MCP_TOOL_CALL, {"server": mcp_server}
+    return SwarmEventType.TOOL_CALL, {}
 
 
 @dataclass(frozen=True)
@@ -44,8 +56,9 @@ class SwarmEvent:
         type: What happened.
         agent: The agent active when it happened (for a switch: the one handing off).
         data: Details: ``text`` for messages; ``to`` and ``carry_history`` for switches;
-            ``id``, ``name``, ``args`` and ``host`` for calls; ``id``, ``name``, ``value`` and
-            ``status`` for results; ``updates`` for context updates.
+            ``id``, ``name``, ``args`` and ``host`` for calls (and ``server`` for an MCP tool's
+            call); ``id``, ``name``, ``value`` and ``status`` for results; ``updates`` for
+            context updates.
         timestamp: ``time.time()`` when it happened.
     """
 
@@ -69,9 +82,10 @@ class SwarmEvent:
             return f"{self.agent}: {_clip(d.get('text', ''))}"
         if t is SwarmEventType.AGENT_SWITCH:
             return f"{self.agent} hands off to {d.get('to')}"
-        if t is SwarmEventType.TOOL_CALL:
+        if t in (SwarmEventType.TOOL_CALL, SwarmEventType.MCP_TOOL_CALL):
             args = json.dumps(d.get("args", {}), default=str, ensure_ascii=False)
-            return f"{self.agent} calls {d.get('name')}({_clip(args)})"
+            via = f" on MCP server {d.get('server')}" if t is SwarmEventType.MCP_TOOL_CALL else ""
+            return f"{self.agent} calls {d.get('name')}({_clip(args)}){via}"
         if t is SwarmEventType.TOOL_RESULT:
             return f"{d.get('name')} -> {d.get('status', 'success')}: {_clip(str(d.get('value', '')))}"
         return f"context: {', '.join(f'{k}={v!r}' for k, v in dict(d.get('updates', {})).items())}"

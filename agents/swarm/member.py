@@ -49,6 +49,10 @@ def _instruction_file(text: str) -> Path | None:
         return None
 
 
+def _from_mcp(t: FunctionTool | Tool) -> bool:
+    return isinstance(t, FunctionTool) and t.mcp_server is not None
+
+
 def _redefines(old: FunctionTool | Tool, new: FunctionTool | Tool) -> bool:
     """Whether ``new`` is the same function as ``old`` or a redefinition of it (same module and name)."""
     a = old.tool.fn if isinstance(old, FunctionTool) else old.fn
@@ -125,6 +129,9 @@ class Member:
         lm: This agent's own LM (a DSPy LM); None uses the runner's (a swarm's or a team's).
         llm: Seed 003's name for ``lm``.
         functions: Seed 003's name for ``tools`` (added after them).
+        mcp_server: Connected :class:`~routerlab.agents.swarm.mcp.MCPServer` objects (seed
+            003): their tools are added after the local ones, and a local tool of the same
+            name wins.
 
     Raises:
         ContractError: For an empty name, a missing instruction file, an instruction function
@@ -143,6 +150,7 @@ class Member:
         lm: Any = None,
         llm: Any = None,
         functions: Sequence[ToolLike] = (),
+        mcp_server: Sequence[Any] = (),
     ) -> None:
         if lm is not None and llm is not None and lm is not llm:
             raise ContractError(
@@ -197,7 +205,54 @@ class Member:
             )
         self.tools: tuple[FunctionTool | Tool, ...] = ()
         self._by_name: dict[str, FunctionTool | Tool] = {}
+        self._inbox: list[dict[str, Any]] = []
         self.add_tools(*tools, *functions)
+        for server in mcp_server:
+            self.add_mcp_server(server)
+
+    def add_mcp_server(self, server: Any) -> Self:
+        """Add a connected MCP server's tools (those whose names no local tool has).
+
+        Raises:
+            ContractError: For a server that is not connected (outside its ``async with``).
+        """
+        if not getattr(server, "connected", False):
+            raise ContractError(
+                f"agent {self.name!r} was given an MCP server that is not connected",
+                expected="an MCPServer entered with `async with`",
+                found=repr(server)[:80],
+                fix="build the agent inside `async with MCPServer(...) as server:`",
+            )
+        local = set(self._by_name)
+        self.tools = (*self.tools, *(t for t in server.tools if t.name not in local))
+        self._by_name = {t.name: t for t in self.tools}
+        return self
+
+    def add_assistant_message(self, message: str) -> Self:
+        """Seed 003's ``add_assistant_message``: a message this agent reads as its own next time it runs.
+
+        The way to pass information along a handoff that carries no history
+        (``Result(agent=b, message=False)``): a transfer function calls
+        ``b.add_assistant_message("the user wants ...")``. The swarm appends the queued messages
+        to the conversation when the agent gets control (or a run starts with it), once.
+
+        Raises:
+            ContractError: For a message that is not text.
+        """
+        if not isinstance(message, str):
+            raise ContractError(
+                f"add_assistant_message on agent {self.name!r} was given {type(message).__name__}",
+                expected="the message text",
+                found=repr(message)[:80],
+                fix="pass a string",
+            )
+        self._inbox.append({"role": "assistant", "content": message})
+        return self
+
+    def take_messages(self) -> list[dict[str, Any]]:
+        """The messages queued by :meth:`add_assistant_message`, removed from the queue."""
+        taken, self._inbox = self._inbox, []
+        return taken
 
     def add_tools(self, *tools: ToolLike) -> Self:
         """Add tools after the agent was built (seed 003's ``add_tools``); returns the agent.
@@ -212,7 +267,10 @@ class Member:
                 the agent already has.
         """
         built = [_build_tool(t) for t in tools]
-        kept = [t for t in self.tools if not any(t.name == b.name and _redefines(t, b) for b in built)]
+        # a local tool replaces a redefinition of itself, and an MCP tool of its name (seed 003)
+        kept = [
+            t for t in self.tools if not any(t.name == b.name and (_redefines(t, b) or _from_mcp(t)) for b in built)
+        ]
         names = [t.name for t in (*kept, *built)]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any
@@ -64,11 +63,13 @@ class Result:
 
 
 def as_result(returned: Any) -> Result:
-    """Read whatever a tool returned as a :class:`Result`.
+    """Read whatever a tool returned as a :class:`Result` (seed 003's rule).
 
     A string is the tool's result; an :class:`Agent` is a handoff (keeping the history);
-    :class:`~routerlab.agents.swarm.context.ContextVariables` are context updates; a ``Result`` is kept;
-    None is an empty result; anything else is shown to the model as JSON.
+    :class:`~routerlab.agents.swarm.context.ContextVariables` are context updates; a ``Result`` is
+    kept. Any other value (None, a number, a dict...) is ignored, as the seed says: such a tool
+    is run for its side effects, and the model reads an empty result. (A ``create_react_agent``
+    tool's value is shown as JSON instead: seed 004's ToolNode.)
     """
     if isinstance(returned, Result):
         return returned
@@ -76,8 +77,6 @@ def as_result(returned: Any) -> Result:
         return Result(value=f"Control passed to agent {returned.name!r}.", agent=returned)
     if isinstance(returned, ContextVariables):
         return Result(value="Context variables updated.", context_variables=returned)
-    if returned is None:
-        return Result()
     if isinstance(returned, str):
         return Result(value=returned)
-    return Result(value=json.dumps(returned, default=str, ensure_ascii=False))
+    return Result()

@@ -10,17 +10,21 @@ from typing import Any
 from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.swarm.context import ContextVariables
-from routerlab.agents.swarm.events import SwarmEvent, SwarmEventType
+from routerlab.agents.swarm.events import SwarmEvent, SwarmEventType, call_event
 from routerlab.agents.swarm.member import Member
 from routerlab.agents.swarm.result import Result, as_result
 from routerlab.agents.swarm.terminators import MaxTurns, RunStatus, Terminator
 from routerlab.agents.swarm.tools import FunctionTool
 from routerlab.agents.trace import Usage
 
-__all__ = ["DEFAULT_TERMINATOR", "Activation", "Swarm", "SwarmResponse"]
+__all__ = ["DEFAULT_TERMINATOR", "NEED_MORE_STEPS", "TOOL_ERROR_TEMPLATE", "Activation", "Swarm", "SwarmResponse"]
 
 #: used when no terminator is given: handoffs between agents could otherwise loop forever
 DEFAULT_TERMINATOR: Terminator = MaxTurns(16)
+#: the answer when a reply asks for tools with fewer than 2 steps left (seed 004; LangGraph's text)
+NEED_MORE_STEPS = "Sorry, need more steps to process this request."
+#: the tool message of a call that raised, for a tool with ``handle_errors`` (LangGraph's ToolNode)
+TOOL_ERROR_TEMPLATE = "Error: {error}\n Please fix your mistakes."
 
 _TOOL_CHOICES = ("auto", "required", "none")
 
@@ -124,6 +128,7 @@ class _Run:
         self.context = context
         self.events: list[SwarmEvent] = []
         self.turns = 0
+        self.steps = 0
         self.activations = 1
         self.texts: list[str] = []
         self.usage = Usage()
@@ -137,7 +142,9 @@ class _Run:
             self.swarm.on_event(event)
 
     def status(self) -> RunStatus:
-        return RunStatus(self.turns, self.activations, self.swarm.clock() - self.started, tuple(self.texts))
+        return RunStatus(
+            self.turns, self.activations, self.swarm.clock() - self.started, tuple(self.texts), steps=self.steps
+        )
 
     def response(self, outcome: str, **kw: Any) -> SwarmResponse:
         self.log[-1].ended, self.log[-1].outcome = time.time(), outcome
@@ -158,8 +165,15 @@ class _Run:
         except ToolError as exc:
             # the model made the mistake, so the model gets to read it and try again
             result, status = Result(value=f"ERROR [{exc.error_class}]: {exc}"), "error"
+        except Exception as exc:
+            if not fn.tool.handle_errors:
+                raise
+            # seed 004's ToolNode: the exception is the model's to read, as an error tool message
+            result, status = Result(value=TOOL_ERROR_TEMPLATE.format(error=repr(exc))), "error"
         self.turns += 1
-        self.history.append({"role": "tool", "tool_call_id": call["id"], "name": fn.name, "content": result.value})
+        self.history.append(
+            {"role": "tool", "tool_call_id": call["id"], "name": fn.name, "content": result.value, "status": status}
+        )
         self.emit(SwarmEventType.TOOL_RESULT, id=call["id"], name=fn.name, value=result.value, status=status)
         if result.context_variables:
             self.context.update(result.context_variables)
@@ -175,6 +189,7 @@ class _Run:
         self.activations += 1
         if not carry_history:
             self.history = list(self.base)
+        self.history.extend(to.take_messages())
 
 
 class Swarm:
@@ -192,6 +207,11 @@ class Swarm:
         max_tokens: Completion budget of one model call (default: the LM's).
         clock: Seconds for timeouts (``time.monotonic``; tests pass a fake clock).
         on_event: Called with every trace event as it happens.
+        step_limit: LangGraph's ``recursion_limit`` (seed 004's ``remaining_steps``): a model
+            reply and a reply's batch of tool runs are one step each; no step starts past the
+            limit, and a reply asking for tools with fewer than 2 steps left ends the run with
+            :data:`NEED_MORE_STEPS` instead of running them. With it and no ``terminator``,
+            it is the only bound.
 
     Raises:
         ContractError: For a missing LM, an unknown tool_choice or a terminator that is not one.
@@ -206,6 +226,7 @@ class Swarm:
         max_tokens: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_event: Callable[[SwarmEvent], None] | None = None,
+        step_limit: int | None = None,
     ) -> None:
         if lm is None:
             raise ContractError(
@@ -228,8 +249,16 @@ class Swarm:
                 found=type(terminator).__name__,
                 fix="build it from routerlab.agents.swarm terminators",
             )
+        if step_limit is not None and step_limit < 1:
+            raise ContractError(
+                f"a step limit of {step_limit}",
+                expected="recursion_limit >= 1",
+                found=str(step_limit),
+                fix="pass a positive recursion_limit",
+            )
         self.lm = lm
-        self.terminator = terminator or DEFAULT_TERMINATOR
+        self.step_limit = step_limit
+        self.terminator = terminator or (MaxTurns(10**9) if step_limit is not None else DEFAULT_TERMINATOR)
         self.tool_choice = tool_choice
         self.max_tokens = max_tokens
         self.clock = clock
@@ -254,9 +283,13 @@ class Swarm:
         run = _Run(self, agent, base, ContextVariables(context_variables or {}))
         if base and base[-1].get("role") == "user":
             run.emit(SwarmEventType.USER_MESSAGE, text=str(base[-1].get("content") or ""))
+        run.history.extend(agent.take_messages())
         while True:
             if self.terminator.should_stop(run.status()):
                 return run.response("stopped", stopped_by=str(self.terminator))
+            remaining = None if self.step_limit is None else self.step_limit - run.steps
+            if remaining is not None and remaining <= 0:
+                return run.response("stopped", stopped_by=f"recursion_limit={self.step_limit}")
             system = run.agent.instructions(run.context)
             schemas = run.agent.schemas()
             reply = chat(
@@ -269,6 +302,13 @@ class Swarm:
             run.usage = run.usage.add(reply.usage)
             run.log[-1].usage = run.log[-1].usage.add(reply.usage)
             run.turns += 1
+            run.steps += 1
+            if reply.tool_calls and remaining is not None and remaining < 2:
+                # seed 004: fewer than 2 steps left cannot run the tools and answer after them
+                run.texts.append(NEED_MORE_STEPS)
+                run.emit(SwarmEventType.AGENT_MESSAGE, text=NEED_MORE_STEPS)
+                run.history.append({"role": "assistant", "content": NEED_MORE_STEPS})
+                return run.response("answer", answer=NEED_MORE_STEPS, stopped_by="remaining_steps")
             if reply.text:
                 run.texts.append(reply.text)
                 run.emit(SwarmEventType.AGENT_MESSAGE, text=reply.text)
@@ -289,10 +329,12 @@ class Swarm:
             )
             pending: list[dict[str, Any]] = []
             handoff: tuple[Result, str] | None = None
+            run.steps += 1  # the reply's tool runs are one step (LangGraph's tools node)
             for call in reply.tool_calls:
                 target = run.agent.get_tool(call["name"])
                 host = not isinstance(target, FunctionTool)
-                run.emit(SwarmEventType.TOOL_CALL, id=call["id"], name=call["name"], args=call["args"], host=host)
+                kind, via = call_event(target.mcp_server if isinstance(target, FunctionTool) else None)
+                run.emit(kind, id=call["id"], name=call["name"], args=call["args"], host=host, **via)
                 made = {"id": call["id"], "name": call["name"], "args": dict(call["args"]), "host": host}
                 run.log[-1].calls.append(made)
                 if isinstance(target, FunctionTool):

@@ -17,6 +17,7 @@ reads a swarm's.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.swarm.context import ContextVariables
-from routerlab.agents.swarm.events import SwarmEvent, SwarmEventType
+from routerlab.agents.swarm.events import SwarmEvent, SwarmEventType, call_event
 from routerlab.agents.swarm.member import Member
 from routerlab.agents.swarm.result import as_result
 from routerlab.agents.swarm.runner import Activation, SwarmResponse
@@ -123,9 +124,15 @@ class RoundTeam:
 
         self.on_event = both
 
-    def run_sync(self, messages: str | Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> SwarmResponse:
-        """Seed 003's ``team.run_sync()``: :meth:`run` (which is synchronous here)."""
-        return self.run(messages, **kwargs)
+    async def run(
+        self,
+        messages: str | Sequence[Mapping[str, Any]] = (),
+        *,
+        start: str | None = None,
+        context_variables: Mapping[str, Any] | None = None,
+    ) -> SwarmResponse:
+        """Seed 003's ``await team.run()``: :meth:`run_sync` with the model calls in a worker thread."""
+        return await asyncio.to_thread(self.run_sync, messages, start=start, context_variables=context_variables)
 
     def add_task(self, task: str) -> None:
         """A task every member works on (seed 003's ``add_task``); the next run starts with it."""
@@ -147,14 +154,14 @@ class RoundTeam:
             )
         return found
 
-    def run(
+    def run_sync(
         self,
         messages: str | Sequence[Mapping[str, Any]] = (),
         *,
         start: str | None = None,
         context_variables: Mapping[str, Any] | None = None,
     ) -> SwarmResponse:
-        """Take turns until a host call, the terminator, or an unusable reply.
+        """Take turns until a host call, the terminator, or an unusable reply (seed 003's ``team.run_sync()``).
 
         Args:
             messages: The user's message or a conversation (OpenAI-style dicts, no system
@@ -254,7 +261,8 @@ class RoundTeam:
             for call in reply.tool_calls:
                 target = agent.get_tool(call["name"])
                 host = not isinstance(target, FunctionTool)
-                emit(agent, SwarmEventType.TOOL_CALL, id=call["id"], name=call["name"], args=call["args"], host=host)
+                kind, via = call_event(target.mcp_server if isinstance(target, FunctionTool) else None)
+                emit(agent, kind, id=call["id"], name=call["name"], args=call["args"], host=host, **via)
                 log[-1].calls.append({"id": call["id"], "name": call["name"], "args": dict(call["args"]), "host": host})
                 if isinstance(target, FunctionTool):
                     turns += 1
@@ -287,7 +295,9 @@ class RoundTeam:
             result, status = as_result(fn.invoke(call["args"], context)), "success"
         except ToolError as exc:
             result, status = as_result(f"ERROR [{exc.error_class}]: {exc}"), "error"
-        history.append({"role": "tool", "tool_call_id": call["id"], "name": fn.name, "content": result.value})
+        history.append(
+            {"role": "tool", "tool_call_id": call["id"], "name": fn.name, "content": result.value, "status": status}
+        )
         emit(agent, SwarmEventType.TOOL_RESULT, id=call["id"], name=fn.name, value=result.value, status=status)
         if result.context_variables:
             context.update(result.context_variables)

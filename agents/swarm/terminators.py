@@ -37,12 +37,14 @@ class RunStatus:
         activations: Agents activated so far (the first agent counts; every handoff adds one).
         elapsed_s: Seconds since the run started.
         texts: Every text message the agents wrote, in order.
+        steps: LangGraph's steps (seed 004): model replies plus replies whose tools ran.
     """
 
     turns: int = 0
     activations: int = 1
     elapsed_s: float = 0.0
     texts: tuple[str, ...] = ()
+    steps: int = 0
 
 
 class Terminator(ABC):

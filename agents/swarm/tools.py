@@ -38,10 +38,13 @@ class FunctionTool:
         tool: The pipeline :class:`~routerlab.agents.tools.base.Tool` built from the function: its JSON
             schema, argument validation and docs.
         context_params: Parameters that receive the context variables (hidden from the schema).
+        mcp_server: The MCP server the tool is a tool of (:class:`~routerlab.agents.swarm.mcp.MCPServer`),
+            or None for a local function: its calls are traced as ``MCP_TOOL_CALL``.
     """
 
     tool: Tool
     context_params: tuple[str, ...] = ()
+    mcp_server: str | None = None
 
     @property
     def name(self) -> str:
@@ -118,7 +121,15 @@ def function_tool(
             found=f"injected {foreign}",
             fix="take context variables (Context) or make it a pipeline tool the host runs",
         )
-    tool = Tool(name=name or label, description=description, parameters=parameters, fn=fn, injected=injected)
+    # seed 003's tools raise out of the run (handle_errors=False); seed 004's react tools opt in
+    tool = Tool(
+        name=name or label,
+        description=description,
+        parameters=parameters,
+        fn=fn,
+        injected=injected,
+        handle_errors=False,
+    )
     return FunctionTool(tool=tool, context_params=injected)
 
 
@@ -160,5 +171,6 @@ def spec_tool(spec: Mapping[str, Any]) -> FunctionTool:
         parameters=parameters,
         fn=fn,
         injected=base.context_params,
+        handle_errors=False,
     )
     return FunctionTool(tool=tool, context_params=base.context_params)

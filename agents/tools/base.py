@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import jsonschema
@@ -12,7 +14,16 @@ from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.registry import Registry
 from routerlab.agents.tools.schema import function_schema, injected_states, injected_stores
 
-__all__ = ["Tool", "tool", "tools"]
+__all__ = ["Tool", "read_only", "tool", "tools"]
+
+
+def read_only(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only copy of ``state`` for an ``InjectedState`` parameter (seed 004: "只读").
+
+    A deep copy behind a mapping proxy: assigning a key raises ``TypeError``, and changing a
+    nested value changes only the copy, so a tool never alters the run's state.
+    """
+    return MappingProxyType(copy.deepcopy(dict(state)))
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,9 @@ class Tool:
         executes_sql: The call runs SQL against the database: a call that ran (or failed
             running) marks the turn ``executed``, and its output's ``sql`` is the statement it
             ran (another call's), so it does not become the turn's current SQL.
+        handle_errors: Where a runner turns any exception the tool raises into an error tool
+            message the model reads (seed 004's ToolNode: ``create_react_agent``); False opts
+            out, the exception propagates. The pipeline classifies every error itself.
     """
 
     name: str
@@ -51,10 +65,12 @@ class Tool:
     stores: tuple[str, ...] = ()
     states: tuple[str, ...] = ()
     executes_sql: bool = False
+    handle_errors: bool = True
 
     def injections(self, context: Any, store: Any, state: Mapping[str, Any]) -> dict[str, Any]:
-        """The value of every injected parameter: the store, the state, else the tool context."""
-        return {n: store if n in self.stores else state if n in self.states else context for n in self.injected}
+        """The value of every injected parameter: the store, the state (read-only), else the tool context."""
+        values = {n: store if n in self.stores else context for n in self.injected if n not in self.states}
+        return values | {n: read_only(state) for n in self.states}
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI-style ``{"type": "function", "function": {...}}`` entry."""

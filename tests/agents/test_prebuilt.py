@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import pytest
+from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
 from routerlab import routers
@@ -54,7 +55,7 @@ def test_a_run_raising_a_retry_on_error_is_retried_with_backoff():
         sleep=waits.append,
     )
     out = agent.invoke({"messages": ["hi"]})
-    assert out["messages"][-1] == {"role": "assistant", "content": "ok"}
+    assert isinstance(out["messages"][-1], AIMessage) and out["messages"][-1].content == "ok"
     assert waits == [1.0, 2.0]
 
 
@@ -103,7 +104,7 @@ def test_the_recursion_limit_stops_a_looping_model():
     agent = create_react_agent(scripted_lm([{"name": "lookup", "args": {"item": "tea"}}]), [lookup])
     out = agent.invoke({"messages": ["tea?"]}, {"recursion_limit": 4})
     assert out["remaining_steps"] == 0
-    assert [m["role"] for m in out["messages"]] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai", "tool"]
 
 
 def test_a_structured_response_that_does_not_validate_is_a_clear_error():
@@ -128,7 +129,7 @@ def test_injected_state_through_the_pipeline(sales_db):
     """A pipeline tool declaring InjectedState receives the run's state (a tool of the seed's form)."""
     from dataclasses import replace
 
-    terminal = replace(whose_turn, terminal=True)
+    terminal = replace(whose_turn.as_tool(), terminal=True)
     pipeline = Pipeline(
         routers.router.build("llm"),
         scripted_lm([{"name": "whose_turn", "args": {}}]),

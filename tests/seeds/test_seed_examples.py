@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import io
 import re
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from pydantic import BaseModel
 
 from routerlab.agents import common_agent, prebuilt
 from routerlab.agents.lm import scripted_lm
@@ -34,6 +35,7 @@ from routerlab.agents.swarm import (
     SwarmEvent,
     function_tool,
 )
+from routerlab.agents.swarm.runner import NEED_MORE_STEPS
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.tools.index import FunctionIndex, retrieval_form, tool_store
 from tests.seeds import lms
@@ -237,36 +239,90 @@ SETUP_003 = "from course_graph.agent import MaxTurnsTerminator, Result, RoundTea
 # ---------------------------------------------------------------- seed 004: prebuilt structures
 
 
-def _fields(cls: Any) -> set[str]:
-    return (
-        set(getattr(cls, "__annotations__", {})) | {f.name for f in dataclasses.fields(cls)}
-        if dataclasses.is_dataclass(cls)
-        else set(typing.get_type_hints(cls))
-    )
+def _fields(cls: Any) -> dict[str, Any]:
+    """A class's declared fields and their types (TypedDict, dataclass or pydantic model)."""
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        return {name: f.annotation for name, f in cls.model_fields.items()}
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+def _weather(city: str) -> str:
+    """The weather of a city.
+
+    Args:
+        city: The city.
+    """
+    return f"{city}: sunny"
+
+
+def _react(tools: list[Any], **kwargs: Any) -> prebuilt.ReactAgent:
+    return prebuilt.create_react_agent(lms.Qwen(), tools, sleep=lambda _s: None, **kwargs)
 
 
 def _c004_agent_state(_: dict[str, Any]) -> None:
-    assert {"messages", "remaining_steps"} <= _fields(prebuilt.AgentState)
+    hints = _fields(prebuilt.AgentState)
+    assert prebuilt.add_messages in hints["messages"].__metadata__  # the seed's reducer
+    assert typing.get_args(hints["remaining_steps"]) == (int,)  # NotRequired[int]
+    # behaviour: remaining_steps counts down the recursion limit, and with fewer than 2 steps
+    # left a reply asking for tools ends with the seed's error message instead (never negative)
+    out = _react([_weather]).invoke({"messages": ["天气?"]}, {"recursion_limit": 7})
+    assert out["remaining_steps"] == 7 - 3 and isinstance(out["messages"][0], HumanMessage)
+    stopped = _react([_weather]).invoke({"messages": ["天气?"]}, {"recursion_limit": 1})
+    assert stopped["messages"][-1].content == NEED_MORE_STEPS and stopped["remaining_steps"] == 0
+    assert not any(isinstance(m, ToolMessage) for m in stopped["messages"])
 
 
 def _c004_structured_state(_: dict[str, Any]) -> None:
-    assert {"messages", "remaining_steps", "structured_response"} <= _fields(prebuilt.AgentStateWithStructuredResponse)
+    class Weather(BaseModel):
+        city: str
+
+    assert {"messages", "remaining_steps", "structured_response"} <= set(
+        _fields(prebuilt.AgentStateWithStructuredResponse)
+    )
+    out = _react([_weather], response_format=Weather).invoke({"messages": ["天气?"]})
+    assert out["structured_response"] == Weather(city=lms.ARGUMENT_VALUE)
 
 
 def _c004_structured(ns: dict[str, Any]) -> None:
     response = ns["result"]["structured_response"]
     assert isinstance(response, ns["SearchResult"])  # the model object, not a dict
     assert response.title == lms.ARGUMENT_VALUE
-    assert ns["result"]["messages"][-1]["role"] == "assistant"
+    assert isinstance(ns["result"]["messages"][-1], AIMessage) and not ns["result"]["messages"][-1].tool_calls
 
 
 def _c004_tool_call(_: dict[str, Any]) -> None:
-    assert {"name", "args", "id", "type"} <= _fields(prebuilt.ToolCall)
+    hints = _fields(prebuilt.ToolCall)
+    assert hints["name"] is str and hints["id"] is str and hints["type"] == typing.Literal["tool_call"]
+    out = _react([_weather]).invoke({"messages": ["天气?"]})
+    ai, result = out["messages"][1], out["messages"][2]
+    assert isinstance(ai, AIMessage) and isinstance(result, ToolMessage)
+    call = ai.tool_calls[0]
+    assert set(call) == {"name", "args", "id", "type"} and call["type"] == "tool_call"
+    assert call["name"] == "_weather" and call["args"] == {"city": lms.ARGUMENT_VALUE}
+    assert result.tool_call_id == call["id"] and result.name == "_weather" and result.status == "success"
 
 
 def _c004_markers(_: dict[str, Any]) -> None:
     assert prebuilt.InjectedState() is prebuilt.InjectedState
     assert prebuilt.InjectedStore() is prebuilt.InjectedStore
+
+    def meddle(
+        city: str,
+        state: Annotated[dict, prebuilt.InjectedState],
+        store: Annotated[prebuilt.BaseStore, prebuilt.InjectedStore],
+    ) -> str:
+        """Try to change the state; write the store."""
+        store.put(("seen",), "city", city)
+        state["prefs"]["units"] = "F"  # a nested change touches only the tool's copy
+        state["user_id"] = "HACKED"  # read-only: raises
+        return "changed"
+
+    agent = _react([meddle])
+    out = agent.invoke({"messages": ["天气?"], "user_id": "u1", "prefs": {"units": "C"}})
+    assert out["user_id"] == "u1" and out["prefs"] == {"units": "C"}
+    result = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert result.status == "error" and "does not support item assignment" in result.content
+    assert agent.store.get(("seen",), "city") == lms.ARGUMENT_VALUE  # the store is read-write
 
 
 def _c004_injected(ns: dict[str, Any]) -> None:
@@ -275,7 +331,7 @@ def _c004_injected(ns: dict[str, Any]) -> None:
     assert list(my_tool.parameters["properties"]) == ["query"]
     agent = prebuilt.create_react_agent(lms.Qwen(), [my_tool])
     out = agent.invoke({"messages": [{"role": "user", "content": "搜索"}], "user_id": "u1"})
-    results = [m["content"] for m in out["messages"] if m["role"] == "tool"]
+    results = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
     assert results == [f"搜索 {lms.ARGUMENT_VALUE} for user u1"]
     saved = agent.store.get(("logs", "u1"), "last_query")
     assert saved["query"] == lms.ARGUMENT_VALUE and saved["timestamp"][:2] == "20"  # ISO 8601 text
@@ -284,7 +340,22 @@ def _c004_injected(ns: dict[str, Any]) -> None:
 
 
 def _c004_retry_policy(_: dict[str, Any]) -> None:
-    assert {"max_attempts", "backoff_factor", "jitter", "retry_on"} <= _fields(prebuilt.RetryPolicy)
+    hints = _fields(prebuilt.RetryPolicy)
+    assert hints["max_attempts"] is int and hints["backoff_factor"] is float and hints["jitter"] is bool
+    policy = _react([]).retry_policy  # the seed's defaults
+    assert (policy["max_attempts"], policy["backoff_factor"], policy["jitter"]) == (3, 2.0, True)
+    assert policy["retry_on"] == (Exception,)
+    calls, waits = [], []
+
+    def flaky(request: Any) -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise RuntimeError("blip")  # any Exception is retried by default
+        return "ok"
+
+    agent = prebuilt.create_react_agent(scripted_lm(flaky), [], retry_policy={"jitter": False}, sleep=waits.append)
+    assert agent.invoke({"messages": ["hi"]})["messages"][-1].content == "ok"
+    assert waits == [1.0, 2.0]  # backoff_factor ** (attempt - 1)
 
 
 def _c004_retry(ns: dict[str, Any]) -> None:
@@ -295,6 +366,11 @@ def _c004_retry(ns: dict[str, Any]) -> None:
 def _c004_config_keys(_: dict[str, Any]) -> None:
     seed_keys = {"tags", "metadata", "callbacks", "run_name", "max_concurrency", "recursion_limit", "configurable"}
     assert seed_keys <= prebuilt.RUNNABLE_CONFIG_KEYS
+    seen: list[Any] = []
+    config = {"callbacks": [seen.append], "recursion_limit": 9, "tags": ["t"], "run_name": "r", "metadata": {}}
+    out = _react([_weather]).invoke({"messages": ["天气?"]}, {**config, "configurable": {"thread_id": "x"}})
+    assert [e.type.name for e in seen][:3] == ["USER_MESSAGE", "TOOL_CALL", "TOOL_RESULT"]
+    assert out["remaining_steps"] == 9 - 3 and out["run_config"]["run_name"] == "r"
 
 
 def _c004_config(ns: dict[str, Any]) -> None:
@@ -305,14 +381,34 @@ def _c004_config(ns: dict[str, Any]) -> None:
 
 
 def _c004_base_tool(_: dict[str, Any]) -> None:
-    assert {"name", "description", "parameters"} <= _fields(prebuilt.BaseTool)
+    hints = _fields(prebuilt.BaseTool)
+    assert hints["name"] is str and hints["description"] is str and "args_schema" in hints
+
+    class Echo(prebuilt.BaseTool):
+        name: str = "echo"
+        description: str = "Echo the text."
+
+        def _run(self, text: str) -> str:
+            return text * 2
+
+    echo = Echo()
+    assert echo.invoke({"text": "ab"}) == "abab" and echo.invoke("ab") == "abab"
+    assert asyncio.run(echo.ainvoke({"text": "c"})) == "cc"  # _arun defaults to _run
+    message = echo.invoke({"name": "echo", "args": {"text": "x"}, "id": "call_1", "type": "tool_call"})
+    assert isinstance(message, ToolMessage) and message.content == "xx" and message.tool_call_id == "call_1"
 
 
 def _c004_tool_kinds(ns: dict[str, Any]) -> None:
     assert ns["my_tool"].parameters["properties"]["max_results"]["default"] == 10
+    assert ns["my_tool"].invoke({"query": "x"}) == "found x"
     assert set(ns["tool"].parameters["properties"]) == {"query", "max_results"}
-    assert ns["tool"].name == "search" and ns["tool"]({"query": "x"}) == "found x"
-    assert issubclass(ns["MyTool"], prebuilt.BaseTool)
+    assert ns["tool"].name == "search" and ns["tool"].invoke({"query": "x"}) == "found x"
+    assert asyncio.run(ns["tool"].ainvoke({"query": "y"})) == "found y"
+    mine = ns["MyTool"]()  # the seed's subclass, with _run and _arun
+    assert (mine.name, mine.description) == ("my_tool", "我的工具")
+    assert mine.invoke({"query": "z"}) == "found z" and asyncio.run(mine.ainvoke("w")) == "found w"
+    out = _react([mine]).invoke({"messages": ["找"]})
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == [f"found {lms.ARGUMENT_VALUE}"]
 
 
 _MODEL_AND_TOOLS = (

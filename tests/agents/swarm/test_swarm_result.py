@@ -19,10 +19,10 @@ def test_strings_agents_context_and_results():
     assert as_result(r) is r
 
 
-def test_other_values():
-    assert as_result(None) == Result()
-    assert as_result({"n": 1}).value == '{"n": 1}'
-    assert as_result([1, "x"]).value == '[1, "x"]'
+def test_other_values_are_ignored_as_seed_003_says():
+    # seed 003: any other return value is ignored (the tool ran for its side effects)
+    for value in (None, {"n": 1}, [1, "x"], 42, 2.5):
+        assert as_result(value) == Result()
 
 
 def test_a_plain_dict_is_a_value_not_a_context_update():

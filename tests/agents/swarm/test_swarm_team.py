@@ -50,7 +50,7 @@ def test_agents_take_turns_on_one_shared_conversation():
     team.lm = poet_lm(log)
     team.terminator = TextMatch("DONE") | MaxActivations(9)
     team.add_task("Write a poem about spring.")
-    response = team.run()
+    response = team.run_sync()
     # round robin until the critic has read four replies and says DONE
     assert log == ["poet", "editor", "critic", "poet", "editor", "critic"]
     assert response.stopped_by and "DONE" in response.status.texts[-1]
@@ -69,11 +69,11 @@ def test_terminators_combine_with_and_and_or():
     # both must hold: three turns AND a DONE (which nobody says) -> the OR's activation bound ends it
     stop = (MaxTurns(3) & TextMatch("DONE")) | MaxActivations(4)
     team = RoundTeam([a, b], terminator=stop, lm=poet_lm(log))
-    response = team.run("go")
+    response = team.run_sync("go")
     assert log == ["poet", "editor", "poet", "editor"]
     assert response.stopped_by == str(stop)
     log.clear()
-    quick = RoundTeam([a, b], terminator=MaxTurns(3) | TextMatch("DONE"), lm=poet_lm(log)).run("go")
+    quick = RoundTeam([a, b], terminator=MaxTurns(3) | TextMatch("DONE"), lm=poet_lm(log)).run_sync("go")
     assert log == ["poet", "editor", "poet"] and quick.stopped_by
 
 
@@ -85,7 +85,7 @@ def test_each_agent_may_have_its_own_lm_and_instruction_args():
     mike = Agent("mike", greet, instruction_args={"name": "Mike", "style": "terse"}, lm=poet_lm(own))
     anna = Agent("anna", greet, instruction_args={"name": "Anna", "style": "kind"})
     team = RoundTeam([mike, anna], terminator=MaxActivations(2), lm=poet_lm(shared))
-    team.run("hi", context_variables={"user": "Li"})
+    team.run_sync("hi", context_variables={"user": "Li"})
     assert own == ["Mike"] and shared == ["Anna"]  # each call went to that agent's model
     assert mike.instructions({"user": "Li"}) == "Mike: you are Mike, terse, talking to Li"
     with pytest.raises(ContractError, match="does not take"):
@@ -134,7 +134,7 @@ def test_tools_added_after_construction_are_offered_and_host_calls_stop_the_team
     with pytest.raises(ContractError, match="several tools named"):
         clerk.add_tools(function_tool(other, name="lookup"))  # a different tool under a taken name
     assert [t.name for t in clerk.tools] == ["lookup"]
-    response = RoundTeam([clerk, host], lm=scripted_lm(reply), tool_choice="required").run("hi")
+    response = RoundTeam([clerk, host], lm=scripted_lm(reply), tool_choice="required").run_sync("hi")
     assert seen_tools == [["lookup"], ["chat"]]
     # the clerk's function tool ran inside the team; its result is in the shared conversation
     results = [m for m in response.messages if m["role"] == "tool"]
@@ -147,13 +147,13 @@ def test_tools_added_after_construction_are_offered_and_host_calls_stop_the_team
 def test_a_team_starts_where_it_is_told_and_refuses_bad_members():
     log: list[str] = []
     a, b, c = (Agent(n, f"{n}: x") for n in ("a", "b", "c"))
-    RoundTeam([a, b, c], terminator=MaxActivations(3), lm=poet_lm(log)).run("go", start="b")
+    RoundTeam([a, b, c], terminator=MaxActivations(3), lm=poet_lm(log)).run_sync("go", start="b")
     assert log == ["b", "c", "a"]
     with pytest.raises(ContractError):
         RoundTeam([a, Agent("a", "again")])
     with pytest.raises(ContractError):
         RoundTeam([])
     with pytest.raises(ContractError):
-        RoundTeam([a, b]).run("go", start="zzz")
+        RoundTeam([a, b]).run_sync("go", start="zzz")
     joined = (a | b) | (c | Agent("d", "d: x"))
     assert [m.name for m in joined.agents] == ["a", "b", "c", "d"]
