@@ -6,6 +6,7 @@ from routerlab.agents.lm.chat import ChatResult, chat
 from routerlab.agents.lm.local import LlamaEngine, tool_call_schema
 from routerlab.agents.lm.resolve import SPEC_FORMS, resolve_lm
 from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply, scripted_lm
+from routerlab.agents.lm.speculative import Drafter, drafter, speculative_greedy
 from routerlab.agents.lm.usage import UsageCallback, UsageLog, record_usage, usage_scope
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "BatchedReplies",
     "CandidateSampler",
     "ChatResult",
+    "Drafter",
     "LlamaEngine",
     "ModelAsset",
     "ScriptedEngine",
@@ -23,11 +25,13 @@ __all__ = [
     "assemble",
     "candidate_sampler",
     "chat",
+    "drafter",
     "model_path",
     "record_usage",
     "resolve_lm",
     "sample_candidates",
     "scripted_lm",
+    "speculative_greedy",
     "tool_call_schema",
     "usage_scope",
 ]

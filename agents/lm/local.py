@@ -29,6 +29,7 @@ from routerlab.agents.lm.deadline import call_budget
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
 from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, render, score_labels, tokenize
 from routerlab.agents.lm.scoring import ChoiceScores
+from routerlab.agents.lm.speculative import OFF, Decoded, drafter, speculative_greedy
 from routerlab.agents.signals import native_call, raise_held_stop, stop_requested
 
 __all__ = [
@@ -169,24 +170,8 @@ def _prefix_cache(max_states: int) -> Any:
     return _CountBoundedCache(capacity_bytes=1 << 40)
 
 
-def _prompt_lookup(draft: int) -> Any:
-    """llama-cpp-python's prompt-lookup draft model proposing ``draft`` tokens, or None for 0.
-
-    SQL mostly copies identifiers and values from its prompt: the draft is the continuation of
-    the latest earlier occurrence of the last 1-2 generated tokens, verified in one batch. Greedy
-    output is the same with and without it (each drafted token is kept only if it is the one
-    the model itself picks). llama-cpp-python then keeps logits for every evaluated token
-    (``logits_all``): more memory, and the output layer runs on prompt tokens too.
-    """
-    if draft <= 0:
-        return None
-    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-
-    return LlamaPromptLookupDecoding(max_ngram_size=2, num_pred_tokens=draft)
-
-
-def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int, draft: int = 0) -> tuple[Any, float]:
-    key = (path, n_ctx, prefix_states, draft)
+def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int) -> tuple[Any, float]:
+    key = (path, n_ctx, prefix_states)
     # the load logs through llama-cpp-python's log callback (Python called from C, some 1,700 times
     # for the 0.5B model): a Ctrl-C raised there is swallowed by ctypes and printed. It is held for
     # the load, as for a decode, and raised once the model is loaded and kept (found by the
@@ -208,10 +193,6 @@ def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int, 
                 seed=seed,
                 verbose=False,
                 use_mmap=False,
-                draft_model=_prompt_lookup(draft),
-                # llama-cpp-python sizes its logits buffer by this flag alone; a draft model needs
-                # a row per context token, and 0.3.36 fails past n_batch tokens without it
-                logits_all=draft > 0,
             )
         except (ValueError, RuntimeError) as exc:
             raise LMError(
@@ -324,8 +305,10 @@ class LlamaEngine:
         max_tokens: Default completion budget.
         prefix_states: KV states of earlier prompts kept in RAM for prefix reuse (0 turns it off;
             each costs about 350 MB with the embedded models).
-        draft: Prompt-lookup decoding: tokens drafted from the prompt per step (0: off). A
-            separate model instance is loaded for it (``routerlab perf --model`` measures it).
+        speculative: The drafter (registry :data:`~routerlab.agents.lm.speculative.drafter`) whose
+            drafts greedy text replies are verified against, or ``off`` for llama-cpp-python's own
+            token-by-token decoding (see :mod:`routerlab.agents.lm.speculative`). Tool calls,
+            response formats and sampled replies always decode plainly.
     """
 
     def __init__(
@@ -337,10 +320,14 @@ class LlamaEngine:
         seed: int = 0,
         max_tokens: int = 512,
         prefix_states: int = 6,
-        draft: int = 0,
+        speculative: str = "off",
     ) -> None:
         self.model_path = str(model_path)
-        self.draft = draft
+        # an unknown drafter is said now, not at the first greedy call
+        self._drafter = None if speculative == OFF else drafter.build(speculative)
+        self.speculative = speculative
+        #: the last speculative call's record (tokens, drafts kept, top-2 margins); None before one
+        self.last_decoded: Decoded | None = None
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.seed = seed
@@ -359,7 +346,7 @@ class LlamaEngine:
             "seed": self.seed,
             "max_tokens": self.max_tokens,
             "prefix_states": self.prefix_states,
-            "draft": self.draft,
+            "speculative": self.speculative,
         }
 
     @classmethod
@@ -369,7 +356,7 @@ class LlamaEngine:
 
     def llama(self) -> Any:
         """The loaded Llama object (loaded on first use, once per process)."""
-        llm, seconds = _load(self.model_path, self.n_ctx, self.n_threads, self.seed, self.prefix_states, self.draft)
+        llm, seconds = _load(self.model_path, self.n_ctx, self.n_threads, self.seed, self.prefix_states)
         if seconds:
             self.load_seconds = seconds
         return llm
@@ -521,6 +508,9 @@ class LlamaEngine:
         elif cfg.response_format:
             kwargs["response_format"] = dict(cfg.response_format)
         llm = self.llama()
+        model = f"local/{Path(self.model_path).name}"
+        if self._drafter is not None and kwargs["temperature"] == 0 and "response_format" not in kwargs:
+            return self._speculative(llm, messages, kwargs, model)
         with _bounded(llm, "embedded model call"):
             self.calls += 1
             out = llm.create_chat_completion(messages=messages, **kwargs)
@@ -530,11 +520,37 @@ class LlamaEngine:
             output_tokens=out["usage"]["completion_tokens"],
             total_tokens=out["usage"]["total_tokens"],
         )
-        model = f"local/{Path(self.model_path).name}"
         if not use_tools:
             finish = "length" if out["choices"][0].get("finish_reason") == "length" else "stop"
             return _response(out.get("id"), model, usage, L.TextPart(text=text), finish=finish)
         return self._tool_response(text, tools, request, model, usage, out.get("id"))
+
+    def _speculative(self, llm: Any, messages: list[dict[str, Any]], kwargs: dict[str, Any], model: str) -> L.Response:
+        """A greedy text reply decoded speculatively: the same prompt, rules and bounds as a plain call."""
+        # the prompt as llama-cpp-python's chat handler builds it: the GGUF's template, special
+        # tokens parsed, no BOS added (the template writes its own)
+        prompt = [
+            int(t)
+            for t in llm.tokenize(render(llm, messages, generation_prompt=True).encode(), add_bos=False, special=True)
+        ]
+        with _bounded(llm, "embedded model call"):
+            self.calls += 1
+            try:
+                out = speculative_greedy(
+                    llm, prompt, self._drafter, max_tokens=kwargs["max_tokens"], stop=kwargs.get("stop", ())
+                )
+            except ValueError as exc:
+                raise LMError(
+                    "the prompt does not fit the local model's context window",
+                    expected=f"at most {llm.n_ctx() - 1} prompt tokens",
+                    found=str(exc)[:200],
+                    fix="shorten the prompt (a smaller schema view) or raise n_ctx",
+                ) from None
+        self.last_decoded = out
+        n_out = len(out.tokens)
+        usage = L.Usage(input_tokens=len(prompt), output_tokens=n_out, total_tokens=len(prompt) + n_out)
+        rid = "cmpl-" + hashlib.sha256(repr((prompt, out.tokens)).encode()).hexdigest()[:24]
+        return _response(rid, model, usage, L.TextPart(text=out.text), finish=out.finish)
 
     def _tool_response(
         self,

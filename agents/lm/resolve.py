@@ -13,6 +13,7 @@ from routerlab.agents.lm.deadline import bounded_lm
 from routerlab.agents.lm.local import LlamaEngine
 from routerlab.agents.lm.prefix_disk import configured_prefix_disk
 from routerlab.agents.lm.provider_scoring import LogprobScorer
+from routerlab.agents.lm.speculative import configured_speculative
 from routerlab.agents.lm.usage import UsageCallback
 
 __all__ = ["SPEC_FORMS", "configure_cache", "resolve_lm"]
@@ -69,7 +70,7 @@ def resolve_lm(
     max_tokens: int = 512,
     n_ctx: int = 4096,
     prefix_states: int = 6,
-    draft: int = 0,
+    speculative: str | None = None,
 ) -> dspy.LM:
     """Build the DSPy LM for an ``--lm`` spec.
 
@@ -82,11 +83,13 @@ def resolve_lm(
         max_tokens: Completion budget.
         n_ctx: Context window of a local model.
         prefix_states: KV states of earlier prompts a local model keeps for prefix reuse (0: off).
-        draft: Prompt-lookup decoding on a local model: tokens drafted from the prompt per step
-            (0: off; see ``routerlab.agents.lm.local``).
+        speculative: How a local model decodes greedy text: a drafter's name (speculative
+            decoding, see ``routerlab.agents.lm.speculative``) or ``off``; None: the
+            ``ROUTERLAB_SPECULATIVE`` environment variable, else the default drafter.
 
     Raises:
-        ConfigError: An unrecognised spec, or an unusable ROUTERLAB_PREFIX_CACHE(_MB) for a local model.
+        ConfigError: An unrecognised spec, or an unusable ROUTERLAB_PREFIX_CACHE(_MB) or
+            ROUTERLAB_SPECULATIVE for a local model.
         ModelAssetError: A missing or corrupt local model.
     """
     if spec.startswith("scripted:"):
@@ -113,7 +116,13 @@ def resolve_lm(
             )
         # a bad ROUTERLAB_PREFIX_CACHE(_MB) is bad input: said now, not at the first prefix saved mid-run
         configured_prefix_disk()
-        engine = LlamaEngine(str(path), n_ctx=n_ctx, max_tokens=max_tokens, prefix_states=prefix_states, draft=draft)
+        engine = LlamaEngine(
+            str(path),
+            n_ctx=n_ctx,
+            max_tokens=max_tokens,
+            prefix_states=prefix_states,
+            speculative=configured_speculative(speculative),
+        )
         lm = dspy.LM(
             f"local/{path.stem}",
             engine=engine,

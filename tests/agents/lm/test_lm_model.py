@@ -103,30 +103,3 @@ def test_saved_prefixes_restore_state_without_changing_answers():
             assert cache is None
     assert outputs[0] == outputs[4]
     assert outputs[4][0] == outputs[4][2] and outputs[4][1] == outputs[4][3]
-
-
-def test_prompt_lookup_decoding_writes_the_same_sql(spiderlike_db):
-    """Greedy SQL generation with prompt-lookup drafts is token for token the plain engine's."""
-    from routerlab.agents.db import open_database
-    from routerlab.agents.lm.adapter import lm_context
-    from routerlab.agents.lm.local import clear_models
-    from routerlab.agents.tools.programs import SQLPrograms
-
-    db = open_database(spiderlike_db)
-    schema = db.schema_text()
-    # one question, whose SQL copies identifiers and a literal from the prompt (what the lookup
-    # drafts): "token for token" holds or fails per question, and each question costs a greedy
-    # generation on each of the two engines (134 s in CI with a second, simpler question)
-    questions = ["List the make of every car whose model is 'amc'."]
-    outputs = {}
-    for draft in (0, 8):
-        clear_models()
-        lm = resolve_lm("local:0.5b", cache=False, max_tokens=64, prefix_states=1, draft=draft)
-        assert (lm._engine_spec.llama().draft_model is not None) is bool(draft)
-        programs = SQLPrograms()
-        with lm_context(lm):
-            outputs[draft] = [
-                programs.generate(db_schema=schema, dialect="sqlite", hint="", question=q).sql for q in questions
-            ]
-    clear_models()
-    assert all(outputs[0]) and outputs[0] == outputs[8]
