@@ -1,0 +1,34 @@
+"""The SQL-decoding perf section's statistics, and its refusal of an engine it cannot measure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from routerlab.perf.sql_decoding import median_interval, sql_decoding
+
+
+@given(st.lists(st.floats(min_value=0, max_value=100), min_size=1, max_size=40))
+def test_the_median_interval_holds_the_median_and_is_made_of_observed_values(values):
+    low, high = median_interval(values)
+    assert low <= float(np.median(values)) <= high
+    assert low in values and high in values
+
+
+def test_the_median_interval_narrows_as_values_accumulate():
+    rng = np.random.default_rng(1)
+    small = rng.normal(10, 1, 8).tolist()
+    large = rng.normal(10, 1, 200).tolist()
+    # eight values: the 2nd and 7th cover the median with 93 %, so the range (99.2 %) is taken
+    assert median_interval(small) == (min(small), max(small))
+    low, high = median_interval(large)
+    assert high - low < 0.5 and low < 10 < high
+    assert all(math.isnan(x) for x in median_interval([]))
+
+
+def test_without_the_embedded_engine_the_section_says_it_skipped():
+    (figure,) = sql_decoding("scripted:basic", 1)
+    assert figure.name.startswith("skipped")
