@@ -102,7 +102,7 @@ def diversion_of_results(results: Sequence[ExampleResult]) -> Diversion:
 
     A result records no alternates, so a decision counts as accepted when it is the gold intent
     or when the ``route`` scorer (which reads the example's alternates) scored it 1, or, for a
-    stored first decision (:mod:`routerlab.route_results`), its ``first_decision`` score is 1.
+    stored first decision (:mod:`routerlab._routing_eval.stored`), its ``first_decision`` score is 1.
     """
     return diversion(
         (

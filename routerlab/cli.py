@@ -20,10 +20,10 @@ from rich.markup import escape
 
 from routerlab import cli_options as opt
 from routerlab import cli_output as show
+from routerlab._runs.resume import resume_command
 from routerlab.agents.errors import RouterlabError
 from routerlab.app.defaults import DEFAULT_ROUTERS, DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 from routerlab.cli_output import CountBar, deprecated, perf_table, print_plain, split_names
-from routerlab.resume import resume_command
 
 # the consoles, under the names tests set their width through
 _err = show.err

@@ -62,7 +62,7 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
     """Print the session id and, after an interruption, failure or deadline, the exit code and resume command.
 
     Args:
-        result: The session's :class:`~routerlab.session.SessionResult`.
+        result: The session's :class:`~routerlab._runs.session.SessionResult`.
         stopped: The signal watch of the run (its ``name`` and ``exit_code`` after a stop).
         store: The results store.
         tracking_uri: The MLflow store; None: MLflow was off.
@@ -110,7 +110,7 @@ def stop_message(result: Any, stopped: Any, again: str) -> None:
     """After a stop signal: what the session saved, run by run, and the command that finishes it.
 
     Args:
-        result: The stopped session's :class:`~routerlab.session.SessionResult`.
+        result: The stopped session's :class:`~routerlab._runs.session.SessionResult`.
         stopped: The signal watch (its ``name``).
         again: The command that finishes the session.
     """
@@ -183,7 +183,7 @@ def end_sweep(result: Any, store: str, tracking_uri: str | None, again: str) -> 
     Raises:
         typer.Exit: 130 interrupted, 1 a cell did not finish.
     """
-    from routerlab.resume import store_option
+    from routerlab._runs.resume import store_option
 
     summary = result.summary.assign(error=result.summary["error"].str.slice(0, 80))
     # plain print: rich would wrap the wide table at 80 columns when stdout is not a terminal
@@ -237,9 +237,9 @@ STORE_BUSY_EXIT = 75
 
 def run_main_job(store: str, tracking: str | None, settings: dict[str, Any]) -> None:
     """``routerlab run`` without ``--router``, ``--config`` or ``--resume``: the main job, then its ending."""
+    from routerlab._runs.main_job import run_main_job as main_job
+    from routerlab._runs.resume import resume_command
     from routerlab.agents.signals import stop_signals
-    from routerlab.main_job import run_main_job as main_job
-    from routerlab.resume import resume_command
 
     with stop_signals() as stopped:
         job = main_job(store=store, tracking_uri=tracking, console=out, settings=settings)
@@ -252,11 +252,11 @@ def run_planned(spec: Any, resume: str | None) -> None:
     Raises:
         typer.Exit: 75 the store stayed locked, else as :func:`end_session`.
     """
+    from routerlab._runs.resume import resume_command
+    from routerlab._runs.session import run_session
     from routerlab.agents.signals import stop_signals
     from routerlab.app.run import session_summary, size_line
     from routerlab.eval.store import StoreBusyError
-    from routerlab.resume import resume_command
-    from routerlab.session import run_session
 
     if not resume:
         out.print(size_line(spec), highlight=False, soft_wrap=True, markup=False)

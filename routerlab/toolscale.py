@@ -2,7 +2,7 @@
 
 For each toolset size (the real sub-agents padded with deterministic distractors, see
 :func:`routerlab.agents.tools.distractors.tool_registry`) and each router, replay only the *first*
-decision on each example, as ``routerlab route`` does (:mod:`routerlab.route_eval`), and
+decision on each example, as ``routerlab route`` does (:mod:`routerlab._routing_eval.decisions`), and
 measure:
 
 * first-decision intent accuracy with a 95 % bootstrap CI (a call to a distractor implies no
@@ -35,12 +35,12 @@ from typing import Any
 
 import pandas as pd
 
+from routerlab._routing_eval.decisions import implied_intent
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools.distractors import is_distractor, tool_registry
 from routerlab.benchmarks.example import Example
 from routerlab.eval.stats import bootstrap_ci
-from routerlab.route_eval import implied_intent
 
 __all__ = [
     "DEFAULT_ROUTERS",
@@ -413,7 +413,7 @@ def log_toolscale(result: ToolscaleResult, tracking_uri: str, *, experiment: str
         size, router_name = int(row["size"]), str(row["router"])
         key = f"{router_name}@{size}"
         run = client.create_run(
-            experiment_id, run_name=key, tags={"routerlab.session": session, "routerlab.kind": "toolscale"}
+            experiment_id, run_name=key, tags={"routerlab._runs.session": session, "routerlab.kind": "toolscale"}
         )
         run_id = run.info.run_id
         try:

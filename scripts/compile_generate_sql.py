@@ -22,11 +22,11 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from routerlab._runs.config import load_run_config
+from routerlab._runs.session import load_dataset
 from routerlab.agents.errors import RunError
 from routerlab.agents.lm import resolve_lm
-from routerlab.config import load_run_config
 from routerlab.fit.sql_program_fit import fit_sql_program
-from routerlab.session import load_dataset
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from routerlab._routing_eval.decisions import first_decisions
+from routerlab._runs.config import load_run_config
+from routerlab._runs.session import load_dataset, select
 from routerlab.agents.lm import resolve_lm
-from routerlab.config import load_run_config
 from routerlab.fit.hybrid_fit import fit_hybrid, hybrid_decisions, hybrid_grid
 from routerlab.fit.objective import routing_score
-from routerlab.route_eval import first_decisions
 from routerlab.routers.dspy_router import load_program
-from routerlab.session import load_dataset, select
 
 
 def _parts(split: str, lm_spec: str, skip_demos: bool) -> tuple[list, list, dict[str, tuple[str, ...]]]:

@@ -69,8 +69,8 @@ def main() -> None:
     args = parser.parse_args()
 
     import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
+    from routerlab._runs.config import load_run_config
     from routerlab.benchmarks.dataset import dataset
-    from routerlab.config import load_run_config
 
     config = load_run_config(args.config)
     examples = {e.id: e for e in dataset.build(config.dataset, **config.dataset_args).split(config.split)}

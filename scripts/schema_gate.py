@@ -21,16 +21,16 @@ import collections
 import time
 from pathlib import Path
 
+from routerlab._routing_eval.decisions import first_decisions
+from routerlab._runs.config import load_run_config
+from routerlab._runs.selection import schedule
+from routerlab._runs.session import load_dataset, select
 from routerlab.agents.db import open_database
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools import DEFAULT_TOOLS
-from routerlab.config import load_run_config
-from routerlab.route_eval import first_decisions
 from routerlab.routers.support.schema_outline import schema_finding
-from routerlab.selection import schedule
-from routerlab.session import load_dataset, select
 
 
 def main() -> None:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from routerlab._runs.resume import resume_command
 from routerlab.app.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
-from routerlab.resume import resume_command
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,10 +116,10 @@ def compare(ids: str | Sequence[str], *, store: str = DEFAULT_STORE_PATH, cost: 
     Raises:
         ConfigError: No such store or run.
     """
+    from routerlab._routing_eval.stored import FIRST_DECISION, routing_verdict
     from routerlab.eval.compare import compare_runs
     from routerlab.eval.intent_recall import intent_recall
     from routerlab.eval.store import END_TO_END, ROUTING, ResultsStore
-    from routerlab.route_results import FIRST_DECISION, routing_verdict
 
     rs = ResultsStore(store, read_only=True)
     expanded = expand_run_ids(rs.runs()["run_id"].tolist(), [ids] if isinstance(ids, str) else list(ids))

@@ -52,7 +52,7 @@ def run_defaults(dataset: str | None, config_file: Path | None) -> dict[str, Any
     Returns:
         ``{"limit": DEFAULT_LIMIT}`` for the built-in benchmark, else no default.
     """
-    from routerlab.config import read_mapping_file  # imported here: it imports the run config's types
+    from routerlab._runs.config import read_mapping_file  # imported here: it imports the run config's types
 
     file_values = read_mapping_file(config_file) if config_file else {}
     chosen = dataset or file_values.get("dataset") or "builtin"

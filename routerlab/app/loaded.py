@@ -17,10 +17,10 @@ from routerlab.app.defaults import DEFAULT_STORE_PATH
 if TYPE_CHECKING:
     import pandas as pd
 
+    from routerlab._runs.session import SessionResult
     from routerlab.app.compare import ComparedRuns
     from routerlab.eval.analysis import RouterResults
     from routerlab.eval.compare import Comparison
-    from routerlab.session import SessionResult
 
 __all__ = ["HEADLINE_RATES", "LoadedSession", "load"]
 
@@ -78,9 +78,9 @@ class LoadedSession:
 
     @cached_property
     def _rates(self) -> pd.DataFrame:
+        from routerlab._routing_eval.stored import FIRST_DECISION
         from routerlab.eval.analysis import RATE_METRICS, rates_table
         from routerlab.eval.store import ROUTING
-        from routerlab.route_results import FIRST_DECISION
 
         metrics = [*RATE_METRICS, FIRST_DECISION] if ROUTING in self.parts else list(RATE_METRICS)
         return rates_table(self.data, metrics)

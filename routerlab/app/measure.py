@@ -58,9 +58,9 @@ def toolscale(
     Returns:
         The :func:`~routerlab.toolscale.run_toolscale` result (its ``table``).
     """
+    from routerlab._runs.config import load_run_config
+    from routerlab._runs.session import load_dataset, select
     from routerlab.agents.lm import resolve_lm
-    from routerlab.config import load_run_config
-    from routerlab.session import load_dataset, select
     from routerlab.toolscale import parse_sizes, run_toolscale
 
     size_list = parse_sizes(sizes)
@@ -136,9 +136,9 @@ def linking(
     """
     import dataclasses
 
-    from routerlab.config import load_run_config
+    from routerlab._runs.config import load_run_config
+    from routerlab._runs.session import load_dataset, select
     from routerlab.linking_recall import link_examples, linking_table
-    from routerlab.session import load_dataset, select
 
     config = load_run_config(config_file, dataset=dataset, dataset_path=dataset_path, split=split, limit=limit or None)
     examples = select(load_dataset(config), config)

@@ -70,8 +70,8 @@ def check_target(router: str, split: str) -> None:
 
 
 def _dataset(name: str, path: str | None, lm: str, lm_api_base: str | None) -> Any:
-    from routerlab.config import load_run_config
-    from routerlab.session import load_dataset
+    from routerlab._runs.config import load_run_config
+    from routerlab._runs.session import load_dataset
 
     return load_dataset(load_run_config(None, dataset=name, dataset_path=path, lm=lm, lm_api_base=lm_api_base))
 

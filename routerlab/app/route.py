@@ -3,7 +3,7 @@
 ``routerlab route`` and :func:`routerlab.route` both run here: every input is checked (the
 history mode, each router's arguments, the MLflow store) before the model loads, then each
 router decides every example's first step, logged as a child run of one MLflow parent per call
-(:class:`~routerlab.route_tracking.RouteTracking`).
+(:class:`~routerlab._routing_eval.tracking.RouteTracking`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from routerlab.app.defaults import DEFAULT_ROUTERS, DEFAULT_STORE_PATH, DEFAULT_
 if TYPE_CHECKING:
     import pandas as pd
 
+    from routerlab._routing_eval.decisions import FirstDecision
+    from routerlab._routing_eval.tracking import RouteTracking
     from routerlab.benchmarks.example import Example
-    from routerlab.route_eval import FirstDecision
-    from routerlab.route_tracking import RouteTracking
 
 __all__ = ["RouteOutcome", "RouteProgress", "route"]
 
@@ -48,7 +48,7 @@ class RouteOutcome:
         examples: The examples decided, in order.
         by_router: Each router's decisions, by display label.
         table: One row per router: accuracy, recall per intent, latency... with CIs.
-        report: The compact table (:func:`~routerlab.route_eval.summary_text`) and each router's
+        report: The compact table (:func:`~routerlab._routing_eval.decisions.summary_text`) and each router's
             diversion line, as ``routerlab route`` prints them.
         history: ``gold`` or ``predicted`` earlier turns.
         tracking: The MLflow parent and child runs (None: not logged).
@@ -78,7 +78,7 @@ class RouteOutcome:
 
     def confusions(self) -> dict[str, pd.DataFrame]:
         """Per router: gold intent (rows) x first-decision intent (columns), raw predictions."""
-        from routerlab.route_eval import intent_confusion
+        from routerlab._routing_eval.decisions import intent_confusion
 
         return {label: intent_confusion(decisions) for label, decisions in self.by_router.items()}
 
@@ -86,7 +86,7 @@ class RouteOutcome:
         """Every first decision of every router as one CSV."""
         import pandas as pd
 
-        from routerlab.route_eval import decisions_frame
+        from routerlab._routing_eval.decisions import decisions_frame
 
         out.parent.mkdir(parents=True, exist_ok=True)
         frames = [decisions_frame(label, ds) for label, ds in self.by_router.items()]
@@ -94,8 +94,8 @@ class RouteOutcome:
 
 
 def _check_history(history: str) -> None:
+    from routerlab._routing_eval.decisions import HISTORIES
     from routerlab.agents.errors import ConfigError
-    from routerlab.route_eval import HISTORIES
 
     if history not in HISTORIES:
         raise ConfigError(
@@ -110,10 +110,10 @@ def _check_history(history: str) -> None:
 def _report(by_router: dict[str, list[FirstDecision]]) -> str:
     """The compact table (at most 120 columns, only the intents present) and the diversion lines.
 
-    The wide :func:`~routerlab.route_eval.summary_table` stays in :attr:`RouteOutcome.table`,
+    The wide :func:`~routerlab._routing_eval.decisions.summary_table` stays in :attr:`RouteOutcome.table`,
     MLflow's ``comparison.json`` and ``--out``: the console shows what fits a terminal.
     """
-    from routerlab.route_eval import diversion_line, summary_text
+    from routerlab._routing_eval.decisions import diversion_line, summary_text
 
     lines = [summary_text(by_router)]
     lines.append("\ndata questions sent away from SQL (diverted: chat, refuse, clarify or abstain), with 95% CI")
@@ -156,7 +156,7 @@ def route(
         config_file: A YAML/JSON run config; ``settings`` given here win over it.
         history: A conversation's earlier turns as the router sees them: ``gold`` or ``predicted``.
         store: The DuckDB results store the decisions are kept in, as a session's routing part
-            (:mod:`routerlab.route_results`); None: not stored.
+            (:mod:`routerlab._routing_eval.stored`); None: not stored.
         tracking_uri: The MLflow store; None: no MLflow logging.
         progress: Told of each decision (default: nothing shown).
         **settings: ``dataset``, ``dataset_path``, ``db_dir``, ``split``, ``limit``, ``lm``, ``lm_api_base``.
@@ -168,13 +168,13 @@ def route(
         ConfigError: Bad input, before the model loads and before anything is logged.
     """
     from routerlab import routers as registry
+    from routerlab._routing_eval.decisions import first_decisions, summary_table
+    from routerlab._routing_eval.tracking import RouteTracking
+    from routerlab._runs.config import load_run_config
+    from routerlab._runs.session import load_dataset, new_session_id, parse_routers, select
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.registry import component_spec
-    from routerlab.config import load_run_config
     from routerlab.eval.store import ROUTING
-    from routerlab.route_eval import first_decisions, summary_table
-    from routerlab.route_tracking import RouteTracking
-    from routerlab.session import load_dataset, new_session_id, parse_routers, select
 
     config = load_run_config(config_file, **settings)
     _check_history(history)  # refused before the model loads
@@ -231,7 +231,7 @@ def route(
         table = summary_table(by_router)
         report = _report(by_router)
         if results_store is not None:
-            from routerlab.route_results import store_decisions
+            from routerlab._routing_eval.stored import store_decisions
 
             by_name = {name: by_router[registry.label(name)] for name, _ in chosen}
             store_decisions(

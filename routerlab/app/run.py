@@ -2,7 +2,7 @@
 
 ``routerlab run`` and :func:`routerlab.run` both plan a session here (:func:`plan_session`: the
 recorded routers and settings of a resumed session, the defaults of a new one, every option
-checked), run it (:func:`~routerlab.session.run_session`) and read its summary back
+checked), run it (:func:`~routerlab._runs.session.run_session`) and read its summary back
 (:func:`session_summary`).
 """
 
@@ -24,8 +24,8 @@ from routerlab.app.defaults import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from routerlab._runs.session import SessionResult, SessionSpec
     from routerlab.app.loaded import LoadedSession
-    from routerlab.session import SessionResult, SessionSpec
 
 __all__ = ["SessionSummary", "plan_session", "run", "session_summary", "size_line"]
 
@@ -60,7 +60,7 @@ def plan_session(
         store: The DuckDB results store.
         tracking_uri: The MLflow store; None: no MLflow logging.
         skip_bad_databases: Leave out the examples of a database that does not open.
-        **settings: Run settings as :func:`~routerlab.config.load_run_config` takes them
+        **settings: Run settings as :func:`~routerlab._runs.config.load_run_config` takes them
             (``dataset``, ``split``, ``limit``, ``lm``, ``scorers``, ``attempts``...); None: not given.
 
     Returns:
@@ -69,8 +69,8 @@ def plan_session(
     Raises:
         ConfigError: Bad settings, an unknown session, or a resume that changes the session.
     """
-    from routerlab.config import load_run_config
-    from routerlab.session import SessionSpec, check_resume, parse_routers, recorded_session
+    from routerlab._runs.config import load_run_config
+    from routerlab._runs.session import SessionSpec, check_resume, parse_routers, recorded_session
 
     recorded_routers, defaults = (
         recorded_session(store, resume) if resume else ([], run_defaults(settings.get("dataset"), config_file))
@@ -98,7 +98,7 @@ def size_line(spec: SessionSpec) -> str:
     A named dataset is scored whole by default; a full Spider dev folder on a CPU model runs for
     hours, and the person who started it should know that before it starts, not after.
     """
-    from routerlab.session import load_dataset, select
+    from routerlab._runs.session import load_dataset, select
 
     config = spec.config
     n = len(select(load_dataset(config), config))
@@ -128,10 +128,10 @@ class SessionSummary:
 
 def session_summary(spec: SessionSpec, result: SessionResult) -> SessionSummary:
     """The comparison table and end-to-end verdict of a session's runs, read from the store."""
+    from routerlab._runs.main_job import e2e_verdicts
     from routerlab.eval.compare import compare_runs, render
     from routerlab.eval.store import ResultsStore
     from routerlab.eval.verdict import render_verdict
-    from routerlab.main_job import e2e_verdicts
 
     table = render(compare_runs(ResultsStore(spec.store_path), result.run_ids), "table")
     if not result.run_ids or result.interrupted:
@@ -180,8 +180,8 @@ def run(
     """
     from rich.console import Console
 
+    from routerlab._runs.session import run_session
     from routerlab.app.loaded import load
-    from routerlab.session import run_session
 
     spec = plan_session(
         routers=routers,

@@ -390,8 +390,8 @@ def _inputs(program: Any, examples: Sequence[Example], context: Sequence[Example
 
 def _report(program: str, examples: Sequence[Example], lm: Any) -> dict[str, dict[str, float]]:
     """The router with ``program`` on each source of the report part (first decisions, gold history)."""
-    from routerlab.route_eval import first_decisions, summary_table
-    from routerlab.selection import schedule
+    from routerlab._routing_eval.decisions import first_decisions, summary_table
+    from routerlab._runs.selection import schedule
 
     out: dict[str, dict[str, float]] = {}
     by_source: dict[str, list[Example]] = defaultdict(list)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from routerlab._routing_eval.decisions import FirstDecision
 from routerlab.fit.objective import routing_score
-from routerlab.route_eval import FirstDecision
 
 __all__ = ["LM_THRESHOLDS", "HybridFit", "fit_hybrid", "hybrid_decisions", "hybrid_grid"]
 

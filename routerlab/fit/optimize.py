@@ -145,7 +145,7 @@ def to_dspy_examples(
     Each example is shown as the ``dspy`` router with the same ``history`` window shows its turn
     (``routerlab route --history gold``): the request without the pleasantries around it, and a
     turn of a conversation with the window's earlier turns as ``conversation``, each as the
-    assistant keeps it after answering it right (:func:`~routerlab.route_eval.gold_turn`); the
+    assistant keeps it after answering it right (:func:`~routerlab._routing_eval.decisions.gold_turn`); the
     default is the router's default window (``last_k``). A window that needs the model
     (``rewrite``) cannot build training data and is refused. Earlier turns are looked up in
     ``context`` (default: ``examples``), so a sample of a conversation's turns still sees all the
@@ -178,7 +178,7 @@ def to_dspy_examples(
 
 def _gold_histories(examples: Sequence[Example], context: Sequence[Example]) -> dict[str, list[Turn]]:
     """Example id -> the gold turns before it in its conversation (only for examples that have some)."""
-    from routerlab.route_eval import gold_turn
+    from routerlab._routing_eval.decisions import gold_turn
 
     later = [e for e in examples if e.conversation and e.turn > 1]
     if not later:

@@ -16,9 +16,9 @@ def concurrency_scaling(workers: Sequence[int] = (1, 2, 4, 8, 16), n_examples: i
     The ``rules`` router on built-in chat and explain requests: one LM call each, through LiteLLM
     exactly as a remote provider, with the response cache off.
     """
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
     from routerlab.agents.lm import resolve_lm
     from routerlab.benchmarks.builtin import load_builtin
-    from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
 
     pool = [e for e in load_builtin().split("all") if e.intent in ("chat", "explain")]
     examples = (pool * (n_examples // len(pool) + 1))[:n_examples]

@@ -55,9 +55,9 @@ def first_decision_cost(spec: str = "local", databases: Path | None = None, n: i
             schemas of 6, 12, 18... tables.
         n: How many databases.
     """
+    from routerlab._routing_eval.decisions import first_decisions
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.lm.prefix_disk import configured_prefix_disk
-    from routerlab.route_eval import first_decisions
 
     lm = resolve_lm(spec, cache=False)
     engine = getattr(lm, "engine", None)

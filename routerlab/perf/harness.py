@@ -22,14 +22,14 @@ def harness_overhead(n_examples: int = 60) -> list[PerfFigure]:
     Returns:
         Milliseconds per example for graph, guard, SQL execution, scoring and tracking.
     """
+    import routerlab._runs.runner as runner_mod
     import routerlab.agents.db.database as database_mod
     import routerlab.agents.tools.subagents as subagents_mod
-    import routerlab.runner as runner_mod
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
+    from routerlab._runs.selection import stratified_subset
     from routerlab.benchmarks.builtin import load_builtin
     from routerlab.eval.store import ResultsStore
     from routerlab.eval.tracking import MlflowSink
-    from routerlab.runner import RouterRun, RunConfig, build_scorers
-    from routerlab.selection import stratified_subset
 
     examples = stratified_subset(load_builtin().split("all"), n_examples)
     config = RunConfig()

@@ -33,11 +33,11 @@ def router_replay(n_examples: int = 24, delay_s: float = 0.2) -> list[PerfFigure
     """
     from dataclasses import replace as _replace
 
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
+    from routerlab._runs.selection import stratified_subset
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.tools import DEFAULT_TOOLS
     from routerlab.benchmarks.builtin import load_builtin
-    from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
-    from routerlab.selection import stratified_subset
 
     examples = stratified_subset(load_builtin().split("all"), n_examples)
     figures: list[PerfFigure] = []

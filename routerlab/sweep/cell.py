@@ -1,7 +1,7 @@
 """One grid cell through the existing runner: the unit of work of every executor.
 
 :func:`run_cell` records the cell's run in a results store under its own session id
-(``<sweep>.<cell>``) and hands it to :func:`~routerlab.session.run_session` as a session to
+(``<sweep>.<cell>``) and hands it to :func:`~routerlab._runs.session.run_session` as a session to
 resume, so the runner's resume does the rest: an example already stored there (by an earlier
 attempt of the cell, on a worker that died) is not run again, and a rerun adds no duplicates.
 The local executor passes the main results store; a Ray worker passes its own store file
@@ -115,7 +115,7 @@ def run_cell(
     slots: Slots | None = None,
     console: Console | None = None,
 ) -> CellOutcome:
-    """Run one cell through :func:`~routerlab.session.run_session`, resuming what is stored.
+    """Run one cell through :func:`~routerlab._runs.session.run_session`, resuming what is stored.
 
     Never raises for a failure of the cell itself (an LM that does not load, a crashed router):
     the run is closed ``FAILED`` in the store and in MLflow and the outcome says why, so one bad
@@ -134,11 +134,11 @@ def run_cell(
     """
     from mlflow.entities import Param
 
+    from routerlab._runs.session import SessionSpec, load_dataset, run_session
     from routerlab.agents.lm import resolve_lm
     from routerlab.eval.store import ResultsStore
     from routerlab.eval.tracking import MlflowSink, flatten_params
     from routerlab.routers import router as router_registry
-    from routerlab.session import SessionSpec, load_dataset, run_session
 
     console = console or Console(quiet=True)
     run_id, session_id = cell.run_id(sweep_id), cell.session_id(sweep_id)

@@ -60,7 +60,7 @@ class SweepResult:
 
 def new_sweep_id() -> str:
     """Sortable, unique: ``sweep-YYYYmmdd-HHMMSS-<4 hex>``."""
-    from routerlab.session import new_session_id
+    from routerlab._runs.session import new_session_id
 
     return f"sweep-{new_session_id()}"
 
@@ -99,7 +99,7 @@ def _record(spec: SweepSpec, sweep_id: str, store_path: str, executor: str) -> N
 
 def _load_datasets(cells: list[Cell]) -> dict[str, Any]:
     """Each dataset of the grid, loaded once (a bad path or file fails here, before any run)."""
-    from routerlab.session import load_dataset
+    from routerlab._runs.session import load_dataset
 
     datasets: dict[str, Any] = {}
     for cell in cells:

@@ -44,11 +44,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from routerlab._runs.config import read_mapping_file
+from routerlab._runs.runner import RunConfig
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import check_arguments
 from routerlab.benchmarks.example import SPLITS
-from routerlab.config import read_mapping_file
-from routerlab.runner import RunConfig
 
 __all__ = [
     "DEFAULT_EXPERIMENT",
@@ -208,7 +208,7 @@ class Cell:
 
     def run_config(self) -> RunConfig:
         """The runner's settings for this cell (the grid's values over the shared ``run:`` ones)."""
-        from routerlab.config import load_run_config
+        from routerlab._runs.config import load_run_config
 
         config = load_run_config(
             None,
@@ -613,7 +613,7 @@ def _providers(r: _Reader, data: Mapping[str, Any], lms: Sequence[LMEntry]) -> d
 
 def _run(r: _Reader, data: Mapping[str, Any]) -> dict[str, Any]:
     # the run-config loader's own checks (types, bounds, pipeline and fault keys), on a mapping
-    from routerlab.config import RUN_FIELDS, check_keys, check_values
+    from routerlab._runs.config import RUN_FIELDS, check_keys, check_values
 
     run = dict(r.mapping("run", data.get("run") or {}))
     owned = sorted(set(run) & _GRID_OWNED)

@@ -122,7 +122,7 @@ def test_replay_and_faults_are_refused_together():
 
 @pytest.mark.parametrize("flag", [True, False])
 def test_replay_is_recorded_in_the_run_config(flag):
-    from routerlab.config import load_run_config
+    from routerlab._runs.config import load_run_config
 
     config = load_run_config(None, replay=flag or None)
     assert config.to_dict()["pipeline"]["replay"] is flag

@@ -189,10 +189,10 @@ def test_a_response_format_for_an_unknown_tool_or_not_a_model_is_refused():
 def test_runnable_config_reaches_the_trace_and_mlflow(sales_db, tmp_path):
     from mlflow import MlflowClient
 
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
     from routerlab.benchmarks.dataset import Dataset
     from routerlab.benchmarks.example import Example
     from routerlab.eval.tracking import MlflowSink
-    from routerlab.runner import RouterRun, RunConfig, build_scorers
 
     gate = Gate()
     gate.release.set()

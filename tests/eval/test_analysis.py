@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
+from routerlab._runs.demo import make_demo_session
 from routerlab.agents.errors import ConfigError
-from routerlab.demo import make_demo_session
 from routerlab.eval import analysis, plots
 from routerlab.eval.rate import rate
 from routerlab.eval.scoring import ExampleResult

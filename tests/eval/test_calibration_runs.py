@@ -7,12 +7,12 @@ import json
 import pytest
 from rich.console import Console
 
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm import scripted_lm
 from routerlab.eval.compare import compare_runs, render
 from routerlab.eval.confidence_calibration import expected_calibration_error, first_confidence
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import RunConfig
-from routerlab.session import SessionSpec, run_session
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ import time
 import pytest
 
 from routerlab import routers
+from routerlab._runs.runner import RouterRun, RunConfig
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.tools.distractors import is_distractor, tool_registry
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers.chain import ChainValidity
-from routerlab.runner import RouterRun, RunConfig
 
 QUESTION = "How many areas have EV charging?"
 

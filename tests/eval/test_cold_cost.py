@@ -15,14 +15,14 @@ import dspy
 import pytest
 from rich.console import Console
 
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm.scripted import ScriptedEngine
 from routerlab.agents.lm.scripts import scripted_script
 from routerlab.agents.lm.usage import UsageCallback
 from routerlab.eval.compare import compare_runs, render
 from routerlab.eval.metrics import cold_cost_summary, cold_latency
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import RunConfig
-from routerlab.session import SessionSpec, run_session
 
 #: the engine's time per call: large against timer noise, small enough for a quick test
 CALL_S = 0.03

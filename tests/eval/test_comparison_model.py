@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from routerlab._routing_eval.decisions import FirstDecision
+from routerlab._routing_eval.stored import decision_result
 from routerlab.benchmarks.example import Example
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.model import SessionComparison
 from routerlab.eval.store import END_TO_END, ROUTING, ResultsStore, part_run_id
-from routerlab.route_eval import FirstDecision
-from routerlab.route_results import decision_result
 from tests.eval.conftest import build_dataset, build_result
 
 SESSION = "20261206-050000-abcd"

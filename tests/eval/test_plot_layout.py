@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from routerlab.demo import make_demo_session
+from routerlab._runs.demo import make_demo_session
 from routerlab.eval import analysis, plots
 from routerlab.eval.plot_layout import (
     TextBox,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import asks_for_sql, sql_answer
 from routerlab.agents.plan import CHAINS
@@ -17,7 +18,6 @@ from routerlab.eval.compare import compare_runs, render
 from routerlab.eval.metrics import summarize
 from routerlab.eval.risk import CostMatrix, render_risk, response_of, reward, risk_coverage, risk_summary
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import RouterRun, RunConfig, build_scorers
 
 DB_SQL = """
 CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);

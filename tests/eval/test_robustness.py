@@ -10,13 +10,13 @@ import pytest
 from mlflow import MlflowClient
 from typer.testing import CliRunner
 
+from routerlab._routing_eval.decisions import first_decisions, summary_table
+from routerlab._runs.selection import schedule
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.cli import app
 from routerlab.eval.compare import compare_runs, render
 from routerlab.eval.robustness import AWAY_FROM_SQL, diversion, diversion_of_results
 from routerlab.eval.store import ResultsStore
-from routerlab.route_eval import first_decisions, summary_table
-from routerlab.selection import schedule
 
 
 @pytest.mark.parametrize("where", AWAY_FROM_SQL)

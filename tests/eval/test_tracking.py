@@ -380,8 +380,8 @@ def _hand_back_script():
 
 def test_every_agent_activation_is_an_agent_span_under_its_decision(sink, uri, make_dataset, sales_db):
     # the real runner, pipeline and handoff router; only the LM is scripted
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
     from routerlab.benchmarks.example import Example
-    from routerlab.runner import RouterRun, RunConfig, build_scorers
 
     config = RunConfig(lm="scripted")
     run = RouterRun("handoff", {}, _hand_back_script(), config, build_scorers(config))
@@ -427,9 +427,9 @@ def test_every_agent_activation_is_an_agent_span_under_its_decision(sink, uri, m
 
 
 def test_a_stopped_ping_pong_shows_its_stopped_activation_as_an_error_span(sink, uri, make_dataset, sales_db):
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
     from routerlab.agents.lm import scripted_lm
     from routerlab.benchmarks.example import Example
-    from routerlab.runner import RouterRun, RunConfig, build_scorers
 
     def reply(request):
         tools = {t.name for t in request.tools}

@@ -77,7 +77,7 @@ def test_intervals_table_is_sorted_by_the_verdicts_metric() -> None:
 
 
 def test_verdicts_from_a_recorded_session(tmp_path_factory) -> None:
-    from routerlab.demo import make_demo_session
+    from routerlab._runs.demo import make_demo_session
     from routerlab.eval import analysis
     from routerlab.eval.verdict import render_verdict_markdown, verdicts_from_results
 
@@ -140,7 +140,7 @@ def test_a_degenerate_interval_is_never_printed_as_an_interval() -> None:
 
 
 def test_a_session_verdict_gives_latency_as_p50_with_p95(tmp_path_factory) -> None:
-    from routerlab.demo import make_demo_session
+    from routerlab._runs.demo import make_demo_session
     from routerlab.eval import analysis
     from routerlab.eval.verdict import verdicts_from_results
 

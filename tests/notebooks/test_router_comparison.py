@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from routerlab.demo import make_demo_session
+from routerlab._runs.demo import make_demo_session
 from routerlab.eval import analysis
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "router_comparison.ipynb"

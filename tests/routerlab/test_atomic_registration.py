@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import RunConfig
-from routerlab.session import SessionSpec, run_session
 
 
 def test_an_interruption_during_registration_leaves_no_run(tmp_path, monkeypatch) -> None:

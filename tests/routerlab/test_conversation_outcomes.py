@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.messages import text_of
 from routerlab.agents.lm.scripts import answer_field, requested_field
@@ -25,7 +26,6 @@ from routerlab.benchmarks.example import Example
 from routerlab.eval.metrics import summarize
 from routerlab.eval.outcomes import outcome_summary, render_outcomes, served, served_diffs
 from routerlab.eval.scoring import ExampleResult
-from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
 from tests.conftest import SPIDER_DEV_A
 
 COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"

@@ -13,8 +13,8 @@ import pytest
 from mlflow import MlflowClient
 
 from routerlab import routers
+from routerlab._runs.config import load_run_config
 from routerlab.agents.errors import UnknownComponentError
-from routerlab.config import load_run_config
 from routerlab.eval.tracking import MlflowSink
 from tests.eval.conftest import build_dataset
 

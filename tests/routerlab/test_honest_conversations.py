@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
+from routerlab._runs.selection import stratified_subset
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.example import Example
@@ -22,7 +23,6 @@ from routerlab.eval.metrics import rate, summarize
 from routerlab.eval.scorers.execution import ExecutionAccuracy
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.verdict import intervals_table
-from routerlab.selection import stratified_subset
 from tests.conftest import SPIDER_DEV_A
 
 COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"

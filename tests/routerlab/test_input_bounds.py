@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from routerlab import cli, routers
+from routerlab._runs.runner import MAX_ATTEMPTS, RunConfig
 from routerlab.agents.errors import ConfigError
 from routerlab.benchmarks.example import MAX_QUESTION_CHARS
 from routerlab.routers.rules import RulesRouter
-from routerlab.runner import MAX_ATTEMPTS, RunConfig
 
 
 def test_attempts_beyond_the_bound_are_refused_naming_the_option() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 from typer.testing import CliRunner
 
+from routerlab._runs.main_job import E2E_INTENTS, E2E_LIMIT, ROUTERS
 from routerlab.cli import app
 from routerlab.eval.store import ResultsStore
-from routerlab.main_job import E2E_INTENTS, E2E_LIMIT, ROUTERS
 
 
 def test_main_job_ends_with_a_verdict_in_narrow_tables(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 import mlflow
 from rich.console import Console
 
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm import resolve_lm
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import RunConfig
-from routerlab.session import SessionSpec, run_session
 
 
 def test_parent_run_carries_headline_metrics_and_the_comparison(tmp_path: Path) -> None:

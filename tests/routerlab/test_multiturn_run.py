@@ -16,6 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 import routerlab.benchmarks.builtin  # noqa: F401  (registers the built-in datasets)
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, conversation_units, run_router
+from routerlab._runs.selection import of_intents, stratified_subset
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field, requested_field
@@ -24,8 +26,6 @@ from routerlab.cli import app
 from routerlab.eval.conversation_metrics import conversation_summary
 from routerlab.eval.metrics import summarize
 from routerlab.eval.scoring import ExampleResult
-from routerlab.runner import RouterRun, RunConfig, build_scorers, conversation_units, run_router
-from routerlab.selection import of_intents, stratified_subset
 from tests.conftest import turn_result as _result
 
 EXAMPLES = dataset.build("builtin_conversations").examples

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from routerlab._runs.demo import make_demo_session
 from routerlab.agents.errors import ConfigError
-from routerlab.demo import make_demo_session
 from routerlab.eval import analysis
 from routerlab.project import candidates, locate
 

@@ -29,6 +29,8 @@ from langgraph.pregel import _retry
 from rich.console import Console
 from typer.testing import CliRunner
 
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
+from routerlab._runs.session import SessionResult, SessionSpec, load_dataset, run_session, select
 from routerlab.agents.db import database
 from routerlab.agents.faults import LM_SITE, FaultCall, FaultSpec, lm_fault
 from routerlab.agents.graph import PipelineConfig
@@ -38,8 +40,6 @@ from routerlab.cli import app
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.store import ResultsStore
 from routerlab.routers.support.ambiguity import clear_caches
-from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
-from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select
 
 FAULTS = FaultSpec(rate=0.2, seed=7)
 PIPE = PipelineConfig(retry_attempts=3, retry_initial_s=0.05, retry_backoff=2.0, tools=ToolSettings(sql_timeout_s=0.15))

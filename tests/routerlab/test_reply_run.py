@@ -12,11 +12,11 @@ import re
 
 import pytest
 
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.messages import text_of
 from routerlab.agents.lm.scripts import requested_field, sql_answer
 from routerlab.benchmarks.example import Example
-from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
 from tests.conftest import SPIDER_DEV_A
 
 CONCERT = SPIDER_DEV_A / "database" / "concert_singer" / "concert_singer.sqlite"

@@ -9,6 +9,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import routerlab.cli as cli
+from routerlab._runs.runner import DEADLINE_ERROR_CLASS, RunConfig
+from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.faults import FaultSpec
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import resolve_lm, scripted_lm
@@ -18,8 +20,6 @@ from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.tools import ToolSettings
 from routerlab.eval.store import ResultsStore
 from routerlab.routers import router
-from routerlab.runner import DEADLINE_ERROR_CLASS, RunConfig
-from routerlab.session import SessionSpec, run_session
 
 BIG = "SELECT i, repeat('x', 5000) AS s FROM range(500) AS t(i)"
 

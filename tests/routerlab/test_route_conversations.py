@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
 import routerlab.routers as routers_pkg
+from routerlab._routing_eval.decisions import first_decisions, gold_turn, predicted_turn, runs_sql, summary_table
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.agents.turn_history import turn_from_trace
 from routerlab.benchmarks.dataset import dataset
 from routerlab.cli import app
-from routerlab.route_eval import first_decisions, gold_turn, predicted_turn, runs_sql, summary_table
 from tests.conftest import SPIDER_DEV_A
 
 COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"
@@ -93,7 +93,7 @@ def test_follow_up_sees_the_exact_gold_history(cosql, seen):
 
 def test_gold_turn_is_the_turn_a_pipeline_run_leaves(cosql):
     """A real pipeline run that answers turn 1 right leaves the turn ``gold_turn`` builds."""
-    from routerlab.runner import RouterRun, RunConfig, build_scorers, run_router
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
 
     e = next(x for x in cosql if x.conversation == "cosql-dev-0000" and x.turn == 1)
 
@@ -194,7 +194,7 @@ def test_compare_of_a_route_session_over_conversations_shows_no_end_to_end_table
 
 
 def test_the_diversion_line_counts_data_questions_sent_away_and_where():
-    from routerlab.route_eval import FirstDecision, diversion_line
+    from routerlab._routing_eval.decisions import FirstDecision, diversion_line
 
     def fd(i: int, gold: str, predicted: str | None) -> FirstDecision:
         return FirstDecision(f"e{i}", gold, predicted, predicted == gold, "m", 0, 0, 0, 0.0, None)

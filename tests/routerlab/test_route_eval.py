@@ -8,10 +8,10 @@ import re
 import pytest
 
 from routerlab import routers
+from routerlab._routing_eval.decisions import first_decisions, intent_confusion, summary_table
+from routerlab._runs.selection import schedule
 from routerlab.benchmarks.builtin import load_builtin
-from routerlab.route_eval import first_decisions, intent_confusion, summary_table
 from routerlab.routers.baselines import OracleRouter
-from routerlab.selection import schedule
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_route_reads_dataset_arguments_from_a_run_config(tmp_path):
 
 def test_the_console_table_is_compact_and_leaves_out_absent_intents(dev):
     """route's console table: one short line per router, no NaN, intents absent from the set left out."""
-    from routerlab.route_eval import summary_text
+    from routerlab._routing_eval.decisions import summary_text
 
     no_chat = [e for e in dev if e.intent not in ("chat", "explain")]
     by_router = {r: first_decisions(r, {}, no_chat, None) for r in ("rules", "oracle", "random")}

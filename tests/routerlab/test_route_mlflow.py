@@ -17,12 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 import routerlab
+from routerlab._routing_eval.decisions import FirstDecision
+from routerlab._routing_eval.tracking import RouteTracking
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import load_dataset
 from routerlab.cli import app
 from routerlab.eval.tracking import DECISIONS_CSV, KIND_ROUTE_PARENT, KIND_ROUTE_RUN
-from routerlab.route_eval import FirstDecision
-from routerlab.route_tracking import RouteTracking
-from routerlab.runner import RunConfig
-from routerlab.session import load_dataset
 from tests.conftest import SPIDER_DEV_A
 
 #: summary_table column -> child metric (the rest of the mapping is route_eval._METRIC_OF_COLUMN)

@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 import routerlab
+from routerlab._routing_eval.stored import FIRST_DECISION
+from routerlab._routing_eval.tracking import routing_rates_from_mlflow
+from routerlab._runs.main_job import ROUTERS
 from routerlab.cli import app
 from routerlab.eval.store import ROUTING, ResultsStore
-from routerlab.main_job import ROUTERS
-from routerlab.route_results import FIRST_DECISION
-from routerlab.route_tracking import routing_rates_from_mlflow
 
 
 def _invoke(*args: str) -> str:

@@ -11,13 +11,13 @@ import re
 import pytest
 from rich.console import Console
 
-from routerlab import session_plan
+from routerlab._runs import session_plan
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import SessionSpec, new_session_id, run_session
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import RunConfig
-from routerlab.session import SessionSpec, new_session_id, run_session
 
 
 def _lm():

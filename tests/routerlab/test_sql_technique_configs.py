@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from routerlab.config import load_run_config
+from routerlab._runs.config import load_run_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "docs" / "configs"
 

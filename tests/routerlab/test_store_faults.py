@@ -16,7 +16,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from routerlab import cli, session_live
+from routerlab import cli
+from routerlab._runs import session_live
 from routerlab.cli import app
 from routerlab.eval.store import ResultsStore, StoreDamagedError
 

@@ -15,8 +15,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+from routerlab._routing_eval.decisions import first_decisions
 from routerlab.benchmarks.loaders.table import load_jsonl
-from routerlab.route_eval import first_decisions
 
 ROOT = Path(__file__).resolve().parents[2]
 HAND_WRITTEN = ROOT / "tests" / "data" / "unanswerable_spider_dev_a.jsonl"

@@ -452,8 +452,8 @@ def test_a_ping_pong_is_stopped_and_scored_as_a_failure(sales_db):
 
 
 def test_a_ping_pong_in_a_run_is_a_scored_failure_not_a_crash(sales_db):
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
     from routerlab.benchmarks.example import Example
-    from routerlab.runner import RouterRun, RunConfig, build_scorers
 
     config = RunConfig(lm="scripted")
     example = Example(
@@ -498,12 +498,12 @@ def test_a_request_that_can_be_handed_back_leaves_a_valid_trace_on_the_embedded_
     from mlflow import MlflowClient
     from mlflow.entities import SpanType
 
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
     from routerlab.agents.lm import resolve_lm
     from routerlab.benchmarks.dataset import Dataset
     from routerlab.benchmarks.example import Example
     from routerlab.eval.tracking import MlflowSink
     from routerlab.routers.handoff import INSTRUCTIONS
-    from routerlab.runner import RouterRun, RunConfig, build_scorers
 
     triage = INSTRUCTIONS["triage"] + "\nUntil an agent hands the request back, always call transfer_to_sql first."
     config = RunConfig(lm="local:0.5b")

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
 from routerlab import routers
+from routerlab._routing_eval.decisions import gold_turn
 from routerlab.agents.db import open_database
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.routing import RouterEnv
@@ -26,7 +27,6 @@ from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.turn_history import Turn
 from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 from routerlab.benchmarks.dataset import dataset
-from routerlab.route_eval import gold_turn
 from routerlab.routers.llm import to_openai_messages
 from routerlab.routers.support.reply import as_reply, read_reply
 from tests.conftest import SPIDER_DEV_A

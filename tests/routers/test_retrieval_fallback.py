@@ -142,10 +142,10 @@ def test_add_new_is_the_state_reducer():
 def test_the_fallback_reaches_the_mlflow_decision_span(no_embedding_model, sales_db, tmp_path):
     from mlflow import MlflowClient
 
+    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
     from routerlab.benchmarks.dataset import Dataset
     from routerlab.benchmarks.example import Example
     from routerlab.eval.tracking import MlflowSink
-    from routerlab.runner import RouterRun, RunConfig, build_scorers
 
     config = RunConfig(lm="scripted")
     run = RouterRun("retrieval", {"index": "embedding", "k": 3}, chain_lm(), config, build_scorers(config))

@@ -273,9 +273,9 @@ def test_rules_route_every_real_cosql_turn_with_its_gold_history():
     routed with no conversation. Nothing here says which decision is right.
     """
     import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
+    from routerlab._routing_eval.decisions import first_decisions
     from routerlab.agents.lm import resolve_lm
     from routerlab.benchmarks.dataset import dataset
-    from routerlab.route_eval import first_decisions
 
     cosql = SPIDER_DEV_A.parent / "cosql-dev-a"
     if not (cosql / "dev.json").is_file() or not DATABASES.is_dir():

@@ -19,6 +19,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from routerlab._runs.runner import DEADLINE_ERROR_CLASS, RunConfig
+from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.graph import PipelineConfig
 from routerlab.agents.lm.deadline import (
     CallDeadlineExceeded,
@@ -28,8 +30,6 @@ from routerlab.agents.lm.deadline import (
 )
 from routerlab.agents.lm.resolve import resolve_lm
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import DEADLINE_ERROR_CLASS, RunConfig
-from routerlab.session import SessionSpec, run_session
 
 
 @pytest.fixture

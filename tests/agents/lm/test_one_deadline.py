@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm.deadline import CallDeadlineExceeded, deadline_scope
 from routerlab.agents.lm.provider_scoring import LogprobScorer
 from routerlab.agents.lm.resolve import resolve_lm
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import RunConfig
-from routerlab.session import SessionSpec, run_session
 
 
 @dataclass

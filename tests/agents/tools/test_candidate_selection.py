@@ -14,6 +14,7 @@ import pytest
 from dspy import lm15 as L
 
 from routerlab import routers
+from routerlab._runs.config import load_run_config
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import LMError, ToolError
 from routerlab.agents.graph import Pipeline, PipelineConfig
@@ -24,7 +25,6 @@ from routerlab.agents.lm.messages import request_to_chat
 from routerlab.agents.tools import ToolSettings
 from routerlab.agents.tools.framing import CHAT_MAX_TOKENS
 from routerlab.agents.tools.selection import Candidate, Selection, select, vote
-from routerlab.config import load_run_config
 
 COUNT_ALL = "SELECT count(*) FROM singer"  # 6
 COUNT_FRANCE = "SELECT count(*) FROM singer WHERE Country = 'France'"  # 4

@@ -10,6 +10,7 @@ import dspy
 import pytest
 
 from routerlab import routers
+from routerlab._runs.config import load_run_config
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import scripted_lm
@@ -17,7 +18,6 @@ from routerlab.agents.lm.messages import text_of
 from routerlab.agents.tools import ToolSettings
 from routerlab.agents.tools import sql_program as sp
 from routerlab.agents.tools.sql_program import SQLProgram, load_sql_program, schemaless, sql_program_record
-from routerlab.config import load_run_config
 
 #: the built-in database's schema, as a demo bootstrapped on it carries it before it is cut
 BUILTIN_SCHEMA = "CREATE TABLE service_areas (  -- 40 rows\n  area_id INTEGER PRIMARY KEY\n);"

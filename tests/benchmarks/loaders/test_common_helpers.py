@@ -67,9 +67,9 @@ def test_conversation_and_release_examples_carry_their_golds_hardness():
 
 def test_a_file_that_is_not_utf8_is_named_with_the_offset_of_its_bad_byte(tmp_path: Path):
     # one home (errors.not_utf8) for the dataset readers and the config reader: same found and fix
+    from routerlab._runs.config import read_mapping_file
     from routerlab.agents.errors import ConfigError
     from routerlab.benchmarks.loaders._common import read_csv, read_json, read_jsonl
-    from routerlab.config import read_mapping_file
 
     cases = [
         (read_json, "d.json", b'{"q": "caf\xe9"}', DatasetError, "a UTF-8 encoded JSON file", 10),

@@ -148,8 +148,8 @@ def test_db_dir_elsewhere(tmp_path):
     assert {Path(e.db_path) for e in ds.examples} == {(elsewhere / "poker_player" / "poker_player.sqlite").resolve()}
     assert ds.meta["db_dir"] == str(elsewhere.resolve())
     # and through a run config's dataset_args
-    from routerlab.config import load_run_config
-    from routerlab.session import load_dataset
+    from routerlab._runs.config import load_run_config
+    from routerlab._runs.session import load_dataset
 
     config = load_run_config(None, dataset="sparc", dataset_path=str(folder), db_dir=str(elsewhere))
     assert config.dataset_args == {"path": str(folder), "db_dir": str(elsewhere)}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
+from routerlab._routing_eval.decisions import first_decisions, gold_turn
 from routerlab.agents.errors import ConfigError, UnknownComponentError
 from routerlab.agents.lm.scoring import ChoiceScores
 from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply, scripted_lm
@@ -33,7 +34,6 @@ from routerlab.fit.dspy_choice import (
 )
 from routerlab.fit.objective import routing_score
 from routerlab.fit.optimize import holdout_split, to_dspy_examples
-from routerlab.route_eval import first_decisions, gold_turn
 from routerlab.routers.dspy_router import RouteProgram
 from routerlab.routers.support.turns import without_pleasantries
 from tests.conftest import SPIDER_DEV_A

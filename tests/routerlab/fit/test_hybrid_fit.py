@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from routerlab._routing_eval.decisions import FirstDecision
+from routerlab._runs.selection import schedule
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.fit.hybrid_fit import fit_hybrid, hybrid_decisions, hybrid_grid
-from routerlab.route_eval import FirstDecision
-from routerlab.selection import schedule
 
 
 def _d(eid: str, gold: str, predicted: str, conf: float, method: str = "hybrid:logprob", error=None) -> FirstDecision:
@@ -81,8 +81,8 @@ def test_grid_ends_are_the_parts_alone_and_asking_grows_with_the_threshold(rows)
 @pytest.mark.model
 def test_the_fitted_rule_matches_the_real_router_on_the_embedded_model():
     """hybrid run with a pair decides what the two parts' decisions say it would."""
+    from routerlab._routing_eval.decisions import first_decisions
     from routerlab.agents.lm import resolve_lm
-    from routerlab.route_eval import first_decisions
 
     examples = schedule(load_builtin().split("dev"))[:10]
     model = resolve_lm("local:0.5b")

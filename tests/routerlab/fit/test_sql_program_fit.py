@@ -193,11 +193,11 @@ def test_a_tiny_program_compiled_on_the_embedded_model_answers_a_built_in_questi
 def test_a_session_records_the_program_and_its_config_rebuilds_the_run(compiled, tmp_path):
     from rich.console import Console
 
+    from routerlab._runs.config import load_run_config
+    from routerlab._runs.runner import RunConfig
+    from routerlab._runs.session import SessionSpec, run_session
     from routerlab.agents.tools.sql_program import sql_program_digest
-    from routerlab.config import load_run_config
     from routerlab.eval.store import ResultsStore
-    from routerlab.runner import RunConfig
-    from routerlab.session import SessionSpec, run_session
 
     _, out, *_ = compiled
     tools = ToolSettings(sql_framing="program", sql_program=str(out), sql_output="extract")

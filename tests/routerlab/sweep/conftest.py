@@ -208,7 +208,7 @@ def _warm_task() -> Callable[[int, str, float], int]:
         import os as _os
         import time as _time
 
-        import routerlab.session  # noqa: F401  (the imports of a cell's first example, paid here)
+        import routerlab._runs.session  # noqa: F401  (the imports of a cell's first example, paid here)
 
         open(_os.path.join(barrier, str(_os.getpid())), "w").close()
         deadline = _time.monotonic() + wait_s

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import load_dataset, select
 from routerlab.eval.store import ResultsStore
-from routerlab.runner import RunConfig
-from routerlab.session import load_dataset, select
 from routerlab.stub_lm import LatencyServer
 from routerlab.sweep import LocalExecutor, RayExecutor, SweepResult, SweepSpec, load_sweep, sweep_results
 from routerlab.sweep.mlflow_server import READY_TIMEOUT_ENV

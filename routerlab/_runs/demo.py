@@ -75,9 +75,9 @@ def make_demo_session(
     # imported only to run: the runner pulls in LangGraph, DSPy and MLflow, which reuse needs not
     from rich.console import Console
 
+    from routerlab._runs.runner import RunConfig
+    from routerlab._runs.session import SessionSpec, run_session
     from routerlab.agents.lm import scripted_lm
-    from routerlab.runner import RunConfig
-    from routerlab.session import SessionSpec, run_session
 
     store_path = str(directory / "results.duckdb")
     tracking_uri = f"sqlite:///{directory / 'mlflow.db'}"

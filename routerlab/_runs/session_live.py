@@ -20,14 +20,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from routerlab._runs.runner import DEADLINE_ERROR_CLASS, RouterRun, run_router
+from routerlab._runs.session_close import close_run, close_unstarted
+from routerlab._runs.session_plan import Live
 from routerlab.agents.faults import summarize_calls
 from routerlab.agents.signals import is_stop, shield
 from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS
 from routerlab.eval.metrics import gold_failure_line
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.runner import DEADLINE_ERROR_CLASS, RouterRun, run_router
-from routerlab.session_close import close_run, close_unstarted
-from routerlab.session_plan import Live
 
 __all__ = ["CRASH_FAILURE_SHARE", "crash_verdict", "run_all"]
 

@@ -6,8 +6,8 @@ each example completes. ``--resume SESSION`` reruns only the examples that have 
 
 Every way a session stops (a signal, an error, a full or busy store, a deadline) closes the same
 runs in both stores and leaves a resumable session: :func:`run_session` handles them side by side
-here; the plan and the runs' registration are in :mod:`routerlab.session_plan`, the live run in
-:mod:`routerlab.session_live`, closing in :mod:`routerlab.session_close`.
+here; the plan and the runs' registration are in :mod:`routerlab._runs.session_plan`, the live run in
+:mod:`routerlab._runs.session_live`, closing in :mod:`routerlab._runs.session_close`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from typing import Any
 
 from rich.console import Console
 
-from routerlab.agents.signals import is_stop, shield
-from routerlab.eval.store import StoreBusyError
-from routerlab.session_close import close_quietly, close_unstarted, fail, finish_parent, tracking_failure
-from routerlab.session_live import crash_verdict, run_all
-from routerlab.session_plan import (
+from routerlab._runs.session_close import close_quietly, close_unstarted, fail, finish_parent, tracking_failure
+from routerlab._runs.session_live import crash_verdict, run_all
+from routerlab._runs.session_plan import (
     Live,
     SessionResult,
     SessionSpec,
@@ -33,11 +31,13 @@ from routerlab.session_plan import (
     plan_session,
     select,
 )
-from routerlab.session_spec import (
+from routerlab._runs.session_spec import (
     check_resume,
     parse_routers,
     recorded_session,
 )
+from routerlab.agents.signals import is_stop, shield
+from routerlab.eval.store import StoreBusyError
 
 __all__ = [
     "SessionResult",

@@ -17,13 +17,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from routerlab._routing_eval.decisions import FirstDecision
 from routerlab.agents.trace import Usage
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scoring import ExampleResult, Score, did_run
 from routerlab.eval.store import ROUTING, ResultsStore, part_run_id
 from routerlab.eval.verdict import AxisVerdict, axis_verdict
-from routerlab.route_eval import FirstDecision
 
 __all__ = ["FIRST_DECISION", "ROUTING_AXIS", "decision_result", "routing_verdict", "store_decisions"]
 

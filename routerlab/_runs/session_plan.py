@@ -4,7 +4,7 @@ Every input is checked before anything is written, then every run is created in 
 transaction.
 
 :class:`SessionSpec` (what to run) and :class:`SessionResult` (what it produced) are defined here,
-with :class:`Live`, what the runs of a session share while it runs (:mod:`routerlab.session_live`).
+with :class:`Live`, what the runs of a session share while it runs (:mod:`routerlab._runs.session_live`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,12 @@ from typing import Any
 
 from rich.console import Console
 
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
+from routerlab._runs.selection import of_intents, schedule, stratified_subset
+from routerlab._runs.session_spec import (
+    session_runs,
+    unknown_session,
+)
 from routerlab.agents.errors import ConfigError, RunError
 from routerlab.agents.faults import FaultCall
 from routerlab.agents.registry import component_spec
@@ -30,12 +36,6 @@ from routerlab.benchmarks.dbcheck import BadDatabase, bad_databases_error, check
 from routerlab.benchmarks.example import Example
 from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 from routerlab.eval.scoring import ExampleResult
-from routerlab.runner import RouterRun, RunConfig, build_scorers
-from routerlab.selection import of_intents, schedule, stratified_subset
-from routerlab.session_spec import (
-    session_runs,
-    unknown_session,
-)
 
 __all__ = [
     "Live",

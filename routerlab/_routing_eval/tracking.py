@@ -11,7 +11,7 @@
 * a **child** per router (``<router> | <lm>``, tag ``routerlab.kind = route-run``, nested under the
   parent): params as ``run`` logs them (``router.name``, ``router.args.*`` with defaults applied,
   ``lm.spec``, ``dataset.*`` with the split) plus ``config.*`` (dataset, dataset_args, split,
-  limit, lm, history, route); metrics :func:`routerlab.route_eval.route_metrics`; artifact
+  limit, lm, history, route); metrics :func:`routerlab._routing_eval.decisions.route_metrics`; artifact
   ``decisions.csv`` (the rows ``--out`` writes).
 
 A child is closed as soon as its router has decided every example; an error or Ctrl-C closes the
@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from routerlab._routing_eval.decisions import FirstDecision, decisions_frame, route_metrics
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.tracking import (
     DECISIONS_CSV,
@@ -36,7 +37,6 @@ from routerlab.eval.tracking import (
     check_tracking_store,
     resolve_tracking_uri,
 )
-from routerlab.route_eval import FirstDecision, decisions_frame, route_metrics
 
 __all__ = ["HEADLINE", "RouteTracking", "routing_rates_from_mlflow"]
 

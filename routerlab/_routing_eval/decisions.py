@@ -254,9 +254,9 @@ def first_decisions(
         ConfigError: An unknown ``history``.
     """
     from routerlab import routers
+    from routerlab._runs.runner import conversation_units
     from routerlab.agents.graph import Pipeline
     from routerlab.benchmarks.loaders._common import check_choice
-    from routerlab.runner import conversation_units
 
     keep = HISTORIES[check_choice("history", history, tuple(HISTORIES))]
     built = router if router is not None else routers.router.build(router_name, **router_args)

@@ -1,7 +1,7 @@
 """Run settings from CLI options and an optional YAML/JSON config file.
 
 Precedence: an option given on the command line, then the config file, then ``defaults`` (the
-CLI's own defaults), then :class:`~routerlab.runner.RunConfig`'s. Every value read from a file
+CLI's own defaults), then :class:`~routerlab._runs.runner.RunConfig`'s. Every value read from a file
 is checked against the type its setting declares before anything runs, and the error names the
 file and the key.
 """
@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
+from routerlab._runs.runner import RunConfig
 from routerlab.agents.errors import ConfigError, UnknownComponentError, not_utf8
 from routerlab.agents.faults import FaultSpec, parse_fault_spec
 from routerlab.agents.graph import PipelineConfig
 from routerlab.agents.tools import ToolSettings
-from routerlab.runner import RunConfig
 
 __all__ = ["RUN_FIELDS", "check_keys", "check_values", "load_run_config", "read_mapping_file"]
 

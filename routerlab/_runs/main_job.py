@@ -18,7 +18,7 @@ call, so the job splits the question in two:
 
 and ends with :func:`routerlab.eval.verdict.render_verdict` over both. Both parts are one session
 of the results store: the routing part's first decisions as runs ``<session>.routing.<router>``
-(:mod:`routerlab.route_results`; in MLflow under the parent ``route <session>.routing``), the end
+(:mod:`routerlab._routing_eval.stored`; in MLflow under the parent ``route <session>.routing``), the end
 to end part as ``<session>.<router>``, so ``routerlab compare <session>``, the report and
 :func:`routerlab.load` show all of it with the numbers printed here. The routers and sizes are
 the constants below. Options that pick the data or the LM (``--dataset``, ``--split``,
@@ -38,10 +38,10 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from routerlab._routing_eval.decisions import FirstDecision, first_decisions, summary_table
+from routerlab._runs.session import SessionResult, SessionSpec, load_dataset, run_session, select
 from routerlab.app.defaults import DEFAULT_ROUTERS
 from routerlab.eval.verdict import AxisVerdict, render_verdict, verdicts_from_results
-from routerlab.route_eval import FirstDecision, first_decisions, summary_table
-from routerlab.session import SessionResult, SessionSpec, load_dataset, run_session, select
 
 __all__ = ["E2E_INTENTS", "E2E_LIMIT", "ROUTERS", "MainJobResult", "run_main_job"]
 
@@ -77,7 +77,7 @@ class MainJobResult:
 
 def _routing_table(comparison: Any, verdict: AxisVerdict | None, ms: Mapping[str, float], split: str) -> Table:
     """Routers sorted by accuracy: accuracy with its interval, cost per decision (as ``compare`` shows them)."""
-    from routerlab.route_results import FIRST_DECISION
+    from routerlab._routing_eval.stored import FIRST_DECISION
 
     n = max((r.n for r in comparison.runs), default=0)
     table = Table(title=f"Routing: first decisions on {n} {split} requests")
@@ -144,13 +144,13 @@ def _part_configs(settings: Mapping[str, Any]) -> tuple[Any, Any]:
     """The routing part's and the end-to-end part's run configs, the caller's settings over the job's.
 
     ``limit`` means what it means in ``run`` and ``route``: the requests taken from the set
-    (:func:`routerlab.session.select`: stratified by intent, conversations whole and spread over
+    (:func:`routerlab._runs.session.select`: stratified by intent, conversations whole and spread over
     databases). The routing part decides all of them (default: the whole split); the end-to-end
     part runs at most :data:`E2E_LIMIT` (one per intent of :data:`E2E_INTENTS`). Settings that
     only a whole-pipeline run has (scorers, attempts, faults, deadline, concurrency) go to the
     end-to-end part.
     """
-    from routerlab.config import load_run_config
+    from routerlab._runs.config import load_run_config
 
     data = {k: settings.get(k) for k in _DATA_SETTINGS}
     rest = {k: v for k, v in settings.items() if k not in _DATA_SETTINGS and k != "limit"}
@@ -188,14 +188,14 @@ def run_main_job(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from routerlab._routing_eval.stored import FIRST_DECISION, routing_verdict, store_decisions
+    from routerlab._routing_eval.tracking import RouteTracking
+    from routerlab._runs.session import new_session_id
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.registry import component_spec
     from routerlab.eval.compare import compare_runs
     from routerlab.eval.store import ROUTING, ResultsStore
-    from routerlab.route_results import FIRST_DECISION, routing_verdict, store_decisions
-    from routerlab.route_tracking import RouteTracking
     from routerlab.routers import router as registry
-    from routerlab.session import new_session_id
 
     routing_config, e2e_config = _part_configs(settings or {})
     dataset = load_dataset(routing_config)

@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from routerlab._runs.runner import RunConfig
 from routerlab.agents.errors import ConfigError
-from routerlab.runner import RunConfig
 
 __all__ = [
     "RESUME_MAY_CHANGE",
@@ -88,7 +88,7 @@ def _with_defaults(recorded: Any, defaults: Any) -> Any:
     """``recorded`` with every key it lacks taken from ``defaults``, at every depth.
 
     A session written before a setting existed (``pipeline.call_timeout_s``, say) has no value for
-    it; it is read as that setting's default, as :func:`routerlab.config.load_run_config` reads
+    it; it is read as that setting's default, as :func:`routerlab._runs.config.load_run_config` reads
     it, so the session stays resumable. A key both hold keeps its recorded value.
     """
     if not (isinstance(recorded, dict) and isinstance(defaults, dict)):

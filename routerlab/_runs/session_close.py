@@ -10,12 +10,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from routerlab._runs.resume import resume_command
+from routerlab._runs.runner import RouterRun
+from routerlab._runs.session_plan import Live, SessionResult, SessionSpec
 from routerlab.agents.errors import ConfigError, RouterlabError
 from routerlab.agents.signals import is_stop, shield
 from routerlab.eval.scoring import ExampleResult
-from routerlab.resume import resume_command
-from routerlab.runner import RouterRun
-from routerlab.session_plan import Live, SessionResult, SessionSpec
 
 __all__ = [
     "close_quietly",
