@@ -227,7 +227,9 @@ def present(event: dict[str, Any], state_summary: dict[str, Any], echo: dict[str
         ``sub_status``, ``state_summary`` and the echoed fields; a completed event's
         ``answer``/``rows``/``columns``/``row_count``/``summary`` become seed 002's
         ``response``, ``query_result`` and ``summary``, with its ``question_type``,
-        ``classification_info`` and ``routing_mode``; an error event gains ``error`` (its
+        ``classification_info`` and ``routing_mode``; a ``classify_question`` progress event
+        carries the ``question_type`` and ``classification_info`` of its decision (``UNCERTAIN``
+        before the router decided); an error event gains ``error`` (its
         message), seed 002's ``error_type`` (routerlab's class stays in ``error_class``) and the
         state summary's ``sql`` and ``validation_error_type``. ``execution_path`` is the seed's
         nodes in order; the graph's path of a final event stays in ``graph_path``.
@@ -259,6 +261,10 @@ def present(event: dict[str, Any], state_summary: dict[str, Any], echo: dict[str
             "classification_info": classification,
             "routing_mode": summary.get("routing_mode"),
         }
+    elif node == "classify_question":
+        # seed 002's classify_question reports its result: question_type, confidence, method
+        classification = _classification(data.get("route"))
+        extra |= {"question_type": classification["question_type"], "classification_info": classification}
     elif data["type"] == "error":
         error_class = data.get("error_type") or "error"
         error_type = SEED_ERROR_TYPES.get(str(data.get("rule") or ""), error_class)

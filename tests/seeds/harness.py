@@ -50,7 +50,7 @@ _FENCE = re.compile(r"^```[ \t]*python[ \t]*\n(.*?)^```", re.M | re.S)
 _FROM = re.compile(r"^(\s*)from\s+([\w.]+)\s+import\s+(.+?)\s*$")
 _IMPORT = re.compile(r"^(\s*)import\s+([\w.]+)(\s+as\s+\w+)?\s*$")
 
-Kind = Literal["run", "substituted", "names", "not_runnable"]
+Kind = Literal["run", "substituted", "names"]
 
 
 @dataclass(frozen=True)
@@ -75,14 +75,16 @@ class Status:
     Attributes:
         fp: :func:`fingerprint` of the example's text when its status was decided.
         kind: ``run`` (unchanged but for imports and LM), ``substituted`` (run with the
-            documented change ``why``), ``names`` (a fragment: the names it uses are checked
-            against routerlab), ``not_runnable`` (why).
-        why: The substitution, or why it cannot run, in one line (docs/seeds.md repeats it).
+            documented change ``why``), ``names`` (a fragment: the names it uses are found in it
+            and resolved against routerlab, and its check drives their behaviour).
+        why: The substitution, in one line (docs/seeds.md repeats it).
         replace: Text replacements of a ``substituted`` example (``(seed text, run text)``).
         prelude: Code run before a ``substituted`` example, defining names the seed leaves
             undefined.
         names: For ``names``: ``{seed name: "module:attribute"}`` of routerlab's counterpart.
-        check: Called with the namespace after the example ran: the test's assertions.
+        check: The row's assertions, called with the namespace after the example ran (a
+            fragment's: with its context, the DuckDB file and its text); a fragment's check
+            says what it checks in its docstring's first line (docs/seeds.md repeats it).
     """
 
     fp: str

@@ -2,8 +2,10 @@
 
 Only import lines change (``tests/seeds/harness.py``: ``IMPORTS``) and the seeds' LMs become
 scripted ones (``tests/seeds/lms.py``); a row marked ``substituted`` says what else changed and
-why; fragments that only show a signature are checked for the routerlab names they use; rows
-marked ``not_runnable`` say why. docs/seeds.md lists the same rows.
+why. A fragment (a signature, pseudo-code, an excerpt of the seed's own application) has its
+names found in it and resolved against routerlab, and a check that drives their behaviour on
+real components (``tests/seeds/pipeline_checks.py``); a sample of rows is run again with its
+feature removed and must fail. docs/seeds.md lists the same rows.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import re
+import sys
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,7 +27,9 @@ from pydantic import BaseModel
 
 from routerlab.agents import common_agent, prebuilt
 from routerlab.agents.lm import scripted_lm
-from routerlab.agents.state import PipelineState, add_new
+from routerlab.agents.retry import SEED_RETRY_POLICY
+from routerlab.agents.state import add_new
+from routerlab.agents.store import MemoryStore
 from routerlab.agents.swarm import (
     DEFAULT_AGENT_NAME,
     Agent,
@@ -31,14 +37,20 @@ from routerlab.agents.swarm import (
     ControllerResponse,
     FunctionTool,
     MaxTurns,
+    MCPServer,
     RoundTeam,
     SwarmEvent,
+    SwarmEventType,
     function_tool,
 )
+from routerlab.agents.swarm import runner as runner_module
 from routerlab.agents.swarm.runner import NEED_MORE_STEPS
 from routerlab.agents.tools import DEFAULT_TOOLS
+from routerlab.agents.tools import index as tool_index_module
 from routerlab.agents.tools.index import FunctionIndex, retrieval_form, tool_store
-from tests.seeds import lms
+from tests.agents.swarm.mcp_process import free_port, http_server
+from tests.seeds import lms, mcp_seed
+from tests.seeds import pipeline_checks as checks
 from tests.seeds.harness import Example, Status, examples, fingerprint, names_used, resolve, run_session, seeds_dir
 
 pytestmark = pytest.mark.skipif(
@@ -141,6 +153,53 @@ def _c003_result_context(ns: dict[str, Any]) -> None:
     assert ns["result"].context_variables == {"current_time": "2024/09/02"}
 
 
+def _c003_mcp_server(ns: dict[str, Any]) -> None:
+    """The seed's server, run as a real process over stdio and over streamable HTTP on loopback."""
+    listed = asyncio.run(ns["mcp"].list_tools())  # the example's own FastMCP object
+    assert [t.name for t in listed] == ["get_weather"]
+
+    async def call(params: dict[str, Any]) -> tuple[list[str], str]:
+        async with MCPServer(params) as server:
+            return [t.name for t in server.tools], await server.acall_tool("get_weather", {"city": "西安"})
+
+    expected = {
+        "city": "西安",
+        "temperature_high": 20,
+        "temperature_low": 18,
+        "temperature_unit": "C",
+        "weather": "sunny",
+    }
+    names, text = asyncio.run(call({"command": sys.executable, "args": [mcp_seed.seed_server_file()]}))
+    assert names == ["get_weather"] and json.loads(text) == expected
+    port = free_port()
+    with http_server(mcp_seed.http_argv(port), port) as url:
+        names, text = asyncio.run(call({"url": url}))
+    assert names == ["get_weather"] and json.loads(text) == expected
+
+
+def _c003_mcp_agent(ns: dict[str, Any]) -> None:
+    """``await controller.run(agent, ...)`` with the seed's server: its tool called over MCP, traced."""
+    runs: list[ControllerResponse] = []
+
+    class Recorded(Controller):
+        async def run(self, agent: Any, message: Any) -> ControllerResponse:
+            runs.append(await super().run(agent, message))
+            return runs[-1]
+
+    ns["Controller"] = Recorded  # main() builds the seed's Controller(): recorded here
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        asyncio.run(ns["main"]())
+    assert out.getvalue().strip() == "Answer to: 帮我查询南京今天的天气"
+    events = runs[0].swarm.events
+    kinds = [e.type for e in events]
+    assert SwarmEventType.MCP_TOOL_CALL in kinds and SwarmEventType.TOOL_CALL not in kinds
+    call = next(e for e in events if e.type is SwarmEventType.MCP_TOOL_CALL)
+    assert call.data["name"] == "get_weather" and call.data["args"] == {"city": lms.ARGUMENT_VALUE}
+    result = next(e for e in events if e.type is SwarmEventType.TOOL_RESULT)
+    assert json.loads(result.data["value"])["city"] == lms.ARGUMENT_VALUE and result.data["status"] == "success"
+
+
 def _c003_trace(ns: dict[str, Any]) -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -203,15 +262,18 @@ SEED_003: dict[int, Status] = {
     12: Status("dd780580d6", "run", check=_c003_context_tool),
     13: Status("ae8b8af8d1", "run", check=_c003_context_tool_dict),
     14: Status("1fc1bd9759", "run", check=_c003_result_context),
-    15: Status(
-        "84d620519d",
-        "not_runnable",
-        "an MCP server (the `mcp` SDK, a stdio server process); routerlab has no MCP support",
-    ),
+    15: Status("84d620519d", "run", check=_c003_mcp_server),
     16: Status(
         "b0105ea95d",
-        "not_runnable",
-        "`MCPServer` starts the MCP server above through `uv`; routerlab has no MCP client",
+        "substituted",
+        "`uv --directory examples/agent run mcp_server.py` becomes this environment's Python on the server "
+        "example above, written unchanged to a temporary `mcp_server.py` (no `uv`, no `examples/` folder here)",
+        replace=(
+            ("'command': 'uv'", "'command': sys.executable"),
+            ("['--directory', 'examples/agent', 'run', 'mcp_server.py']", "[MCP_SERVER_FILE]"),
+        ),
+        prelude="import sys\nfrom tests.seeds.mcp_seed import seed_server_file\nMCP_SERVER_FILE = seed_server_file()\n",
+        check=_c003_mcp_agent,
     ),
     17: Status("15a7b3dbec", "run", check=_c003_trace),
     18: Status(
@@ -260,6 +322,7 @@ def _react(tools: list[Any], **kwargs: Any) -> prebuilt.ReactAgent:
 
 
 def _c004_agent_state(_: dict[str, Any]) -> None:
+    """``AgentState``: ``add_messages`` messages; ``remaining_steps`` counts down and stops tools below 2."""
     hints = _fields(prebuilt.AgentState)
     assert prebuilt.add_messages in hints["messages"].__metadata__  # the seed's reducer
     assert typing.get_args(hints["remaining_steps"]) == (int,)  # NotRequired[int]
@@ -273,6 +336,8 @@ def _c004_agent_state(_: dict[str, Any]) -> None:
 
 
 def _c004_structured_state(_: dict[str, Any]) -> None:
+    """``structured_response``: the response format's object at the end of a run."""
+
     class Weather(BaseModel):
         city: str
 
@@ -291,6 +356,7 @@ def _c004_structured(ns: dict[str, Any]) -> None:
 
 
 def _c004_tool_call(_: dict[str, Any]) -> None:
+    """``ToolCall`` dicts in an ``AIMessage``, answered by a ``ToolMessage`` of the same id and a status."""
     hints = _fields(prebuilt.ToolCall)
     assert hints["name"] is str and hints["id"] is str and hints["type"] == typing.Literal["tool_call"]
     out = _react([_weather]).invoke({"messages": ["天气?"]})
@@ -303,6 +369,7 @@ def _c004_tool_call(_: dict[str, Any]) -> None:
 
 
 def _c004_markers(_: dict[str, Any]) -> None:
+    """``InjectedState`` is a read-only copy (a write is an error message), ``InjectedStore`` read-write."""
     assert prebuilt.InjectedState() is prebuilt.InjectedState
     assert prebuilt.InjectedStore() is prebuilt.InjectedStore
 
@@ -340,6 +407,7 @@ def _c004_injected(ns: dict[str, Any]) -> None:
 
 
 def _c004_retry_policy(_: dict[str, Any]) -> None:
+    """``RetryPolicy``'s fields and the seed's defaults: 3 attempts, waits of 1 s then 2 s, any Exception."""
     hints = _fields(prebuilt.RetryPolicy)
     assert hints["max_attempts"] is int and hints["backoff_factor"] is float and hints["jitter"] is bool
     policy = _react([]).retry_policy  # the seed's defaults
@@ -364,6 +432,7 @@ def _c004_retry(ns: dict[str, Any]) -> None:
 
 
 def _c004_config_keys(_: dict[str, Any]) -> None:
+    """Every ``RunnableConfig`` key is taken: callbacks see the events, ``recursion_limit`` bounds the steps."""
     seed_keys = {"tags", "metadata", "callbacks", "run_name", "max_concurrency", "recursion_limit", "configurable"}
     assert seed_keys <= prebuilt.RUNNABLE_CONFIG_KEYS
     seen: list[Any] = []
@@ -381,6 +450,7 @@ def _c004_config(ns: dict[str, Any]) -> None:
 
 
 def _c004_base_tool(_: dict[str, Any]) -> None:
+    """A ``BaseTool`` subclass with ``_run``: ``invoke``, ``ainvoke``, and a ``ToolMessage`` for a ``ToolCall``."""
     hints = _fields(prebuilt.BaseTool)
     assert hints["name"] is str and hints["description"] is str and "args_schema" in hints
 
@@ -518,44 +588,59 @@ def _c001_category(ns: dict[str, Any]) -> None:
     assert schema["properties"]["category"]["enum"] == ["billing", "service"]
 
 
-def _c001_state_field(_: dict[str, Any]) -> None:
-    assert "selected_tool_ids" in typing.get_type_hints(PipelineState)
-
-
 _001_RETRIEVE = {"retrieve_tools": "routerlab.routers.retrieval:retrieve_tools"}
 _001_STORE_PRELUDE = "ToolId = str\nnamespace_prefix = ('tools',)\nlimit = 3\nfilter = None\n"
+_001_STATE = {"selected_tool_ids": "routerlab.agents.state:PipelineState"}
 
 SEED_001: dict[int, Status] = {
-    0: Status(
-        "e6107a4435",
+    0: Status("e6107a4435", "names", names={**_001_RETRIEVE, **_001_STATE}, check=checks.c001_bind),
+    1: Status(
+        "7d94d3121c",
         "names",
-        names={**_001_RETRIEVE, "selected_tool_ids": "routerlab.agents.state:PipelineState"},
-        check=_c001_state_field,
+        names={**_001_RETRIEVE, "store": "routerlab.agents.tools.index:tool_store"},
+        check=checks.c001_store,
     ),
-    1: Status("7d94d3121c", "names", names={**_001_RETRIEVE, "store": "routerlab.agents.tools.index:tool_store"}),
-    2: Status("c9ef116fa0", "names", names={"tool_registry": "routerlab.agents.tools.distractors:tool_registry"}),
+    2: Status(
+        "c9ef116fa0",
+        "names",
+        names={"tool_registry": "routerlab.agents.tools.distractors:tool_registry"},
+        check=checks.c001_registry,
+    ),
     3: Status(
         "2869b452a9",
         "names",
-        names={
-            "selected_tool_ids": "routerlab.agents.state:PipelineState",
-            "_add_new": "routerlab.agents.state:add_new",
-        },
-        check=_c001_state_field,
+        names={**_001_STATE, "_add_new": "routerlab.agents.state:add_new"},
+        check=checks.c001_state_field,
     ),
     4: Status("393c3e2ac4", "run", check=_c001_add_new),
-    5: Status("6e685800ae", "names", names={"selected_tool_ids": "routerlab.agents.state:PipelineState"}),
-    6: Status("7a81624a5b", "names", names={**_001_RETRIEVE, "store": "routerlab.agents.tools.index:tool_store"}),
-    7: Status("f749dc0e6a", "names", names={"tool_registry": "routerlab.agents.tools.distractors:tool_registry"}),
+    5: Status("6e685800ae", "names", names=_001_STATE, check=checks.c001_values),
+    6: Status(
+        "7a81624a5b",
+        "names",
+        names={**_001_RETRIEVE, "store": "routerlab.agents.tools.index:tool_store"},
+        check=checks.c001_bind,
+    ),
+    7: Status(
+        "f749dc0e6a",
+        "names",
+        names={"tool_registry": "routerlab.agents.tools.distractors:tool_registry"},
+        check=checks.c001_registry,
+    ),
     8: Status(
         "b85fc5c234",
         "names",
         names={
-            "index": "routerlab.agents.tools.index:tool_index",
-            "embed": "routerlab.agents.tools.index:EmbeddingIndex",
+            "index": "routerlab.agents.store:MemoryStore",
+            "embed": "routerlab.agents.tools.text_index:load_embedder",
         },
+        check=checks.c001_index,
     ),
-    9: Status("34bdf81620", "names", names={"description": "routerlab.agents.tools.index:tool_document"}),
+    9: Status(
+        "34bdf81620",
+        "names",
+        names={"description": "routerlab.agents.tools.index:tool_document"},
+        check=checks.c001_document,
+    ),
     10: Status(
         "f8b48c4840",
         "substituted",
@@ -566,9 +651,12 @@ SEED_001: dict[int, Status] = {
     ),
     11: Status(
         "bc8e7bb6d9",
-        "not_runnable",
-        "a signature cut short (`# ... 其他参数`, no body): its two parameters are the retrieval router's `index=` "
-        "(a function's import path or registered name)",
+        "names",
+        names={
+            "retrieve_tools_function": "routerlab.agents.tools.index:FunctionIndex",
+            "retrieve_tools_coroutine": "routerlab.agents.tools.index:resolve_awaitable",
+        },
+        check=checks.c001_functions,
     ),
     12: Status("9d11d5a38c", "run", check=_c001_category),
     13: Status(
@@ -578,8 +666,17 @@ SEED_001: dict[int, Status] = {
             "InjectedStore": "routerlab.agents.tools.schema:InjectedStore",
             "get_store_arg": "routerlab.agents.tools.schema:injected_stores",
         },
+        check=checks.c001_store_arg,
     ),
-    14: Status("920504a472", "names", names={"retrieve_tools_function": "routerlab.agents.tools.index:FunctionIndex"}),
+    14: Status(
+        "920504a472",
+        "names",
+        names={
+            "retrieve_tools_function": "routerlab.agents.tools.index:FunctionIndex",
+            "retrieve_tools_coroutine": "routerlab.agents.tools.index:resolve_awaitable",
+        },
+        check=checks.c001_functions,
+    ),
 }
 SETUP_001 = (
     "from typing import Annotated, Callable, Literal\n"
@@ -591,77 +688,46 @@ SETUP_001 = (
 # ---------------------------------------------------------------- seed 000: the common agent
 
 
-def _c000_nodes(_: dict[str, Any]) -> None:
-    from routerlab import routers
-    from routerlab.agents.graph import Pipeline
-
-    pipeline = Pipeline(routers.router.build("rules"), scripted_lm(["ok"]))
-    nodes = set(pipeline.graph.get_graph().nodes)
-    assert set(common_agent.SEED_GRAPH_NODES.values()) <= nodes
-
-
-def _c000_tool_call_info(_: dict[str, Any]) -> None:
-    records = {
-        "c2": {"id": "c2", "name": "generate_sql", "args": {"related_table_source_tool_call_id": "c1"}, "step": 1},
-        "c1": {"id": "c1", "name": "data_discovery", "args": {"user_question": "q"}, "output": {"t": 1}, "step": 0},
-    }
-    info = common_agent.tool_call_info(records)
-    assert list(info["tool_call_name_mapping"].items()) == [("c1", "data_discovery"), ("c2", "generate_sql")]
-    assert info["tool_call_output_mapping"] == {"c1": {"t": 1}}
-    session, chat = common_agent.session_and_chat_info({"tool_calls": {"c2": records["c2"]}}, [records["c1"]])
-    assert set(session["tool_call_name_mapping"]) == {"c1", "c2"} and set(chat["tool_call_name_mapping"]) == {"c2"}
-
-
-def _c000_response(_: dict[str, Any]) -> None:
-    state = {
-        "question": "q",
-        "tool_calls": {
-            "c1": {"id": "c1", "name": "data_discovery", "status": "success", "output": {"t": 1}, "step": 0},
-            "c2": {"id": "c2", "name": "generate_sql", "status": "success", "output": {"sql": "SELECT 1"}, "step": 1},
-            "c3": {"id": "c3", "name": "execute_sql_and_analyze_result", "status": "error", "step": 2},
-        },
-    }
-    out = common_agent.response_to_user(state)
-    assert out["response_agent"] == "generate_sql" and out["sub_agent_response"] == {"sql": "SELECT 1"}
-    assert out["mid_state"]["question"] == "q"
-
-
-def _c000_tools(_: dict[str, Any]) -> None:
-    names = {t.name for t in DEFAULT_TOOLS}
-    assert {
-        "ask_human",
-        "data_discovery",
-        "generate_sql",
-        "fix_sql",
-        "explain_sql",
-        "execute_sql_and_analyze_result",
-    } <= names
-
-
 _000_STATE = {"CommonAgentState": "routerlab.agents.common_agent:CommonAgentState"}
 _000_NODES = {"action_dispatch_node": "routerlab.agents.common_agent:SEED_GRAPH_NODES"}
+_000_INFO = {"session_tool_call_info": "routerlab.agents.common_agent:session_and_chat_info"}
+_000_TOOLS = {"generate_sql": "routerlab.agents.tools.base:tools"}
+_000_INJECTED = {"InjectedState": "routerlab.agents.tools.schema:InjectedState"}
 
 SEED_000: dict[int, Status] = {
     0: Status(
-        "8360f69abd", "names", names={**_000_STATE, "has_internal_error": "routerlab.agents.state:PipelineState"}
+        "8360f69abd",
+        "names",
+        names={**_000_STATE, "has_internal_error": "routerlab.agents.common_agent:CommonAgentState"},
+        check=checks.c000_state,
     ),
     1: Status(
         "9bd4803254",
         "names",
         names={"ToolCallInfo": "routerlab.agents.common_agent:ToolCallInfo"},
-        check=_c000_tool_call_info,
+        check=checks.c000_tool_call_info,
     ),
-    2: Status("cd10a2e500", "names", names={"generate_sql": "routerlab.agents.tools.base:tools"}, check=_c000_tools),
-    3: Status("f500449aca", "names", names={"InjectedState": "routerlab.agents.tools.schema:InjectedState"}),
+    2: Status("cd10a2e500", "names", names=_000_TOOLS, check=checks.c000_tools),
+    3: Status("f500449aca", "names", names=_000_INJECTED, check=checks.c000_injected_state),
     4: Status(
         "5b9ce1c48f",
         "names",
         names={**_000_STATE, **_000_NODES, "build_common_chat_graph": "routerlab.agents.graph:Pipeline"},
-        check=_c000_nodes,
+        check=checks.c000_nodes,
     ),
-    5: Status("19f61b9876", "names", names={"CommonAgentState": "routerlab.agents.common_agent:CommonAgentState"}),
-    6: Status("7301f5a4eb", "names", names={**_000_STATE, **_000_NODES}, check=_c000_nodes),
-    7: Status("418360e97f", "names", names={"tool_call_node": "routerlab.agents.common_agent:SEED_GRAPH_NODES"}),
+    5: Status(
+        "19f61b9876",
+        "names",
+        names={**_000_STATE, "invoked_common_agent_node": "routerlab.agents.common_agent:SEED_GRAPH_NODES"},
+        check=checks.c000_invoke,
+    ),
+    6: Status("7301f5a4eb", "names", names={**_000_STATE, **_000_NODES}, check=checks.c000_dispatch),
+    7: Status(
+        "418360e97f",
+        "names",
+        names={"tool_call_node": "routerlab.agents.common_agent:SEED_GRAPH_NODES"},
+        check=checks.c000_tool_node,
+    ),
     8: Status(
         "6b5e4d7678",
         "names",
@@ -669,54 +735,42 @@ SEED_000: dict[int, Status] = {
             "response_to_user_chain": "routerlab.agents.common_agent:response_to_user",
             "response_agent": "routerlab.agents.common_agent:response_to_user",
         },
-        check=_c000_response,
+        check=checks.c000_response,
     ),
-    9: Status("32fe5ba5a9", "names", names={"intent_route": "routerlab.agents.graph:Pipeline"}),
-    10: Status(
-        "677ebc4a67",
+    9: Status(
+        "32fe5ba5a9",
         "names",
-        names={"session_tool_call_info": "routerlab.agents.common_agent:session_and_chat_info"},
-        check=_c000_tool_call_info,
+        names={"intent_route": "routerlab.agents.graph:Pipeline"},
+        check=checks.c000_intent_route,
     ),
-    11: Status("e11e304f95", "names", names={"InjectedState": "routerlab.agents.tools.schema:InjectedState"}),
-    12: Status("078991be51", "names", names={"generate_sql": "routerlab.agents.tools.base:tools"}, check=_c000_tools),
-    13: Status("08abc6678f", "names", names={"generate_sql": "routerlab.agents.tools.base:tools"}, check=_c000_tools),
-    14: Status(
-        "2ea3a67269",
+    10: Status("677ebc4a67", "names", names=_000_INFO, check=checks.c000_tool_call_info),
+    11: Status("e11e304f95", "names", names=_000_INJECTED, check=checks.c000_cites),
+    12: Status("078991be51", "names", names=_000_TOOLS, check=checks.c000_subagent),
+    13: Status("08abc6678f", "names", names=_000_TOOLS, check=checks.c000_tool_node),
+    14: Status("2ea3a67269", "names", names=_000_NODES, check=checks.c000_dispatch),
+    15: Status("99a4162983", "names", names=_000_INFO, check=checks.c000_session_info),
+    16: Status(
+        "3e2855d61b",
         "names",
-        names={"action_dispatch_node": "routerlab.agents.common_agent:SEED_GRAPH_NODES"},
-        check=_c000_nodes,
+        names={"has_internal_error": "routerlab.agents.common_agent:CommonAgentState"},
+        check=checks.c000_internal_error,
     ),
-    15: Status(
-        "99a4162983", "names", names={"session_tool_call_info": "routerlab.agents.common_agent:session_and_chat_info"}
+    17: Status(
+        "fac2bca01d",
+        "names",
+        names={"timeout_timestamp": "routerlab.agents.common_agent:CommonAgentState"},
+        check=checks.c000_timeout,
     ),
-    16: Status("3e2855d61b", "names", names={"has_internal_error": "routerlab.agents.state:PipelineState"}),
-    17: Status("fac2bca01d", "names", names={"timeout_timestamp": "routerlab.agents.state:PipelineState"}),
-    18: Status("b49a498a86", "names", names={"tool_call_input_mapping": "routerlab.agents.common_agent:ToolCallInfo"}),
+    18: Status(
+        "b49a498a86",
+        "names",
+        names={"tool_call_input_mapping": "routerlab.agents.common_agent:ToolCallInfo"},
+        check=checks.c000_cites,
+    ),
 }
 
 
 # ---------------------------------------------------------------- seed 002: the streaming API
-
-
-def _c002_request(_: dict[str, Any]) -> None:
-    from routerlab.serve.models import AskRequest
-
-    assert {"question", "conversation_id", "context_type", "routing_mode"} <= set(AskRequest.model_fields)
-
-
-def _c002_route(_: dict[str, Any]) -> None:
-    from routerlab.serve.app import API_PREFIX, create_app
-
-    paths = {(r.path, m) for r in create_app().routes for m in getattr(r, "methods", ())}
-    assert (f"{API_PREFIX}/ask_agent_stream", "POST") in paths
-
-
-def _c002_nodes(_: dict[str, Any]) -> None:
-    from routerlab.serve.contract import SEED_DISPLAY_NAMES
-
-    seed_nodes = {"classify_question", "agent_sql_generation", "agent_sql_execution", "agent_chat", "format_response"}
-    assert seed_nodes <= set(SEED_DISPLAY_NAMES)
 
 
 SEED_002: dict[int, Status] = {
@@ -727,11 +781,16 @@ SEED_002: dict[int, Status] = {
             "process_question_stream": "routerlab.agents.graph:Pipeline.stream",
             "conversation_id": "routerlab.serve.models:AskRequest",
         },
-        check=_c002_request,
+        check=checks.c002_request,
     ),
-    1: Status("6a94bfdda0", "names", names={"ask_agent_stream": "routerlab.serve.app:create_app"}, check=_c002_route),
+    1: Status(
+        "6a94bfdda0", "names", names={"ask_agent_stream": "routerlab.serve.app:create_app"}, check=checks.c002_route
+    ),
     2: Status(
-        "33f5dccebb", "names", names={"_map_node_to_progress": "routerlab.serve.contract:present"}, check=_c002_nodes
+        "33f5dccebb",
+        "names",
+        names={"_map_node_to_progress": "routerlab.serve.contract:present"},
+        check=checks.c002_progress,
     ),
 }
 
@@ -766,27 +825,112 @@ def _example(seed: str, index: int) -> tuple[list[Example], Status]:
     return found, status
 
 
-@pytest.mark.parametrize(("seed", "index"), _cases())
-def test_seed_example(seed: str, index: int) -> None:
-    """Each example: run (and checked), its names resolved, or a reason it cannot run."""
+def run_row(seed: str, index: int, db: Path) -> None:
+    """One row: a fragment's names found in it and resolved, then its check; or the example run, then its check.
+
+    Raises:
+        AssertionError: When the row's check (or the harness's) fails.
+    """
     found, status = _example(seed, index)
-    if status.kind == "not_runnable":
-        assert status.why, "a not-runnable example must say why"
-        pytest.skip(f"seed {seed} example {index} not runnable: {status.why}")
+    assert status.check is not None, f"seed {seed} example {index} has no check: every row asserts behaviour"
+    context = {"__db__": str(db), "__code__": found[index].code}
     if status.kind == "names":
         used = names_used(found[index].code)
         missing = sorted(set(status.names) - used)
         assert not missing, f"the table names {missing}, which seed {seed} example {index} does not use"
-        for seed_name, target in status.names.items():
-            assert resolve(target) is not None, f"{seed_name} -> {target}"
-        if status.check is not None:
-            status.check({})
+        for target in status.names.values():
+            resolve(target)  # raises ImportError / AttributeError for a name routerlab lacks
+        status.check(context)
         return
     if status.kind == "substituted":
         assert status.why and (status.replace or status.prelude)
     namespace = run_session(found, TABLES[seed][0], index, setup=TABLES[seed][1])
-    assert status.check is not None, "a run example needs its assertions"
+    namespace.update(context)
     status.check(namespace)
+
+
+@pytest.mark.parametrize(("seed", "index"), _cases())
+def test_seed_example(seed: str, index: int, sales_db: Path) -> None:
+    """Each example: run and checked, or a fragment whose names resolve and whose behaviour is checked."""
+    run_row(seed, index, sales_db)
+
+
+def _drop_field(cls: type, name: str) -> Any:
+    def mutate(mp: pytest.MonkeyPatch) -> None:
+        mp.delitem(cls.__annotations__, name)
+
+    return mutate
+
+
+def _mutate_common_agent_view(mp: pytest.MonkeyPatch) -> None:
+    real = common_agent.common_agent_state
+    mp.setattr(common_agent, "common_agent_state", lambda *a, **k: {**real(*a, **k), "has_internal_error": False})
+
+
+def _no_step_rule(mp: pytest.MonkeyPatch) -> None:
+    from routerlab.agents.swarm import runner
+
+    init = runner.Swarm.__init__
+    mp.setattr(runner.Swarm, "__init__", lambda self, lm, **kw: init(self, lm, **{**kw, "step_limit": None}))
+
+
+#: (seed, row, what is removed, how): each mutation removes the feature its row checks
+MUTATIONS = [
+    ("000", 0, "CommonAgentState.timeout_timestamp", _drop_field(common_agent.CommonAgentState, "timeout_timestamp")),
+    ("000", 3, "read-only InjectedState", lambda mp: mp.setattr("routerlab.agents.tools.base.read_only", dict)),
+    ("000", 16, "has_internal_error in the view", _mutate_common_agent_view),
+    ("001", 10, "MemoryStore.search", lambda mp: mp.setattr(MemoryStore, "search", lambda *a, **k: [])),
+    (
+        "001",
+        11,
+        "awaiting a retrieval coroutine",
+        lambda mp: mp.setattr(tool_index_module, "resolve_awaitable", lambda v: v),
+    ),
+    ("002", 2, "classify's question_type", lambda mp: mp.setattr("routerlab.serve.contract.QUESTION_TYPES", {})),
+    (
+        "003",
+        16,
+        "MCP_TOOL_CALL events",
+        lambda mp: mp.setattr(runner_module, "call_event", lambda s: (SwarmEventType.TOOL_CALL, {})),
+    ),
+    ("003", 22, "RoundTeam.run_sync", lambda mp: mp.delattr(RoundTeam, "run_sync")),
+    ("004", 0, "the remaining_steps stop rule", _no_step_rule),
+    ("004", 3, "ToolCall.type", _drop_field(prebuilt.ToolCall, "type")),
+    ("004", 4, "read-only InjectedState", lambda mp: mp.setattr(prebuilt, "read_only", dict)),
+    ("004", 6, "the seed's retry defaults", lambda mp: mp.setitem(SEED_RETRY_POLICY, "retry_on", (ConnectionError,))),
+    ("004", 10, "BaseTool.ainvoke", lambda mp: mp.delattr(prebuilt.BaseTool, "ainvoke")),
+]
+
+
+@pytest.mark.parametrize(
+    ("seed", "index", "removed", "mutate"), MUTATIONS, ids=[f"{m[0]}-{m[1]:02d}" for m in MUTATIONS]
+)
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
+def test_a_row_fails_when_its_feature_is_removed(
+    seed: str, index: int, removed: str, mutate: Any, sales_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sample of rows, each run with the feature it checks removed: the row must fail."""
+    checks.sql_run.cache_clear()
+    checks.retrieval_run.cache_clear()
+    mutate(monkeypatch)
+    try:
+        run_row(seed, index, sales_db)
+    except (AssertionError, AttributeError, KeyError, TypeError):
+        pass  # the row's own check failed: an assertion, or the removed attribute or key it reads
+    else:
+        pytest.fail(f"seed {seed} row {index} still passes without {removed}")
+    finally:
+        monkeypatch.undo()
+        checks.sql_run.cache_clear()
+        checks.retrieval_run.cache_clear()
+
+
+def test_no_row_is_left_unrun() -> None:
+    """Every example either runs or is a fragment whose behaviour is checked: none is only named."""
+    for seed, (table, _) in TABLES.items():
+        for index, status in table.items():
+            assert status.kind in ("run", "substituted", "names"), (seed, index, status.kind)
+            assert status.check is not None, (seed, index)
 
 
 def test_every_seed_has_a_table() -> None:
@@ -807,13 +951,12 @@ def test_controller_run_is_awaitable() -> None:
 _LABELS = {
     "run": "runs (imports and LM only)",
     "substituted": "runs with a substitution",
-    "names": "fragment: names checked",
-    "not_runnable": "not runnable",
+    "names": "fragment: behaviour checked",
 }
 _ROW = re.compile(
     r"^\| (\d{3}) \| (\d+) \| .+? \| (" + "|".join(re.escape(v) for v in _LABELS.values()) + r") \| (.*) \|$"
 )
-_COUNT_ROW = re.compile(r"^\| (\d{3}) [^|]* \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$")
+_COUNT_ROW = re.compile(r"^\| (\d{3}) [^|]* \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$")
 
 
 def test_docs_list_every_example_with_its_status() -> None:
@@ -826,13 +969,22 @@ def test_docs_list_every_example_with_its_status() -> None:
         status = TABLES[seed][0][i]
         assert label == _LABELS[status.kind], (seed, i)
         assert status.why in note, (seed, i)
+        if status.kind == "names":  # the names it maps and what its check drives
+            for seed_name, target in status.names.items():
+                assert f"`{seed_name}` → `{target}`" in note, (seed, i, seed_name)
+            assert status.check is not None and _summary(status.check) in note, (seed, i)
     count_rows = list(filter(None, map(_COUNT_ROW.match, text.splitlines())))
     assert sorted(m.group(1) for m in count_rows) == sorted(TABLES)
     for m in count_rows:
         row = counts()[m.group(1)]
         found = [int(g) for g in m.groups()[1:]]
-        kinds = ("found", "run", "substituted", "names", "not_runnable")
+        kinds = ("found", "run", "substituted", "names")
         assert found == [row.get(k, 0) for k in kinds], m.group(1)
+
+
+def _summary(check: Any) -> str:
+    """The first line of a check's docstring (what docs/seeds.md says the row checks)."""
+    return (check.__doc__ or "").strip().splitlines()[0]
 
 
 def counts() -> Mapping[str, dict[str, int]]:

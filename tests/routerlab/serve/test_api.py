@@ -233,6 +233,16 @@ def test_event_order(url):
     assert final["state_summary"]["intent"] == "sql"
 
 
+def test_the_classify_event_carries_the_question_type(url):
+    """Seed 002: the ``classify_question`` progress event says how the question was classified."""
+    events = stream(url, {"question": "How many areas have EV charging?"})
+    classify = next(env["data"] for _, env in events if env["data"]["node"] == "classify_question")
+    assert classify["type"] == "progress" and classify["question_type"] == "DATABASE"
+    info = classify["classification_info"]
+    assert info["question_type"] == "DATABASE" and info["intent"] == "sql" and info["method"]
+    assert info == events[-1][1]["data"]["classification_info"]  # the same decision the turn ended with
+
+
 def test_failed_turn_ends_with_one_error_event(url):
     events = stream(url, {"question": "How many areas have EV charging? [guard]"})
     name, last = events[-1]
