@@ -778,6 +778,7 @@ def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
     from rich.console import Console
     from rich.measure import Measurement
     from rich.table import Table
+    from rich.text import Text
 
     buf = io.StringIO()
     console = Console(
@@ -791,7 +792,8 @@ def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
     keep_whole = {"router", "diverted", *c.scorers}
 
     def build(cols: list[int], caption: str) -> Table:
-        table = Table(title="Router comparison", caption=caption)
+        # plain Text, never markup: a note quoting the guard ("[only_select]") must print as written
+        table = Table(title="Router comparison", caption=Text(caption))
         for i in cols:
             col = header[i]
             table.add_column(
@@ -801,7 +803,7 @@ def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
                 min_width=max(len(row[i]) for row in body) if (col in keep_whole or col == "n") and body else None,
             )
         for row in body:
-            table.add_row(*(row[i] for i in cols))
+            table.add_row(*(Text(row[i]) for i in cols))
         return table
 
     # Rich squeezes columns it cannot fit down to nothing (a blank "n" column reads as missing
@@ -832,11 +834,11 @@ def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
     console.print(table)
     if c.pairs and pairs:
         p_header, p_body = _display_pairs(c)
-        pairs = Table(title="Paired differences", caption=_pairs_note(c))
+        pairs = Table(title="Paired differences", caption=Text(_pairs_note(c)))
         for i, col in enumerate(p_header):
             pairs.add_column(col, justify="left" if i < 2 else "right")
         for row in p_body:
-            pairs.add_row(*row)
+            pairs.add_row(*(Text(cell) for cell in row))
         console.print(pairs)
         for line in verdicts(c):
             console.print(line, highlight=False, markup=False)

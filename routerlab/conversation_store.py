@@ -16,6 +16,7 @@ Ids the server or CLI issues come from :func:`new_conversation_id` (128 random b
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -97,6 +98,20 @@ def default_path() -> Path:
     return cache_root() / "conversations.sqlite"
 
 
+def _create_private(path: Path) -> None:
+    """Create ``path`` readable by its owner only (0600) if it does not exist yet.
+
+    The file holds users' questions in clear text; SQLite gives its journal files the mode of the
+    database file, so they stay private too. An existing file keeps the mode its owner chose.
+    """
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:  # a folder that cannot be written: the connection below reports it
+        pass
+
+
 class ConversationStore:
     """Turns of each conversation by id, with bounded size and expiry.
 
@@ -138,6 +153,7 @@ class ConversationStore:
         self._lock = threading.Lock()
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
         # one connection shared by the process's threads, serialised by the lock; a file also
         # serves other processes (SQLite's own locking, waited on for up to 5 s)
         try:

@@ -2,6 +2,7 @@
 
 import logging
 
+from routerlab.agents.db.catalogue import SQL_FROM_STRING_FUNCTIONS, FunctionCatalogue, function_catalogue
 from routerlab.agents.db.database import (
     ColumnInfo,
     Database,
@@ -9,27 +10,34 @@ from routerlab.agents.db.database import (
     TableInfo,
     clear_database_cache,
     connect_duckdb_readonly,
+    current_engine_scope,
+    engine_scope,
     file_digest,
     open_database,
+    scrub_paths,
     sql_ident,
 )
-from routerlab.agents.db.guard import FORBIDDEN_FUNCTIONS, SQL_FROM_STRING_FUNCTIONS, check_sql
+from routerlab.agents.db.guard import check_sql
 
 # sqlglot logs a warning for every statement it can only parse as a generic Command; the guard
 # refuses those anyway, so the warning is noise
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 __all__ = [
-    "FORBIDDEN_FUNCTIONS",
     "SQL_FROM_STRING_FUNCTIONS",
     "ColumnInfo",
     "Database",
+    "FunctionCatalogue",
     "QueryResult",
     "TableInfo",
     "check_sql",
     "clear_database_cache",
     "connect_duckdb_readonly",
+    "current_engine_scope",
+    "engine_scope",
     "file_digest",
+    "function_catalogue",
     "open_database",
+    "scrub_paths",
     "sql_ident",
 ]

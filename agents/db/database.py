@@ -1,30 +1,42 @@
 """Read-only access to DuckDB and SQLite files: introspection, example values, guarded execution.
 
-Connections: a DuckDB file is opened once per :class:`Database` (read-only, no external access)
-and every ``execute`` runs on its own cursor of that connection, which DuckDB makes a separate
-connection to the same database instance: threads never share one, and an interrupt stops only
-its own query. Opening the file for every statement cost about 20 ms (the catalog is loaded
-again whenever the last connection closed); a cursor costs under half a millisecond. A SQLite
-file gets one read-only connection per thread, kept for the thread's life. Introspection is
-cached per ``Database`` instance under a lock.
+Engine instances: every DuckDB engine this module opens is an instance of its own (an in-memory
+host with the file attached read-only), with external access, extension loading (autoload,
+autoinstall, community extensions) and Python replacement scans off, and its configuration
+locked (``lock_configuration``): no statement can change a setting, turn on logging or reach a
+file. One :class:`Database` keeps one engine per *scope* (:func:`engine_scope`): the server runs
+each user's requests in that user's scope and a run gives each of its workers one, so nothing one
+statement does is visible to another user's statements (issue 62: with one shared instance, one
+request turned on query logging and read every other user's SQL). Code that sets no scope shares
+the process scope.
+
+Within a scope every ``execute`` runs on its own cursor, which DuckDB makes a separate connection
+to the scope's instance: threads never share one, and an interrupt stops only its own query.
+Opening the file for every statement cost about 20 ms; a cursor costs under half a millisecond.
+A SQLite file gets one read-only connection per thread and scope, kept for the thread's life.
+Introspection is cached per ``Database`` instance under a lock.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as _dt
 import decimal
 import hashlib
+import re
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from routerlab.agents.db.guard import check_sql
+from routerlab.agents.db.guard import check_sql_to_run
 from routerlab.agents.errors import DatabaseError, QueryTimeout, SQLExecutionError
 
 __all__ = [
@@ -35,8 +47,11 @@ __all__ = [
     "TableInfo",
     "clear_database_cache",
     "connect_duckdb_readonly",
+    "current_engine_scope",
+    "engine_scope",
     "file_digest",
     "open_database",
+    "scrub_paths",
     "sql_ident",
 ]
 
@@ -50,12 +65,48 @@ column's latest date, which tables hold an id), never model-written SQL, whose t
 ``ToolSettings.sql_timeout_s``. Callers read it at call time (``database.PROBE_TIMEOUT_S``), so
 one value bounds every probe.
 """
-#: DuckDB settings of every connection: no files, network, or extensions beyond the database
+#: DuckDB settings of every engine from its start: no extension is installed or loaded on demand,
+#: no Python variable is scanned as a table. External access is turned off (and the configuration
+#: locked) once the file is attached: see :func:`connect_duckdb_readonly`.
 _DUCKDB_CONFIG = {
-    "enable_external_access": False,
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "python_enable_replacements": False,
 }
+#: statements that seal an engine once its file is attached, in this order (the lock last)
+_SEAL = ("SET enable_external_access = false", "SET lock_configuration = true")
+#: catalogue names DuckDB itself uses, which an attached file cannot take
+_TAKEN_ALIASES = frozenset({"memory", "system", "temp", "main"})
+#: engines one Database keeps (one per scope, least recently used dropped first)
+_MAX_SCOPES = 32
+
+_SCOPE: contextvars.ContextVar[str] = contextvars.ContextVar("routerlab_engine_scope", default="process")
+
+
+@contextlib.contextmanager
+def engine_scope(key: str) -> Iterator[str]:
+    """Run the block's statements on engines of their own, apart from every other scope's.
+
+    The server enters one scope per user and a run one per worker; threads the block starts
+    through ``contextvars`` (LangGraph's node executor does) stay in it.
+
+    Args:
+        key: The scope's name (a user id, a worker's name).
+
+    Yields:
+        The key.
+    """
+    token = _SCOPE.set(f"scope:{key}")
+    try:
+        yield key
+    finally:
+        _SCOPE.reset(token)
+
+
+def current_engine_scope() -> str:
+    """The scope statements of the calling context run in (``process`` when none was entered)."""
+    return _SCOPE.get()
 
 
 @dataclass(frozen=True)
@@ -140,7 +191,7 @@ class Database:
         self._lock = threading.Lock()
         # separate from _lock: introspection holds _lock while it runs queries
         self._anchor_lock = threading.Lock()
-        self._anchor: duckdb.DuckDBPyConnection | None = None
+        self._engines: OrderedDict[str, duckdb.DuckDBPyConnection] = OrderedDict()
         self._local = threading.local()
 
     def __repr__(self) -> str:
@@ -154,33 +205,48 @@ class Database:
         self.__dict__.update(state)
         self._lock = threading.Lock()
         self._anchor_lock = threading.Lock()
-        self._anchor = None
+        self._engines = OrderedDict()
         self._local = threading.local()
 
     # -- connections ---------------------------------------------------------------------------
     def _connect(self) -> Any:
         """A read-only connection for the calling thread's next statement (close it after use)."""
+        scope = _SCOPE.get()
         if self.dialect == "duckdb":
             with self._anchor_lock:
-                if self._anchor is None:
-                    self._anchor = connect_duckdb_readonly(self.path)
-                return self._anchor.cursor()
-        return _SharedSqlite(self._sqlite())
+                engine = self._engines.get(scope)
+                if engine is None:
+                    engine = self._engines[scope] = connect_duckdb_readonly(self.path)
+                    # a dropped engine stays open until its last cursor closes (cursors hold it)
+                    while len(self._engines) > _MAX_SCOPES:
+                        self._engines.popitem(last=False)
+                self._engines.move_to_end(scope)
+                cursor = engine.cursor()
+            # a cursor is a new connection: it starts in the host's own catalogue, not the file's
+            cursor.execute(f"USE {_attached_alias(self.path)}")
+            return cursor
+        return _SharedSqlite(self._sqlite(scope))
 
-    def _sqlite(self) -> sqlite3.Connection:
-        con = getattr(self._local, "sqlite", None)
+    def _sqlite(self, scope: str) -> sqlite3.Connection:
+        connections = self._local.__dict__.setdefault("sqlite", {})
+        con = connections.get(scope)
         if con is None:
             con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             con.execute("PRAGMA query_only = ON")
-            self._local.sqlite = con
+            connections[scope] = con
         return con
 
-    def close(self) -> None:
-        """Close the DuckDB file (open cursors fail afterwards); the next statement reopens it."""
+    def engine_scopes(self) -> list[str]:
+        """The scopes that have a DuckDB engine of this file open, least recently used first."""
         with self._anchor_lock:
-            anchor, self._anchor = self._anchor, None
-        if anchor is not None:
-            anchor.close()
+            return list(self._engines)
+
+    def close(self) -> None:
+        """Close every DuckDB engine of the file (open cursors fail afterwards); the next statement reopens one."""
+        with self._anchor_lock:
+            engines, self._engines = list(self._engines.values()), OrderedDict()
+        for engine in engines:
+            engine.close()
 
     def _raw(self, sql: str) -> list[tuple[Any, ...]]:
         """Run trusted introspection SQL (fixed text, never model-written)."""
@@ -304,11 +370,13 @@ class Database:
         """Guard, then run ``sql`` read-only with a timeout that interrupts the query.
 
         Raises:
-            GuardViolation: The statement is not a single read-only query.
+            GuardViolation: The statement is not a single read-only query, or calls a function
+                that reaches outside the query (see :mod:`routerlab.agents.db.catalogue`).
             QueryTimeout: It ran past ``timeout_s`` and was interrupted.
-            SQLExecutionError: The engine rejected it (the engine's own message).
+            SQLExecutionError: The engine rejected it (the engine's own message, paths removed),
+                or it calls a function the engine's catalogue does not hold.
         """
-        statement = check_sql(sql, self.dialect)
+        statement = check_sql_to_run(sql, self.dialect)
         con = self._connect()
         start = time.perf_counter()
         timed_out = threading.Event()
@@ -340,7 +408,7 @@ class Database:
             except (duckdb.Error, sqlite3.Error) as exc:
                 if timed_out.is_set():
                     raise QueryTimeout(timeout_s, statement) from None
-                raise SQLExecutionError(str(exc).strip(), statement) from None
+                raise SQLExecutionError(scrub_paths(str(exc).strip()), statement) from None
             truncated = len(fetched) > max_rows
             rows = [[_jsonable(v, max_cell_chars) for v in r] for r in fetched[:max_rows]]
             return QueryResult(
@@ -354,6 +422,19 @@ class Database:
             if timer is not None:
                 timer.cancel()
             con.close()
+
+
+#: an absolute path (POSIX, home-relative or Windows) in an engine's message
+_PATH = re.compile(r"""(?<![\w.])(?:~?/|[A-Za-z]:\\)[^\s"'`]*[^\s"'`.,;:)]""")
+
+
+def scrub_paths(message: str) -> str:
+    """``message`` with every absolute path replaced by ``<path>``.
+
+    An engine's error names the files it could not reach (the server user's home DuckDB folder,
+    issue 62); a client of the server must see what went wrong, never where the server's files lie.
+    """
+    return _PATH.sub("<path>", message)
 
 
 class _SharedSqlite:
@@ -374,12 +455,37 @@ class _SharedSqlite:
 
 
 def connect_duckdb_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """A read-only DuckDB connection with external access and extension loading off.
+    """A read-only DuckDB connection on an engine instance of its own, sealed.
 
-    Every read-only open of a file in this process must use these same settings: DuckDB refuses
-    a second connection to one file with a different configuration.
+    The file is attached read-only to a fresh in-memory host (``duckdb.connect(path)`` would
+    share one instance per file across the process, its settings and logs included); then
+    external access is turned off and the configuration locked, so no statement on this engine
+    can change a setting, enable logging (whose file storage made DuckDB abort the process, issue
+    62), attach, read or write a file, or load an extension. The connection's default catalogue
+    is the file; a cursor of it must ``USE`` it (see :meth:`Database._connect`).
+
+    Raises:
+        duckdb.Error: The file cannot be attached (not a DuckDB file, unreadable).
     """
-    return duckdb.connect(str(path), read_only=True, config=dict(_DUCKDB_CONFIG))
+    con = duckdb.connect(":memory:", config=dict(_DUCKDB_CONFIG))
+    alias = _attached_alias(path)
+    try:
+        con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [str(path)])
+        con.execute(f"USE {alias}")
+        for statement in _SEAL:
+            con.execute(statement)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _attached_alias(path: str | Path) -> str:
+    """The catalogue name the file is attached under: its stem, as DuckDB's own ``connect`` names it."""
+    stem = Path(path).stem or "db"
+    if stem.lower() in _TAKEN_ALIASES:
+        stem = f"{stem}_db"
+    return _quote(stem)
 
 
 #: words that cannot stand as bare identifiers in SQLite or DuckDB (the common ones in real schemas)
@@ -472,7 +578,8 @@ def _open(p: Path) -> Database:
         raise DatabaseError(
             f"not a database file: {p}",
             expected="a DuckDB or SQLite file",
-            found=f"{head[:8]!r}... ({str(exc).splitlines()[0][:120]})",
+            # what the engine says, never the file's bytes: /etc/passwd's would print "root:x:0"
+            found=f"neither a SQLite header nor a DuckDB file ({type(exc).__name__})",
             fix="point to the .duckdb / .sqlite file itself",
         ) from None
     return Database(p, "duckdb")

@@ -9,117 +9,49 @@ Rule ids (stable, used in scores and tests): ``empty``, ``too_long``, ``too_deep
 ``single_statement``, ``only_select``, ``dml_in_subquery``, ``forbidden_function``,
 ``statement_argument``, ``file_path_table``, ``server_path``.
 
+Functions are allow-listed, not deny-listed: every function a statement calls, and every table
+function or engine catalogue view it names, is looked up in the engine's own catalogue as classified
+by :mod:`routerlab.agents.db.catalogue` (side-effect-free scalar, aggregate and window functions
+allowed; table functions, pragmas and anything touching files, settings, logging, secrets,
+extensions, other databases or SQL text refused; a name the catalogue does not hold refused).
+For DuckDB the names are the ones DuckDB's own parser reads, not sqlglot's normalised ones.
+
 A statement hidden in a string is a statement the guard never parsed: DuckDB's
 ``json_execute_serialized_sql(json_serialize_sql('...'))`` or ``query('...')`` runs text the outer
-SELECT only carries. Every function that executes, plans or serialises SQL from a string is
-forbidden by name (:data:`SQL_FROM_STRING_FUNCTIONS`, checked against both engines' function
-catalogues by the tests), and any function given a string that is itself a statement is refused
-(``statement_argument``), so a function this list does not know yet cannot carry one either.
+SELECT only carries. Those functions are refused (:data:`SQL_FROM_STRING_FUNCTIONS`), and any
+function given a string that is itself a statement is refused (``statement_argument``).
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
+import json
 import re
 import threading
+from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from routerlab.agents.errors import GuardViolation
+from routerlab.agents.db.catalogue import SQL_FROM_STRING_FUNCTIONS, FunctionCatalogue, function_catalogue
+from routerlab.agents.errors import GuardViolation, SQLExecutionError
 
 __all__ = [
-    "FORBIDDEN_FUNCTIONS",
     "MAX_DEPTH",
     "MAX_SQL_CHARS",
     "PATH_REVEALING_TABLES",
     "SQL_FROM_STRING_FUNCTIONS",
     "check_sql",
+    "check_sql_to_run",
+    "clear_guard_cache",
 ]
 
 MAX_SQL_CHARS = 20_000
 MAX_DEPTH = 200
-
-#: functions that execute, plan, parse or serialise SQL given as a string (DuckDB's json extension
-#: and ``query``/``query_table``, SQLite's ``eval`` extension): the text they take is a statement
-#: the guard would never see. Kept in step with the engines' catalogues by
-#: ``tests/agents/db/test_guard_sql_strings.py``.
-SQL_FROM_STRING_FUNCTIONS: frozenset[str] = frozenset(
-    {
-        "json_execute_serialized_sql",
-        "json_serialize_sql",
-        "json_deserialize_sql",
-        "json_serialize_plan",
-        "query",
-        "query_table",
-        "sql_auto_complete",
-        "eval",
-    }
-)
-
-#: functions that read files, reach other databases or the network, load code or leak settings
-_OUTSIDE_FUNCTIONS: frozenset[str] = frozenset(
-    {
-        # DuckDB file readers and scanners
-        "read_csv",
-        "read_csv_auto",
-        "read_parquet",
-        "parquet_scan",
-        "parquet_metadata",
-        "parquet_schema",
-        "parquet_file_metadata",
-        "parquet_kv_metadata",
-        "read_json",
-        "read_json_auto",
-        "read_json_objects",
-        "read_json_objects_auto",
-        "read_ndjson",
-        "read_ndjson_auto",
-        "read_ndjson_objects",
-        "read_text",
-        "read_blob",
-        "read_xlsx",
-        "glob",
-        "sniff_csv",
-        "iceberg_scan",
-        "iceberg_metadata",
-        "iceberg_snapshots",
-        "delta_scan",
-        "st_read",
-        "read_file",
-        "read_files",
-        # other databases
-        "sqlite_scan",
-        "sqlite_attach",
-        "postgres_scan",
-        "postgres_attach",
-        "postgres_query",
-        "mysql_scan",
-        "mysql_query",
-        "query",
-        "query_table",
-        # environment, settings, extensions
-        "getenv",
-        "current_setting",
-        "duckdb_settings",
-        "duckdb_secrets",
-        "duckdb_extensions",
-        "load_extension",
-        # catalogue views that show where the database and its temporary files lie on the server
-        "duckdb_databases",
-        "duckdb_temporary_files",
-        "pragma_database_list",
-        # SQLite extension functions that touch files
-        "readfile",
-        "writefile",
-        "fts3_tokenizer",
-        "edit",
-    }
-)
-#: every function the guard refuses by name
-FORBIDDEN_FUNCTIONS: frozenset[str] = _OUTSIDE_FUNCTIONS | SQL_FROM_STRING_FUNCTIONS
 
 # sqlglot node types that write, change the session or the catalogue (looked up by name so the
 # guard keeps working when sqlglot renames or adds a class)
@@ -208,7 +140,39 @@ def check_sql(sql: str, dialect: str = "duckdb", *, max_chars: int = MAX_SQL_CHA
     """
     if sql is None or not str(sql).strip():
         raise _fail("empty", "no SQL statement was given", "")
-    return _check_accepted(str(sql), dialect, max_chars)
+    return _check_accepted(str(sql), dialect, max_chars).text
+
+
+def check_sql_to_run(sql: str, dialect: str = "duckdb", *, max_chars: int = MAX_SQL_CHARS) -> str:
+    """:func:`check_sql`, and every function the statement calls is one the engine's catalogue holds.
+
+    A function the catalogue does not know never reaches the engine. It is reported the way the
+    engine reports it (``no such function: x``; DuckDB's ``Catalog Error`` with its suggestion),
+    as an execution error: the model misspelt a function (``YEAR`` in SQLite), which the pipeline
+    repairs as before; only a known function that reaches outside is a guard refusal.
+
+    Raises:
+        GuardViolation: As :func:`check_sql`.
+        SQLExecutionError: A function the engine's catalogue does not hold.
+    """
+    if sql is None or not str(sql).strip():
+        raise _fail("empty", "no SQL statement was given", "")
+    accepted = _check_accepted(str(sql), dialect, max_chars)
+    if accepted.unknown:
+        name, table = accepted.unknown[0]
+        raise SQLExecutionError(_unknown_message(name, table, dialect), accepted.text)
+    return accepted.text
+
+
+def _unknown_message(name: str, table: bool, dialect: str) -> str:
+    """The engine's own wording for an unknown function (with DuckDB's "Did you mean")."""
+    catalogue = function_catalogue(dialect)
+    if dialect != "duckdb":
+        return f"no such {'table' if table else 'function'}: {name}"
+    close = difflib.get_close_matches(name.lower(), sorted(catalogue.allowed(table=table)), n=1)
+    kind = "Table Function" if table else "Scalar Function"
+    hint = f'\nDid you mean "{close[0]}"?' if close else ""
+    return f"Catalog Error: {kind} with name {name} does not exist!{hint}"
 
 
 def clear_guard_cache() -> None:
@@ -219,8 +183,16 @@ def clear_guard_cache() -> None:
 # The verdict is a pure function of the text: a statement is guarded when the pipeline runs it
 # and again when EX scores it, and routers on one dataset write the same SQL over and over.
 # Accepted statements are remembered; a refusal raises, so it is never cached.
+@dataclass(frozen=True)
+class _Accepted:
+    """A statement the guard accepts, and the functions it calls that the catalogue does not hold."""
+
+    text: str
+    unknown: tuple[tuple[str, bool], ...] = ()
+
+
 @functools.lru_cache(maxsize=4096)
-def _check_accepted(sql: str, dialect: str, max_chars: int) -> str:
+def _check_accepted(sql: str, dialect: str, max_chars: int) -> _Accepted:
     if not sql.strip():
         raise _fail("empty", "no SQL statement was given", "")
     text = str(sql).strip()
@@ -252,8 +224,8 @@ def _check_accepted(sql: str, dialect: str, max_chars: int) -> str:
             raise _fail("dml_in_subquery", f"{type(node).__name__.upper()} inside a query is not allowed", text)
         if isinstance(node, exp.Func):
             name = _func_name(node)
-            if name in FORBIDDEN_FUNCTIONS:
-                raise _fail("forbidden_function", f"function {name}() is not allowed", text)
+            if name in SQL_FROM_STRING_FUNCTIONS:  # before its argument: the name alone says why
+                raise _fail("forbidden_function", f"function {name}() is not allowed: it runs SQL given as text", text)
             if (hidden := _statement_argument(node, dialect)) is not None:
                 raise _fail(
                     "statement_argument",
@@ -269,7 +241,106 @@ def _check_accepted(sql: str, dialect: str, max_chars: int) -> str:
                 raise _fail("file_path_table", f"{target.name!r} looks like a file path, not a table", text)
             if isinstance(target, exp.Literal):
                 raise _fail("file_path_table", f"{target.name!r} is a string used as a table", text)
-    return text.rstrip().rstrip(";").rstrip()
+    catalogue = function_catalogue(dialect)
+    calls = _duckdb_calls(text) if dialect == "duckdb" else _sqlglot_calls(nodes, catalogue)
+    unknown: list[tuple[str, bool]] = []
+    for call in calls:
+        if not call.view and catalogue.unknown_and_harmless(call.name):
+            unknown.append((call.name, call.table))
+            continue
+        why = (
+            catalogue.view_refusal(call.name, call.schema)
+            if call.view
+            else catalogue.refusal(call.name, table=call.table)
+        )
+        if why is not None:
+            what = f"table {call.name!r}" if call.view else f"function {call.name}()"
+            where = " in FROM" if call.table and not call.view else ""
+            raise _fail(
+                "forbidden_function",
+                f"{what}{where} is not allowed: {why} (the guard allows the side-effect-free scalar, "
+                f"aggregate and window functions of {catalogue.engine})",
+                text,
+            )
+    return _Accepted(text.rstrip().rstrip(";").rstrip(), tuple(unknown))
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A name the engine will resolve: a function call, or a table reference (``view``)."""
+
+    name: str
+    table: bool = False
+    view: bool = False
+    schema: str = ""
+
+
+def _duckdb_calls(text: str) -> list[_Call]:
+    """Every function call and table reference of ``text`` as DuckDB's own parser reads it.
+
+    sqlglot maps many spellings to one node (``strpos``, ``instr`` and ``position`` are all
+    ``StrPosition``), so its names are not the engine's: the names checked are those DuckDB
+    binds. ``json_serialize_sql`` only parses (on a private in-memory connection); nothing runs.
+
+    Raises:
+        GuardViolation: DuckDB's parser cannot read the statement (``parse_error``).
+    """
+    try:
+        raw = _duckdb_parser().execute("SELECT json_serialize_sql(?::VARCHAR)", [text]).fetchone()
+    except duckdb.Error as exc:
+        raise _fail("parse_error", f"DuckDB could not parse the statement ({str(exc).splitlines()[0]})", text) from None
+    try:
+        tree = json.loads(raw[0]) if raw else {"error": True}
+    except RecursionError:
+        raise _fail("too_deep", "statement is nested too deeply to check", text) from None
+    if tree.get("error"):
+        message = str(tree.get("error_message") or "unreadable").splitlines()[0]
+        raise _fail("parse_error", f"DuckDB could not parse the statement ({message}); only SELECT is allowed", text)
+    calls: list[_Call] = []
+    stack: list[Any] = [tree.get("statements", [])]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "TABLE_FUNCTION" and isinstance(function := item.get("function"), dict):
+            calls.append(_Call(str(function.get("function_name", "")), table=True))
+            stack.append(function.get("arguments", []))
+            stack.extend(v for k, v in item.items() if k != "function")
+            continue
+        if item.get("type") == "BASE_TABLE":
+            calls.append(_Call(str(item.get("table_name", "")), view=True, schema=str(item.get("schema_name") or "")))
+        elif item.get("class") in ("FUNCTION", "WINDOW", "AGGREGATE") and "function_name" in item:
+            calls.append(_Call(str(item["function_name"])))
+        stack.extend(item.values())
+    return calls
+
+
+def _sqlglot_calls(nodes: list[exp.Expression], catalogue: FunctionCatalogue) -> list[_Call]:
+    """Every function call and table reference of a parsed statement (the SQLite dialect).
+
+    An ``Anonymous`` call keeps the name as written and is checked as such (a name the catalogue
+    does not hold is refused). A typed node is a standard function sqlglot knows under several
+    spellings; it is refused when the catalogue refuses any of them.
+    """
+    calls: list[_Call] = []
+    for node in nodes:
+        if isinstance(node, exp.Table):
+            if isinstance(node.this, exp.Identifier):
+                calls.append(_Call(node.this.name, view=True, schema=node.db or ""))
+            continue
+        if not isinstance(node, exp.Func):
+            continue
+        in_from = isinstance(node.parent, exp.Table) and node.parent.this is node
+        if isinstance(node, exp.Anonymous) or in_from:
+            calls.append(_Call(_func_name(node), table=in_from))
+            continue
+        for name in (str(n).lower() for n in type(node).sql_names()):
+            if name in catalogue.expression and catalogue.expression[name] is not None:
+                calls.append(_Call(name))
+    return calls
 
 
 def _statement_argument(func: exp.Func, dialect: str) -> str | None:

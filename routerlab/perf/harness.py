@@ -35,7 +35,9 @@ def harness_overhead(n_examples: int = 60) -> list[PerfFigure]:
     config = RunConfig()
     clock = Clock()
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(database_mod, "check_sql", clock.wrap("guard", database_mod.check_sql)))
+        stack.enter_context(
+            mock.patch.object(database_mod, "check_sql_to_run", clock.wrap("guard", database_mod.check_sql_to_run))
+        )
         stack.enter_context(mock.patch.object(subagents_mod, "check_sql", clock.wrap("guard", subagents_mod.check_sql)))
         stack.enter_context(
             mock.patch.object(database_mod.Database, "execute", clock.wrap("sql", database_mod.Database.execute))

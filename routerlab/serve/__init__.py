@@ -2,6 +2,7 @@
 
 from routerlab.serve.app import API_PREFIX, ServeSettings, create_app, serve
 from routerlab.serve.background import serve_in_background
+from routerlab.serve.body_limit import MAX_BODY_BYTES, BodyLimit, BodyTooLarge
 from routerlab.serve.contract import QUESTION_TYPES, present, routing_mode_used
 from routerlab.serve.envelope import ErrorCode, ProgressSummary, dump_json, envelope, error_envelope, event_envelope
 from routerlab.serve.header_timeout import HEADER_TIMEOUT_S, header_timeout_protocol
@@ -11,9 +12,12 @@ from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream
 __all__ = [
     "API_PREFIX",
     "HEADER_TIMEOUT_S",
+    "MAX_BODY_BYTES",
     "QUESTION_TYPES",
     "ROUTING_MODES",
     "AskRequest",
+    "BodyLimit",
+    "BodyTooLarge",
     "ConversationBusyError",
     "ErrorCode",
     "ProgressSummary",

@@ -25,6 +25,7 @@ from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.paths import cache_writes
 from routerlab.agents.turn_history import turn_from_trace
 from routerlab.conversation_store import ConversationForbidden, ConversationStore, new_conversation_id
+from routerlab.serve.body_limit import BodyLimit, BodyTooLarge
 from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
 from routerlab.serve.files import FileAllowList
@@ -208,6 +209,19 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if isinstance(exc, BodyTooLarge):
+            body = error_envelope(
+                ErrorCode.INVALID_REQUEST,
+                str(exc.detail),
+                field="body",
+                expected=f"a JSON body of at most {exc.limit:,} bytes",
+                found=exc.found,
+                fix="shorten the question, hint or reply (8,000 characters each at most)",
+            )
+            # the rest of the body is never read: the connection closes after this response
+            return Response(
+                dump_json(body), status_code=413, media_type="application/json", headers={"connection": "close"}
+            )
         code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.INVALID_REQUEST
         if exc.status_code == 400 and (problem := describe_body_error(exc.__cause__)) is not None:
             message = f"invalid request: body: expected {problem['expected']}, found {problem['found']}"
@@ -343,8 +357,18 @@ class _Requests:
             return started
         pipeline, kwargs, run = started
         poll_s = self.runtime.settings.poll_s
+        # one database engine per user (an anonymous request is a user of its conversation): no
+        # statement of one user can change what another user's statements see
+        scope = f"user:{body.user_id}" if body.user_id is not None else f"conversation:{run.conversation_id}"
         return stream_run(
-            pipeline, run, self.runtime.runs, request.is_disconnected, poll_s=poll_s, **self.contract(body), **kwargs
+            pipeline,
+            run,
+            self.runtime.runs,
+            request.is_disconnected,
+            poll_s=poll_s,
+            scope=scope,
+            **self.contract(body),
+            **kwargs,
         )
 
 
@@ -471,6 +495,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     runtime = _runtime(settings or ServeSettings())
     app = FastAPI(title="routerlab", version="0", docs_url="/docs", redoc_url=None)
     app.state.runtime = runtime
+    # bodies are bounded while they are read (docs/api.md, "Limits")
+    app.add_middleware(BodyLimit)
     _add_error_handlers(app)
     _add_info_routes(app, runtime)
     _add_ask_routes(app, _Requests(runtime))

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from routerlab.agents.db import engine_scope
 from routerlab.agents.errors import RouterlabError, RunError
 from routerlab.agents.events import make_event
 from routerlab.agents.graph import Pipeline
@@ -146,12 +147,27 @@ def _work(
     put: Callable[[tuple[str, Any]], None],
     kwargs: dict[str, Any],
     on_end: Callable[[dict[str, Any]], None] | None = None,
+    scope: str = "anonymous",
 ) -> None:
     """Worker thread: iterate ``Pipeline.stream`` and hand each event to the event loop.
 
     ``on_end`` receives the final state of a run that ended (completed or error), before its
-    checkpoints are dropped; a cancelled or crashed run leaves nothing behind.
+    checkpoints are dropped; a cancelled or crashed run leaves nothing behind. Every statement
+    of the run goes to the database engines of ``scope`` (the request's user), never to
+    another user's.
     """
+    with engine_scope(scope):
+        _work_in_scope(pipeline, run, registry, put, kwargs, on_end)
+
+
+def _work_in_scope(
+    pipeline: Pipeline,
+    run: Run,
+    registry: RunRegistry,
+    put: Callable[[tuple[str, Any]], None],
+    kwargs: dict[str, Any],
+    on_end: Callable[[dict[str, Any]], None] | None,
+) -> None:
     outcome: Outcome = "crashed"
     gen = pipeline.stream(conversation_id=run.conversation_id, **kwargs)
     try:
@@ -194,6 +210,7 @@ async def stream_run(
     routing_mode: str = "",
     echo: dict[str, Any] | None = None,
     on_end: Callable[[dict[str, Any]], None] | None = None,
+    scope: str = "anonymous",
     **kwargs: Any,
 ) -> AsyncIterator[dict[str, Any]]:
     """Run the pipeline in a worker thread and yield each event wrapped in the envelope.
@@ -211,6 +228,8 @@ async def stream_run(
         echo: Request fields every event repeats (user id, context type, ignored fields).
         on_end: Receives the final state of a run that completed or ended in error (the
             server keeps the conversation's turn with it).
+        scope: The database engine scope of the run (one per user: see
+            :func:`routerlab.agents.db.engine_scope`).
         **kwargs: Arguments of :meth:`Pipeline.stream` (question, database, reply, agent, hint).
 
     Yields:
@@ -226,7 +245,9 @@ async def stream_run(
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
     worker = threading.Thread(
-        target=_work, args=(pipeline, run, registry, put, kwargs, on_end), name=f"routerlab-run-{run.conversation_id}"
+        target=_work,
+        args=(pipeline, run, registry, put, kwargs, on_end, scope),
+        name=f"routerlab-run-{run.conversation_id}",
     )
     worker.daemon = True
     summary = ProgressSummary(routing_mode=routing_mode)

@@ -244,3 +244,14 @@ def test_one_test_decides_and_the_columns_are_named_by_router(two_runs, tmp_path
     md = render(g, "markdown")
     assert "| McNemar / sign-flip p | test |" in md
     assert any(line.startswith("chain_f1: hybrid better than rules (+0.50, p=0.008)") for line in verdicts(g))
+
+
+def test_the_table_caption_keeps_the_guards_rule_names(two_runs):
+    # issue 62: rich read "[only_select]" in the gold note as markup and dropped it
+    import dataclasses
+
+    c = compare_runs(two_runs, ["s.rules", "s.llm"])
+    first = "gold guard_violation: refused by SQL guard [only_select]: only SELECT is allowed [/b]"
+    runs = [dataclasses.replace(c.runs[0], gold_failed=2, gold_failed_first=first), *c.runs[1:]]
+    table = render(dataclasses.replace(c, runs=runs), "table", width=400)
+    assert "[only_select]" in table and "[/b]" in table

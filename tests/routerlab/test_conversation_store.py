@@ -149,3 +149,24 @@ def test_ask_refuses_another_users_conversation(tmp_path, monkeypatch):
         ],
     )
     assert shared.exit_code == 0 and f"conversation {conv}: 1 earlier turn(s)" in shared.output
+
+
+def test_a_new_conversations_file_is_private_to_its_owner(tmp_path):
+    # issue 62: the file (questions in clear text) was created 0644
+    import os
+    import stat
+
+    old = os.umask(0o022)  # a user's usual umask, which would give 0644
+    try:
+        path = tmp_path / "conversations.sqlite"
+        store = ConversationStore(path)
+        store.append("c1", _turn(1), user_id="u1")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    journals = [p for p in tmp_path.iterdir() if p.name.startswith("conversations.sqlite-")]
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in journals)
+    # an existing file keeps the mode its owner chose
+    path.chmod(0o640)
+    ConversationStore(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640

@@ -223,3 +223,16 @@ def test_database_copies_reconnect_in_their_own_process(sales_db):
     copy = pickle.loads(pickle.dumps(db))
     assert copy.execute("SELECT count(*) FROM areas").rows == [[3]]
     assert [t.name for t in copy.tables()] == [t.name for t in db.tables()]
+
+
+def test_a_file_that_is_not_a_database_is_named_never_shown(tmp_path):
+    # issue 62: an absolute db_path to /etc/passwd printed its first bytes ("root:x:0")
+    from routerlab.agents.errors import DatabaseError
+
+    path = tmp_path / "passwd"
+    path.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    with pytest.raises(DatabaseError) as caught:
+        open_database(path)
+    text = f"{caught.value} {caught.value.found} {caught.value.expected} {caught.value.fix}"
+    assert str(path) in text and "a DuckDB or SQLite file" in text
+    assert "root" not in text.replace(str(tmp_path), "")

@@ -33,7 +33,11 @@ def test_what_they_would_reveal_and_what_still_passes(tmp_path):
     con.execute("CREATE TABLE areas (id INTEGER)")
     # the reason for the rule: the real view shows the server's absolute path
     assert str(path) in str(con.execute("SELECT path FROM duckdb_databases()").fetchall())
-    # schema introspection that shows no path still passes
-    ok = check_sql("SELECT name FROM pragma_table_info('areas')", "duckdb")
+    # schema introspection through the information schema still passes; pragma table functions
+    # are refused with every other table function (issue 62: the guard is an allow-list)
+    ok = check_sql("SELECT column_name FROM information_schema.columns WHERE table_name = 'areas'", "duckdb")
     assert con.execute(ok).fetchall() == [("id",)]
+    with pytest.raises(GuardViolation) as caught:
+        check_sql("SELECT name FROM pragma_table_info('areas')", "duckdb")
+    assert caught.value.rule == "forbidden_function"
     con.close()
