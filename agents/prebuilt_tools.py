@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from routerlab.agents.errors import ContractError
 from routerlab.agents.tools.base import Tool, read_only
+from routerlab.agents.tools.index import resolve_awaitable
 from routerlab.agents.tools.schema import function_schema, injected_states, injected_stores
 
 __all__ = ["ERROR_TEMPLATE", "BaseTool", "StructuredTool", "read_only", "tool", "tool_content"]
@@ -223,7 +224,7 @@ class StructuredTool(BaseTool):
         if self.func is not None:
             return self.func(*args, **kwargs)
         assert self.coroutine is not None
-        return asyncio.run(self.coroutine(*args, **kwargs))
+        return resolve_awaitable(self.coroutine(*args, **kwargs))  # also from inside a running loop
 
     async def _arun(self, *args: Any, **kwargs: Any) -> Any:
         if self.coroutine is not None:

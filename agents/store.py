@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from routerlab.agents.errors import ToolError
+from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.tools.schema import InjectedStore
 from routerlab.agents.tools.text_index import Embedder, Ranking, load_embedder, rank_texts
 
@@ -188,6 +188,9 @@ class MemoryStore:
             default the retrieval router's MiniLM), ``dims`` (checked against its vectors) and
             ``fields`` (the value fields a query is matched against; default the whole value).
 
+    Raises:
+        ContractError: For an ``index`` with unknown keys or an ``embed`` that is not an embedder.
+
     Attributes:
         last_search: How the last search with a query ranked: ``{"index": "embedding" |
             "bm25", "fallback": why the embedding index was not used, or None}``.
@@ -206,14 +209,19 @@ class MemoryStore:
         config = dict(index or {})
         unknown = sorted(set(config) - {"embed", "dims", "fields"})
         if unknown:
-            raise ToolError(
-                f"unknown store index keys {unknown}; known: embed, dims, fields", error_class="store_invalid"
+            raise ContractError(
+                f"unknown store index keys {unknown}",
+                expected="keys among embed, dims, fields",
+                found=str(sorted(config)),
+                fix="drop or rename them",
             )
         embed = config.get("embed")
         if embed is not None and not callable(getattr(embed, "embed", None)):
-            raise ToolError(
-                f"the store index's embed is a {type(embed).__name__}, not an embedder with embed(texts)",
-                error_class="store_invalid",
+            raise ContractError(
+                "the store index's embed is not an embedder",
+                expected="an object with embed(texts) -> unit vectors (routerlab.agents.tools.text_index.Embedder)",
+                found=type(embed).__name__,
+                fix="pass load_embedder() or your own embedder",
             )
         self._embedder: Embedder | None = embed
         self._dims: int | None = config.get("dims")

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routerlab import routers
-from routerlab.agents.errors import ModelAssetError, ToolError
+from routerlab.agents.errors import ContractError, ModelAssetError, ToolError
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.store import InjectedStore, MemoryStore, SearchItem, matches
@@ -140,8 +140,11 @@ def test_the_index_config_picks_the_fields_and_checks_dims() -> None:
     wrong.put(("t",), "one", {"description": "a"})
     with pytest.raises(ToolError, match="dims=1536"):
         wrong.search(("t",), query="a")
-    with pytest.raises(ToolError, match="unknown store index keys"):
+    with pytest.raises(ContractError, match="unknown store index keys") as info:
         MemoryStore(index={"embedding": Letters()})
+    assert info.value.fix
+    with pytest.raises(ContractError, match="not an embedder"):
+        MemoryStore(index={"embed": "minilm"})
 
 
 @settings(max_examples=40, deadline=None)
