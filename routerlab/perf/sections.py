@@ -16,6 +16,7 @@ from routerlab.agents.registry import Registry
 from routerlab.perf._common import PerfFigure
 from routerlab.perf.alternating_prefixes import alternating_prefixes
 from routerlab.perf.concurrency import concurrency_scaling
+from routerlab.perf.decode_bound import decode_bound
 from routerlab.perf.ex_throughput import ex_throughput
 from routerlab.perf.first_decision import first_decision_cost
 from routerlab.perf.harness import harness_overhead
@@ -114,6 +115,11 @@ def _schema(z: _Sizes) -> list[PerfFigure]:
 @_section("sql decoding", model=True)
 def _sql_decoding(z: _Sizes) -> list[PerfFigure]:
     return sql_decoding(z.lm, 3 if z.quick else 6)
+
+
+@_section("decode bound", model=True)
+def _decode_bound(z: _Sizes) -> list[PerfFigure]:
+    return decode_bound(z.lm, 4 if z.quick else 8)
 
 
 @_section("sql candidates", model=True)

@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from routerlab.perf.decode_bound import decode_bound, memory_bandwidth
 from routerlab.perf.sql_decoding import median_interval, sql_decoding
 
 
@@ -32,3 +33,15 @@ def test_the_median_interval_narrows_as_values_accumulate():
 def test_without_the_embedded_engine_the_section_says_it_skipped():
     (figure,) = sql_decoding("scripted:basic", 1)
     assert figure.name.startswith("skipped")
+
+
+def test_the_bound_section_measures_bandwidth_and_skips_model_figures_without_the_embedded_engine():
+    figures = decode_bound("scripted:basic", rounds=1, mb=32)
+    bandwidth = [f for f in figures if f.name.startswith("memory bandwidth")]
+    assert len(bandwidth) == 4 and all(f.value > 0 and f.unit == "GB/s" for f in bandwidth)
+    assert figures[-1].name.startswith("model figures skipped")
+
+
+def test_memory_bandwidth_reports_read_and_copy():
+    got = memory_bandwidth(mb=16, repeats=2, threads=2)
+    assert set(got) == {"read", "copy"} and all(v > 0 for v in got.values())
