@@ -47,8 +47,10 @@ __all__ = [
     "PromptLookup",
     "configured_speculative",
     "drafter",
+    "evaluate_batch",
     "prompt_lookup",
     "speculative_greedy",
+    "truncate_context",
 ]
 
 
@@ -251,7 +253,7 @@ def _reuse_prefix(llm: Any, prompt: list[int]) -> int:
     return llm.n_tokens
 
 
-def _verify(llm: Any, tokens: list[int]) -> list[np.ndarray]:
+def evaluate_batch(llm: Any, tokens: list[int]) -> list[np.ndarray]:
     """Evaluate ``tokens`` after the live context in one batch; the logits of each position."""
     b = llm._batch.batch
     pos = llm.n_tokens
@@ -269,7 +271,7 @@ def _verify(llm: Any, tokens: list[int]) -> list[np.ndarray]:
     return [np.ctypeslib.as_array(llm._ctx.get_logits_ith(i), shape=(n_vocab,)) for i in range(len(tokens))]
 
 
-def _truncate(llm: Any, n: int) -> None:
+def truncate_context(llm: Any, n: int) -> None:
     """Drop every context position from ``n`` on (rejected drafts, tokens past the end)."""
     if llm.n_tokens > n:
         llm._ctx.kv_cache_seq_rm(-1, n, -1)
@@ -319,7 +321,7 @@ def speculative_greedy(
             # past the budget or the context window
             room = min(max_tokens - len(done.tokens), n_ctx - llm.n_tokens - 1)
             guess = draft([*prompt, *done.tokens], room) if room > 0 else []
-            rows = _verify(llm, [token, *guess])
+            rows = evaluate_batch(llm, [token, *guess])
             out.passes += 1
             out.drafted += len(guess)
             base = llm.n_tokens - len(guess)  # the context up to and including ``token``
@@ -328,12 +330,12 @@ def speculative_greedy(
                 token = int(np.argmax(row))
                 out.margins.append(_margin(row))
                 if i == len(guess) or token != guess[i]:
-                    _truncate(llm, base + i)
+                    truncate_context(llm, base + i)
                     break
                 out.accepted += 1
                 if done.push(token):
                     # as a plain call leaves it: every completion token but the last evaluated
-                    _truncate(llm, base + i)
+                    truncate_context(llm, base + i)
                     ended = True
                     break
             if ended:

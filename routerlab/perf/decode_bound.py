@@ -54,7 +54,7 @@ def memory_bandwidth(mb: int = 256, repeats: int = 5, threads: int = 2) -> dict[
 
 def _pass_seconds(llm: object, sizes: tuple[int, ...], rounds: int) -> dict[int, list[float]]:
     """Seconds of one forward pass of each batch size after a 256-token context, sizes interleaved."""
-    from routerlab.agents.lm.speculative import _truncate, _verify
+    from routerlab.agents.lm.speculative import evaluate_batch, truncate_context
 
     text = "SELECT name, country FROM singer WHERE age > 30 ORDER BY age DESC; " * 40
     tokens = [int(t) for t in llm.tokenize(text.encode(), add_bos=False)]  # type: ignore[attr-defined]
@@ -66,9 +66,9 @@ def _pass_seconds(llm: object, sizes: tuple[int, ...], rounds: int) -> dict[int,
         # alternate the order: load from other processes falls on every size alike
         for size in sizes if r % 2 == 0 else sizes[::-1]:
             t = time.perf_counter()
-            _verify(llm, tokens[base : base + size])
+            evaluate_batch(llm, tokens[base : base + size])
             seconds[size].append(time.perf_counter() - t)
-            _truncate(llm, base)
+            truncate_context(llm, base)
     llm.reset()  # type: ignore[attr-defined]
     return seconds
 
