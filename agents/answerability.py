@@ -23,7 +23,9 @@ inventing one. Nothing here knows a dataset; the word lists are general English.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.db import database
@@ -138,16 +140,31 @@ class Answerability:
 
 # -- the schema's words (``stem`` and ``word_stems`` live in the lexicon, re-exported here) --------
 def schema_vocabulary(db: Database) -> frozenset[str]:
-    """Stems of every table name, column name and example value of ``db``."""
-    vocab: set[str] = set()
+    """Stems of every table name, column name and example value of ``db``, and of the database's own name.
+
+    A name of several words also gives its words joined ("car_makers": ``carmaker``), so one word
+    in the question matches two in the schema; the database's name says what it is about
+    ("dog_kennels": ``dog``, ``kennel``), so a question naming its subject names no gap.
+    """
+    vocab: set[str] = set(_name_stems(str(getattr(db, "db_id", "") or "")))
     for table in db.tables():
-        vocab |= word_stems(table.name)
+        vocab |= _name_stems(table.name)
         for column in table.columns:
-            vocab |= word_stems(column.name)
+            vocab |= _name_stems(column.name)
             for value in column.examples:
                 if isinstance(value, str):
                     vocab |= word_stems(value)
     return frozenset(vocab)
+
+
+def _name_stems(name: str) -> set[str]:
+    """Stems of an identifier's words, and of each run of adjacent words joined ("TV_Channel": ``tvchannel``)."""
+    words = [w for w in _split_identifier(name) if not w.isdigit()]
+    out = word_stems(name)
+    for i in range(len(words)):
+        for j in range(i + 2, len(words) + 1):
+            out.add(stem("".join(words[i:j])))
+    return out
 
 
 def _value_stems(db: Database) -> frozenset[str]:
@@ -213,7 +230,7 @@ def _matches(words: list[str], vocab: frozenset[str]) -> bool:
         return True
     for w in words:
         s = stem(w)
-        if s in vocab:
+        if s in vocab or _does(s, vocab):
             return True
         for v in vocab:
             if (len(v) >= 3 and s.startswith(v)) or (len(s) >= 5 and len(v) >= 5 and v[:5] == s[:5]):
@@ -227,6 +244,20 @@ def _matches(words: list[str], vocab: frozenset[str]) -> bool:
     return False
 
 
+def _does(word: str, vocab: frozenset[str]) -> bool:
+    """``word`` names who does what a schema word's verb says ("writer", "author" for ``Written_by``)."""
+    if len(word) < 5 or not word.endswith(("er", "or")):
+        return False
+    bases = {word[:-1], word[:-2]}  # writer: write, worker: work, director: direct
+    return bool(bases & _verbs(vocab))
+
+
+@lru_cache(maxsize=64)
+def _verbs(vocab: frozenset[str]) -> frozenset[str]:
+    """The verb lemmas of a vocabulary's words ("written": ``write``)."""
+    return frozenset(lemma for v in vocab for lemma in lemmas(v).get("VERB", ()))
+
+
 def _grounded(words: list[str], vocab: frozenset[str]) -> bool:
     """Any word, one of its lemmas or a synonym matches the schema (see :func:`_matches`)."""
     if _matches(words, vocab):
@@ -237,6 +268,11 @@ def _grounded(words: list[str], vocab: frozenset[str]) -> bool:
         for form in forms:
             expanded += [s for s in synonyms(form) if s != w]
     return bool(expanded) and any(_matches([w], vocab) for w in expanded)
+
+
+def _compound(words: Sequence[str], vocab: frozenset[str]) -> bool:
+    """Adjacent words of a phrase that, written as one, are a schema stem ("tv show": ``tvshow``)."""
+    return any(stem("".join(words[i:j])) in vocab for i in range(len(words)) for j in range(i + 2, len(words) + 1))
 
 
 def _initialisms(question: str, vocab: frozenset[str]) -> set[str]:
@@ -306,6 +342,11 @@ _DETERMINERS = wordset("the a an all each every their his her its our my your an
 #: a noun/verb word right before one of these is read as a verb ("play the", "use it")
 _OBJECT_AFTER = _DETERMINERS - {"this", "that"} | wordset("it them him us me")
 _DEGREE = wordset("most least more less very too so quite rather how")
+#: word pairs that are adverbs, whatever their second word can be alone
+_IDIOMS = frozenset({("as", "well"), ("of", "course"), ("at", "all"), ("in", "general")})
+#: quantifiers that float between a subject and its verb ("they each make"), and those subjects
+_FLOATING = wordset("each all both")
+_SUBJECTS = wordset("they we you i he she it")
 #: words that follow an adjective used as a predicate ("unknown whether", "available to")
 _PREDICATE_AFTER = wordset("whether than enough to because")
 _POSSESSIVE = wordset("their his her its our my your whose")
@@ -337,8 +378,12 @@ class Phrase:
     head: str | None = None
 
 
+#: contractions a word may carry ("what're", "they've"): the word is read without them
+_CONTRACTION = re.compile(r"'(?:re|ve|ll|d|m)$")
+
+
 def _clean(token: str) -> str:
-    return token.lower().removesuffix("'s").removesuffix("'")
+    return _CONTRACTION.sub("", token.lower()).removesuffix("'s").removesuffix("'")
 
 
 def _generic(word: str) -> bool:
@@ -367,8 +412,11 @@ def _is_noun(tokens: list[str], i: int) -> bool:
     word = _clean(tokens[i])
     if not can_be(word, "NOUN"):
         return False
-    if _degree_form(word):
-        return False  # a comparative or superlative ("lighter than", "the oldest")
+    prev = tokens[i - 1].lower() if i > 0 else ""
+    if _degree_form(word) or (not lemmas(word) and word.endswith("est") and prev in _DETERMINERS | _DEGREE):
+        return False  # a comparative or superlative ("lighter than", "the oldest", misspelt "the yongest")
+    if (prev, word) in _IDIOMS:
+        return False  # "as well", "of course": adverbs, not things
     if not (can_be(word, "VERB") or can_be(word, "ADJ") or can_be(word, "ADV")):
         return True
     prev = tokens[i - 1].lower() if i > 0 else ""
@@ -391,6 +439,8 @@ def _is_noun(tokens: list[str], i: int) -> bool:
         return False  # "makers which produce": a relative clause, not "Which producers"
     if nxt in _OBJECT_AFTER:
         return False
+    if bare and prev in _FLOATING and i > 1 and tokens[i - 2].lower() in _SUBJECTS:
+        return False  # a floating quantifier between subject and verb: "do they each produce"
     plural_subject = prev.endswith("s") and not prev.endswith(("ss", "'s")) and prev not in FUNCTION_WORDS
     if bare and plural_subject and can_be(prev, "NOUN"):
         return False  # after a plural subject: "how many concerts play there"
@@ -545,11 +595,17 @@ def check_question(question: str, db: Database) -> Answerability:
     # the request is not a question about the data
     gaps = (_period_gaps(question, db) if phrases else []) + _how_gaps(question, vocab)
     covered = _initialisms(question, vocab)
+    # a column named like a statistic ("Average", "Lowest") measures what the question aggregates
+    statistic_column = any(w in _STATISTICS and stem(w) in vocab for w in _WORD.findall(question.lower()))
     for phrase in phrases:
         if covered & set(phrase.words):
             continue
         if any(w in _STATISTICS and stem(w) in vocab for w in phrase.words):
             continue  # a column named like the statistic ("Average"): "the average attendance" reads it
+        if phrase.role == "measure" and statistic_column:
+            continue
+        if _compound(phrase.content, vocab):
+            continue  # "tv show" for a table "TVShow"
         if _initials(list(phrase.content), vocab):
             continue
         # every content word must be grounded: the head names the concept ("car colour" is a

@@ -54,7 +54,7 @@ FUNCTION_WORDS: frozenset[str] = wordset(
     "please there here ever never always sometimes often",
     # auxiliaries and the request verbs of a question
     "is are was were be been being am do does did done have has had having can could will would shall should",
-    "may might must",
+    "may might must cannot",
     "list show give find return tell display get provide report compute calculate count name sort order",
     "rank group",
     # cardinal and ordinal numbers in words
@@ -77,6 +77,12 @@ GENERIC_NOUNS: frozenset[str] = wordset(
     "suffix pattern spelling capitalization capitalisation lowercase uppercase",
     # a group's members are the group's rows ("staff members")
     "member members",
+    # words about the schema's own parts ("these features", "which attributes"): the columns
+    "feature features attribute attributes property properties field fields characteristic characteristics",
+    # the shape of an answer, not a concept ("no duplicates")
+    "duplicate duplicates repeat repeats",
+    # the whole of what a database records ("... in the world"): a scope, not a concept it must name
+    "world globe planet universe",
     # units: a number's unit, not a concept the schema must name
     "metre metres meter meters centimetre centimetres cm kilometre kilometres km mile miles inch inches foot feet",
     "kilogram kilograms kg gram grams pound pounds lbs dollar dollars euro euros usd degree degrees",
@@ -120,6 +126,8 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(
         "maker manufacturer producer make brand",
         "film movie",
         "song track music",
+        "author writer creator",
+        "fuel gasoline petrol diesel mileage mpg",
         "job occupation position role title profession",
         "company firm business corporation enterprise",
         "student pupil",

@@ -310,6 +310,11 @@ class SemanticRouter(IntentRouter):
             behaviour, for a before/after measurement).
         rules_without: Rules left out of the table the turn checks, the ambiguity checks and the
             rules fallback read (the ``rules`` router's ``without``), to switch single checks off.
+        data_words_stand: When the rules read the request as a plain data question (their
+            ``data_question`` rule wins: data words, no check of theirs fired) and the nearest
+            exemplars say anything else, the rules' ``sql`` stands (method
+            ``semantic:<strategy>->rules``): an embedding near another intent's exemplars is no
+            evidence the request is not for the database (issue 59). False: the embedding decides.
 
     Raises:
         ConfigError: For an unknown strategy or fallback, or a number out of range.
@@ -332,6 +337,7 @@ class SemanticRouter(IntentRouter):
         max_tokens: int = 256,
         ambiguity_first: bool = True,
         rules_without: Sequence[str] | str = (),
+        data_words_stand: bool = True,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
         for label, value, known in (("strategy", strategy, STRATEGIES), ("fallback", fallback, FALLBACKS)):
@@ -370,6 +376,7 @@ class SemanticRouter(IntentRouter):
         self.folds = folds
         self.max_tokens = max_tokens
         self.ambiguity_first = ambiguity_first
+        self.data_words_stand = data_words_stand
         self._rules = RulesRouter(fix_budget=fix_budget, without=rules_without)
         self.rules_without = self._rules.without
         # a clarification names only what the checks left in the table find open
@@ -501,6 +508,8 @@ class SemanticRouter(IntentRouter):
         label, gap = int(best[0]), float(margin[0])
         intent, nearest = self._labels[label], float((self._vectors @ query[0]).max())
         if gap >= self.calibration.threshold and nearest >= self.calibration.floors[label]:
+            if self.data_words_stand and intent != "sql" and rule.name == "data_question":
+                return Classification("sql", rule.confidence, f"semantic:{self.strategy}->rules", Usage())
             return Classification(intent, self.confidence(gap), f"semantic:{self.strategy}", Usage())  # type: ignore[arg-type]
         if self.fallback == "rules":
             rule_intent, rule_conf, _, _ = self._rules.classify(state)
