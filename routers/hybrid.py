@@ -8,7 +8,7 @@ from typing import ClassVar
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.trace import Usage
-from routerlab.agents.turn_history import history_text
+from routerlab.agents.turn_history import history_of, history_text
 from routerlab.routers.base import router
 from routerlab.routers.dspy_router import CHECKS, load_program, request_evidence
 from routerlab.routers.llm import intent_by_tool_call
@@ -20,6 +20,9 @@ from routerlab.routers.support.schema_outline import check_view, gate_on_gap, sc
 from routerlab.routers.support.turns import without_pleasantries
 
 __all__ = ["HybridRouter"]
+
+#: rules that match almost any request: their intent is no evidence for the LM's reading
+_NO_EVIDENCE = frozenset({"default", "data_question"})
 
 
 @router("hybrid")
@@ -60,6 +63,12 @@ class HybridRouter(IntentRouter):
             are never gated: their ``schema_gap`` rule already reads the same check.
         rules_without: Rules left out of the rules' table (the ``rules`` router's ``without``), to
             switch single checks off (``--router-arg 'hybrid.rules_without=["which_column"]'``).
+        lm_backed: The LM path moves a request away from the rules' decision to another intent
+            only when the rules also see evidence for that intent: one of their rules of that
+            intent matched the request (a schema gap, an ambiguity the schema leaves open, a
+            greeting, a write), or the schema gate abstained. Otherwise the rules' decision stands
+            (``hybrid:<rule>(lm-unbacked:<intent>)``): a data question is not sent to chat, asked
+            back or declined on the LM's word alone (issue 59). False: the LM decides.
         history: Which earlier turns the LM path shows, a window of
             :mod:`routerlab.routers.support.history_window`: ``none``, ``last`` (the last
             request and the assistant's reply) or ``last_k`` (the last three turns, the default,
@@ -84,8 +93,10 @@ class HybridRouter(IntentRouter):
         abstain_check: bool = True,
         rules_without: Sequence[str] | str = (),
         history: str = DEFAULT_WINDOW,
+        lm_backed: bool = True,
     ) -> None:
         super().__init__(fix_budget=fix_budget)
+        self.lm_backed = lm_backed
         self.history = check_window("hybrid", history)
         self.abstain_check = abstain_check
         self.schema_check = schema_check
@@ -117,8 +128,24 @@ class HybridRouter(IntentRouter):
             return Classification(intent, conf, f"hybrid:{method}", Usage())
         window = window_of(self.history, state, self.env.lm)
         decided = self._by_lm(state, intent, conf, method, window)
+        if self.lm_backed and not self._backed(state, decided, intent):
+            decided = Classification(intent, conf, f"hybrid:{method}(lm-unbacked:{decided.intent})", decided.usage)  # type: ignore[arg-type]
         # the window's own model call (rewrite) is part of what this decision cost
         return decided._replace(usage=window.usage.add(decided.usage))
+
+    def _backed(self, state: PipelineState, decided: Classification, rules_intent: str) -> bool:
+        """Whether the LM path's ``decided`` may stand against the rules' ``rules_intent``.
+
+        It may when it agrees with the rules or answers the data question (``sql``), when the
+        schema gate made it an abstention (the schema check is evidence the rules read too), or
+        when a rule of its intent matched the request: the rules saw the same thing, below their
+        winner.
+        """
+        if decided.intent in ("sql", rules_intent) or decided.method.endswith("+schema-gap"):
+            return True
+        _, hits = self._rules.match(str(state.get("question", "") or ""), self._database(state), history_of(state))
+        seen = {r.intent for r in self._rules.rules if r.name in hits and r.name not in _NO_EVIDENCE}
+        return decided.intent in seen
 
     def _by_lm(self, state: PipelineState, intent: str, conf: float, method: str, window: Window) -> Classification:
         """The LM's decision over ``window``; the rules' ``intent`` when the LM is unsure or invalid."""

@@ -219,3 +219,51 @@ def test_without_the_setting_the_sql_prompt_is_unchanged(concert: Path):
         "How many singers from France are there?", str(concert)
     )
     assert trace.tool_names[-1] == "execute_sql_and_analyze_result" and trace.rows == [[2]]
+
+
+# -- identifiers as people say them (issue 59) -----------------------------------------------------
+NAMES_SQL = """
+CREATE TABLE "TVShow" (id INTEGER PRIMARY KEY, title TEXT, "Written_by" TEXT);
+INSERT INTO "TVShow" VALUES (1, 'Night Train', 'Ann Lee'), (2, 'Blue Hour', 'Bo Chan');
+CREATE TABLE car_makers (id INTEGER PRIMARY KEY, full_name TEXT);
+INSERT INTO car_makers VALUES (1, 'Volvo'), (2, 'Saab');
+CREATE TABLE rides (id INTEGER PRIMARY KEY, maker_id INTEGER, "Lowest" INTEGER, "Average" INTEGER);
+INSERT INTO rides VALUES (1, 1, 10, 20), (2, 2, 5, 15);
+"""
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory) -> Path:
+    # the database's own name says what it is about: bicycle rentals
+    return _sqlite(tmp_path_factory.mktemp("answerability") / "bicycle_rental.sqlite", NAMES_SQL)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many tv shows are there?",  # two words for a table named in one
+        "List every carmaker.",  # one word for a name of two
+        "Who are the writers of these shows?",  # an agent noun for a column's verb (Written_by)
+        "Who is the author of Night Train?",  # its synonym
+        "How many bicycles are recorded?",  # the database's own name
+        "Which ride has the lowest usage in average?",  # a statistic column measures what is aggregated
+        "What're the titles of the shows?",  # a contraction
+        "Show their titles and makers as well?",  # an idiom, not a thing
+        "For each maker, how many rides do they each produce?",  # a verb after a floating quantifier
+        "Which is the most famous show in the world?",  # a scope, not an entity the schema must name
+        "List the makers with no duplicates.",  # the answer's shape
+        "Which of these features does the yongest ride have?",  # schema-part word, misspelt superlative
+    ],
+)
+def test_identifiers_are_matched_as_people_say_them(named: Path, question: str):
+    verdict = check_question(question, open_database(named))
+    assert verdict.answerable, verdict.gaps
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [("How many pilots drive for each maker?", "pilots"), ("List the sponsors of each show.", "sponsors")],
+)
+def test_an_entity_absent_from_names_and_values_is_still_a_gap(named: Path, question: str, term: str):
+    verdict = check_question(question, open_database(named))
+    assert [g.term for g in verdict.gaps] == [term]

@@ -241,3 +241,21 @@ def test_an_exemplar_file_of_ones_own(tmp_path, cache_dir):
     assert r.describe()["source"] == "hand-written"
     assert r.decide(initial_state("remove every singer row", "db.duckdb")).intent == "refuse"
     assert exemplar_path("builtin").is_file()
+
+
+def test_a_plain_data_question_keeps_the_rules_sql_whatever_its_nearest_exemplars(cache_dir):
+    """The built-in exemplars hold "how many ... are there" clarifications of another domain; on a
+    real car database the rules read a plain data question, and their sql stands (issue 59)."""
+    from tests.conftest import SPIDER_DEV_A
+
+    db = SPIDER_DEV_A / "database" / "car_1" / "car_1.sqlite"
+    if not db.is_file():
+        pytest.skip("shared data not found (set ROUTERLAB_SPIDER_DEV)")
+    state = initial_state("How many makers are there?", str(db))
+    embedding_only = bound(data_words_stand=False).decide(state)
+    assert (embedding_only.intent, embedding_only.method) == ("clarify", "semantic:centroid")
+    d = bound().decide(state)
+    assert (d.intent, d.method) == ("sql", "semantic:centroid->rules")
+    assert d.tool_calls[0]["name"] == "data_discovery"
+    # a request the rules read as something else is still the embedding's to decide
+    assert bound().decide(initial_state("Hi there!", str(db))).intent == "chat"
