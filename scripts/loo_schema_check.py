@@ -14,7 +14,7 @@ fixed before the run (docs/results/2026-12-06-loo-schema-check.md):
 
 The chosen table is then scored on D's turns: routing accuracy, the share of data questions sent
 away from SQL (``routerlab.eval.robustness.diversion``) and always_sql's accuracy on the same
-turns. Every turn is decided with its gold history (``routerlab.route_eval.first_decisions``, as
+turns. Every turn is decided with its gold history (``routerlab._routing_eval.decisions.first_decisions``, as
 ``routerlab route`` decides it). Output: one row per router and fold, then the averages over folds,
 as a Markdown table (``--out`` writes it, with the command, commit and load average, to a file).
 
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from routerlab._routing_eval.decisions import FirstDecision, first_decisions
 from routerlab.agents.lm import resolve_lm
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.example import Example
 from routerlab.eval.robustness import diversion
-from routerlab.route_eval import FirstDecision, first_decisions
 
 #: the shared conversation sets (both on the eight databases of spider-dev-a)
 SHARED = Path(os.environ.get("ROUTERLAB_SHARED_DATA", "/work/shared/data"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from routerlab.route_eval import FirstDecision
+from routerlab._routing_eval.decisions import FirstDecision
 from tests.conftest import SPIDER_DEV_A
 
 ROOT = Path(__file__).resolve().parents[2]
