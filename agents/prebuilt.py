@@ -18,6 +18,7 @@ than 2 of the ``recursion_limit``'s steps left ends the run with
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import random
@@ -191,6 +192,10 @@ class ReactAgent:
         if self.response_format is not None:
             out["structured_response"] = self._with_retries(lambda: self._structured(resp.messages))
         return out
+
+    async def ainvoke(self, input: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The awaitable :meth:`invoke` (LangGraph's ``ainvoke``): the run in a worker thread."""
+        return await asyncio.to_thread(self.invoke, input, config)
 
     def _with_retries(self, fn: Callable[[], Any]) -> Any:
         policy = self.retry_policy

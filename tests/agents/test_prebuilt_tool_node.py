@@ -215,6 +215,23 @@ def test_injected_state_of_a_directly_invoked_tool_comes_from_the_config() -> No
         whoami.invoke({})
 
 
+def test_ainvoke_runs_the_agent_from_async_code_with_async_tools() -> None:
+    async def fetch(item: str) -> str:
+        """Fetch an item.
+
+        Args:
+            item: The item.
+        """
+        await asyncio.sleep(0)
+        return f"fetched {item}"
+
+    async def main() -> dict[str, Any]:
+        return await _agent(_calls_once, [fetch]).ainvoke({"messages": ["tea?"]})
+
+    out = asyncio.run(main())
+    assert out["messages"][2].content == "fetched tea" and out["messages"][-1].content == "done"
+
+
 def test_the_seed_retry_defaults_retry_any_exception_with_waits_of_one_then_two_seconds() -> None:
     calls: list[int] = []
 
