@@ -167,6 +167,24 @@ def read_json(path: Path) -> Any:
             fix=f"repair the JSON near line {exc.lineno} of {path.name}",
             details={"file": str(path), "record": f"line {exc.lineno}"},
         ) from None
+    except (RecursionError, ValueError) as exc:
+        raise _unreadable_json(path, "the file", exc) from None
+
+
+def _unreadable_json(path: Path, record: str, exc: RecursionError | ValueError) -> DatasetError:
+    """The error of valid JSON the parser refuses: nesting past its depth, a number of over 4,300 digits."""
+    if isinstance(exc, RecursionError):
+        found, fix = "values nested deeper than the JSON parser allows (about 1,000 levels)", "flatten the nesting"
+    else:
+        found = str(exc).split(";")[0]  # "Exceeds the limit (4300 digits) ...: value has 5001 digits"
+        fix = "write the value as a string (an id), or shorten it"
+    return DatasetError(
+        f"{path}: {record}: JSON the parser cannot read",
+        expected="JSON nested at most a few hundred levels, numbers of at most 4,300 digits",
+        found=found,
+        fix=f"{fix} ({record} of {path.name})",
+        details={"file": str(path), "record": record},
+    )
 
 
 def require_list(value: Any, path: Path, *, what: str) -> list[Any]:
@@ -204,6 +222,8 @@ def read_jsonl(path: Path) -> list[tuple[int, Any]]:
                         fix=f"repair line {lineno} of {path.name}",
                         details={"file": str(path), "record": f"line {lineno}"},
                     ) from None
+                except (RecursionError, ValueError) as exc:
+                    raise _unreadable_json(path, f"line {lineno}", exc) from None
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc, DatasetError, expected="a UTF-8 encoded JSON Lines file") from None
     return out

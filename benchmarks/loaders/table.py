@@ -91,7 +91,7 @@ class _Databases:
         if raw is not None:
             path = Path(raw)
             # relative paths follow the data file so a dataset directory can be moved as a whole
-            resolved = str((path if path.is_absolute() else self.file.parent / path).resolve())
+            resolved = self._resolve(path if path.is_absolute() else self.file.parent / path, label)
         elif self.default is not None:
             resolved, field = self.default, "db (loader argument)"
         else:
@@ -118,6 +118,21 @@ class _Databases:
                     fix="fix the path (relative db_path values start at the data file's directory)",
                 ) from None
         return resolved, self._dialects[resolved]
+
+    def _resolve(self, path: Path, label: str) -> str:
+        """The absolute path of a record's database; a symbolic link loop is the record's error."""
+        try:
+            return str(path.resolve())
+        except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError for a loop, 3.13 OSError
+            raise field_error(
+                self.file,
+                label,
+                "db_path",
+                "the path cannot be resolved",
+                expected="a path to a DuckDB or SQLite file",
+                found=f"{path}: {str(exc).split(':')[0]}",
+                fix="fix the symbolic links on the path (one of them points back to itself), or name the file itself",
+            ) from None
 
 
 def _alt_intents(rec: dict[str, Any], file: Path, label: str) -> tuple[str, ...]:
