@@ -69,6 +69,12 @@ class LogprobScorer:
     """
 
     def __init__(self, model: str, params: Mapping[str, Any] | None = None) -> None:
+        # imported with the scorer, while the session is set up: a cold import of litellm takes
+        # seconds (2.6 s at load 5, 60 s at load 12 with a cold disk) that no deadline can cut,
+        # and it ran inside the first scoring call, whose run deadline then passed before any
+        # request was made (issue 62: "label scoring stopped after 0.0 s" on a 6.6 s call)
+        import litellm  # noqa: F401
+
         self.model = model
         self.params = dict(params or {})
         #: False once the provider answered without log probabilities (not asked again)
