@@ -72,3 +72,23 @@ def test_the_reply_turn_runs_the_confirmed_readings_sql(router_name, reply, tmp_
     assert second.scores["ex"].value == 1.0
     # SQL generation read the pending request, the question asked back and the reply together
     assert any(REQUEST in p and repr(first.trace.ask_human) in p and repr(reply) in p for p in prompts)
+
+
+def test_ask_reads_the_next_request_of_a_conversation_as_the_reply(tmp_path, monkeypatch):
+    """``routerlab ask``: a turn left waiting on its question keeps it; the next request answers it."""
+    from typer.testing import CliRunner
+
+    from routerlab.cli import app
+    from routerlab.conversation_store import ConversationStore
+
+    monkeypatch.setenv("ROUTERLAB_CACHE", str(tmp_path))
+    first = CliRunner().invoke(app, ["ask", "Which service area did best?", "--lm", "scripted:basic"])
+    assert first.exit_code == 0, first.output
+    conv = first.output.split("continue with --conversation ")[1].split(")")[0]
+    history = ConversationStore(tmp_path / "conversations.sqlite").history(conv)
+    assert history[0]["asked"] and history[0]["sql"] is None
+    second = CliRunner().invoke(app, ["ask", "yes, by revenue", "--lm", "scripted:basic", "--conversation", conv])
+    assert second.exit_code == 0, second.output
+    assert ":reply-affirm: data_discovery" in second.output and "sql:" in second.output
+    history = ConversationStore(tmp_path / "conversations.sqlite").history(conv)
+    assert history[1]["intent"] == "sql" and history[1]["sql"] and "asked" not in history[1]

@@ -21,6 +21,7 @@ from routerlab import routers
 from routerlab._routing_eval.decisions import gold_turn
 from routerlab.agents.db import open_database
 from routerlab.agents.lm import scripted_lm
+from routerlab.agents.lm.messages import text_of
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools import DEFAULT_TOOLS
@@ -168,6 +169,18 @@ def test_the_llm_prompt_carries_the_question_asked_back(bound):
     bound["llm"].decide(initial_state(reply, db, history=history))
     prompt = " ".join(str(p) for m in lm.routerlab_engine.requests[before].messages for p in m.parts)
     assert str(history[-1]["asked"]) in prompt and str(history[-1]["question"]) in prompt
+
+
+def test_hybrid_and_dspy_prompts_carry_the_question_asked_back(bound):
+    db, history, reply, _ = _cosql_replies()[0]
+    dspy_router = routers.router.build("dspy", one_pass=False, history="none")
+    dspy_router.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=_chat_lm(), open_db=open_database))
+    for r in (bound["hybrid"], dspy_router):
+        engine = r.env.lm.routerlab_engine
+        before = len(engine.requests)
+        assert r.decide(initial_state(reply, db, history=history)).intent == "sql"
+        prompt = " ".join(text_of(m) for m in engine.requests[before].messages)
+        assert str(history[-1]["asked"]) in prompt, r.name
 
 
 # -- the built-in benchmark's clarifications -----------------------------------------------------
