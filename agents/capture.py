@@ -7,7 +7,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from routerlab.agents.routing import classifying_decision
-from routerlab.agents.state import PipelineState
+from routerlab.agents.state import PipelineState, ToolCallRecord
 from routerlab.agents.trace import Trace, Usage
 
 __all__ = ["build_trace", "message_dict"]
@@ -40,7 +40,7 @@ def _usage(rows: list[dict[str, Any]]) -> Usage:
     return total
 
 
-def _emitted_calls(messages: list[BaseMessage], records: list[dict[str, Any]]) -> tuple[list, list]:
+def _emitted_calls(messages: list[BaseMessage], records: list[ToolCallRecord]) -> tuple[list, list]:
     """Calls the router emitted that the pipeline never recorded, and its unparseable calls.
 
     The pipeline records a call only when it is about to run it, so a call to a tool it does not

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -189,7 +189,7 @@ class Pipeline:
         metadata: Mapping[str, Any] | None = None,
         run_name: str | None = None,
         config: Mapping[str, Any] | None = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Generator[dict[str, Any], None, None]:
         """Run one request and yield its progress events live; the last is completed or error.
 
         Args:

@@ -8,10 +8,13 @@ scorers compare like with like.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from routerlab.agents.state import Intent, PipelineState
+from routerlab.agents.state import Intent, PipelineState, ToolCallRecord
 from routerlab.agents.tools.text import extract_error, extract_sql
+
+if TYPE_CHECKING:
+    from routerlab.agents.routing import PlannedCall
 
 __all__ = [
     "CHAINS",
@@ -75,28 +78,28 @@ def call_id(state: PipelineState, name: str) -> str:
     return f"call_{n:02d}_{digest}"
 
 
-def _records(state: PipelineState) -> list[dict[str, Any]]:
+def _records(state: PipelineState) -> list[ToolCallRecord]:
     return sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
 
 
-def _last(state: PipelineState, *names: str) -> dict[str, Any] | None:
+def _last(state: PipelineState, *names: str) -> ToolCallRecord | None:
     for r in reversed(_records(state)):
         if r.get("name") in names:
             return r
     return None
 
 
-def _call(state: PipelineState, name: str, **args: Any) -> dict[str, Any]:
+def _call(state: PipelineState, name: str, **args: Any) -> PlannedCall:
     return {"id": call_id(state, name), "name": name, "args": args}
 
 
-def _declined(record: dict[str, Any]) -> bool:
+def _declined(record: ToolCallRecord) -> bool:
     """The SQL sub-agent said the schema cannot answer (``pipeline.tools.sql_may_decline``)."""
     output = record.get("output")
     return isinstance(output, dict) and bool(output.get("unanswerable"))
 
 
-def _sql_plan(state: PipelineState, question: str, fix_budget: int) -> dict[str, Any] | None:
+def _sql_plan(state: PipelineState, question: str, fix_budget: int) -> PlannedCall | None:
     last = _records(state)[-1] if state.get("tool_calls") else None
     if last is None or last["name"] in ("ask_human",):
         return _call(state, "data_discovery", question=question)
@@ -138,7 +141,7 @@ def _direct_args(state: PipelineState, name: str, question: str) -> dict[str, An
     return args
 
 
-def direct_call(state: PipelineState, agent: str) -> dict[str, Any] | None:
+def direct_call(state: PipelineState, agent: str) -> PlannedCall | None:
     """The next call of an explicit request for ``agent`` (direct mode), None once it has run.
 
     The chain is :data:`DIRECT_CHAINS`' (an agent outside it runs alone, with no arguments).
@@ -155,7 +158,7 @@ def direct_call(state: PipelineState, agent: str) -> dict[str, Any] | None:
     return _call(state, chain[done], **_direct_args(state, chain[done], question))
 
 
-def next_call(state: PipelineState, intent: str, *, fix_budget: int = 1) -> dict[str, Any] | None:
+def next_call(state: PipelineState, intent: str, *, fix_budget: int = 1) -> PlannedCall | None:
     """The next call of the canonical plan for ``intent``, or None when the plan is done.
 
     Args:

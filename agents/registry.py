@@ -26,6 +26,8 @@ from routerlab.agents.errors import ConfigError, ContractError, UnknownComponent
 __all__ = ["ComponentSpec", "Range", "Registry", "check_arguments", "component_spec", "import_submodules"]
 
 T = TypeVar("T")
+#: a registered factory, kept as it is by the decorator (a class stays that class for the type checker)
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: attribute under which a built component keeps its spec
 _SPEC_ATTR = "_routerlab_spec"
@@ -197,7 +199,7 @@ def component_spec(component: Any) -> ComponentSpec:
     Raises:
         ConfigError: If the object was not built through a registry.
     """
-    spec = getattr(component, _SPEC_ATTR, None)
+    spec: ComponentSpec | None = getattr(component, _SPEC_ATTR, None)
     if spec is None:
         raise ConfigError(
             "component has no recorded arguments",
@@ -226,6 +228,9 @@ def import_submodules(package: str, path: Iterable[str]) -> None:
 class Registry(Generic[T]):
     """A named collection of factories of one kind.
 
+    ``T`` is what a factory builds: ``Registry[Router]`` holds router classes; a registry of
+    functions (schema views, framings...) is typed by what the functions return.
+
     Args:
         kind: Human name of the extension kind, used in messages ("router", "dataset").
         returns: What every factory must build; :meth:`build` raises ``ContractError`` otherwise.
@@ -241,7 +246,7 @@ class Registry(Generic[T]):
         self.name_attr = name_attr
         self._factories: dict[str, Callable[..., T]] = {}
 
-    def __call__(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    def __call__(self, name: str) -> Callable[[F], F]:
         """Decorator registering a factory under ``name``.
 
         With ``name_attr`` set, a class gets ``name`` as that attribute (``RulesRouter.name ==
@@ -253,7 +258,7 @@ class Registry(Generic[T]):
                 differently), or one class registered under two names.
         """
 
-        def register(factory: Callable[..., T]) -> Callable[..., T]:
+        def register(factory: F) -> F:
             if name in self._factories and self._factories[name] is not factory:
                 raise ConfigError(
                     f"duplicate {self.kind} name {name!r}",

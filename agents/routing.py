@@ -125,8 +125,9 @@ class RouterEnv:
 class Router(Protocol):
     """Decides the next step of a turn. Built through the ``router`` registry."""
 
-    #: registry name, set by the ``@router`` decorator (never written in the class body)
-    name: str
+    #: registry name, set by the ``@router`` decorator (never written in the class body); a class
+    #: that names this protocol as its base (typed against it) inherits the empty default till then
+    name: str = ""
 
     def bind(self, env: RouterEnv) -> None:
         """Receive tools/LM; raise ``ContractError`` if something the router needs is missing."""

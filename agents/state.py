@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Annotated, Any, Literal, TypedDict, TypeVar
+from typing import Annotated, Any, Literal, TypedDict, TypeGuard, TypeVar, get_args
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -29,12 +29,19 @@ __all__ = [
     "add_new",
     "append_list",
     "initial_state",
+    "is_intent",
     "merge_records",
     "sum_dict",
 ]
 
 Intent = Literal["sql", "explain", "fix", "chat", "clarify", "refuse", "unanswerable"]
-INTENTS: tuple[str, ...] = ("sql", "explain", "fix", "chat", "clarify", "refuse", "unanswerable")
+INTENTS: tuple[Intent, ...] = get_args(Intent)
+
+
+def is_intent(value: object) -> TypeGuard[Intent]:
+    """True for one of :data:`INTENTS` (a label read from data or an LM's reply is then an :data:`Intent`)."""
+    return value in INTENTS
+
 
 ToolStatus = Literal["pending", "success", "error"]
 
@@ -54,6 +61,9 @@ class ToolCallRecord(TypedDict, total=False):
         error_class: Stable error class when ``status == "error"``.
         step: Order in which the call was requested (0-based).
         started / ended: ``time.time()`` stamps around the tool's execution.
+        replayed: The outcome was replayed from an earlier run (``replay``), not computed.
+        error_detail: What the failed call was about (its SQL, the rule it broke).
+        structured_response: The output validated against the tool's response format.
     """
 
     id: str
@@ -66,6 +76,9 @@ class ToolCallRecord(TypedDict, total=False):
     step: int
     started: float
     ended: float
+    replayed: bool
+    error_detail: dict[str, Any]
+    structured_response: Any
 
 
 def merge_records(

@@ -77,7 +77,8 @@ class Usage:
     def from_row(cls, row: dict[str, Any]) -> Usage:
         """The usage fields of a stored row (a route summary, a sub-agent usage record...)."""
         names = {f.name: f.type for f in fields(Usage)}
-        return cls(**{k: (float if names[k] == "float" else int)(row.get(k) or 0) for k in names})
+        values: dict[str, Any] = {k: (float if names[k] == "float" else int)(row.get(k) or 0) for k in names}
+        return cls(**values)
 
 
 @dataclass

@@ -283,9 +283,12 @@ def _run_row(
 ) -> RunRow:
     latencies = [r.latency_s for r in results]
     pk = pass_k_summary(results, "success")
+    pass_k: dict[str, Any] = (
+        {} if pk is None else {"attempts_k": pk.k, "pass_hat_k": pk.pass_hat_k, "pass_at_k": pk.pass_at_k}
+    )
     return RunRow(
         **cold_cost_figures(results),
-        **({} if pk is None else {"attempts_k": pk.k, "pass_hat_k": pk.pass_hat_k, "pass_at_k": pk.pass_at_k}),
+        **pass_k,
         run_id=run_id,
         router=router,
         label=label[0],
@@ -834,12 +837,12 @@ def _render_table(c: Comparison, width: int | None, pairs: bool = True) -> str:
     console.print(table)
     if c.pairs and pairs:
         p_header, p_body = _display_pairs(c)
-        pairs = Table(title="Paired differences", caption=Text(_pairs_note(c)))
+        pair_table = Table(title="Paired differences", caption=Text(_pairs_note(c)))
         for i, col in enumerate(p_header):
-            pairs.add_column(col, justify="left" if i < 2 else "right")
+            pair_table.add_column(col, justify="left" if i < 2 else "right")
         for row in p_body:
-            pairs.add_row(*(Text(cell) for cell in row))
-        console.print(pairs)
+            pair_table.add_row(*(Text(cell) for cell in row))
+        console.print(pair_table)
         for line in verdicts(c):
             console.print(line, highlight=False, markup=False)
     return buf.getvalue()

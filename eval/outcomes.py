@@ -241,10 +241,10 @@ def served_diffs(
         if not pairs:
             out[run_id] = ServedDiff(math.nan, math.nan, math.nan, math.nan, 0, 0, 0)
             continue
-        a, b, clusters = (list(x) for x in zip(*pairs, strict=True))
-        diff, low, high, p = paired_cluster_bootstrap_diff(a, b, clusters, seed=seed)
-        won = sum(y >= 1 and x < 1 for x, y in zip(a, b, strict=True))
-        lost = sum(x >= 1 and y < 1 for x, y in zip(a, b, strict=True))
+        before, after, clusters = (list(x) for x in zip(*pairs, strict=True))
+        diff, low, high, p = paired_cluster_bootstrap_diff(before, after, clusters, seed=seed)
+        won = sum(y >= 1 and x < 1 for x, y in zip(before, after, strict=True))
+        lost = sum(x >= 1 and y < 1 for x, y in zip(before, after, strict=True))
         out[run_id] = ServedDiff(diff, low, high, p, len(pairs), won, lost)
     return out
 

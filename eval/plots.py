@@ -321,7 +321,8 @@ def plot_cost_quality(costs: pd.DataFrame, cost: str = "router_tokens_per_ex", q
 def _coincident(ax: Axes, points: Sequence[tuple[float, float]], marker_pt: float) -> list[list[int]]:
     """Indices of ``points`` grouped where their markers would overlap on ``ax`` (first-seen order)."""
     fig = ax.get_figure()
-    renderer_of(fig)  # type: ignore[arg-type]  (the layout fixes the axes' size before pixels are read)
+    # the layout fixes the axes' size before pixels are read
+    renderer_of(fig)  # type: ignore[arg-type]
     reach = marker_pt * fig.dpi / 72.0  # type: ignore[union-attr]
     pixels = [ax.transData.transform(p) for p in points]
     groups: list[list[int]] = []

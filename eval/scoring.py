@@ -55,8 +55,9 @@ class Score:
 class Scorer(Protocol):
     """Scores one example from its trace. Must not raise for a bad trace: return value 0."""
 
-    #: registry name, set by the ``@scorer`` decorator (never written in the class body)
-    name: str
+    #: registry name, set by the ``@scorer`` decorator (never written in the class body); a class
+    #: that names this protocol as its base (typed against it) inherits the empty default till then
+    name: str = ""
 
     def score(self, example: Example, trace: Trace) -> Score:
         """Return the score of ``trace`` against ``example``."""

@@ -177,7 +177,8 @@ def axis_verdict(
         ci = cluster_bootstrap_ci([float(v) for v in mine.values()], [cluster(i) for i in mine], seed=seed)
     else:
         ci = bootstrap_ci([float(v) for v in mine.values()], seed=seed)
-    better, tied = {}, {}
+    better: dict[str, float] = {}
+    tied: dict[str, float] = {}
     # with no other router, what a second one on the same examples could detect at best
     mdds = [min_detectable_diff([0.0] * len(mine), [0.0] * len(mine)).mdd]
     for other in candidates:

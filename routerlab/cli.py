@@ -10,7 +10,6 @@ notebook and the Python API (``routerlab.run``...) call too, and the longer mess
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -322,7 +321,13 @@ def optimize_cmd(
 
     check_target(router_name, split)
     args = parse_optimizer_args(optimizer_arg or [], budget)
-    common = {"dataset": dataset_name, "dataset_path": dataset_path, "checks": checks, "cache": cache, "lm": lm}
+    common: dict[str, Any] = {
+        "dataset": dataset_name,
+        "dataset_path": dataset_path,
+        "checks": checks,
+        "cache": cache,
+        "lm": lm,
+    }
     common |= {"lm_api_base": lm_api_base, "tracking_uri": tracking_uri}
     if evaluate is not None:
         print(report_json(evaluate_program(evaluate, on=on, one_pass=one_pass, **common)))
@@ -495,4 +500,4 @@ def main() -> None:  # pragma: no cover - console entry for `python -m routerlab
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -25,4 +25,4 @@ class AlwaysSqlRouter(IntentRouter):
 
     def classify(self, state: PipelineState) -> Classification:
         """``sql`` with full confidence, whatever the request; no LM call."""
-        return "sql", 1.0, "always_sql", Usage()
+        return Classification("sql", 1.0, "always_sql", Usage())

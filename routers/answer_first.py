@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from routerlab.agents.plan import REFUSAL_REASON, call_id, next_call
-from routerlab.agents.routing import RouteDecision, RouterEnv
-from routerlab.agents.state import PipelineState
+from routerlab.agents.routing import PlannedCall, RouteDecision, RouterEnv
+from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
 from routerlab.routers.rules import RulesRouter
@@ -43,7 +43,7 @@ _NOT_DATA = frozenset({"explain", "fix", "chat"})
 _SECURITY_RULES = frozenset({"prompt_injection", "secrets", "outside_sql", "outside_request"})
 
 #: the intent and method of each conclusive verdict of a draft
-_VERDICTS: dict[str, tuple[str, str]] = {
+_VERDICTS: dict[str, tuple[Intent, str]] = {
     "declined": ("unanswerable", "answer_first:declined"),
     "write": ("refuse", "answer_first:write"),
     "failed": ("unanswerable", "answer_first:did-not-run"),
@@ -135,12 +135,12 @@ class AnswerFirstRouter(IntentRouter):
         # that disagree in result (``distinct_results`` > 1) are recorded, not yet acted on
         return dataclasses.replace(super().decide(state), evidence=attempt.to_dict())
 
-    def _verdict(self, attempt: Attempt, call: dict[str, Any]) -> RouteDecision:
+    def _verdict(self, attempt: Attempt, call: PlannedCall) -> RouteDecision:
         intent, method = _VERDICTS[attempt.verdict]
         # the draft was classified ``sql``; what it showed replaces that classification
         return RouteDecision(
             tool_calls=[call],
-            intent=intent,  # type: ignore[arg-type]
+            intent=intent,
             confidence=1.0,
             method=method,
             usage=Usage(),
@@ -153,10 +153,10 @@ class AnswerFirstRouter(IntentRouter):
         question = state.get("question", "") or ""
         return f"{question} ({state['user_reply']})" if state.get("user_reply") else question
 
-    def _refuse(self, state: PipelineState) -> dict[str, Any]:
+    def _refuse(self, state: PipelineState) -> PlannedCall:
         return {"id": call_id(state, "refuse"), "name": "refuse", "args": {"reason": REFUSAL_REASON}}
 
-    def _abstain(self, state: PipelineState, attempt: Attempt) -> dict[str, Any]:
+    def _abstain(self, state: PipelineState, attempt: Attempt) -> PlannedCall:
         args = {"question": self._request(state), "missing": attempt.missing or ""}
         return {"id": call_id(state, "abstain"), "name": "abstain", "args": args}
 

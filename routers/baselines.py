@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import random as _random
 
-from routerlab.agents.state import INTENTS, PipelineState
+from routerlab.agents.state import INTENTS, PipelineState, is_intent
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import router
 from routerlab.routers.support.intent import Classification, IntentRouter
@@ -28,9 +28,9 @@ class OracleRouter(IntentRouter):
     def classify(self, state: PipelineState) -> Classification:
         """The gold label."""
         gold = state.get("oracle_intent")
-        if gold in INTENTS:
-            return gold, 1.0, "oracle:label", Usage()
-        return "sql", 0.0, "oracle:no-label", Usage()
+        if is_intent(gold):
+            return Classification(gold, 1.0, "oracle:label", Usage())
+        return Classification("sql", 0.0, "oracle:no-label", Usage())
 
 
 @router("random")
@@ -53,4 +53,4 @@ class RandomRouter(IntentRouter):
         """A seeded uniform draw over the intents."""
         key = hashlib.sha256(f"{self.seed}|{state.get('question', '')}".encode()).digest()
         rng = _random.Random(int.from_bytes(key[:8], "big"))
-        return rng.choice(INTENTS), 1.0 / len(INTENTS), "random", Usage()
+        return Classification(rng.choice(INTENTS), 1.0 / len(INTENTS), "random", Usage())

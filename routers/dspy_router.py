@@ -11,7 +11,7 @@ import difflib
 import hashlib
 import json
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import dspy
 from dspy.signatures.signature import ensure_signature
@@ -23,7 +23,6 @@ from routerlab.agents.lm.scoring import choice_scorer
 from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import Intent, PipelineState
-from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import history_text
 from routerlab.routers.base import router
 from routerlab.routers.support.history_window import DEFAULT_WINDOW, check_window, window_of
@@ -455,15 +454,17 @@ class DSPyRouter(IntentRouter):
         if scored is not None:
             route = self.program.route
             scored = shift(scored, route.calibration, route.calibration_weights)
-            usage = window.usage.add(scored.usage)
-            return Classification(scored.intent, scored.confidence, f"dspy:{self.version}:logprob", usage)
+            return Classification(
+                scored.intent, scored.confidence, f"dspy:{self.version}:logprob", window.usage.add(scored.usage)
+            )
         with usage_scope() as log, lm_context(self.env.lm):
             try:
                 pred = self.program(tables=tables, request=request, conversation=conversation, evidence=evidence)
-                intent, method = str(pred.intent), f"dspy:{self.version}:generation"
+                # the signature's output field is an Intent: dspy's adapter refuses any other reply
+                intent, method = cast(Intent, str(pred.intent)), f"dspy:{self.version}:generation"
             except (AdapterParseError, ValueError, RuntimeError) as exc:
                 intent, method = "sql", f"dspy:{self.version}:generation(parse-failed:{type(exc).__name__})"
-        usage: Usage = window.usage.add(log.total())
+        usage = window.usage.add(log.total())
         return Classification(intent, 1.0 if "parse-failed" not in method else 0.0, method, usage)
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 
 from routerlab.agents.errors import ConfigError, ContractError
 from routerlab.agents.plan import TOOL_INTENT
-from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.swarm import (
     Agent,
@@ -191,7 +191,7 @@ def _hand_back(source: str, team: Mapping[str, Agent]) -> Callable[[str, Context
 
 
 @router("handoff")
-class HandoffRouter:
+class HandoffRouter(Router):
     """Swarm-style routing: triage hands the request to a specialist agent, which may hand it back.
 
     Args:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from routerlab.agents.routing import RouterEnv
-from routerlab.agents.state import PipelineState
+from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import history_of, history_text
 from routerlab.routers.base import router
@@ -147,7 +147,7 @@ class HybridRouter(IntentRouter):
         seen = {r.intent for r in self._rules.rules if r.name in hits and r.name not in _NO_EVIDENCE}
         return decided.intent in seen
 
-    def _by_lm(self, state: PipelineState, intent: str, conf: float, method: str, window: Window) -> Classification:
+    def _by_lm(self, state: PipelineState, intent: Intent, conf: float, method: str, window: Window) -> Classification:
         """The LM's decision over ``window``; the rules' ``intent`` when the LM is unsure or invalid."""
         assert self.env is not None
         if not self.one_pass:
@@ -179,7 +179,7 @@ class HybridRouter(IntentRouter):
         return request_evidence(self.env, state, tuple(c for c in CHECKS if c in checks), self._route.neighbours)
 
     def _generation(
-        self, state: PipelineState, intent: str, conf: float, method: str, window: Window
+        self, state: PipelineState, intent: Intent, conf: float, method: str, window: Window
     ) -> Classification:
         assert self.env is not None
         note = self._note(state)

@@ -26,8 +26,8 @@ from routerlab.agents.lm.messages import request_to_chat, to_request
 from routerlab.agents.lm.scoring import continue_reply, reply_continuer, score_choices
 from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.plan import TOOL_INTENT, call_id, next_call
-from routerlab.agents.routing import RouteDecision, RouterEnv
-from routerlab.agents.state import PipelineState
+from routerlab.agents.routing import PlannedCall, RouteDecision, RouterEnv
+from routerlab.agents.state import Intent, PipelineState, ToolCallRecord
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import HISTORY_TURNS, assistant_said, history_of
@@ -116,7 +116,7 @@ def intent_by_tool_call(
     return TOOL_INTENT.get(name or ""), result.usage
 
 
-def _records(state: PipelineState) -> list[dict[str, Any]]:
+def _records(state: PipelineState) -> list[ToolCallRecord]:
     return sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
 
 
@@ -140,7 +140,7 @@ def _cited(*names: str, status: str | None = None) -> Callable[[PipelineState], 
     return fill
 
 
-def _failed_execution(state: PipelineState) -> dict[str, Any] | None:
+def _failed_execution(state: PipelineState) -> ToolCallRecord | None:
     last = _records(state)[-1] if state.get("tool_calls") else None
     return last if last and last.get("status") == "error" else None
 
@@ -265,7 +265,11 @@ class LLMRouter:
         decision = dataclasses.replace(decision, usage=window.usage.add(decision.usage))
         if self.abstain_check and not state.get("tool_calls") and abstains_on_gap(self.env, state, decision.intent):
             # the first step only: later steps follow calls already made
-            call = {"id": call_id(state, "abstain"), "name": "abstain", "args": {"question": _request(state)}}
+            call: PlannedCall = {
+                "id": call_id(state, "abstain"),
+                "name": "abstain",
+                "args": {"question": _request(state)},
+            }
             decision = dataclasses.replace(
                 decision,
                 tool_calls=[call],
@@ -307,7 +311,7 @@ class LLMRouter:
         note = request_note(self.env, state, schema_check=self.schema_check, ambiguity_check=self.ambiguity_check)
         return to_openai_messages(state, self._system(state), note, window)
 
-    def _intent(self, state: PipelineState, first: str | None) -> str | None:
+    def _intent(self, state: PipelineState, first: str | None) -> Intent | None:
         route = state.get("route") or {}
         known = state.get("tool_calls", {})
         return route.get("intent") if known and route.get("intent") else TOOL_INTENT.get(first or "")
@@ -332,7 +336,7 @@ class LLMRouter:
             params = next(s["function"].get("parameters", {}) for s in schemas if s["function"]["name"] == name)
             args, generated = self._arguments(state, name, params, prefix, messages, reply + name + '", ')
         method = "llm:logprob" + (f"+generated:{','.join(generated)}" if generated else "")
-        call = {"id": call_id(state, name), "name": name, "args": args}
+        call: PlannedCall = {"id": call_id(state, name), "name": name, "args": args}
         return RouteDecision(
             tool_calls=[call],
             intent=self._intent(state, name),
@@ -380,7 +384,7 @@ class LLMRouter:
             max_tokens=self.max_tokens,
         )
         known = state.get("tool_calls", {})
-        calls = []
+        calls: list[PlannedCall] = []
         for c in result.tool_calls[:1]:  # one step at a time: later calls must cite this one's id
             cid = c["id"] if c["id"] not in known else f"{c['id']}_{len(known)}"
             calls.append({"id": cid, "name": c["name"], "args": dict(c["args"])})

@@ -36,14 +36,15 @@ pipeline tool, so the pipeline ends the turn with ``unknown_tool``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from routerlab.agents.errors import ConfigError, ContractError, RouterlabError
+from routerlab.agents.errors import ConfigError, ContractError, RunError
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.plan import TOOL_INTENT
-from routerlab.agents.routing import RouteDecision, RouterEnv
-from routerlab.agents.state import PipelineState, add_new
+from routerlab.agents.routing import PlannedCall, RouteDecision, RouterEnv
+from routerlab.agents.state import Intent, PipelineState, add_new
 from routerlab.agents.tools.base import Tool
 from routerlab.agents.tools.distractors import tool_registry
 from routerlab.agents.tools.index import ToolIndex, index_factory
@@ -170,14 +171,14 @@ class RetrievalRouter:
                 found=repr(max_retrievals),
                 fix="pass max_retrievals=1 or more",
             )
-        for label, value in (("index", index), ("fallback", fallback)):
-            if label == "fallback" and not value:
+        for label, kind in (("index", index), ("fallback", fallback)):
+            if label == "fallback" and not kind:
                 continue
             try:
-                index_factory(value)  # a mistyped kind or import path is bad input, not a fallback
-            except RouterlabError as exc:
+                index_factory(kind)  # a mistyped kind or import path is bad input, not a fallback
+            except RunError as exc:
                 raise ConfigError(
-                    f"unknown tool {label} {value!r}",
+                    f"unknown tool {label} {kind!r}",
                     expected=f"a registered index kind ({exc.expected}) or package.module:function",
                     found=exc.found,
                     fix=exc.fix,
@@ -224,7 +225,7 @@ class RetrievalRouter:
         self.retrieve_tool = (own() if callable(own) else None) or RETRIEVE_TOOL
         self.env = env
 
-    def _build_index(self, tools: list[Tool], defaults: Any) -> tuple[ToolIndex | None, dict[str, str] | None]:
+    def _build_index(self, tools: Sequence[Tool], defaults: Any) -> tuple[ToolIndex | None, dict[str, str] | None]:
         """The requested index, else the fallback one, else None (the default toolset).
 
         Only an index that cannot be built falls back (a missing model package, a plug-in that
@@ -378,13 +379,13 @@ class RetrievalRouter:
         selected: list[str],
     ) -> RetrievalDecision:
         known = state.get("tool_calls", {})
-        chosen = []
+        chosen: list[PlannedCall] = []
         for c in calls[:1]:  # one step at a time: later calls must cite this one's id
             cid = c["id"] if c["id"] not in known else f"{c['id']}_{len(known)}"
             chosen.append({"id": cid, "name": c["name"], "args": dict(c["args"])})
         route = state.get("route") or {}
         first = chosen[0]["name"] if chosen else None
-        intent = route.get("intent") if known and route.get("intent") else TOOL_INTENT.get(first or "")
+        intent: Intent | None = route.get("intent") if known and route.get("intent") else TOOL_INTENT.get(first or "")
         return RetrievalDecision(
             tool_calls=chosen,
             answer=None if chosen else (text or None),

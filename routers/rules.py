@@ -17,7 +17,7 @@ import sqlglot
 
 from routerlab.agents.answerability import Gap, check_question
 from routerlab.agents.errors import ConfigError
-from routerlab.agents.state import PipelineState
+from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql, normalise_request
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import history_of
@@ -45,7 +45,7 @@ class Rule:
     """
 
     name: str
-    intent: str
+    intent: Intent
     confidence: float
     pattern: str | None = None
     detector: str | None = None
@@ -443,4 +443,4 @@ class RulesRouter(IntentRouter):
     def classify(self, state: PipelineState) -> Classification:
         """Highest-confidence matching rule."""
         rule, _ = self.match(state.get("question", "") or "", self._database(state), history_of(state))
-        return rule.intent, rule.confidence, f"rule:{rule.name}", Usage()
+        return Classification(rule.intent, rule.confidence, f"rule:{rule.name}", Usage())

@@ -348,7 +348,7 @@ class SemanticRouter(IntentRouter):
                     found=repr(value),
                     fix=f"pass semantic.{label}={known[0]}",
                 )
-        checks = (
+        checks: tuple[tuple[str, object, bool, str], ...] = (
             ("k", k, k >= 1, "k >= 1"),
             ("folds", folds, folds >= 2, "folds >= 2"),
             ("precision", precision, 0.0 < precision <= 1.0, "0 < precision <= 1"),
@@ -356,12 +356,12 @@ class SemanticRouter(IntentRouter):
             ("threshold", threshold, threshold is None or math.isfinite(threshold), "a finite number or None"),
             ("max_tokens", max_tokens, max_tokens >= 1, "max_tokens >= 1"),
         )
-        for label, value, ok, expected in checks:
+        for label, setting, ok, expected in checks:
             if not ok:
                 raise ConfigError(
                     f"the semantic router's {label} is out of range",
                     expected=expected,
-                    found=repr(value),
+                    found=repr(setting),
                     fix=f"pass --router-arg semantic.{label}=<value> with {expected}",
                 )
         # a missing or unusable exemplar set fails when the router is built, not mid-run

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from routerlab.agents.plan import call_id
-from routerlab.agents.routing import RouteDecision, RouterEnv
-from routerlab.agents.state import PipelineState
+from routerlab.agents.routing import RouteDecision, Router, RouterEnv
+from routerlab.agents.state import PipelineState, ToolCallRecord
 from routerlab.agents.tools import ToolSettings
 from routerlab.agents.trace import Usage
 from routerlab.routers.base import require_tools, router
@@ -28,7 +28,7 @@ __all__ = ["SingleCallFieldsRouter", "SingleCallRouter"]
 
 
 @router("single_call")
-class SingleCallRouter:
+class SingleCallRouter(Router):
     """Every request is a data question answered by one LM call; a baseline.
 
     The first step calls ``generate_sql`` without a ``data_discovery`` call to cite, so the model
@@ -75,7 +75,7 @@ class SingleCallRouter:
 
     def decide(self, state: PipelineState) -> RouteDecision:
         """``generate_sql`` first, then execute its SQL; the turn ends after one execution."""
-        records: list[dict[str, Any]] = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
+        records: list[ToolCallRecord] = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
         question = state.get("question", "")
         if state.get("user_reply"):
             question = f"{question} ({state['user_reply']})"

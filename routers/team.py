@@ -26,9 +26,11 @@ and the pipeline's tools are added to the agents once they are known (``Agent.ad
 
 from __future__ import annotations
 
+from typing import Any
+
 from routerlab.agents.errors import ConfigError, ContractError
 from routerlab.agents.plan import TOOL_INTENT
-from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState
 from routerlab.agents.swarm import (
     Agent,
@@ -95,7 +97,7 @@ def pass_turn(reason: str) -> str:
 
 
 @router("team")
-class TeamRouter:
+class TeamRouter(Router):
     """A round-robin team of specialist agents (seed 003's ``RoundTeam``).
 
     Args:
@@ -129,7 +131,7 @@ class TeamRouter:
         catch_all: str | None = "sql",
     ) -> None:
         members = list(order or DEFAULT_ORDER)
-        problems = [
+        problems: list[tuple[str, str, set[Any]]] = [
             ("members among " + str(list(DEFAULT_ORDER)), str(members), set(members) - set(DEFAULT_ORDER)),
             ("each member once", str(members), {m for m in members if members.count(m) > 1}),
             ("sql and triage in the team", str(members), {"sql", TRIAGE} - set(members)),

@@ -267,11 +267,11 @@ class Database:
     def _introspect(self) -> list[TableInfo]:
         out = []
         for name in self._table_names():
-            cols, fks = self._columns(name)
+            bare, fks = self._columns(name)
             q = _quote(name)
             count = int(self._raw(f"SELECT count(*) FROM {q}")[0][0])
             cols = tuple(
-                ColumnInfo(c.name, c.type, c.primary_key, tuple(self._examples(name, c.name, 3))) for c in cols
+                ColumnInfo(c.name, c.type, c.primary_key, tuple(self._examples(name, c.name, 3))) for c in bare
             )
             out.append(TableInfo(name, cols, tuple(fks), count))
         return out

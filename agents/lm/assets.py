@@ -8,6 +8,7 @@ SHA-256 match, so no half-written or corrupt model is ever left where it would b
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import os
@@ -140,7 +141,7 @@ def assemble(asset: ModelAsset, *, target_dir: Path | None = None, parts: list[P
         with os.fdopen(fd, "wb") as out:
             for f in files:
                 with open(f, "rb") as src:
-                    for chunk in iter(lambda src=src: src.read(1 << 22), b""):
+                    for chunk in iter(functools.partial(src.read, 1 << 22), b""):
                         h.update(chunk)
                         size += len(chunk)
                         out.write(chunk)

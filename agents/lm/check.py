@@ -70,9 +70,9 @@ def lm_check(spec: str = "local", api_base: str | None = None) -> LMCheckReport:
     """Load ``spec`` (uncached, so the numbers are real), complete once, call a tool once."""
     t0 = time.perf_counter()
     lm = resolve_lm(spec, api_base=api_base, cache=False, max_tokens=96)
-    engine = getattr(lm, "_engine_spec", None)
-    if hasattr(engine, "llama"):
-        engine.llama()  # load now, so the load time is not counted as latency
+    load = getattr(getattr(lm, "_engine_spec", None), "llama", None)
+    if load is not None:
+        load()  # load now, so the load time is not counted as latency
     load_s = time.perf_counter() - t0
     r = chat(
         lm,

@@ -53,7 +53,7 @@ ANSWER_TOOL = "answer"
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["GOMP_SPINCOUNT"] = "1000"
 
-_MODELS: dict[tuple[str, int, int], Any] = {}
+_MODELS: dict[tuple[str, int, int, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
 # one process-wide lock: a Llama object is not thread-safe, and two models would only fight
 # over the same two cores

@@ -56,6 +56,6 @@ def error_detail(exc: ToolError, tool: Tool, args: Mapping[str, Any], known: Map
                 sql = out["sql"]
                 break
     detail = {"sql": sql} if sql else {}
-    if getattr(exc, "rule", None):
-        detail["rule"] = exc.rule
+    if rule := getattr(exc, "rule", None):
+        detail["rule"] = rule
     return detail

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 
 from routerlab.agents.events import make_event, tool_event_fields
 from routerlab.agents.nodes.call_outcome import CallOutcome
+from routerlab.agents.state import ToolCallRecord
 from routerlab.agents.tools import Tool
 
 __all__ = ["call_event", "call_record", "state_effects", "tool_message"]
 
 
-def call_record(outcome: CallOutcome, requested: Mapping[str, Any], started: float) -> dict[str, Any]:
+def call_record(outcome: CallOutcome, requested: ToolCallRecord, started: float) -> ToolCallRecord:
     """The call's :class:`~routerlab.agents.state.ToolCallRecord`: the request plus its outcome.
 
     Args:
@@ -24,17 +24,21 @@ def call_record(outcome: CallOutcome, requested: Mapping[str, Any], started: flo
         requested: The record dispatch wrote when the router asked for the call.
         started: ``time.time()`` when the call started.
     """
-    return {
+    record: ToolCallRecord = {
         **requested,
         "output": outcome.output,
         "status": outcome.status,
         "error_class": outcome.error_class,
         "started": started,
         "ended": time.time(),
-        **({"replayed": True} if outcome.replayed else {}),
-        **({"error_detail": outcome.error_detail} if outcome.error_detail else {}),
-        **({"structured_response": outcome.structured} if outcome.structured is not None else {}),
     }
+    if outcome.replayed:
+        record["replayed"] = True
+    if outcome.error_detail:
+        record["error_detail"] = outcome.error_detail
+    if outcome.structured is not None:
+        record["structured_response"] = outcome.structured
+    return record
 
 
 def _content(output: Any, rows_shown: int) -> str:

@@ -10,7 +10,7 @@ from langgraph.types import Command
 
 from routerlab.agents.nodes.decider import pick_decider
 from routerlab.agents.nodes.env import NodeEnv
-from routerlab.agents.state import PipelineState
+from routerlab.agents.state import PipelineState, ToolCallRecord
 
 __all__ = ["CONFIRMATION_KEY", "confirmation", "dispatch_node", "record_calls"]
 
@@ -40,7 +40,7 @@ def dispatch_node(env: NodeEnv, state: PipelineState) -> Command:
     return Command(goto="respond")
 
 
-def _after_call(env: NodeEnv, state: PipelineState, record: dict[str, Any]) -> Command:
+def _after_call(env: NodeEnv, state: PipelineState, record: ToolCallRecord) -> Command:
     """Where the turn goes after the call of ``record``."""
     tool = env.tools.get(record.get("name", ""))
     if record.get("status") == "error":

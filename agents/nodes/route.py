@@ -19,7 +19,7 @@ from routerlab.agents.state import PipelineState
 __all__ = ["internal_error", "route_node"]
 
 
-def route_node(env: NodeEnv, state: PipelineState) -> RouteUpdate:
+def route_node(env: NodeEnv, state: PipelineState) -> RouteUpdate | TurnError:
     """The router's decision, its cost and events; an error when the turn cannot go on.
 
     Reads ``deadline`` and ``remaining_steps`` (and the router reads what it needs); the turn ends

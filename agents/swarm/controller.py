@@ -16,6 +16,7 @@ from routerlab.agents.errors import ContractError
 from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import ContextVariables
 from routerlab.agents.swarm.events import SwarmEvent
+from routerlab.agents.swarm.member import Member
 from routerlab.agents.swarm.runner import Swarm, SwarmResponse
 from routerlab.agents.swarm.terminators import MaxTurns
 
@@ -34,7 +35,7 @@ class ControllerResponse:
         swarm: The full :class:`SwarmResponse` (events, usage, activations, pending calls).
     """
 
-    agent: Agent
+    agent: Member
     message: str
     turns: int
     swarm: SwarmResponse

@@ -175,7 +175,7 @@ class RoundTeam:
             ``stopped_by`` the terminator, or ``invalid_tool_calls``; ``agent`` is the member
             that spoke last, ``messages`` the shared conversation.
         """
-        base = [{"role": "user", "content": t} for t in self.tasks]
+        base: list[dict[str, Any]] = [{"role": "user", "content": t} for t in self.tasks]
         base += [{"role": "user", "content": messages}] if isinstance(messages, str) else [dict(m) for m in messages]
         self.global_messages = history = list(base)
         context = ContextVariables(context_variables or {})

@@ -63,7 +63,7 @@ class FollowupContext(Protocol):
         ...
 
 
-followup_context: Registry[FollowupContext] = Registry("follow-up context mode")
+followup_context: Registry[InContext] = Registry("follow-up context mode")
 """Registry of the ways a follow-up reaches SQL generation, by name."""
 
 

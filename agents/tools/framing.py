@@ -100,7 +100,7 @@ class SqlFraming(Protocol):
         ...
 
 
-sql_framing: Registry[SqlFraming] = Registry("sql framing")
+sql_framing: Registry[str] = Registry("sql framing")
 """Registry of prompt framings of SQL generation by name."""
 
 

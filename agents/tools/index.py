@@ -18,7 +18,7 @@ import concurrent.futures
 import importlib
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
@@ -246,9 +246,11 @@ def index_factory(spec: str) -> Callable[[Sequence[Tool]], ToolIndex]:
     """
     if ":" not in spec:
         return tool_index.get(spec)
-    target = _imported(spec)
+    # whatever the path names: only what the checks below accept is returned
+    target: Any = _imported(spec)
     if inspect.isclass(target) and hasattr(target, "search"):
-        return target
+        # a class with search(query, k) is an index class: its constructor takes the tools
+        return cast("Callable[[Sequence[Tool]], ToolIndex]", target)
     if callable(target):
         return lambda tools: FunctionIndex(tools, target, kind=spec)
     raise ConfigError(

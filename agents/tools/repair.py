@@ -15,11 +15,15 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
+
+if TYPE_CHECKING:
+    from routerlab.agents.db import TableInfo
 
 __all__ = [
     "Catalog",
@@ -255,8 +259,8 @@ class _Repairer:
             self.suspect.add(id(col))
             self.missing.append(col)
             return
-        alias = pool[near] if len(tables) > 1 else None
-        self._rename(col, near, None if alias is None else _alias_spelling(col, alias))
+        qualifier = pool[near] if len(tables) > 1 else None
+        self._rename(col, near, None if qualifier is None else _alias_spelling(col, qualifier))
 
     def missing_tables(self, foreign_keys: Sequence[ForeignKey]) -> None:
         """Join the table a missing column lives on, when one foreign key links it to the query.
@@ -387,17 +391,17 @@ def _alias_spelling(col: exp.Column, alias: str) -> str:
     return alias
 
 
-def foreign_keys_of(tables: Iterable[object]) -> list[ForeignKey]:
+def foreign_keys_of(tables: Iterable[TableInfo]) -> list[ForeignKey]:
     """Foreign keys ``(table, column, ref_table, ref_column)`` of ``TableInfo`` objects.
 
     Names are spelt as the tables spell them; an implicit target column is resolved to the
     target's primary key.
     """
     infos = list(tables)
-    by_lower = {t.name.lower(): t for t in infos}  # type: ignore[attr-defined]
+    by_lower = {t.name.lower(): t for t in infos}
     out: list[ForeignKey] = []
     for t in infos:
-        for col, ref_t, ref_c in t.foreign_keys:  # type: ignore[attr-defined]
+        for col, ref_t, ref_c in t.foreign_keys:
             target = by_lower.get(ref_t.lower())
             if target is None:
                 continue

@@ -75,7 +75,7 @@ class ResultCheck(Protocol):
         ...
 
 
-result_check: Registry[ResultCheck] = Registry("result check")
+result_check: Registry[str | None] = Registry("result check")
 """Registry of result checks by name (``ToolSettings.result_checks``)."""
 
 

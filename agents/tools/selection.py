@@ -208,9 +208,10 @@ def vote(candidates: list[Candidate], run: Callable[[str], list[list[Any]]], *, 
             c.error = c.failed = str(exc)
             if repair is None:
                 continue
-            rows = _repaired_rows(c, run, repair, repairs)
-            if rows is None:
+            repaired = _repaired_rows(c, run, repair, repairs)
+            if repaired is None:
                 continue
+            rows = repaired
         c.key, c.rows = result_key(rows), len(rows)
     return choose(candidates)
 

@@ -138,11 +138,11 @@ def resolve_sql_program(program: str) -> Path:
         return path
     path = sql_program_path(program)
     if not path.is_file():
-        known = sql_program_names()
-        close = difflib.get_close_matches(program, known, n=1)
+        names = sql_program_names()
+        close = difflib.get_close_matches(program, names, n=1)
         raise ConfigError(
             f"no committed generate_sql program named {program!r}",
-            expected="one of " + (", ".join(known) or "(none committed yet)") + ", or a .json path",
+            expected="one of " + (", ".join(names) or "(none committed yet)") + ", or a .json path",
             found=repr(program) + (f" (did you mean {close[0]!r}?)" if close else ""),
             fix=f"set pipeline.tools.sql_program={close[0]}" if close else fix_compile,
         )

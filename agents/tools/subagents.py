@@ -179,9 +179,8 @@ def generate_sql(question: str, ctx: Ctx, discovery_call_id: str | None = None) 
         batch = _batch(ctx, schema, question, hint)
         # a batched call's sequence 0 is the greedy reply to the same messages: no separate greedy call
         replies = batch.replies
-        sql = SQL_OUTPUT[ctx.settings.sql_output](replies.texts[0], ctx.db.dialect) if replies else None
-        if sql is None:
-            sql = _generate(ctx, schema, question, hint)
+        greedy = SQL_OUTPUT[ctx.settings.sql_output](replies.texts[0], ctx.db.dialect) if replies else None
+        sql = greedy if greedy is not None else _generate(ctx, schema, question, hint)
     if discovery_call_id is None:
         return {"sql": check_sql(sql, ctx.db.dialect)}
     chosen = _select(ctx, schema, question, hint, _repaired(ctx, sql), batch)

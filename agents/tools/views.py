@@ -44,7 +44,7 @@ class SchemaView(Protocol):
         ...
 
 
-schema_view: Registry[SchemaView] = Registry("schema view")
+schema_view: Registry[str] = Registry("schema view")
 """Registry of schema views by name."""
 
 

@@ -360,7 +360,7 @@ class _Generator:
     def _make_complaints(self) -> None:
         rng = self.rng["complaints"]
         open_branches = [b for b in self.branches if b[2] != "Parking"]
-        weights = [a.parking * ((lambda f, t: (t - f).days + 1)(*self._area_span(a))) for a in _AREAS]
+        weights = [a.parking * ((last - first).days + 1) for a in _AREAS for first, last in [self._area_span(a)]]
         for complaint_id in range(1, 641):
             # bigger and longer-open areas see more visitors, hence more complaints
             area_id, area = rng.choices(list(enumerate(_AREAS, start=1)), weights=weights)[0]

@@ -132,13 +132,13 @@ def _complete(con: duckdb.DuckDBPyConnection, src: dict[str, Any]) -> dict[str, 
     error_text = None
     meta = dict(src.get("meta") or {})
     if intent == "fix":
-        error_text = query_error(con, input_sql)
+        error_text = query_error(con, src["input_sql"])
         if error_text is None:
             raise ValueError(f"{src['id']}: the broken SQL runs without error")
     if intent == "explain":
-        if (problem := query_error(con, input_sql)) is not None:
+        if (problem := query_error(con, src["input_sql"])) is not None:
             raise ValueError(f"{src['id']}: the SQL to explain fails: {problem}")
-        meta["input_difficulty"] = sql_hardness(input_sql)
+        meta["input_difficulty"] = sql_hardness(src["input_sql"])
     record = {
         "id": src["id"],
         "intent": intent,

@@ -57,7 +57,7 @@ from routerlab.agents.db import Database, open_database
 from routerlab.agents.errors import ConfigError, DatabaseError, GuardViolation, QueryTimeout, SQLExecutionError
 from routerlab.agents.plan import CHAINS
 from routerlab.agents.registry import Range
-from routerlab.agents.state import INTENTS
+from routerlab.agents.state import INTENTS, Intent
 from routerlab.benchmarks.dataset import Dataset, dataset, layout_loaders, loaders_for
 from routerlab.benchmarks.example import Example
 
@@ -200,7 +200,7 @@ def _check_ratios(ratios: Any) -> dict[str, float]:
     unknown = [k for k in ratios if k not in INTENTS]
     if unknown:
         raise bad(f"unknown intents {unknown}")
-    weights = {i: 0.0 for i in INTENTS}
+    weights: dict[str, float] = {i: 0.0 for i in INTENTS}
     for intent, value in ratios.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
             raise bad(f"{intent}: {value!r}")
@@ -214,7 +214,7 @@ def _allocate(n: int, weights: Mapping[str, float]) -> dict[str, int]:
     """Split ``n`` into counts proportional to ``weights`` (largest remainder, ties by intent order)."""
     total = sum(weights.values())
     exact = {i: n * weights[i] / total for i in INTENTS}
-    counts = {i: math.floor(exact[i]) for i in INTENTS}
+    counts: dict[str, int] = {i: math.floor(exact[i]) for i in INTENTS}
     rest = n - sum(counts.values())
     by_remainder = sorted(INTENTS, key=lambda i: (-(exact[i] - counts[i]), INTENTS.index(i)))
     for intent in by_remainder[:rest]:
@@ -263,7 +263,7 @@ def _parse(sql: str, dialect: str | None) -> exp.Expression | None:
     return tree if isinstance(tree, exp.Query) else None
 
 
-def _derived(base: Example, intent: str, question: str, **fields: Any) -> Example:
+def _derived(base: Example, intent: Intent, question: str, **fields: Any) -> Example:
     meta = {"mixed_from": base.id, **fields.pop("meta", {})}
     return Example(
         id=f"{base.id}-{intent}",

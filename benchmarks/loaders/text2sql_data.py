@@ -185,7 +185,7 @@ def _sql_list(entry: dict[str, Any], file: Path, label: str) -> list[str]:
 def _split_of(container: dict[str, Any], split_field: str, file: Path, label: str) -> tuple[str, str]:
     raw = container.get(split_field)
     split = map_split(raw) if isinstance(raw, str) else None
-    if split is None:
+    if split is None or not isinstance(raw, str):
         raise field_error(
             file,
             label,

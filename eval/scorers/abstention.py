@@ -5,13 +5,13 @@ from __future__ import annotations
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.risk import gold_class, response_of
-from routerlab.eval.scoring import Score, scorer
+from routerlab.eval.scoring import Score, Scorer, scorer
 
 __all__ = ["Abstention"]
 
 
 @scorer("abstain")
-class Abstention:
+class Abstention(Scorer):
     """1 when an unanswerable question was abstained on, 0 when it got anything else.
 
     Not applicable (None) to other requests, so the rate is abstention recall; the detail records

@@ -21,7 +21,7 @@ import jsonschema
 
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
-from routerlab.eval.scoring import Score, scorer
+from routerlab.eval.scoring import Score, Scorer, scorer
 
 __all__ = [
     "TURN_ERROR_RULES",
@@ -152,7 +152,7 @@ def validate_chain(trace: Trace, catalog: Mapping[str, Any], max_steps: int) -> 
 
 
 @scorer("chain_valid")
-class ChainValidity:
+class ChainValidity(Scorer):
     """1 when the recorded tool chain breaks no structural rule; the reason names the first broken one.
 
     Args:
@@ -182,7 +182,7 @@ def trajectory_modes(called: list[str], expected: list[str]) -> dict[str, bool]:
 
 
 @scorer("trajectory")
-class Trajectory:
+class Trajectory(Scorer):
     """Strict match of called tool names with the expected chain; all four modes in ``detail``."""
 
     def score(self, example: Example, trace: Trace) -> Score:
@@ -217,7 +217,7 @@ def _expected_edges(chain: list[str], catalog: Mapping[str, Any]) -> Counter:
 
 
 @scorer("chain_f1")
-class ChainF1:
+class ChainF1(Scorer):
     """Node F1 (tool-name multisets) as the value; edge F1 (cited -> citing tool names) in detail."""
 
     def __init__(self) -> None:

@@ -15,6 +15,7 @@ Semantics are written down in docs/metrics.md and tested case by case. Modes:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -30,7 +31,7 @@ from routerlab.agents.errors import ConfigError, ToolError
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers.gold_cache import CachedGold, GoldCache
-from routerlab.eval.scoring import Score, scorer
+from routerlab.eval.scoring import Score, Scorer, scorer
 
 __all__ = [
     "EX_INTENTS",
@@ -196,7 +197,7 @@ def _compare(
 
 
 @scorer("ex")
-class ExecutionAccuracy:
+class ExecutionAccuracy(Scorer):
     """EX on examples with gold SQL (sql, fix, clarify); ``None`` elsewhere.
 
     Gold SQL that cannot run (an engine error, a refused statement, a timeout) is counted the
@@ -383,7 +384,7 @@ class _VerdictMemo:
             entry = self._entry(trace)
             if entry is None:
                 entry = {}
-                ref = weakref.ref(trace, lambda _r, k=tid: self._forget(k, _r))
+                ref = weakref.ref(trace, functools.partial(self._forget, tid))
                 self._by_trace[tid] = (ref, entry)
             entry.setdefault(key, verdict)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers.execution import ExecutionAccuracy, shared_verdict
-from routerlab.eval.scoring import Score, scorer
+from routerlab.eval.scoring import Score, Scorer, scorer
 
 __all__ = ["RouteAccuracy", "Success", "asked", "ran_sql"]
 
@@ -26,7 +26,7 @@ def ran_sql(trace: Trace) -> bool:
 
 
 @scorer("route")
-class RouteAccuracy:
+class RouteAccuracy(Scorer):
     """1 when the router's intent is the gold intent or an accepted alternate.
 
     Special cases: ``clarify`` counts only if the agent actually asked; ``refuse`` only if no SQL
@@ -46,7 +46,7 @@ class RouteAccuracy:
 
 
 @scorer("success")
-class Success:
+class Success(Scorer):
     """End-to-end success, defined per gold intent (docs/metrics.md).
 
     sql, fix: EX == 1. clarify: asked a question and, after the scripted reply, EX == 1.

@@ -203,7 +203,8 @@ class MlflowSink:
         """Flush traces and restore the process's previous tracking URI."""
         self.flush()
         if self._adopted:
-            mlflow.set_tracking_uri(self._previous_uri)  # type: ignore[arg-type]  (None unsets it)
+            # None unsets it
+            mlflow.set_tracking_uri(self._previous_uri)  # type: ignore[arg-type]
             self._adopted = False
 
     def __enter__(self) -> MlflowSink:

@@ -193,7 +193,7 @@ def implied_intent(decision: Any) -> str | None:
 def _decide(router: Any, e: Example, history: list[Any], engine: Any) -> FirstDecision:
     """One decision on one example; a router that raises scores a wrong decision with its error class."""
     state = initial_state(e.question, e.db_path, hint=e.hint, oracle_intent=e.intent, history=history)
-    where = {"conversation": e.conversation, "turn": e.turn, "history_turns": len(history)}
+    where: dict[str, Any] = {"conversation": e.conversation, "turn": e.turn, "history_turns": len(history)}
     scored0 = getattr(engine, "scored_tokens", 0)
     t0 = time.perf_counter()
     try:

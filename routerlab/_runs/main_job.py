@@ -29,6 +29,7 @@ the constants below. Options that pick the data or the LM (``--dataset``, ``--sp
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,7 +234,12 @@ def run_main_job(
             if tracking is not None:
                 tracking.start_router(name, built[name])
             decisions[name] = first_decisions(
-                name, {}, examples, model, on_done=lambda _d, task=task: progress.advance(task), router=built[name]
+                name,
+                {},
+                examples,
+                model,
+                on_done=functools.partial(lambda t, _d: progress.advance(t), task),
+                router=built[name],
             )
             if tracking is not None:
                 tracking.finish_router(name, name, decisions[name])

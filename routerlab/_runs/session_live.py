@@ -78,7 +78,7 @@ class _ResultSink:
             live.sink.log_example(self._mlflow_id, result, question=self._by_id[result.example_id].question)
         self._results.append(result)
         minutes = max((_dt.datetime.now() - self._started).total_seconds() / 60, 1e-9)
-        ex = [r.value("ex") for r in self._results if r.value("ex") is not None]
+        ex = [v for r in self._results if (v := r.value("ex")) is not None]
         self._progress.update(
             self._task,
             advance=1,

@@ -46,7 +46,7 @@ def parse_optimizer_args(items: Sequence[str], budget: int | None = None) -> dic
     return args
 
 
-def figure_metrics(prefix: str, figures: dict) -> dict[str, float]:
+def figure_metrics(prefix: str, figures: dict[str, Any]) -> dict[str, float]:
     """MLflow metrics of one set's figures: ``<prefix>_score``, ``_accuracy``, ``_recall_<intent>``, ``_seconds``."""
     out = {f"{prefix}_{k}": float(figures[k]) for k in ("score", "accuracy", "seconds")}
     out.update({f"{prefix}_recall_{k}": float(v) for k, v in figures["recall"].items()})

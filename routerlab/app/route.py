@@ -9,6 +9,7 @@ router decides every example's first step, logged as a child run of one MLflow p
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,7 +223,7 @@ def route(
                 args,
                 examples,
                 model,
-                on_done=lambda d, label=label: shown.done(label, d),
+                on_done=functools.partial(shown.done, label),
                 history=history,
                 router=built[name],
             )

@@ -25,6 +25,7 @@ without pleasantries: :func:`~routerlab.fit.optimize.to_dspy_examples`).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import math
@@ -405,7 +406,11 @@ def _report(program: str, examples: Sequence[Example], lm: Any) -> dict[str, dic
         for source, part in sorted(by_source.items()):
             task = bar.add_task(f"report {source}", total=len(part))
             decided[source] = first_decisions(
-                "dspy", {"program": program}, schedule(list(part)), lm, on_done=lambda _d, t=task: bar.advance(t)
+                "dspy",
+                {"program": program},
+                schedule(list(part)),
+                lm,
+                on_done=functools.partial(lambda t, _d: bar.advance(t), task),
             )
     for source, decisions in decided.items():
         row = summary_table({source: decisions}).iloc[0]

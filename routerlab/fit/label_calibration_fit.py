@@ -451,7 +451,8 @@ def _fit_offsets_map(
     l2: float | None,
 ) -> Fitted:
     """``map=offsets``: the bound chosen by ``folds``-fold CV up to ``max_offset`` (0: ``max_offset``)."""
-    bound, cv = max_offset, {}
+    bound = max_offset
+    cv: dict[float, float] = {}
     if folds:
         grid = [b for b in _BOUNDS if b < max_offset] + [max_offset]
         bound, cv = choose_bound(dists, gold, accepted, labels=labels, bounds=grid, folds=folds, safety=safety)

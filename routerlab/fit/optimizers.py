@@ -428,7 +428,8 @@ class Calibrated:
         safety = float(getattr(metric, "safety", 2.0))
         fit_map = MAPS[self.map]
         tried: list[tuple[float, str | None, dspy.Module, Any, tuple[list, list, list]]] = []
-        for variant in self.instructions or [None]:
+        variants: list[str | None] = [*(self.instructions or [])] or [None]
+        for variant in variants:
             program = base.deepcopy()
             if variant is not None:
                 program.route.signature = program.route.signature.with_instructions(INSTRUCTIONS[variant])

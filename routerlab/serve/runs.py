@@ -129,7 +129,12 @@ def _crash_event(exc: BaseException, node: str, conversation_id: str) -> tuple[d
     """The error event of a run the pipeline could not finish itself (it raised)."""
     if isinstance(exc, RunError):
         details, code = exc.what, ErrorCode.RUN_ERROR
-        extra = {"error_type": exc.error_class, "expected": exc.expected, "found": exc.found, "fix": exc.fix}
+        extra: dict[str, Any] = {
+            "error_type": exc.error_class,
+            "expected": exc.expected,
+            "found": exc.found,
+            "fix": exc.fix,
+        }
     elif isinstance(exc, RouterlabError):
         details, code, extra = str(exc), ErrorCode.RUN_ERROR, {"error_type": exc.error_class}
     else:

@@ -79,7 +79,7 @@ class HistoryWindow(Protocol):
         ...
 
 
-history_window: Registry[HistoryWindow] = Registry("history window")
+history_window: Registry[Window] = Registry("history window")
 """Registry of history windows by name (the LM routers' ``history`` argument)."""
 
 

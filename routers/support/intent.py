@@ -7,7 +7,7 @@ import datetime as _dt
 from typing import Any, NamedTuple
 
 from routerlab.agents.plan import TOOL_INTENT, next_call
-from routerlab.agents.routing import RouteDecision, RouterEnv
+from routerlab.agents.routing import PlannedCall, RouteDecision, RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.tools.text import normalise_request
 from routerlab.agents.trace import Usage
@@ -148,7 +148,7 @@ class IntentRouter:
         question = clarifying_question(found)
         if question is None:
             return decision
-        call = {**calls[0], "args": {**calls[0].get("args", {}), "question": question}}
+        call: PlannedCall = {**calls[0], "args": {**calls[0].get("args", {}), "question": question}}
         return dataclasses.replace(decision, tool_calls=[call, *calls[1:]])
 
     def _database(self, state: PipelineState) -> Any:

@@ -25,8 +25,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from typing import cast
 
 from routerlab.agents.lm.scoring import normalise
+from routerlab.agents.state import Intent
 from routerlab.routers.support.lm_intent import OnePass
 
 __all__ = ["FLOOR", "Weights", "calibrated", "shift"]
@@ -74,4 +76,5 @@ def shift(one: OnePass, offsets: Mapping[str, float], weights: Weights | None = 
     if not offsets and not weights:
         return one
     scores = dataclasses.replace(one.scores, probs=calibrated(one.scores.probs, offsets, weights))
-    return OnePass(scores.best, scores.confidence, scores, one.usage)
+    # the choices are the intents, as they were before the calibration
+    return OnePass(cast(Intent, scores.best), scores.confidence, scores, one.usage)

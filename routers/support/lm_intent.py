@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from routerlab.agents.lm.scoring import ChoiceScores, score_choices
 from routerlab.agents.lm.usage import usage_scope
-from routerlab.agents.state import INTENTS, PipelineState
+from routerlab.agents.state import INTENTS, Intent, PipelineState
 from routerlab.agents.trace import Usage
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class OnePass:
         usage: The call's usage (one LM call, the whole prompt's tokens, no completion).
     """
 
-    intent: str
+    intent: Intent
     confidence: float
     scores: ChoiceScores
     usage: Usage
@@ -118,7 +118,8 @@ def classify_one_pass(
         scores = score_choices(lm, prompt.prefix(tables), prompt.request(request, conversation, note), INTENTS)
     if scores is None:
         return None
-    return OnePass(scores.best, scores.confidence, scores, log.total())
+    # the choices scored are the intents, so the best of them is one
+    return OnePass(cast(Intent, scores.best), scores.confidence, scores, log.total())
 
 
 def schema_summary(table_names: list[str]) -> str:

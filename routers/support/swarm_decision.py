@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from routerlab.agents.routing import RouteDecision
-from routerlab.agents.state import PipelineState
+from routerlab.agents.routing import PlannedCall, RouteDecision
+from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.swarm import PROGRESS_NODE, SwarmResponse, Terminator, Timeout
 
 __all__ = [
@@ -91,14 +91,14 @@ def within_turn(bound: Terminator, state: PipelineState) -> Terminator:
     return bound | Timeout(remaining) if 0 < remaining < float("inf") else bound
 
 
-def pending_call(state: PipelineState, response: SwarmResponse) -> list[dict[str, Any]]:
+def pending_call(state: PipelineState, response: SwarmResponse) -> list[PlannedCall]:
     """The swarm's first pending pipeline call (or none), with an id no earlier call of the turn has.
 
     One step at a time: a later call must cite this one's id, so only the first is returned. A
     model that reuses an id of the turn gets ``<id>_<calls so far>``.
     """
     known = state.get("tool_calls", {})
-    calls = []
+    calls: list[PlannedCall] = []
     for c in response.pending[:1]:
         cid = c["id"] if c["id"] not in known else f"{c['id']}_{len(known)}"
         calls.append({"id": cid, "name": c["name"], "args": dict(c["args"])})
@@ -107,9 +107,9 @@ def pending_call(state: PipelineState, response: SwarmResponse) -> list[dict[str
 
 def swarm_decision(
     response: SwarmResponse,
-    calls: list[dict[str, Any]],
+    calls: list[PlannedCall],
     *,
-    intent: str | None,
+    intent: Intent | None,
     method: str,
     answer: str | None = None,
     why: str | None = None,
