@@ -73,13 +73,13 @@ def _emitted_calls(messages: list[BaseMessage], records: list[ToolCallRecord]) -
                 }
             )
         before += sum(1 for c in m.tool_calls if c.get("id") in known)
-        for c in m.invalid_tool_calls:
+        for bad in m.invalid_tool_calls:
             invalid.append(
                 {
-                    "id": c.get("id"),
-                    "name": c.get("name"),
-                    "args": c.get("args"),
-                    "error": c.get("error"),
+                    "id": bad.get("id"),
+                    "name": bad.get("name"),
+                    "args": bad.get("args"),
+                    "error": bad.get("error"),
                     "step": before,
                 }
             )

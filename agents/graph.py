@@ -300,7 +300,7 @@ class Pipeline:
     def final_state(self, conversation_id: str) -> PipelineState:
         """The state of a finished conversation."""
         snap = self.graph.get_state({"configurable": {"thread_id": conversation_id}})
-        return snap.values  # type: ignore[return-value]
+        return snap.values
 
     def spec(self) -> dict[str, Any]:
         """Recorded arguments of the pipeline and its router (for MLflow params)."""

@@ -91,7 +91,7 @@ def merge_records(
     """
     merged: dict[str, ToolCallRecord] = {k: dict(v) for k, v in (left or {}).items()}  # type: ignore[misc]
     for call_id, record in (right or {}).items():
-        merged[call_id] = {**merged.get(call_id, {}), **record}  # type: ignore[typeddict-item]
+        merged[call_id] = {**merged.get(call_id, {}), **record}
     return merged
 
 

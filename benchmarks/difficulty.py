@@ -34,16 +34,16 @@ class HardnessCounts:
     others: int
 
 
-def _arg(node: exp.Expression, name: str) -> exp.Expression | None:
+def _arg(node: exp.Expr, name: str) -> exp.Expr | None:
     # sqlglot renamed "from"/"with" to "from_"/"with_"; accept both spellings
     return node.args.get(name) or node.args.get(f"{name}_")
 
 
-def _is_query(node: exp.Expression) -> bool:
+def _is_query(node: exp.Expr) -> bool:
     return isinstance(node, exp.Select | exp.SetOperation)
 
 
-def _walk_same_level(node: exp.Expression | None):
+def _walk_same_level(node: exp.Expr | None):
     """Yield ``node``'s descendants without entering nested queries."""
     if node is None:
         return
@@ -56,7 +56,7 @@ def _walk_same_level(node: exp.Expression | None):
                 stack.append(child)
 
 
-def _nested_queries(node: exp.Expression | None) -> int:
+def _nested_queries(node: exp.Expr | None) -> int:
     """Queries directly nested in ``node`` (not counting queries nested inside those)."""
     if node is None:
         return 0
@@ -71,7 +71,7 @@ def _nested_queries(node: exp.Expression | None) -> int:
     return count
 
 
-def _conditions(node: exp.Expression | None) -> list[exp.Expression]:
+def _conditions(node: exp.Expr | None) -> list[exp.Expr]:
     """The leaf conditions of an AND/OR tree (parentheses looked through)."""
     if node is None:
         return []
@@ -82,7 +82,7 @@ def _conditions(node: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
-def _ors(node: exp.Expression | None) -> int:
+def _ors(node: exp.Expr | None) -> int:
     if node is None:
         return 0
     if isinstance(node, exp.Where | exp.Having | exp.Qualify | exp.Paren):
@@ -92,16 +92,16 @@ def _ors(node: exp.Expression | None) -> int:
     return 0
 
 
-def _is_like(cond: exp.Expression) -> bool:
+def _is_like(cond: exp.Expr) -> bool:
     inner = cond.this if isinstance(cond, exp.Not) else cond
     return isinstance(inner, exp.Like | exp.ILike)
 
 
-def _has_agg(node: exp.Expression) -> bool:
+def _has_agg(node: exp.Expr) -> bool:
     return any(isinstance(n, exp.AggFunc | exp.Window) for n in _walk_same_level(node))
 
 
-def _resolve_order_key(key: exp.Expression, select: exp.Select) -> exp.Expression:
+def _resolve_order_key(key: exp.Expr, select: exp.Select) -> exp.Expr:
     """The select expression an ORDER BY ordinal or alias stands for (else the key itself)."""
     projections = select.expressions
     if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit():
@@ -125,7 +125,7 @@ def _group_columns(select: exp.Select) -> int:
     return len(group.expressions)
 
 
-def _top_select(root: exp.Expression) -> tuple[exp.Select, int, exp.Expression]:
+def _top_select(root: exp.Expr) -> tuple[exp.Select, int, exp.Expr]:
     """Split the top-level query into the parts Spider's counts look at.
 
     Returns:
@@ -147,7 +147,7 @@ def _top_select(root: exp.Expression) -> tuple[exp.Select, int, exp.Expression]:
     return node, set_ops, root
 
 
-def _count_set_ops(node: exp.Expression) -> int:
+def _count_set_ops(node: exp.Expr) -> int:
     while isinstance(node, exp.Subquery):
         node = node.this
     if isinstance(node, exp.SetOperation):

@@ -133,7 +133,7 @@ def _draw_recording(fig: Figure) -> tuple[list[Text], RendererBase]:
             seen.setdefault(id(mtext), mtext)
         original(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
 
-    renderer.draw_text = record  # type: ignore[method-assign]
+    renderer.draw_text = record
     try:
         fig.draw(renderer)
     finally:

@@ -113,7 +113,8 @@ def _fit_value_labels(ax: Axes, labels: Sequence[Text], bar_width: float) -> str
     )
     if widest <= room:
         return ""
-    scale = renderer.points_to_pixels(1.0)
+    # matplotlib hints ArrayLike for points_to_pixels; a float in gives a float out
+    scale = float(renderer.points_to_pixels(1.0))  # type: ignore[arg-type]
     size = float(shown[0].get_fontsize())
     # upright, a label needs its line height across the bar: about 1.2 times the font size
     while size * 1.2 * scale > room and size > _SMALLEST_LABEL_PT:
@@ -157,7 +158,8 @@ def plot_rates(rates: pd.DataFrame) -> Figure:
     ax.set_xticks(range(len(metrics)), [RATE_METRICS.get(m, m) for m in metrics])
     ax.set_xlabel("metric")
     ax.set_ylabel("rate (fraction of applicable examples)")
-    ax.set_title("Rates per router (error bars: 95 % bootstrap CI)" + note, **({"fontsize": 10} if note else {}))
+    smaller: dict[str, Any] = {"fontsize": 10} if note else {}
+    ax.set_title("Rates per router (error bars: 95 % bootstrap CI)" + note, **smaller)
     return fit_texts_to_canvas(fig)
 
 
@@ -173,7 +175,8 @@ def plot_success_per_intent(per_intent: pd.DataFrame) -> Figure:
     note = _grouped_bars(ax, per_intent, "intent", intents, list(dict.fromkeys(per_intent["router"])))
     ax.set_xlabel("gold intent")
     ax.set_ylabel("end-to-end success (fraction of examples)")
-    ax.set_title("Success per intent (error bars: 95 % bootstrap CI)" + note, **({"fontsize": 10} if note else {}))
+    smaller: dict[str, Any] = {"fontsize": 10} if note else {}
+    ax.set_title("Success per intent (error bars: 95 % bootstrap CI)" + note, **smaller)
     return fit_texts_to_canvas(fig)
 
 
@@ -391,7 +394,7 @@ def plot_attribution(counts: pd.DataFrame) -> Figure:
                 segments.append((text, v))
         left += values
     for yi, total in zip(y, left, strict=True):
-        ax.text(total, yi, f" {total:g}", ha="left", va="center", fontsize=8)
+        ax.text(total, float(yi), f" {total:g}", ha="left", va="center", fontsize=8)
     ax.set_yticks(y, routers)
     ax.invert_yaxis()  # first router on top, as in the tables
     ax.set_xlim(0, max(float(left.max(initial=0.0)), 1.0) * 1.15)

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-def _cluster_sums(values: Sequence[float], clusters: Sequence[object]) -> tuple[np.ndarray, np.ndarray]:
+def _cluster_sums(values: Sequence[float] | np.ndarray, clusters: Sequence[object]) -> tuple[np.ndarray, np.ndarray]:
     """Per cluster (first-seen order): the sum of its values and its number of values."""
     if len(values) != len(clusters):
         raise ValueError(f"values and clusters differ in length: {len(values)} vs {len(clusters)}")

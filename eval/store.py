@@ -317,7 +317,10 @@ def _example_row(run_id: str, result: ExampleResult, score_names: Sequence[str])
 
 
 #: a store never fetches or loads DuckDB extensions (a SQLite file would make it try the network)
-_CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_CONNECT_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 

@@ -251,7 +251,7 @@ class IntentPredict(dspy.Predict):
             ours = self.signature.fields["evidence"].json_schema_extra
             fields.insert(names.index("evidence"), {"prefix": ours["prefix"], "description": ours["desc"]})
             state = {**state, "signature": {**saved, "fields": fields}}
-        super().load_state(state, **kwargs)  # type: ignore[arg-type]
+        super().load_state(state, **kwargs)
         self.schema = check_view("dspy", str(state.get("schema", "tables")))
         self.checks = check_checks(state.get("checks") or ())
         self.neighbours = Neighbours.from_state(state["neighbours"]) if state.get("neighbours") else None

@@ -186,4 +186,4 @@ class HybridRouter(IntentRouter):
         found, usage = intent_by_tool_call(self.env, state, self.max_tokens, note, window)
         if found is not None:
             return self._gated(state, Classification(found, 1.0, "hybrid:generation", usage))  # type: ignore[arg-type]
-        return Classification(intent, conf, f"hybrid:{method}(llm-invalid)", usage)  # type: ignore[arg-type]
+        return Classification(intent, conf, f"hybrid:{method}(llm-invalid)", usage)

@@ -497,10 +497,10 @@ class SemanticRouter(IntentRouter):
         # cannot take, general knowledge about a value) is decided by them, as the rules would
         rule, _ = self._rules.match(question, self._database(state), history_of(state))
         if rule.detector is not None and rule.detector.startswith("turn:"):
-            return Classification(rule.intent, rule.confidence, f"semantic:turn-check:{rule.name}", Usage())  # type: ignore[arg-type]
+            return Classification(rule.intent, rule.confidence, f"semantic:turn-check:{rule.name}", Usage())
         if self.ambiguity_first and rule.detector is not None and rule.detector.startswith("ambiguity:"):
             # the ambiguity detectors read the conversation: a finding is still open after it
-            return Classification(rule.intent, rule.confidence, f"semantic:ambiguity-check:{rule.name}", Usage())  # type: ignore[arg-type]
+            return Classification(rule.intent, rule.confidence, f"semantic:ambiguity-check:{rule.name}", Usage())
         # greetings and thanks around a data question are not what it asks: embed the rest
         question = split_social(normalise_request(question)).rest or question
         query = np.asarray(self.embedder.embed([question]), dtype=np.float32)

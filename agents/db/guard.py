@@ -115,14 +115,15 @@ def _fail(rule: str, message: str, sql: str) -> GuardViolation:
     return GuardViolation(rule, message, sql[:500])
 
 
-def _func_name(node: exp.Expression) -> str:
+def _func_name(node: exp.Expr) -> str:
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
     cls = type(node).__name__
     if cls in _FUNC_CLASS_NAMES:
         return _FUNC_CLASS_NAMES[cls]
+    sql_name = getattr(node, "sql_name", None)  # a function class's SQL name
     try:
-        return node.sql_name().lower()
+        return str(sql_name()).lower() if sql_name is not None else cls.lower()
     except (AttributeError, NotImplementedError):
         return cls.lower()
 
@@ -392,10 +393,10 @@ def _duckdb_parser() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _nodes_and_depth(root: exp.Expression) -> tuple[list[exp.Expression], int]:
+def _nodes_and_depth(root: exp.Expr) -> tuple[list[exp.Expr], int]:
     """Every node (pre-order) and the deepest nesting, in one pass."""
     # walking up to the root from every node would be quadratic in the nesting depth
-    nodes: list[exp.Expression] = []
+    nodes: list[exp.Expr] = []
     depth = 0
     stack = [(root, 0)]
     while stack:

@@ -205,7 +205,8 @@ def _load(path: str, n_ctx: int, n_threads: int, seed: int, prefix_states: int) 
         if prefix_states > 0:
             llm.set_cache(_prefix_cache(prefix_states))
         # one-pass scoring keeps its own light prefix states (KV only, no logits buffer)
-        llm._routerlab_prefixes = PrefixStore(prefix_states)
+        # the prefix store rides on the cached model object, which llama-cpp-python's class does not declare
+        llm._routerlab_prefixes = PrefixStore(prefix_states)  # type: ignore[attr-defined]
         _MODELS[key] = llm
         return llm, time.perf_counter() - t0
 

@@ -148,7 +148,7 @@ def resolve_lm(
         # accepts and never answers cannot hold a run past --deadline-s
         lm = bounded_lm(lm)
         # intent routers read label probabilities from the provider when it returns logprobs
-        lm.routerlab_scorer = LogprobScorer(spec, kwargs)  # type: ignore[attr-defined]
+        lm.routerlab_scorer = LogprobScorer(spec, kwargs)
     else:
         raise ConfigError(
             f"unknown LM spec {spec!r}",
@@ -156,5 +156,5 @@ def resolve_lm(
             found=repr(spec),
             fix="use --lm local, or a provider-prefixed model such as openai/gpt-4o-mini",
         )
-    lm.routerlab_spec = spec  # type: ignore[attr-defined]
+    lm.routerlab_spec = spec
     return lm

@@ -76,6 +76,6 @@ def scripted_lm(replies: Sequence[Reply] | Callable[[L.Request], Reply], *, name
         max_tokens=256,
         callbacks=[UsageCallback()],
     )
-    lm.routerlab_engine = engine  # type: ignore[attr-defined]
-    lm.routerlab_spec = f"scripted:{name}"  # type: ignore[attr-defined]
+    lm.routerlab_engine = engine
+    lm.routerlab_spec = f"scripted:{name}"
     return lm

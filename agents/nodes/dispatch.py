@@ -84,8 +84,9 @@ def record_calls(env: NodeEnv, state: PipelineState, msg: AIMessage) -> Command:
                 },
             )
         parent = next((call["args"].get(p) for p in tool.refs if call["args"].get(p)), None)
-        records[call["id"]] = {
-            "id": call["id"],
+        cid = str(call["id"])  # the route node gives every call its id (a PlannedCall's)
+        records[cid] = {
+            "id": cid,
             "name": call["name"],
             "args": dict(call["args"]),
             "parent": parent,

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.types import Command
 
-__all__ = ["timed"]
+__all__ = ["GraphNode", "timed"]
 
 
-def timed(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+class GraphNode(Protocol):
+    """A node as LangGraph calls it: the state in (by name or position), an update or a Command out."""
+
+    def __call__(self, state: Any) -> Any:
+        """The node's update for ``state``."""
+        ...
+
+
+def timed(name: str, fn: Callable[[Any], Any]) -> GraphNode:
     """``fn`` as the graph node ``name``: its update also records the visit and its latency."""
 
     def node(state: Any) -> Any:

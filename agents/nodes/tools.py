@@ -58,8 +58,9 @@ def tools_node(env: NodeEnv, state: PipelineState) -> ToolsUpdate:
         outcome = _outcome(env, tool, call["args"], ctx, memory, known)
         usage.append({"tool": tool.name, **outcome.usage.__dict__})
         outcome = validate_structured(outcome, tool, env.response_formats)
-        records[call["id"]] = known[call["id"]] = call_record(outcome, known.get(call["id"], {}), started)
-        messages.append(tool_message(outcome, call["id"], tool, env.config.tools.message_rows))
+        cid = str(call["id"])  # the route node gives every call its id (a PlannedCall's)
+        records[cid] = known[cid] = call_record(outcome, known.get(cid, {}), started)
+        messages.append(tool_message(outcome, cid, tool, env.config.tools.message_rows))
         events.append(call_event(outcome, tool, conv))
         update |= outcome.turn_update | state_effects(outcome, tool)
     if memory.changed:

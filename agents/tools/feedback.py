@@ -87,14 +87,14 @@ def _literals(sql: str, dialect: str, tables: dict[str, list[str]]) -> list[tupl
     return list(dict.fromkeys(out))[:_MAX_LITERALS]
 
 
-def _rows(db: Database, query: exp.Expression) -> list[list[object]]:
+def _rows(db: Database, query: exp.Expr) -> list[list[object]]:
     try:
         return db.execute(query.sql(dialect=db.dialect), timeout_s=_LOOKUP_TIMEOUT_S, max_rows=3).rows
     except ToolError:
         return []
 
 
-def _text(column: exp.Expression) -> exp.Expression:
+def _text(column: exp.Expr) -> exp.Expr:
     return exp.func("lower", exp.cast(column, "TEXT"))
 
 

@@ -59,27 +59,27 @@ class Dropped:
         return {"tables": list(self.tables), "filters": list(self.filters)}
 
 
-def _parse(sql: str, dialect: str) -> exp.Expression | None:
+def _parse(sql: str, dialect: str) -> exp.Expr | None:
     try:
         return sqlglot.parse_one(sql, read=dialect)
     except (sqlglot.errors.SqlglotError, ValueError, RecursionError):
         return None
 
 
-def _tables(tree: exp.Expression) -> set[str]:
+def _tables(tree: exp.Expr) -> set[str]:
     return {t.name.lower() for t in tree.find_all(exp.Table) if t.name}
 
 
-def _conjuncts(condition: exp.Expression) -> list[exp.Expression]:
+def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
     return list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
 
 
-def _outer_filters(tree: exp.Expression) -> list[exp.Expression]:
+def _outer_filters(tree: exp.Expr) -> list[exp.Expr]:
     """The conjuncts of the outermost query's WHERE and HAVING."""
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     if select is None:
         return []
-    out: list[exp.Expression] = []
+    out: list[exp.Expr] = []
     for key in ("where", "having"):
         clause = select.args.get(key)
         if clause is not None:
@@ -87,11 +87,11 @@ def _outer_filters(tree: exp.Expression) -> list[exp.Expression]:
     return out
 
 
-def _columns(node: exp.Expression) -> set[str]:
+def _columns(node: exp.Expr) -> set[str]:
     return {c.name.lower() for c in node.find_all(exp.Column) if c.name}
 
 
-def _condition_columns(tree: exp.Expression) -> set[str]:
+def _condition_columns(tree: exp.Expr) -> set[str]:
     """Every column any condition of ``tree`` reads (WHERE, HAVING, JOIN ... ON, at any depth)."""
     cols: set[str] = set()
     for clause in (*tree.find_all(exp.Where), *tree.find_all(exp.Having)):

@@ -160,7 +160,7 @@ class _Repairer:
     def _real_table(self, name: str) -> str | None:
         return name if name in self.catalog else _find(name, list(self.catalog))
 
-    def tables(self, ast: exp.Expression) -> None:
+    def tables(self, ast: exp.Expr) -> None:
         ctes = {c.alias_or_name.lower() for c in ast.find_all(exp.CTE)}
         for t in ast.find_all(exp.Table):
             name = t.name
@@ -175,7 +175,7 @@ class _Repairer:
             t.set("this", _ident(real, self.dialect))
             self.changes.append(f"table {name} -> {real}")
 
-    def columns(self, ast: exp.Expression) -> None:
+    def columns(self, ast: exp.Expr) -> None:
         seen: set[int] = set()
         # innermost scopes first: a correlated reference is resolved where it is written
         for scope in traverse_scope(ast):
@@ -273,7 +273,9 @@ class _Repairer:
         """
         for col in self.missing:
             select = col.find_ancestor(exp.Select)
-            from_ = None if select is None else select.args.get("from_") or select.args.get("from")
+            if select is None:
+                continue
+            from_ = select.args.get("from_") or select.args.get("from")
             if from_ is None or not isinstance(from_.this, exp.Table):
                 continue
             joined = [from_.this] + [j.this for j in select.args.get("joins") or []]
@@ -305,7 +307,7 @@ class _Repairer:
             self.unresolved = [u for u in self.unresolved if u != f"column {old}"]
             self.changes.append(f"join {owner} ON {on.sql(dialect=self.dialect)} for column {old}")
 
-    def joins(self, ast: exp.Expression, foreign_keys: Sequence[ForeignKey]) -> None:
+    def joins(self, ast: exp.Expr, foreign_keys: Sequence[ForeignKey]) -> None:
         """Rewrite a suspect ``JOIN ... ON a = b`` to the one foreign key linking its tables.
 
         Suspect: a column of the condition was rewritten or is unknown; both sides name the same
@@ -408,7 +410,7 @@ def foreign_keys_of(tables: Iterable[TableInfo]) -> list[ForeignKey]:
             if not ref_c:
                 ref_c = next((c.name for c in target.columns if c.primary_key), "")
             if ref_c:
-                out.append((t.name, col, target.name, ref_c))  # type: ignore[attr-defined]
+                out.append((t.name, col, target.name, ref_c))
     return list(dict.fromkeys(out))
 
 

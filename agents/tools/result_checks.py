@@ -79,7 +79,7 @@ result_check: Registry[str | None] = Registry("result check")
 """Registry of result checks by name (``ToolSettings.result_checks``)."""
 
 
-def _projections(sql: str, dialect: str) -> list[exp.Expression] | None:
+def _projections(sql: str, dialect: str) -> list[exp.Expr] | None:
     """The outer SELECT's projections (aliases removed), or None for anything else."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
@@ -90,7 +90,7 @@ def _projections(sql: str, dialect: str) -> list[exp.Expression] | None:
     return [p.unalias() for p in tree.expressions]
 
 
-def _is_count(node: exp.Expression) -> bool:
+def _is_count(node: exp.Expr) -> bool:
     return isinstance(node, exp.Count)
 
 

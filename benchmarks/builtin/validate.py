@@ -76,7 +76,7 @@ def is_ordered(sql: str) -> bool:
     return sqlglot.parse_one(sql, read="duckdb").args.get("order") is not None
 
 
-def _int_literal(node: exp.Expression | None) -> int:
+def _int_literal(node: exp.Expr | None) -> int:
     if node is None:
         return 0
     value = node.expression if isinstance(node, exp.Limit | exp.Offset) else node
@@ -85,7 +85,7 @@ def _int_literal(node: exp.Expression | None) -> int:
     return int(value.this)
 
 
-def _probe_query(root: exp.Expression, columns: list[str]) -> exp.Select:
+def _probe_query(root: exp.Query, columns: list[str]) -> exp.Select:
     """``root`` without LIMIT/OFFSET and with its ORDER BY keys appended as output columns."""
     order = root.args["order"]
     if isinstance(root, exp.Select) and not root.args.get("distinct"):
@@ -135,7 +135,7 @@ def ordering_problems(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
         if node.parent is not root:
             problems.append("LIMIT inside a subquery or CTE (its ties cannot be checked)")
     order, limit = root.args.get("order"), root.args.get("limit")
-    if order is None:
+    if order is None or not isinstance(root, exp.Query):  # only a query orders its rows
         if limit is not None:
             problems.append("LIMIT without ORDER BY")
         return problems

@@ -261,7 +261,7 @@ def read_csv(path: Path) -> list[tuple[int, dict[str, str | None]]]:
                         "-",
                         "more cells than header columns",
                         expected=f"{len(reader.fieldnames)} cells ({', '.join(reader.fieldnames)})",
-                        found=f"extra cells {_short(row[None])}",  # type: ignore[index]
+                        found=f"extra cells {_short(row[None])}",
                         fix="quote cells containing commas, or add the missing header column",
                     )
                 rows.append((lineno, {k: (v if v not in ("", None) else None) for k, v in row.items()}))

@@ -169,7 +169,7 @@ _REFUSE_TEMPLATES: tuple[tuple[str, str], ...] = (
 )
 
 #: wrong names for functions, chosen not to exist in SQLite nor DuckDB (still checked by running)
-_WRONG_FUNCTIONS: dict[type[exp.Expression], str] = {
+_WRONG_FUNCTIONS: dict[type[exp.Expr], str] = {
     exp.Count: "COUNTS",
     exp.Sum: "SUMM",
     exp.Avg: "AVERAGE",
@@ -255,7 +255,7 @@ class _Databases:
         return self._cache[path]
 
 
-def _parse(sql: str, dialect: str | None) -> exp.Expression | None:
+def _parse(sql: str, dialect: str | None) -> exp.Expr | None:
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except (ParseError, TokenError, ValueError):
@@ -285,7 +285,7 @@ def _words(identifier: str) -> str:
     return re.sub(r"[_\s]+", " ", spaced).strip().lower()
 
 
-def _table_names(tree: exp.Expression) -> list[str]:
+def _table_names(tree: exp.Expr) -> list[str]:
     """Real tables read by the query, in order of appearance (CTE names excluded)."""
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     names: list[str] = []
@@ -324,9 +324,7 @@ def _typo(name: str, rng: random.Random) -> str | None:
     return rng.choice(candidates) if candidates else None
 
 
-def _misspell_one(
-    tree: exp.Expression, nodes: list[exp.Column] | list[exp.Table], rng: random.Random
-) -> exp.Expression | None:
+def _misspell_one(tree: exp.Expr, nodes: list[exp.Column] | list[exp.Table], rng: random.Random) -> exp.Expr | None:
     """``tree`` with the name of one of ``nodes`` (drawn by ``rng``) misspelt, its quoting kept; None if none can be."""
     if not nodes:
         return None
@@ -338,17 +336,17 @@ def _misspell_one(
     return tree
 
 
-def _misspell_column(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def _misspell_column(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     columns = [c for c in tree.find_all(exp.Column) if isinstance(c.this, exp.Identifier) and c.name]
     return _misspell_one(tree, columns, rng)
 
 
-def _misspell_table(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def _misspell_table(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     return _misspell_one(tree, [t for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in ctes], rng)
 
 
-def _drop_group_by_column(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def _drop_group_by_column(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     group = tree.find(exp.Group)
     if group is None or not group.expressions:
         return None
@@ -359,7 +357,7 @@ def _drop_group_by_column(tree: exp.Expression, rng: random.Random) -> exp.Expre
     return tree
 
 
-def _wrong_function(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def _wrong_function(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     funcs = [f for f in tree.find_all(exp.Func) if type(f) in _WRONG_FUNCTIONS]
     if not funcs:
         return None
@@ -369,7 +367,7 @@ def _wrong_function(tree: exp.Expression, rng: random.Random) -> exp.Expression 
     return tree
 
 
-_MUTATIONS: dict[str, Callable[[exp.Expression, random.Random], exp.Expression | None]] = {
+_MUTATIONS: dict[str, Callable[[exp.Expr, random.Random], exp.Expr | None]] = {
     "misspelled_column": _misspell_column,
     "misspelled_table": _misspell_table,
     "dropped_group_by_column": _drop_group_by_column,
@@ -428,7 +426,7 @@ def _literal_pattern(value: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w)(['\"]?){re.escape(value)}\1(?!\w)", re.IGNORECASE)
 
 
-def _clarify_candidates(tree: exp.Expression, question: str) -> list[tuple[str, str | None, bool]]:
+def _clarify_candidates(tree: exp.Expr, question: str) -> list[tuple[str, str | None, bool]]:
     """``(value, column, is_string)`` of WHERE literals that appear in the question."""
     seen: set[str] = set()
     out: list[tuple[str, str | None, bool]] = []
@@ -448,7 +446,7 @@ def _clarify_candidates(tree: exp.Expression, question: str) -> list[tuple[str, 
     return out
 
 
-def _clarify_literal(e: Example, rng: random.Random, tree: exp.Expression) -> Example | None:
+def _clarify_literal(e: Example, rng: random.Random, tree: exp.Expr) -> Example | None:
     candidates = _clarify_candidates(tree, e.question)
     # prefer names over numbers: a vague "a certain country" reads better than "a certain year"
     strings = [c for c in candidates if c[2]]
@@ -475,7 +473,7 @@ def _clarify_literal(e: Example, rng: random.Random, tree: exp.Expression) -> Ex
     return None
 
 
-def _clarify_limit(e: Example, rng: random.Random, tree: exp.Expression) -> Example | None:
+def _clarify_limit(e: Example, rng: random.Random, tree: exp.Expr) -> Example | None:
     """Replace the LIMIT count named in the question ("the 3 oldest") by "a few"."""
     limit = tree.args.get("limit")
     count = limit.expression if isinstance(limit, exp.Limit) else None
@@ -515,7 +513,7 @@ def _clarify(e: Example, rng: random.Random, dbs: _Databases) -> Example | None:
 
 
 # -- refuse --------------------------------------------------------------------------------------
-def _columns_of(tree: exp.Expression, table: str, single_table: bool) -> list[str]:
+def _columns_of(tree: exp.Expr, table: str, single_table: bool) -> list[str]:
     """Columns the query reads from ``table`` (qualified by it or its alias, or the only table)."""
     names = {table.lower()}
     for t in tree.find_all(exp.Table):
@@ -591,7 +589,7 @@ def _swap(question: str, words: str, pool: tuple[str, ...], db: Database, rng: r
     return None
 
 
-def _missing_measure(q: str, tree: exp.Expression, db: Database, rng: random.Random) -> tuple[str, str] | None:
+def _missing_measure(q: str, tree: exp.Expr, db: Database, rng: random.Random) -> tuple[str, str] | None:
     aggs = [f for f in tree.find_all(exp.Avg, exp.Sum, exp.Max, exp.Min) if isinstance(f.this, exp.Column)]
     for f in rng.sample(aggs, len(aggs)):
         swapped = _swap(q, _words(f.this.name), _MISSING_MEASURES, db, rng)
@@ -600,7 +598,7 @@ def _missing_measure(q: str, tree: exp.Expression, db: Database, rng: random.Ran
     return None
 
 
-def _missing_attribute(q: str, tree: exp.Expression, db: Database, rng: random.Random) -> tuple[str, str] | None:
+def _missing_attribute(q: str, tree: exp.Expr, db: Database, rng: random.Random) -> tuple[str, str] | None:
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     cols = [c for c in (select.expressions if select else []) if isinstance(c, exp.Column) and c.name != "*"]
     for c in rng.sample(cols, len(cols)):
@@ -610,7 +608,7 @@ def _missing_attribute(q: str, tree: exp.Expression, db: Database, rng: random.R
     return None
 
 
-def _missing_entity(q: str, tree: exp.Expression, db: Database, rng: random.Random) -> tuple[str, str] | None:
+def _missing_entity(q: str, tree: exp.Expr, db: Database, rng: random.Random) -> tuple[str, str] | None:
     tables = _table_names(tree)
     for table in rng.sample(tables, len(tables)):
         words = _words(table)
@@ -624,7 +622,7 @@ def _missing_entity(q: str, tree: exp.Expression, db: Database, rng: random.Rand
     return None
 
 
-def _missing_period(q: str, _tree: exp.Expression, db: Database, rng: random.Random) -> tuple[str, str] | None:
+def _missing_period(q: str, _tree: exp.Expr, db: Database, rng: random.Random) -> tuple[str, str] | None:
     level = temporal_level(db)
     usable = [p for p, fine in _MISSING_PERIODS if (fine and level < 2) or (not fine and level == 0)]
     if not usable:
@@ -636,7 +634,7 @@ def _missing_period(q: str, _tree: exp.Expression, db: Database, rng: random.Ran
     return f"{body} {phrase}{end or '?'}", phrase
 
 
-_MISSING: dict[str, Callable[[str, exp.Expression, Database, random.Random], tuple[str, str] | None]] = {
+_MISSING: dict[str, Callable[[str, exp.Expr, Database, random.Random], tuple[str, str] | None]] = {
     "measure": _missing_measure,
     "attribute": _missing_attribute,
     "entity": _missing_entity,

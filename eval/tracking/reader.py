@@ -57,7 +57,8 @@ def load_runs(
     clauses = [f"tags.`{k}` = {search_literal(v)}" for k, v in (tags or {}).items()]
     if run_ids:
         clauses.append(f"attributes.run_id IN ({', '.join(search_literal(r) for r in run_ids)})")
-    runs, token = [], None
+    runs: list[Any] = []
+    token = None
     while experiment_ids:
         page = client.search_runs(
             experiment_ids,

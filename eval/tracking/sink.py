@@ -19,6 +19,7 @@ from typing import Any
 
 import mlflow
 import pandas as pd
+from mlflow.data.pandas_dataset import from_pandas
 from mlflow.entities import Dataset as DatasetEntity
 from mlflow.entities import (
     DatasetInput,
@@ -446,7 +447,7 @@ class MlflowSink:
         )
         # The name carries the split and the digest is the whole dataset's: together they
         # identify exactly what was replayed (MLflow recommends digests of at most 10 chars).
-        ds = mlflow.data.from_pandas(frame, name=f"{dataset.name}/{split}", digest=dataset.digest()[:10])
+        ds = from_pandas(frame, name=f"{dataset.name}/{split}", digest=dataset.digest()[:10])
         entity = DatasetEntity(**ds.to_dict())
         # the fluent mlflow.log_input needs a thread-local active run; the client takes the id
         self.client.log_inputs(run_id, datasets=[DatasetInput(entity, tags=[InputTag(MLFLOW_DATASET_CONTEXT, split)])])

@@ -231,15 +231,17 @@ def write_trace(
     if run_config.get("tags"):
         tags["routerlab.tags"] = ",".join(map(str, run_config["tags"]))
     tags |= {f"routerlab.meta.{metric_name(k)}": str(v)[:5000] for k, v in (run_config.get("metadata") or {}).items()}
+    # span attributes are any JSON value (MLflow serialises them), though start_trace's hint says str
+    attributes: dict[str, Any] = {
+        "routerlab.timing": "reconstructed",
+        "routerlab.latency_s": result.latency_s,
+        "routerlab.scores": {k: s.value for k, s in result.scores.items()},
+    }
     root = client.start_trace(
         run_config.get("run_name") or f"example {result.example_id}",
         span_type=SpanType.CHAIN,
         inputs={"question": question, "example_id": result.example_id, "intent": result.intent},
-        attributes={
-            "routerlab.timing": "reconstructed",
-            "routerlab.latency_s": result.latency_s,
-            "routerlab.scores": {k: s.value for k, s in result.scores.items()},
-        },
+        attributes=attributes,
         tags=tags,
         experiment_id=experiment_id,
         start_time_ns=start_ns,

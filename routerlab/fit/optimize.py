@@ -340,7 +340,7 @@ def schema_texts(examples: Sequence[Example], schema: str = "tables") -> dict[st
     out = {}
     for path in {e.db_path for e in examples}:
         open_database(path)  # a database that cannot be opened fails the compile, not a silent empty view
-        out[path] = schema_view(env, {"database": path}, view)  # type: ignore[typeddict-item]
+        out[path] = schema_view(env, {"database": path}, view)
     return out
 
 

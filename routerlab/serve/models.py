@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -89,7 +89,7 @@ class AskRequest(BaseModel):
         return self.router or ROUTING_MODES.get(self.routing_mode or "auto") or default
 
 
-def _found(error: dict[str, Any]) -> str:
+def _found(error: Mapping[str, Any]) -> str:
     if error.get("type") == "missing":
         return "nothing (the field is missing)"
     if error.get("type") == "json_invalid":
@@ -105,7 +105,7 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _expected(error: dict[str, Any]) -> str:
+def _expected(error: Mapping[str, Any]) -> str:
     kind = error.get("type", "")
     if kind == "missing":
         return "this required field"
@@ -118,7 +118,7 @@ def _expected(error: dict[str, Any]) -> str:
     return msg
 
 
-def describe_validation_errors(errors: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+def describe_validation_errors(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     """Turn pydantic/FastAPI validation errors into ``{"field", "expected", "found"}`` records.
 
     Args:

@@ -36,7 +36,7 @@ __all__ = [
 
 #: sqlglot statements that change stored data or the catalogue. Not ``exp.Command``: sqlglot's
 #: fallback for text it cannot parse ("create dates of ...") is prose, not a write
-STORED_DATA_WRITES: tuple[type[exp.Expression], ...] = (
+STORED_DATA_WRITES: tuple[type[exp.Expr], ...] = (
     exp.Insert,
     exp.Update,
     exp.Delete,
