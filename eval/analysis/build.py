@@ -211,13 +211,13 @@ def _pair(
     value = _value_of(measure)
     by_b = {_key(r): r for r in res_b}
     rows = [
-        (float(va), float(vb), cluster_of(r))
+        (float(x), float(y), cluster_of(r))
         for r in res_a
-        if (o := by_b.get(_key(r))) is not None and (va := value(r)) is not None and (vb := value(o)) is not None
+        if (o := by_b.get(_key(r))) is not None and (x := value(r)) is not None and (y := value(o)) is not None
     ]
     if not rows:
         return None
-    va, vb, clusters = ([x[i] for x in rows] for i in range(3))
+    va, vb, clusters = [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows]
     if np.mean(va) < np.mean(vb) or (np.mean(va) == np.mean(vb) and b < a):
         a, b, va, vb = b, a, vb, va  # the higher rate first: the difference reads as a gain
     # the bootstrap's difference is its second sample minus its first: a - b
@@ -257,7 +257,7 @@ def _verdict(
 ) -> Verdict | None:
     value = _value_of(measure)
     outcomes = {
-        name: {_key(r): v >= _RIGHT for r in rs if (v := value(r)) is not None} for name, rs in sorted(results.items())
+        name: {_key(r): x >= _RIGHT for r in rs if (x := value(r)) is not None} for name, rs in sorted(results.items())
     }
     clusters = {_key(r): r.conversation for rs in results.values() for r in rs if r.conversation}
     v = axis_verdict(

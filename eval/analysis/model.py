@@ -304,7 +304,7 @@ class SessionComparison:
 def _build(kind: Any, value: Any) -> Any:
     """``value`` (plain JSON data) as an instance of the type ``kind``."""
     origin = typing.get_origin(kind)
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         hints = typing.get_type_hints(kind)
         return kind(**{f.name: _build(hints[f.name], value[f.name]) for f in dataclasses.fields(kind) if f.init})
     if origin in (typing.Union, types.UnionType):

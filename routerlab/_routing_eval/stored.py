@@ -42,13 +42,16 @@ def decision_result(
     (counted cold as well: a first decision has no cold figures of its own); a router that raised
     is an ``error`` outcome scored 0, as a crash is in an end-to-end run.
     """
-    tokens = {"prompt_tokens": decision.prompt_tokens, "completion_tokens": decision.completion_tokens}
     # a first decision is never cached: what its LM calls took is their cold time too
-    cold = {
-        "cold_prompt_tokens": decision.prompt_tokens,
-        "cold_completion_tokens": decision.completion_tokens,
-        "cold_latency_s": decision.lm_seconds,
-    }
+    usage = Usage(
+        lm_calls=decision.lm_calls,
+        latency_s=decision.lm_seconds,
+        prompt_tokens=decision.prompt_tokens,
+        completion_tokens=decision.completion_tokens,
+        cold_prompt_tokens=decision.prompt_tokens,
+        cold_completion_tokens=decision.completion_tokens,
+        cold_latency_s=decision.lm_seconds,
+    )
     confidence = None if math.isnan(decision.confidence) else decision.confidence
     return ExampleResult(
         example_id=decision.example_id,
@@ -75,7 +78,7 @@ def decision_result(
             )
         },
         latency_s=decision.seconds,
-        router_usage=Usage(lm_calls=decision.lm_calls, latency_s=decision.lm_seconds, **tokens, **cold),
+        router_usage=usage,
         conversation=decision.conversation,
         turn=decision.turn,
     )

@@ -33,7 +33,7 @@ def alternating_prefixes(spec: str = "local", questions: int = 2) -> list[PerfFi
     medians: dict[int, float] = {}
     for states in (0, 6):
         lm = resolve_lm(spec, cache=False, max_tokens=48, prefix_states=states)
-        engine = lm._engine_spec  # type: ignore[attr-defined]
+        engine = lm._engine_spec
         engine.forget_prefixes()
         programs = SQLPrograms()
         seconds: list[float] = []

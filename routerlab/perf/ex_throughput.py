@@ -68,7 +68,7 @@ def _ex_pairs(directory: Path, n_pairs: int, n_dbs: int, rows: int) -> list[tupl
         path = directory / f"db{i}.sqlite"
         _make_sqlite(path, i, rows)
         dbs.append(str(path))
-    pairs = []
+    pairs: list[tuple[str, str, str]] = []
     i = 0
     while len(pairs) < n_pairs:
         db = dbs[i % n_dbs]

@@ -60,7 +60,7 @@ def first_decision_cost(spec: str = "local", databases: Path | None = None, n: i
     from routerlab.agents.lm.prefix_disk import configured_prefix_disk
 
     lm = resolve_lm(spec, cache=False)
-    engine = getattr(lm, "engine", None)
+    engine: Any = getattr(lm, "engine", None)  # the embedded engine, when the LM has one
     if not hasattr(engine, "forget_prefixes"):
         return [PerfFigure("first decision", f"disk prefix states need the embedded engine, not {spec}", math.nan, "")]
     figures: list[PerfFigure] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 from routerlab.perf._common import PerfFigure
 
@@ -28,14 +29,17 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 
     lm = resolve_lm(spec, cache=False)
-    engine = getattr(lm, "_engine_spec", None)
+    engine: Any = getattr(lm, "_engine_spec", None)  # the embedded engine, when the LM has one
     llama = engine.llama() if hasattr(engine, "llama") else None
     forget = getattr(engine, "forget_prefixes", None)
     db = open_database(builtin_database_path())
     programs = SQLPrograms()
     ctx = ToolContext(db=db, lm=lm, programs=programs)
     qs = [e.question for e in load_builtin().split("dev") if e.intent == "sql"][:questions]
-    cold, warm, linked_tokens, full_tokens = [], [], [], []
+    cold: list[float] = []
+    warm: list[float] = []
+    linked_tokens: list[int] = []
+    full_tokens: list[int] = []
     full_schema = db.schema_text()
     for q in qs:
         schema = db.schema_text(overlap_tables(db, q, ctx.settings.max_tables))

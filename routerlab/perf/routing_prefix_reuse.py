@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from typing import Any
 
 from routerlab.perf._common import PerfFigure
 
@@ -30,7 +31,7 @@ def routing_prefix_reuse(spec: str = "local", questions: int = 6) -> list[PerfFi
     from routerlab.routers.support.schema_outline import schema_outline
 
     lm = resolve_lm(spec, cache=False, max_tokens=48)
-    engine = getattr(lm, "engine", None)
+    engine: Any = getattr(lm, "engine", None)  # the embedded engine, when the LM has one
     if not hasattr(engine, "score_choices"):
         return [PerfFigure("routing", f"one-pass routing needs the embedded engine, not {spec}", math.nan, "")]
     engine.forget_prefixes()

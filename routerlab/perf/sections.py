@@ -46,7 +46,7 @@ _Measure = Callable[["_Sizes"], list["PerfFigure"]]
 
 #: the sections of ``routerlab perf`` by name, in the order a full run measures them; a model
 #: section is run by ``--model`` or when named with ``--section``
-perf_section: Registry[Callable[[_Sizes], list[PerfFigure]]] = Registry("perf section")
+perf_section: Registry[list[PerfFigure]] = Registry("perf section")
 
 
 _ORDER: list[tuple[str, bool]] = []  # (name, runs the model), in measuring order

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from routerlab.perf._common import PerfFigure
 
@@ -29,7 +30,7 @@ def candidate_decoding(
     from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 
     lm = resolve_lm(spec, cache=False)
-    engine = getattr(lm, "_engine_spec", None)
+    engine: Any = getattr(lm, "_engine_spec", None)  # the embedded engine, when the LM has one
     if not hasattr(engine, "sample_candidates"):
         return [PerfFigure("sql candidates", "skipped: not the embedded engine", 0, "")]
     llm = engine.llama()
