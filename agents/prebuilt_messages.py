@@ -10,7 +10,7 @@ convert at that boundary, so there is one conversation, not two.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -20,7 +20,7 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import MessageLikeRepresentation, add_messages
 
 from routerlab.agents.errors import ContractError
 
@@ -105,4 +105,7 @@ def from_chat(message: Mapping[str, Any]) -> BaseMessage:
 
 def merged(before: Sequence[BaseMessage], new: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
     """``add_messages(before, new)`` with the swarm's new dicts as LangChain messages."""
-    return list(add_messages(list(before), [from_chat(m) for m in new]))
+    left: list[MessageLikeRepresentation] = [*before]
+    right: list[MessageLikeRepresentation] = [from_chat(m) for m in new]
+    # add_messages turns every message it returns into a BaseMessage; its hint is the input union
+    return cast(list[BaseMessage], add_messages(left, right))

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, TypedDict, TypeGuard, TypeVar, get_a
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from routerlab.agents.turn_history import pending_question
+from routerlab.agents.turn_history import PendingQuestion, pending_question
 
 __all__ = [
     "INTENTS",
@@ -208,7 +208,7 @@ class PipelineState(TypedDict, total=False):
     conversation_id: str
     turns: int
     history: list[dict[str, Any]]
-    pending_question: dict[str, Any] | None
+    pending_question: PendingQuestion | None
     store: dict[str, dict[str, Any]]
     structured_response: dict[str, Any] | None
     run_config: dict[str, Any]

@@ -29,7 +29,7 @@ from routerlab.agents.lm.deadline import call_budget
 from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
 from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, render, score_labels, tokenize
 from routerlab.agents.lm.scoring import ChoiceScores
-from routerlab.agents.lm.speculative import OFF, Decoded, drafter, speculative_greedy
+from routerlab.agents.lm.speculative import OFF, Decoded, Drafter, drafter, speculative_greedy
 from routerlab.agents.signals import native_call, raise_held_stop, stop_requested
 
 __all__ = [
@@ -53,7 +53,7 @@ ANSWER_TOOL = "answer"
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["GOMP_SPINCOUNT"] = "1000"
 
-_MODELS: dict[tuple[str, int, int, int], Any] = {}
+_MODELS: dict[tuple[str, int, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
 # one process-wide lock: a Llama object is not thread-safe, and two models would only fight
 # over the same two cores
@@ -510,8 +510,8 @@ class LlamaEngine:
             kwargs["response_format"] = dict(cfg.response_format)
         llm = self.llama()
         model = f"local/{Path(self.model_path).name}"
-        if self._drafter is not None and kwargs["temperature"] == 0 and "response_format" not in kwargs:
-            return self._speculative(llm, messages, kwargs, model)
+        if (drafts := self._drafter) is not None and kwargs["temperature"] == 0 and "response_format" not in kwargs:
+            return self._speculative(llm, messages, kwargs, model, drafts)
         with _bounded(llm, "embedded model call"):
             self.calls += 1
             out = llm.create_chat_completion(messages=messages, **kwargs)
@@ -526,7 +526,9 @@ class LlamaEngine:
             return _response(out.get("id"), model, usage, L.TextPart(text=text), finish=finish)
         return self._tool_response(text, tools, request, model, usage, out.get("id"))
 
-    def _speculative(self, llm: Any, messages: list[dict[str, Any]], kwargs: dict[str, Any], model: str) -> L.Response:
+    def _speculative(
+        self, llm: Any, messages: list[dict[str, Any]], kwargs: dict[str, Any], model: str, drafts: Drafter
+    ) -> L.Response:
         """A greedy text reply decoded speculatively: the same prompt, rules and bounds as a plain call."""
         # the prompt as llama-cpp-python's chat handler builds it: the GGUF's template, special
         # tokens parsed, no BOS added (the template writes its own)
@@ -538,7 +540,7 @@ class LlamaEngine:
             self.calls += 1
             try:
                 out = speculative_greedy(
-                    llm, prompt, self._drafter, max_tokens=kwargs["max_tokens"], stop=kwargs.get("stop", ())
+                    llm, prompt, drafts, max_tokens=kwargs["max_tokens"], stop=kwargs.get("stop", ())
                 )
             except ValueError as exc:
                 raise LMError(

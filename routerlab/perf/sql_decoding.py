@@ -101,7 +101,7 @@ def sql_decoding(spec: str = "local", questions: int = 6, drafter: str = "prompt
     clear_models()  # the only model in memory
     ways = (OFF, drafter)
     lms = {way: resolve_lm(spec, cache=False, max_tokens=256, prefix_states=0, speculative=way) for way in ways}
-    engine = getattr(lms[drafter], "_engine_spec", None)
+    engine: Any = getattr(lms[drafter], "_engine_spec", None)  # the embedded engine, when the LM has one
     if not hasattr(engine, "last_decoded"):
         return [PerfFigure(_SECTION, "skipped: not the embedded engine", 0, "")]
     llm = engine.llama()  # both engines share this loaded model

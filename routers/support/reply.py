@@ -103,7 +103,7 @@ def read_reply(state: PipelineState, db: Any = None) -> Reply | None:
         return None  # thanks or praise alone answer nothing
     else:
         kind = "answer"
-    return Reply(kind, pending, raw, chosen)  # type: ignore[arg-type]
+    return Reply(kind, pending, raw, chosen)
 
 
 def as_reply(state: PipelineState, reply: Reply | None) -> PipelineState:
@@ -117,4 +117,4 @@ def as_reply(state: PipelineState, reply: Reply | None) -> PipelineState:
     if reply is None or not reply.pending.get("request"):
         return state
     answer = reply_in_context(reply.pending, reply.text)
-    return PipelineState(**{**state, "question": reply.pending["request"], "user_reply": answer})  # type: ignore[typeddict-item]
+    return PipelineState(**{**state, "question": reply.pending["request"], "user_reply": answer})

@@ -105,7 +105,7 @@ def schema_view(env: RouterEnv | None, state: PipelineState, view: SchemaView) -
 
 
 def _turn_db(env: RouterEnv | None, state: PipelineState) -> Database | None:
-    return turn_database(env, state)  # type: ignore[no-any-return]
+    return turn_database(env, state)
 
 
 def ambiguity_finding(env: RouterEnv | None, state: PipelineState) -> str:
