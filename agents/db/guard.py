@@ -319,7 +319,7 @@ def _duckdb_calls(text: str) -> list[_Call]:
     return calls
 
 
-def _sqlglot_calls(nodes: list[exp.Expression], catalogue: FunctionCatalogue) -> list[_Call]:
+def _sqlglot_calls(nodes: list[exp.Expr], catalogue: FunctionCatalogue) -> list[_Call]:
     """Every function call and table reference of a parsed statement (the SQLite dialect).
 
     An ``Anonymous`` call keeps the name as written and is checked as such (a name the catalogue
