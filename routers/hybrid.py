@@ -129,7 +129,7 @@ class HybridRouter(IntentRouter):
         window = window_of(self.history, state, self.env.lm)
         decided = self._by_lm(state, intent, conf, method, window)
         if self.lm_backed and not self._backed(state, decided, intent):
-            decided = Classification(intent, conf, f"hybrid:{method}(lm-unbacked:{decided.intent})", decided.usage)  # type: ignore[arg-type]
+            decided = Classification(intent, conf, f"hybrid:{method}(lm-unbacked:{decided.intent})", decided.usage)
         # the window's own model call (rewrite) is part of what this decision cost
         return decided._replace(usage=window.usage.add(decided.usage))
 

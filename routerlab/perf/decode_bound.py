@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ def decode_bound(
         for name in ("read", "copy")
     ]
     lm = resolve_lm(spec, cache=False, speculative=OFF)
-    engine = getattr(lm, "_engine_spec", None)
+    engine: Any = getattr(lm, "_engine_spec", None)  # the embedded engine, when the LM has one
     if not hasattr(engine, "model_path"):
         return [*figures, PerfFigure(_SECTION, "model figures skipped: not the embedded engine", 0, "")]
     per_pass = read_tensors(engine.model_path).bytes_per_pass
