@@ -9,7 +9,7 @@ is given. Messages are LangChain's (``AIMessage.tool_calls`` of :class:`ToolCall
 :func:`tool` / :meth:`StructuredTool.from_function` objects or :class:`BaseTool` subclasses
 (:mod:`routerlab.agents.prebuilt_tools`), run as seed 004's ToolNode runs them: parameters
 annotated ``InjectedState`` receive a read-only copy of the run's state and ``InjectedStore``
-the agent's :class:`~routerlab.agents.store.MemoryStore`, an exception becomes an error tool
+the agent's :class:`~routerlab.agents.tools.store.MemoryStore`, an exception becomes an error tool
 message (``status="error"``) unless the tool opts out, and a reply asking for tools with fewer
 than 2 of the ``recursion_limit``'s steps left ends the run with
 :data:`~routerlab.agents.swarm.runner.NEED_MORE_STEPS`. Retries follow the seed's defaults
@@ -34,7 +34,6 @@ from routerlab.agents.lm.chat import chat
 from routerlab.agents.prebuilt_messages import ToolCall, add_messages, merged, to_chat, to_messages
 from routerlab.agents.prebuilt_tools import BaseTool, StructuredTool, tool, tool_content
 from routerlab.agents.retry import SEED_RETRY_POLICY, RetryPolicy, merge_retry_policy, should_retry
-from routerlab.agents.store import MemoryStore
 from routerlab.agents.swarm.agent import Agent
 from routerlab.agents.swarm.context import ContextVariables
 from routerlab.agents.swarm.events import SwarmEvent
@@ -42,6 +41,7 @@ from routerlab.agents.swarm.runner import Swarm
 from routerlab.agents.swarm.tools import FunctionTool
 from routerlab.agents.tools.base import Tool, read_only
 from routerlab.agents.tools.schema import InjectedState, InjectedStore
+from routerlab.agents.tools.store import MemoryStore
 
 __all__ = [
     "DEFAULT_RECURSION_LIMIT",

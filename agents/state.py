@@ -165,7 +165,7 @@ class PipelineState(TypedDict, total=False):
             :func:`initial_state`. This turn is read as its answer: routers continue the request
             (``routers/support/reply.py``) and SQL generation reads the exchange with the reply.
         store: The conversation's store (seed 004's ``InjectedStore``,
-            :class:`routerlab.agents.store.MemoryStore` snapshot); tools write it.
+            :class:`routerlab.agents.tools.store.MemoryStore` snapshot); tools write it.
         structured_response: The latest structured response of a tool with a response format
             (seed 004), as JSON.
         run_config: Seed 004's ``RunnableConfig`` fields of the run: ``tags``, ``metadata``,

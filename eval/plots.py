@@ -24,7 +24,7 @@ from matplotlib.ticker import MaxNLocator
 
 from routerlab.eval.analysis import ATTRIBUTION_CLASSES, COST_COLUMNS, RATE_METRICS, cost_basis, pareto_front
 from routerlab.eval.plot_layout import fit_texts_to_canvas, overlapping_pairs, place_point_labels, renderer_of
-from routerlab.eval.risk import format_aurc
+from routerlab.eval.risk_figure import plot_risk_coverage, router_colours
 
 __all__ = [
     "plot_attribution",
@@ -46,10 +46,6 @@ _SMALLEST_LABEL_PT = 5.0
 _LINEAR_BELOW_S = 1e-3
 
 
-def _colours(n: int) -> list[str]:
-    return [f"C{i % 10}" for i in range(n)]
-
-
 def _grouped_bars(
     ax: Axes, frame: pd.DataFrame, category: str, categories: Sequence[str], routers: Sequence[str]
 ) -> str:
@@ -61,7 +57,7 @@ def _grouped_bars(
     x = np.arange(len(categories))
     width = 0.8 / max(len(routers), 1)
     labels: list[Text] = []
-    for i, (router, colour) in enumerate(zip(routers, _colours(len(routers)), strict=True)):
+    for i, (router, colour) in enumerate(zip(routers, router_colours(len(routers)), strict=True)):
         sub = frame[frame["router"] == router].set_index(category).reindex(list(categories))
         values = sub["value"].to_numpy(dtype=float)
         low = np.nan_to_num(values - sub["ci_low"].to_numpy(dtype=float))
@@ -205,7 +201,7 @@ def plot_latency(latency: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(12, 4.5), layout="constrained")
     ax_e2e, ax_node = fig.subplots(1, 2, width_ratios=[1, 2])
     routers = list(dict.fromkeys(latency["router"]))
-    colours = _colours(len(routers))
+    colours = router_colours(len(routers))
     e2e = latency[latency["stage"] == "end_to_end"]
     for i, (router, colour) in enumerate(zip(routers, colours, strict=True)):
         _boxes(ax_e2e, [e2e.loc[e2e["router"] == router, "seconds"].tolist()], [i], colour, 0.6)
@@ -267,7 +263,7 @@ def plot_cost_quality(costs: pd.DataFrame, cost: str = "router_tokens_per_ex", q
     routers = [r for r in costs.index if not is_ref[r]]
     refs = [r for r in costs.index if is_ref[r] and not math.isnan(float(costs.loc[r, quality]))]
     style: dict[str, dict[str, Any]] = {}
-    for router, colour in zip(routers, _colours(len(routers)), strict=True):
+    for router, colour in zip(routers, router_colours(len(routers)), strict=True):
         style[router] = {"color": colour, "marker": "o", "label": router}
     for j, ref in enumerate(refs):
         grey = ("0.35", "0.6", "0.45", "0.7")[j % 4]
@@ -410,38 +406,4 @@ def plot_attribution(counts: pd.DataFrame) -> Figure:
         box = text.get_window_extent(renderer)
         span = ax.transData.transform([(v, 0)])[0][0] - ax.transData.transform([(0, 0)])[0][0]
         text.set_visible(box.width + 2 <= span)
-    return fit_texts_to_canvas(fig)
-
-
-def plot_risk_coverage(curves: pd.DataFrame) -> Figure:
-    """Risk (share of answers that are wrong) against coverage, one step curve per router.
-
-    A router that answers only above a confidence threshold moves left along its curve; lower
-    is better at every coverage. A router whose confidence is constant is one point. The legend
-    gives each router's AURC (docs/metrics.md section 8).
-
-    Args:
-        curves: :func:`routerlab.eval.analysis.risk_coverage_frame` output.
-    """
-    fig = Figure(figsize=(7, 5), layout="constrained")
-    ax = fig.add_subplot()
-    routers = list(dict.fromkeys(curves["router"])) if not curves.empty else []
-    for router, colour in zip(routers, _colours(len(routers)), strict=True):
-        points = curves[curves["router"] == router].sort_values("coverage")
-        label = f"{router} (AURC {format_aurc(float(points['aurc'].iloc[0]))})"
-        if len(points) == 1:
-            ax.scatter(points["coverage"], points["risk"], color=colour, s=50, label=label + ", one confidence")
-        else:
-            ax.plot(points["coverage"], points["risk"], drawstyle="steps-post", marker="o", markersize=3,
-                    color=colour, label=label)  # fmt: skip
-    if not routers:
-        ax.text(0.5, 0.5, "no answered data questions", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlim(-0.02, 1.02)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("coverage (fraction of data questions answered)")
-    ax.set_ylabel("risk (fraction of answers that are wrong)")
-    ax.grid(alpha=0.3)
-    if routers:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    ax.set_title("Risk-coverage: answering only above a confidence threshold", fontsize=10)
     return fit_texts_to_canvas(fig)

@@ -215,7 +215,7 @@ class ConversationStore:
         The first turn's ``user_id`` owns the conversation; it is never changed afterwards. The
         oldest turns beyond ``max_turns`` and the least recently used conversations beyond
         ``max_conversations`` are dropped in the same transaction. ``store`` (the final state's
-        ``store``, bounded by :class:`routerlab.agents.store.MemoryStore`) replaces the
+        ``store``, bounded by :class:`routerlab.agents.tools.store.MemoryStore`) replaces the
         conversation's store; None keeps the one it has.
 
         Raises:

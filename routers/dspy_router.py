@@ -8,6 +8,7 @@ needs no optimization step); without one it runs the program zero-shot and says 
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -23,8 +24,9 @@ from routerlab.agents.lm.scoring import choice_scorer
 from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import Intent, PipelineState
-from routerlab.agents.turn_history import history_text
-from routerlab.routers.base import router
+from routerlab.agents.turn_history import history_of, history_text
+from routerlab.routers.base import router, turn_database
+from routerlab.routers.rules import RulesRouter
 from routerlab.routers.support.history_window import DEFAULT_WINDOW, check_window, window_of
 from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.label_calibration import shift
@@ -35,7 +37,6 @@ from routerlab.routers.support.schema_outline import (
     check_view,
     gate_on_gap,
     request_note,
-    rules_finding,
     schema_view,
 )
 from routerlab.routers.support.turns import without_pleasantries
@@ -53,6 +54,7 @@ __all__ = [
     "program_names",
     "program_path",
     "request_evidence",
+    "rules_finding",
 ]
 
 PROGRAM_DIR = Path(__file__).parent / "programs"
@@ -61,7 +63,7 @@ CHECKS: tuple[str, ...] = ("schema", "ambiguity", "neighbours", "rules")
 """Checks whose findings a program can read as its ``evidence`` input: the schema check, the
 ambiguity check (both on the turn's database), the intents of the nearest labelled requests
 (:class:`~routerlab.routers.support.neighbours.Neighbours`, the program's own pool) and the ``rules``
-router's verdict (:func:`~routerlab.routers.support.schema_outline.rules_finding`). None calls an LM."""
+router's verdict (:func:`rules_finding`). None calls an LM."""
 
 
 def check_checks(checks: object) -> tuple[str, ...]:
@@ -471,3 +473,19 @@ class DSPyRouter(IntentRouter):
 def save_meta(path: Path, meta: dict) -> None:
     """Write the provenance file next to a saved program."""
     path.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+@functools.cache
+def _default_rules() -> RulesRouter:
+    return RulesRouter()  # an immutable table: one per process is enough
+
+
+def rules_finding(env: RouterEnv | None, state: PipelineState) -> str:
+    """The ``rules`` router's verdict on the turn's request as one line (``Rules: sql (data question).``).
+
+    The default rule table, on the turn's database when there is one (its schema detectors need
+    it); the winning rule's intent and name. A program that reads it learns from its demos how far
+    to trust each rule, where the ``hybrid`` router trusts a rule by a fixed threshold.
+    """
+    rule, _ = _default_rules().match(str(state.get("question", "") or ""), turn_database(env, state), history_of(state))
+    return f"Rules: {rule.intent} ({rule.name.replace('_', ' ')})."

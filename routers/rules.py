@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlglot
 
-from routerlab.agents.answerability import Gap, check_question
+from routerlab.agents.answerability import check_question
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.tools.text import extract_error, extract_sql, normalise_request
@@ -26,6 +26,7 @@ from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, find_ambiguitie
 from routerlab.routers.support.attempt import STORED_DATA_WRITES
 from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.result_edit import edits_the_result
+from routerlab.routers.support.schema_gap import DATA_REQUEST, QUOTES_SQL, schema_gaps
 from routerlab.routers.support.turns import TURN_CHECKS, split_social
 
 __all__ = ["DEFAULT_RULES", "Rule", "RulesRouter", "normalise_request", "schema_gaps"]
@@ -111,9 +112,6 @@ DETECTORS: dict[str, Callable[[str], bool]] = {
 #: thanks around it, so a polite data question is decided as the data question it is
 _WHOLE_REQUEST = frozenset({"turn:social"})
 
-# anchored, with the first SELECT taken atomically: one pass, where an unanchored search tried
-# every SELECT against the whole rest of the text
-_QUOTES_SQL = re.compile(r"\A(?>.*?\bselect\b).+\bfrom\b", re.I | re.S)
 
 #: detectors that also read the turn's database schema (opened read-only); False without one
 _TEMPORAL_TYPE = re.compile(r"\b(DATE|TIMESTAMP|DATETIME|TIME)\b", re.I)
@@ -129,7 +127,7 @@ def _records_time(db: Any) -> bool:
 SCHEMA_DETECTORS: dict[str, Callable[[str, Any, Sequence[Any]], bool]] = {
     # a request quoting SQL is about that SQL (explain, fix), not a question for the schema
     "schema_gap": lambda text, db, _history: (
-        extract_sql(text) is None and not _QUOTES_SQL.search(text) and not check_question(text, db).answerable
+        extract_sql(text) is None and not QUOTES_SQL.search(text) and not check_question(text, db).answerable
     ),
     "records_time": lambda text, db, _history: _records_time(db),
     "turn:general_knowledge": lambda text, db, _history: bool(TURN_CHECKS["general_knowledge"](text, db)),
@@ -181,34 +179,11 @@ _OPEN_MEASURE = (
     r"|^\s*(give me|show me|list|what are) (the )?top (\d+|three|five|ten)\W*$)"
 )
 
-#: a request for data: a question word or a request verb (small talk rarely has one with a noun
-#: the schema lacks; "tell me a joke" must not read as a question about jokes)
-_DATA_REQUEST = (
-    # "what is a primary key?" asks for a definition, not for data
-    r"^(?!\s*(what|who)('s|'re| is| are| was)\s+(a|an)\s).*?"
-    r"(\b(what|which|who|whom|whose|when|where|how|list|show|find|give|return|count|name|display|compute|calculate)\b"
-    r"|\b(number of|average|total)\b|\btell me (the|how|what|which|who|whose|when|where)\b)"
-)
 
 _DATA_WORDS = (
     r"\b(how many|how much|total|average|avg|sum|count|list|show|which|what (?:is|was|were|are) the|"
     r"top \d+|highest|lowest|most|least|per|each|revenue|traffic|number of|compare|trend)\b"
 )
-
-_DATA_REQUEST_RX = re.compile(_DATA_REQUEST, re.I | re.S)
-
-
-def schema_gaps(text: str, db: Any) -> tuple[Gap, ...]:
-    """What the schema check finds missing in a data request, as the ``schema_gap`` rule reads it.
-
-    Only a data request is checked (a question word or request verb, no quoted SQL, not "what is
-    a ...?"): small talk or an explanation request names things no database holds, and that is
-    no gap. Empty without a database.
-    """
-    text = normalise_request(text)
-    if db is None or not _DATA_REQUEST_RX.search(text) or extract_sql(text) is not None or _QUOTES_SQL.search(text):
-        return ()
-    return check_question(text, db).gaps
 
 
 DEFAULT_RULES: tuple[Rule, ...] = (
@@ -347,7 +322,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         rf"^{_NO_QUOTED_SQL}(?!.*({_PERIOD})){_AMOUNT_OF_EVENTS}",
         detector="records_time",
     ),
-    Rule("schema_gap", "unanswerable", 0.84, _DATA_REQUEST, detector="schema_gap"),
+    Rule("schema_gap", "unanswerable", 0.84, DATA_REQUEST, detector="schema_gap"),
     # read in the prose only: a quoted query's own words ("count", "sum", "per") are not a data request
     Rule("data_question", "sql", 0.8, "^" + _NO_QUOTED_SQL + r".*?" + _DATA_WORDS),
     Rule("default", "sql", 0.5),

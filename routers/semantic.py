@@ -40,7 +40,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -48,7 +47,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from routerlab.agents.errors import ConfigError, ContractError, DatasetError
-from routerlab.agents.paths import cache_root, cache_writes_allowed
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import INTENTS, PipelineState
 from routerlab.agents.tools.index import Embedder, load_embedder
@@ -58,6 +56,7 @@ from routerlab.agents.turn_history import history_of
 from routerlab.routers.base import router
 from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.rules import RulesRouter
+from routerlab.routers.support.embedding_cache import embed_cached
 from routerlab.routers.support.intent import Classification, IntentRouter
 from routerlab.routers.support.turns import split_social
 
@@ -77,7 +76,6 @@ __all__ = [
 EXEMPLAR_DIR = Path(__file__).parent / "programs"
 STRATEGIES: tuple[str, ...] = ("centroid", "knn")
 FALLBACKS: tuple[str, ...] = ("rules", "llm")
-_MODEL_DIGESTS: dict[str, str] = {}
 
 
 def exemplar_path(name: str) -> Path:
@@ -147,56 +145,6 @@ def read_exemplars(source: str) -> tuple[list[str], list[str], str]:
             fix=fix,
         )
     return texts, intents, provenance
-
-
-def _model_digest(embedder: Embedder) -> str:
-    """Identity of the embedding model: its file's SHA-256 when it has one, else its class."""
-    model_path = getattr(embedder, "model_path", None)
-    if model_path is not None and Path(model_path).is_file():
-        key = str(model_path)
-        if key not in _MODEL_DIGESTS:
-            _MODEL_DIGESTS[key] = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
-        return _MODEL_DIGESTS[key]
-    return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
-
-
-def embed_cached(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> np.ndarray:
-    """Vectors of ``texts``, read from the on-disk cache when this model embedded them before.
-
-    The cache file is named by a digest of the model and of the texts in order, so a changed
-    exemplar set or model never reads stale vectors. A cache file that cannot be read, or has the
-    wrong shape, is recomputed and replaced.
-
-    Args:
-        embedder: The embedding model.
-        texts: The texts, in order.
-        cache_dir: Default ``cache_root()/semantic``.
-    """
-    folder = cache_dir or cache_root() / "semantic"
-    digest = hashlib.sha256(_model_digest(embedder).encode())
-    for text in texts:
-        digest.update(hashlib.sha256(text.encode()).digest())
-    path = folder / f"{digest.hexdigest()[:32]}.npy"
-    if path.is_file():
-        try:
-            cached = np.load(path, allow_pickle=False)
-            if cached.ndim == 2 and cached.shape[0] == len(texts):
-                return cached
-        except (OSError, ValueError):
-            pass  # unreadable: recompute below and overwrite
-    vectors = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
-    if not cache_writes_allowed():
-        return vectors  # a server request writes no file (routerlab serve)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        # write then rename: a concurrent reader sees the old file or the whole new one
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy.tmp")
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, vectors, allow_pickle=False)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only cache only costs the next process the embedding again
-    return vectors
 
 
 def _folds(texts: Sequence[str], intents: Sequence[str], n_folds: int) -> np.ndarray:

@@ -386,3 +386,92 @@ def test_no_module_imports_a_private_name_of_another() -> None:
                     if private:
                         reached.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.module} {private}")
     assert not reached, f"imports of private names: {reached}"
+
+
+# -- order inside a layer: its sub-packages and top-level modules ----------------------------
+
+
+def _unit(module: str, prefix: str, folder: Path) -> str:
+    """What ``module`` belongs to inside its layer: its sub-package (``tools/``), else itself (``store``)."""
+    rest = module[len(prefix) + 1 :].split(".") if module != prefix else ["__init__"]
+    return f"{rest[0]}/" if (folder / rest[0]).is_dir() else rest[0]
+
+
+def unit_graph(graph: Mapping[str, Sequence[Edge]], prefix: str, folder: Path) -> dict[str, list[Edge]]:
+    """The imports between the units (sub-packages, top-level modules) of the layer ``prefix``.
+
+    Every import counts (top-level, in a function, under ``TYPE_CHECKING``); imports of other
+    layers, and of a unit by itself, are left out.
+    """
+    inner = [p for p, _ in LAYERS if p != prefix and p.startswith(prefix + ".")]
+
+    def mine(name: str) -> bool:
+        return (name == prefix or name.startswith(prefix + ".")) and not any(
+            name == p or name.startswith(p + ".") for p in inner
+        )
+
+    units: dict[str, list[Edge]] = {}
+    for source, edges in graph.items():
+        if not mine(source):
+            continue
+        a = _unit(source, prefix, folder)
+        units.setdefault(a, [])
+        for e in edges:
+            if mine(e.target) and (b := _unit(e.target, prefix, folder)) != a:
+                units[a].append(Edge(a, b, e.path, e.line))
+                units.setdefault(b, [])
+    return units
+
+
+#: the layers whose units are ordered (the application's, ``routerlab/``, is not yet: its run
+#: machinery and ``app/`` still call each other)
+ORDERED_LAYERS = LAYERS[:-1]
+
+
+@pytest.mark.parametrize("prefix,folder", ORDERED_LAYERS, ids=[f for _, f in ORDERED_LAYERS])
+def test_units_of_a_layer_import_one_way(prefix: str, folder: str) -> None:
+    """Inside a layer, sub-packages and top-level modules have an order: none imports one that imports it.
+
+    ``routers/support/`` sits below the routers, ``agents/tools/`` below ``agents/nodes/``:
+    a function-local import back up (``support/neighbours`` into ``semantic``) is a loop of
+    folders even where no two modules import each other.
+    """
+    graph = import_graph((p, ROOT / f) for p, f in LAYERS)
+    loops = import_cycles(unit_graph(graph, prefix, ROOT / folder), ROOT)
+    assert not loops, (
+        f"the units of {folder}/ import each other around a loop (move the shared piece down to the "
+        "unit both can import):\n" + "\n".join(loops)
+    )
+
+
+def test_a_back_edge_between_units_is_reported(tmp_path: Path) -> None:
+    """A function-local import from a sub-package back up to a module that imports it fails the order."""
+    package = tmp_path / "pkg"
+    (package / "support").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "support" / "__init__.py").write_text("")
+    (package / "support" / "intent.py").write_text("X = 1\n")
+    (package / "support" / "outline.py").write_text("Y = 2\n")
+    (package / "rules.py").write_text("from pkg.support.intent import X\n")
+    assert import_cycles(unit_graph(import_graph([("pkg", package)]), "pkg", package), tmp_path) == []
+    (package / "support" / "outline.py").write_text("def f():\n    from pkg.rules import X\n\n    return X\n")
+    graph = import_graph([("pkg", package)])
+    # no two modules import each other (outline -> rules -> intent): the loop is one of units only
+    assert import_cycles(graph, tmp_path) == []
+    assert import_cycles(unit_graph(graph, "pkg", package), tmp_path) == [
+        "rules (pkg/rules.py:1) -> support/ (pkg/support/outline.py:2) -> rules"
+    ]
+
+
+def test_the_real_tree_fails_on_an_injected_back_edge() -> None:
+    """The routers' order holds today, and one import from ``support/`` into a router breaks it."""
+    graph = import_graph((p, ROOT / f) for p, f in LAYERS)
+    routers = ROOT / "routers"
+    assert import_cycles(unit_graph(graph, "routerlab.routers", routers), ROOT) == []
+    source = "routerlab.routers.support.intent"
+    injected = {
+        **graph,
+        source: [*graph[source], Edge(source, "routerlab.routers.rules", routers / "support/intent.py", 1)],
+    }
+    (loop,) = import_cycles(unit_graph(injected, "routerlab.routers", routers), ROOT)
+    assert "support/ (routers/support/intent.py:1) -> rules" in loop

@@ -9,8 +9,8 @@ from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.nodes.call_deadline import bind_deadline
 from routerlab.agents.nodes.call_errors import classify
 from routerlab.agents.nodes.call_outcome import CallOutcome
-from routerlab.agents.store import MemoryStore
 from routerlab.agents.tools import Tool, ToolContext
+from routerlab.agents.tools.store import MemoryStore
 
 __all__ = ["injections", "run_call"]
 

@@ -16,8 +16,8 @@ from routerlab.agents.nodes.call_structured import validate_structured
 from routerlab.agents.nodes.env import NodeEnv, conversation_of
 from routerlab.agents.nodes.updates import ToolsUpdate
 from routerlab.agents.state import PipelineState
-from routerlab.agents.store import MemoryStore
 from routerlab.agents.tools import Tool, ToolContext
+from routerlab.agents.tools.store import MemoryStore
 
 __all__ = ["tools_node"]
 

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
 from routerlab.agents.tools.base import Tool
+from routerlab.agents.tools.store import MemoryStore
 from routerlab.agents.tools.text_index import (
     BM25Index,
     Embedder,
@@ -144,8 +145,6 @@ def retrieval_form(fn: Callable[..., Any]) -> RetrievalForm:
 
 def tool_store(tools: Sequence[Tool]) -> Any:
     """A store holding ``{"description": "name: description"}`` per tool under :data:`TOOL_NAMESPACE`."""
-    from routerlab.agents.store import MemoryStore  # the store module sits above the tools package
-
     store = MemoryStore(max_items=max(len(tools), 1))
     for t in tools:
         store.put(TOOL_NAMESPACE, t.name, {"description": tool_document(t)})

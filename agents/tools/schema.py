@@ -64,7 +64,7 @@ class _InjectedState(_Injected):
 
 InjectedStore = _InjectedStore()
 """Use as ``store: Annotated[MemoryStore, InjectedStore]``: the pipeline passes the conversation's
-store (:class:`routerlab.agents.store.MemoryStore`); hidden from the schema like ``INJECTED``."""
+store (:class:`routerlab.agents.tools.store.MemoryStore`); hidden from the schema like ``INJECTED``."""
 
 InjectedState = _InjectedState()
 """Use as ``state: Annotated[dict, InjectedState]``: the tool receives the run's state (read-only

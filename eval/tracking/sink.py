@@ -574,9 +574,8 @@ class MlflowSink:
 
     def _log_risk_coverage(self, run_id: str, results: Sequence[ExampleResult]) -> None:
         """``risk_coverage.json`` (the curve's points) and its figure, when the run answered data questions."""
-        # imported here: matplotlib and the analysis package cost seconds at import and only a run
-        # with a risk curve draws one (the plots import no part of this package)
-        from routerlab.eval.plots import plot_risk_coverage
+        # imported here: matplotlib costs seconds at import and only a run with a risk curve draws one
+        from routerlab.eval.risk_figure import plot_risk_coverage
 
         points = risk_coverage(list(results))
         if not points:

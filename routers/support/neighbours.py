@@ -53,7 +53,7 @@ class Neighbours:
     @cached_property
     def _vectors(self) -> np.ndarray:
         from routerlab.agents.tools.index import load_embedder
-        from routerlab.routers.semantic import embed_cached
+        from routerlab.routers.support.embedding_cache import embed_cached
 
         return embed_cached(load_embedder(), self.requests)
 

@@ -22,15 +22,15 @@ explanations, repairs, a clarification the ambiguity check supports).
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Literal
 
 from routerlab.agents.errors import ConfigError, RouterlabError
+from routerlab.agents.tools.text import normalise_request
 from routerlab.agents.turn_history import history_of
 from routerlab.routers.base import turn_database
-from routerlab.routers.rules import RulesRouter, normalise_request, schema_gaps
 from routerlab.routers.support.ambiguity import clarifying_question, find_ambiguities
 from routerlab.routers.support.intent import Classification
+from routerlab.routers.support.schema_gap import schema_gaps
 
 if TYPE_CHECKING:
     from routerlab.agents.db import Database
@@ -46,7 +46,6 @@ __all__ = [
     "check_view",
     "gate_on_gap",
     "request_note",
-    "rules_finding",
     "schema_finding",
     "schema_outline",
     "schema_view",
@@ -132,17 +131,6 @@ def request_note(env: RouterEnv | None, state: PipelineState, *, schema_check: b
     return "\n".join(line for line in lines if line)
 
 
-def rules_finding(env: RouterEnv | None, state: PipelineState) -> str:
-    """The ``rules`` router's verdict on the turn's request as one line (``Rules: sql (data question).``).
-
-    The default rule table, on the turn's database when there is one (its schema detectors need
-    it); the winning rule's intent and name. A program that reads it learns from its demos how far
-    to trust each rule, where the ``hybrid`` router trusts a rule by a fixed threshold.
-    """
-    rule, _ = _default_rules().match(str(state.get("question", "") or ""), _turn_db(env, state), history_of(state))
-    return f"Rules: {rule.intent} ({rule.name.replace('_', ' ')})."
-
-
 #: first decisions the schema gate turns into an abstention: answering a data request, or asking about it
 GATED_INTENTS: tuple[str, ...] = ("sql", "clarify")
 
@@ -169,16 +157,11 @@ def gate_on_gap(env: RouterEnv | None, state: PipelineState, decided: Classifica
     return decided._replace(intent="unanswerable", method=f"{decided.method}+schema-gap")
 
 
-@functools.cache
-def _default_rules() -> RulesRouter:
-    return RulesRouter()  # an immutable table: one per process is enough
-
-
 def schema_finding(env: RouterEnv | None, state: PipelineState) -> str:
     """The schema check's finding on the turn's request as one line, or ``""`` when it found no gap.
 
     The request is checked as the ``rules`` router's ``schema_gap`` rule checks it (data requests
-    only, :func:`~routerlab.routers.rules.schema_gaps`); without a database there is no finding.
+    only, :func:`~routerlab.routers.support.schema_gap.schema_gaps`); without a database there is no finding.
     """
     db = _turn_db(env, state)
     if db is None:

@@ -15,10 +15,10 @@ from routerlab.agents.errors import ContractError, ToolError
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.messages import text_of
-from routerlab.agents.store import MAX_ITEMS, MAX_VALUE_CHARS, InjectedStore, MemoryStore
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.tools.base import Tool
 from routerlab.agents.tools.schema import function_schema, injected_stores
+from routerlab.agents.tools.store import MAX_ITEMS, MAX_VALUE_CHARS, InjectedStore, MemoryStore
 from routerlab.conversation_store import ConversationStore
 from tests.routerlab.serve.test_api import COUNT_SQL, Gate, make_lm
 

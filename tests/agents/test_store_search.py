@@ -19,9 +19,9 @@ from routerlab import routers
 from routerlab.agents.errors import ContractError, ModelAssetError, ToolError
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
-from routerlab.agents.store import InjectedStore, MemoryStore, SearchItem, matches
 from routerlab.agents.tools import DEFAULT_TOOLS, text_index
 from routerlab.agents.tools.index import TOOL_NAMESPACE, FunctionIndex, tool_store
+from routerlab.agents.tools.store import InjectedStore, MemoryStore, SearchItem, matches
 from tests.routers.test_retrieval import chain_lm
 
 DOCS = {

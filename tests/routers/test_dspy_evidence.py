@@ -250,7 +250,7 @@ def test_the_neighbours_pool_is_the_fit_part_and_held_out_requests_stay_unseen(b
 
 
 def test_the_rules_check_is_the_rules_routers_verdict_on_the_turns_database(sales_db):
-    from routerlab.routers.support.schema_outline import rules_finding
+    from routerlab.routers.dspy_router import rules_finding
 
     env = RouterEnv(tools=DEFAULT_TOOLS, open_db=open_database)
     rules = routers.router.build("rules")

@@ -17,10 +17,10 @@ from typing import Annotated, Literal
 from routerlab import routers
 from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import scripted_lm
-from routerlab.agents.store import InjectedStore, MemoryStore
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.tools.base import Tool
 from routerlab.agents.tools.index import TOOL_NAMESPACE, FunctionIndex, Hit, tool_index
+from routerlab.agents.tools.store import InjectedStore, MemoryStore
 from tests.routers.test_retrieval import _names, chain_lm
 
 QUESTION = "How many areas have EV charging?"

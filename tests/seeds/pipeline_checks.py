@@ -30,12 +30,12 @@ from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import resolve_lm, scripted_lm
 from routerlab.agents.routing import RouteDecision
 from routerlab.agents.state import PipelineState, add_new
-from routerlab.agents.store import MemoryStore
 from routerlab.agents.tools import DEFAULT_TOOLS, tools
 from routerlab.agents.tools.base import Tool
 from routerlab.agents.tools.distractors import tool_registry
 from routerlab.agents.tools.index import TOOL_NAMESPACE, FunctionIndex, tool_document, tool_store
 from routerlab.agents.tools.schema import InjectedState, InjectedStore, function_schema, injected_stores
+from routerlab.agents.tools.store import MemoryStore
 from routerlab.agents.tools.text_index import load_embedder
 
 QUESTION = "How many areas have EV charging?"

@@ -29,7 +29,6 @@ from routerlab.agents import common_agent, prebuilt
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.retry import SEED_RETRY_POLICY
 from routerlab.agents.state import add_new
-from routerlab.agents.store import MemoryStore
 from routerlab.agents.swarm import (
     DEFAULT_AGENT_NAME,
     Agent,
@@ -48,6 +47,7 @@ from routerlab.agents.swarm.runner import NEED_MORE_STEPS
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.tools import index as tool_index_module
 from routerlab.agents.tools.index import FunctionIndex, retrieval_form, tool_store
+from routerlab.agents.tools.store import MemoryStore
 from tests.agents.swarm.mcp_process import free_port, http_server
 from tests.seeds import lms, mcp_seed
 from tests.seeds import pipeline_checks as checks
@@ -630,7 +630,7 @@ SEED_001: dict[int, Status] = {
         "b85fc5c234",
         "names",
         names={
-            "index": "routerlab.agents.store:MemoryStore",
+            "index": "routerlab.agents.tools.store:MemoryStore",
             "embed": "routerlab.agents.tools.text_index:load_embedder",
         },
         check=checks.c001_index,
