@@ -60,6 +60,8 @@ class Turn(TypedDict, total=False):
         error_class: Why the turn failed, if it did.
         asked: The question the turn ended on, still unanswered (a clarifying question the user
             has not replied to within the turn); absent otherwise.
+        replied: The user's reply to a question asked within the turn (the question is settled);
+            absent when the turn asked nothing or was left waiting.
     """
 
     question: str
@@ -72,6 +74,7 @@ class Turn(TypedDict, total=False):
     tables: list[str]
     error_class: str | None
     asked: str
+    replied: str
 
 
 class PendingQuestion(TypedDict):
@@ -119,6 +122,8 @@ def turn_from_trace(question: str, trace: Trace) -> Turn:
     )
     if waiting:
         turn["asked"] = str(trace.ask_human)
+    elif asks and asks[-1].get("status") == "success":
+        turn["replied"] = str((asks[-1].get("output") or {}).get("reply", ""))
     return turn
 
 
@@ -170,17 +175,18 @@ def pending_question(history: Sequence[Turn]) -> PendingQuestion | None:
     """The question the last turn left for the user to answer, or None.
 
     The last turn asked when it kept an unanswered question (``asked``), or when it was a
-    clarification that ran no SQL (the assistant asked and no reply came within the turn: a
-    conversation whose dataset writes the reply as the next turn, or a turn stored before
-    ``asked`` was kept; its answer, if any, is the question).
+    clarification with no reply recorded within it (``replied``): a turn of a dataset's gold or
+    predicted history (``routerlab route``), where the dataset writes the user's reply as the next
+    turn, or a turn stored before ``asked`` was kept. Such a turn keeps no text of the question
+    unless it ran no SQL and its answer is the question.
     """
     if not history:
         return None
     last = history[-1]
     if last.get("asked"):
         asked = str(last["asked"])
-    elif last.get("intent") == "clarify" and not last.get("sql") and not last.get("error_class"):
-        asked = str(last.get("answer") or "")
+    elif last.get("intent") == "clarify" and "replied" not in last and not last.get("error_class"):
+        asked = "" if last.get("sql") else str(last.get("answer") or "")
     else:
         return None
     return PendingQuestion(request=str(last.get("question", "")), asked=asked, readings=readings_of(asked))

@@ -223,3 +223,21 @@ def test_without_the_question_asked_back_a_yes_is_small_talk(bound):
     db = str(DATABASES / "concert_singer" / "concert_singer.sqlite")
     d = bound["rules"].decide(initial_state("yes", db))
     assert d.intent == "chat"
+
+
+def test_a_gold_clarification_with_its_sql_leaves_the_question_pending(bound):
+    """In ``route``'s gold history a dataset's clarification turn keeps its gold SQL and no reply:
+    a dataset that writes the reply as the next turn ("yes") has it answer that turn."""
+    db = str(DATABASES / "concert_singer" / "concert_singer.sqlite")
+    if not DATABASES.is_dir():
+        pytest.skip("shared data not found")
+    asked = Turn(question="please list the singers", answer="", intent="clarify", sql="SELECT name FROM singer")
+    for reply in ("yes", "Yes."):
+        state = initial_state(reply, db, history=[asked])
+        assert state["pending_question"] == {"request": "please list the singers", "asked": "", "readings": []}
+        for name, r in bound.items():
+            assert r.decide(state).intent == "sql", name
+    # a turn whose question was answered within it (a run's own turn) leaves nothing pending
+    answered = Turn(**asked, replied="yes")
+    assert initial_state("Thanks!", db, history=[answered])["pending_question"] is None
+    assert bound["rules"].decide(initial_state("Thanks!", db, history=[answered])).intent == "chat"
