@@ -31,17 +31,23 @@ def _continues(context: list[int], draft: list[int], n: int) -> list[int]:
     ]
 
 
-@given(_contexts, st.integers(min_value=0, max_value=10), st.integers(min_value=1, max_value=4))
-def test_a_draft_is_a_continuation_found_in_the_context(context, k, max_ngram):
-    draft = prompt_lookup(context, k, max_ngram)
+@given(
+    _contexts,
+    st.integers(min_value=0, max_value=10),
+    st.integers(min_value=1, max_value=4),
+    st.integers(min_value=1, max_value=3),
+)
+def test_a_draft_is_a_continuation_found_in_the_context(context, k, max_ngram, min_ngram):
+    draft = prompt_lookup(context, k, max_ngram, min_ngram)
     assert len(draft) <= max(k, 0)
+    sizes = range(min_ngram, min(max_ngram, len(context) - 1) + 1)
     if not draft:
-        # nothing drafted only when there is no room or the last token never occurred before
-        assert k <= 0 or len(context) < 2 or context[-1] not in context[:-1]
+        # nothing drafted only when there is no room or no suffix long enough occurred before
+        assert k <= 0 or not any(_continues(context, [], m) for m in sizes)
         return
-    # the longest suffix (up to max_ngram) that occurs earlier is the one looked up, and the
-    # draft continues its latest occurrence
-    n = max(m for m in range(1, min(max_ngram, len(context) - 1) + 1) if _continues(context, [], m))
+    # the longest suffix (min_ngram to max_ngram) that occurs earlier is the one looked up, and
+    # the draft continues its latest occurrence
+    n = max(m for m in sizes if _continues(context, [], m))
     starts = _continues(context, [], n)
     j = starts[-1]
     assert draft == context[j + n : j + n + k]
@@ -67,11 +73,13 @@ def test_a_draft_stops_at_the_end_of_the_context_and_at_k():
 
 
 def test_the_drafter_honours_its_limit_and_is_registered():
-    built = drafter.build("prompt_lookup", k=4)
-    assert isinstance(built, Drafter) and built == PromptLookup(k=4)
+    built = drafter.build("prompt_lookup", k=4, min_ngram=1)
+    assert isinstance(built, Drafter) and built == PromptLookup(k=4, min_ngram=1)
     context = [1, 2, 3, 4, 5, 6, 7, 1]
     assert built(context, 10) == [2, 3, 4, 5]
     assert built(context, 2) == [2, 3]
+    # by default one token is drafted, and only after a match of two
+    assert PromptLookup()(context, 10) == [] and PromptLookup()([*context, 2], 10) == [3]
     with pytest.raises(ConfigError):
         drafter.build("prompt_lookup", k=0)
 
