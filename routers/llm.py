@@ -25,7 +25,7 @@ from routerlab.agents.lm.local import tools_prompt
 from routerlab.agents.lm.messages import request_to_chat, to_request
 from routerlab.agents.lm.scoring import continue_reply, reply_continuer, score_choices
 from routerlab.agents.lm.usage import usage_scope
-from routerlab.agents.plan import TOOL_INTENT, call_id, next_call
+from routerlab.agents.plan import TOOL_INTENT, call_id
 from routerlab.agents.routing import PlannedCall, RouteDecision, RouterEnv
 from routerlab.agents.state import Intent, PipelineState, ToolCallRecord
 from routerlab.agents.tools.text import extract_error, extract_sql
@@ -33,7 +33,7 @@ from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import HISTORY_TURNS, assistant_said, history_of
 from routerlab.routers.base import router, turn_database
 from routerlab.routers.support.history_window import Window, check_window, window_of
-from routerlab.routers.support.reply import REPLY_OVERRIDES, as_reply, read_reply
+from routerlab.routers.support.reply import continue_pending
 from routerlab.routers.support.schema_outline import abstains_on_gap, check_view, request_note, schema_view
 
 __all__ = ["ARG_FILLERS", "SYSTEM_PROMPT", "LLMRouter", "intent_by_tool_call", "to_openai_messages"]
@@ -278,28 +278,8 @@ class LLMRouter:
                 method=f"{decision.method}+schema-gap",
                 invalid_tool_calls=[],
             )
-        return self._continued(state, decision)
-
-    def _continued(self, state: PipelineState, decision: RouteDecision) -> RouteDecision:
-        """``decision``, or the pending request's first SQL call when the turn answers the assistant's question.
-
-        The first step only (``routers/support/reply.py``): a reply the model routed to chat, a
-        clarification or an abstention continues the request; later steps follow the calls made.
-        """
-        if state.get("tool_calls") or decision.intent not in REPLY_OVERRIDES:
-            return decision
-        reply = read_reply(state, turn_database(self.env, state))
-        call = next_call(as_reply(state, reply), "sql") if reply is not None else None
-        if call is None:
-            return decision
-        return dataclasses.replace(
-            decision,
-            tool_calls=[call],
-            answer=None,
-            intent="sql",
-            method=f"{decision.method}:reply-{reply.kind}",  # type: ignore[union-attr]
-            invalid_tool_calls=[],
-        )
+        # a reply to the assistant's pending question continues its request (routers/support/reply.py)
+        return continue_pending(decision, state, turn_database(self.env, state))
 
     def _system(self, state: PipelineState) -> str:
         """The system prompt with the turn's database outline (stable for every request of it)."""

@@ -50,9 +50,10 @@ from routerlab.agents.tools.distractors import tool_registry
 from routerlab.agents.tools.index import ToolIndex, index_factory
 from routerlab.agents.tools.schema import INJECTED, function_schema
 from routerlab.agents.trace import Usage
-from routerlab.routers.base import router
+from routerlab.routers.base import router, turn_database
 from routerlab.routers.llm import SYSTEM_PROMPT as LLM_POLICY
 from routerlab.routers.llm import to_openai_messages
+from routerlab.routers.support.reply import continue_pending
 
 __all__ = ["RETRIEVE_TOOL", "SYSTEM_PROMPT", "RetrievalDecision", "RetrievalRouter", "add_new", "retrieve_tools"]
 
@@ -362,9 +363,11 @@ class RetrievalRouter:
                         "content": f"[retrieve_tools tool_call_id={c['id']}] now callable: {', '.join(found)}",
                     },
                 ]
-        return self._decision(
+        decision = self._decision(
             state, result.text, calls, result.invalid_tool_calls, usage, steps, queries, retrieved, selected
         )
+        # a reply to the assistant's pending question continues its request (routers/support/reply.py)
+        return continue_pending(decision, state, turn_database(self.env, state))
 
     def _decision(
         self,

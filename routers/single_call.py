@@ -21,8 +21,9 @@ from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState, ToolCallRecord
 from routerlab.agents.tools import ToolSettings
 from routerlab.agents.trace import Usage
-from routerlab.routers.base import require_tools, router
+from routerlab.routers.base import require_tools, router, turn_database
 from routerlab.routers.support.intent import DONE_ANSWER
+from routerlab.routers.support.reply import as_reply, read_reply
 
 __all__ = ["SingleCallFieldsRouter", "SingleCallRouter"]
 
@@ -76,9 +77,11 @@ class SingleCallRouter(Router):
     def decide(self, state: PipelineState) -> RouteDecision:
         """``generate_sql`` first, then execute its SQL; the turn ends after one execution."""
         records: list[ToolCallRecord] = sorted(state.get("tool_calls", {}).values(), key=lambda r: r.get("step", 0))
-        question = state.get("question", "")
-        if state.get("user_reply"):
-            question = f"{question} ({state['user_reply']})"
+        # a reply to the assistant's pending question asks for the pending request (routers/support/reply.py)
+        asked = as_reply(state, read_reply(state, turn_database(self.env, state)))
+        question = asked.get("question", "")
+        if asked.get("user_reply"):
+            question = f"{question} ({asked['user_reply']})"
         last = records[-1] if records else None
         if last is None:
             call = {"id": call_id(state, "generate_sql"), "name": "generate_sql", "args": {"question": question}}

@@ -21,16 +21,19 @@ A refusal, a fix or an explanation a router decides is never replaced.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from routerlab.agents.plan import next_call
+from routerlab.agents.routing import RouteDecision
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import normalise_request
 from routerlab.agents.turn_history import PendingQuestion, chosen_reading, reply_in_context
 from routerlab.routers.support.turns import TURN_CHECKS, split_social
 
-__all__ = ["REPLY_OVERRIDES", "Reply", "ReplyKind", "as_reply", "read_reply"]
+__all__ = ["REPLY_OVERRIDES", "Reply", "ReplyKind", "as_reply", "continue_pending", "read_reply"]
 
 ReplyKind = Literal["affirm", "deny", "choice", "answer"]
 
@@ -118,3 +121,32 @@ def as_reply(state: PipelineState, reply: Reply | None) -> PipelineState:
         return state
     answer = reply_in_context(reply.pending, reply.text)
     return PipelineState(**{**state, "question": reply.pending["request"], "user_reply": answer})
+
+
+def continue_pending(decision: RouteDecision, state: PipelineState, db: Any = None) -> RouteDecision:
+    """``decision``, or the pending request's first SQL call when the turn answers the assistant's question.
+
+    For routers that choose tool calls themselves (``llm``, ``retrieval``), on the first step of the
+    turn: a reply the model routed to chat, a clarification or an abstention (or to no valid call)
+    continues the request, and a data call of its own is replaced by the plan's, which carries the
+    request with the reply (method ``<method>:reply-<kind>``). Later steps follow the calls made.
+
+    Args:
+        decision: The router's own decision.
+        state: The turn's state.
+        db: The turn's database, for :func:`read_reply` (None: the text alone decides).
+    """
+    if state.get("tool_calls") or (decision.intent is not None and decision.intent not in REPLY_OVERRIDES):
+        return decision  # a refusal, a fix or an explanation stands; no call the model made is valid: go on
+    reply = read_reply(state, db)
+    call = next_call(as_reply(state, reply), "sql") if reply is not None else None
+    if reply is None or call is None:
+        return decision
+    return dataclasses.replace(
+        decision,
+        tool_calls=[call],  # type: ignore[list-item]
+        answer=None,
+        intent="sql",
+        method=f"{decision.method}:reply-{reply.kind}",
+        invalid_tool_calls=[],
+    )

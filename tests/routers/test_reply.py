@@ -241,3 +241,18 @@ def test_a_gold_clarification_with_its_sql_leaves_the_question_pending(bound):
     answered = Turn(**asked, replied="yes")
     assert initial_state("Thanks!", db, history=[answered])["pending_question"] is None
     assert bound["rules"].decide(initial_state("Thanks!", db, history=[answered])).intent == "chat"
+
+
+def test_routers_that_choose_their_own_calls_continue_the_request_too(cache_dir):
+    """``retrieval`` (an LM choosing among retrieved tools) and ``single_call`` read the reply the same way."""
+    db, history, reply, _ = _cosql_replies()[0]
+    state = initial_state(reply, db, history=history)
+    retrieval = routers.router.build("retrieval")
+    retrieval.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=_chat_lm(), open_db=open_database))
+    d = retrieval.decide(state)
+    assert d.intent == "sql" and d.method.endswith(":reply-affirm")
+    assert history[-1]["question"] in d.tool_calls[0]["args"]["question"]
+    single = routers.router.build("single_call")
+    single.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=_chat_lm(), open_db=open_database))
+    call = single.decide(state).tool_calls[0]
+    assert call["name"] == "generate_sql" and call["args"]["question"].startswith(history[-1]["question"])
