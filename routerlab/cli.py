@@ -168,25 +168,24 @@ def compare_cmd(
     run_ids: opt.RunIdsArg,
     fmt: opt.FormatOpt = "table",
     store: opt.StoreOpt = DEFAULT_STORE_PATH,
-    cost: opt.CostOpt = "cold",
     out_dir: opt.OutDirOpt = None,
     out_old: opt.OldOutOpt = None,
 ) -> None:
-    """Compare stored runs: rates with 95% CIs, latency, tokens, paired significance.
+    """Compare a session part by part: the verdict, rates with 95% CIs, paired tests, failures, disagreements.
 
-    --format csv prints the runs table (one header); --out-dir DIR writes it and the paired
-    tests as two files (runs.csv, pairs.csv).
+    --format table (fits the terminal), markdown or json prints it; --format csv or parquet with
+    --out-dir DIR writes every part's tables, one file each (csv alone prints the rates).
     """
-    from routerlab.app.compare import compare, render_compared
+    from routerlab.app.compare import compare, export_compared, render_compared
 
-    compared = compare(run_ids, store=store, cost=cost)
+    model = compare(run_ids, store=store)
     where = deprecated("--out", out_old, "--out-dir", out_dir)
-    if fmt == "csv":
-        show.write_csv(compared.csv_tables(), where)
+    if fmt in ("csv", "parquet"):
+        show.write_tables(model, fmt, where, export_compared)
     else:
-        print(render_compared(compared, fmt))
-    for note in compared.notes:
-        print_plain(_err, note)
+        print(render_compared(model, fmt), end="")
+    for note in model.notes:
+        print_plain(_err, f"note: {note}")
 
 
 @app.command("route")

@@ -170,15 +170,10 @@ SkipBadDatabasesOpt = Annotated[
 
 # compare
 RunIdsArg = Annotated[list[str], typer.Argument(help="Run ids (SESSION.ROUTER) or session ids.")]
-FormatOpt = Annotated[str, typer.Option("--format", help="table, markdown, csv or json.")]
-CostOpt = Annotated[
-    str,
-    typer.Option(
-        "--cost", help="Latency/token columns: cold (as first computed; default) or observed (this run paid)."
-    ),
-]
+FormatOpt = Annotated[str, typer.Option("--format", help="table, markdown, json, csv or parquet.")]
 OutDirOpt = Annotated[
-    Path | None, typer.Option("--out-dir", help="With --format csv: write runs.csv and pairs.csv into this folder.")
+    Path | None,
+    typer.Option("--out-dir", help="With --format csv or parquet: write every part's tables into this folder."),
 ]
 OldOutOpt = Annotated[Path | None, typer.Option("--out", hidden=True, help="Deprecated name of --out-dir.")]
 

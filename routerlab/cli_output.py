@@ -31,7 +31,7 @@ __all__ = [
     "run_main_job",
     "run_planned",
     "split_names",
-    "write_csv",
+    "write_tables",
 ]
 
 # no emoji codes anywhere: a ':x:' in a question or an answer is text
@@ -73,8 +73,8 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
     """
     # user paths are printed literally: 'q[/b]' is a folder name, not markup
     out.print(
-        f"session id: [bold]{result.session_id}[/]  "
-        f"(store {escape(str(store))}; MLflow {escape(tracking_uri or 'off')})"
+        f"session id: [bold]{result.session_id}[/]\n"
+        f"  (store {escape(str(store))}; MLflow {escape(tracking_uri or 'off')})"
     )
     if result.interrupted:
         stop_message(result, stopped, again)
@@ -129,19 +129,28 @@ def stop_message(result: Any, stopped: Any, again: str) -> None:
     print_plain(err, f"interrupted: resume with  {again}")
 
 
-def write_csv(tables: dict[str, str], where: Path | None) -> None:
-    """One CSV per table: files in ``where``, or the runs table on stdout (a note says where pairs are)."""
+def write_tables(model: Any, fmt: str, where: Path | None, export: Any) -> None:
+    """``compare --format csv|parquet``: every part's tables as files in ``where``; csv alone prints the rates."""
     if where is None:
-        print(tables["runs"], end="")
-        if "pairs" in tables:
-            err.print(
-                "paired tests are a second table: pass --out-dir DIR to write runs.csv and pairs.csv", markup=False
+        if fmt == "parquet":
+            from routerlab.agents.errors import ConfigError
+
+            raise ConfigError(
+                "--format parquet writes files",
+                expected="--out-dir DIR",
+                found="no --out-dir",
+                fix="pass --out-dir DIR (or --format csv to print the rates)",
             )
+        import pandas as pd
+
+        from routerlab.eval.analysis.frames import rates_frame
+
+        frames = [rates_frame(model, p.key).reset_index().assign(part=p.key) for p in model.parts]
+        print(pd.concat(frames).to_csv(index=False), end="")
+        err.print("every table of every part: pass --out-dir DIR", markup=False)
         return
-    where.mkdir(parents=True, exist_ok=True)
-    for name, text in tables.items():
-        (where / f"{name}.csv").write_text(text)
-        err.print(f"wrote {where / f'{name}.csv'}", markup=False, highlight=False)
+    for path in export(model, where, fmt):
+        err.print(f"wrote {path}", markup=False, highlight=False)
 
 
 class RouteBars:
@@ -283,10 +292,7 @@ def run_planned(spec: Any, resume: str | None) -> None:
             )
             raise typer.Exit(STORE_BUSY_EXIT)
         try:
-            summary = session_summary(spec, result)
-            out.print(summary.table)
-            if summary.verdict is not None:
-                out.print(summary.verdict, highlight=False, markup=False)
+            print(session_summary(spec, result).table, end="")
         except KeyboardInterrupt:
             # every run is closed and stored; only the printed summary was cut short
             result.interrupted = True

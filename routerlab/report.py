@@ -45,7 +45,9 @@ _TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 <style>
 /* every table fits a 900 px window: cells wrap, and a table still too wide scrolls inside itself */
 .jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }
-.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; overflow-wrap: anywhere; }
+/* a header breaks between words, never inside one ("hybri d"); a long cell (a question, SQL) wraps */
+.jp-RenderedHTMLCommon th { white-space: nowrap; }
+.jp-RenderedHTMLCommon td { white-space: normal; overflow-wrap: break-word; min-width: 4em; }
 .jp-OutputArea-output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .jp-RenderedImage img { max-width: 100%; height: auto; }
 </style>
@@ -68,7 +70,7 @@ class ReportResult:
     Attributes:
         out: The HTML file.
         session: The session reported on.
-        tracking_uri: The MLflow store the notebook cross-checked against (None: not used).
+        tracking_uri: The MLflow store the session was logged to, named in the page's header (None: not logged).
         code_cells: Code cells executed.
         images: Figures embedded in the page.
         bytes: Size of the HTML file.
@@ -118,7 +120,7 @@ def _session_runs(store: Path, session: str) -> list[dict[str, Any]]:
 
 
 def _tracking_for(runs: list[dict[str, Any]], tracking_uri: str | None, no_mlflow: bool) -> str | None:
-    """The MLflow store to cross-check against: None when the session was not logged there."""
+    """The MLflow store the session was logged to: None when it was not logged there."""
     if no_mlflow or not any(r.get("mlflow_run_id") for r in runs):
         return None
     from routerlab.eval.tracking import resolve_tracking_uri
@@ -299,8 +301,8 @@ def make_report(
         out: The HTML file to write (its directory is created; written only when every cell ran).
         store: The DuckDB results store the session was recorded in.
         tracking_uri: The session's MLflow store (default as ``routerlab run``: ``$MLFLOW_TRACKING_URI``
-            or ``sqlite:///mlflow.db``); the notebook cross-checks the store's rates against it.
-        no_mlflow: Skip the MLflow cross-check (also skipped when the session was run with
+            or ``sqlite:///mlflow.db``); the page's header names it.
+        no_mlflow: Name no MLflow store (also none when the session was run with
             ``--no-mlflow``, which the store records).
         with_code: Keep the code cells in the page.
         notebook: The notebook to execute (default :data:`NOTEBOOK`).
@@ -334,11 +336,11 @@ def make_report(
     import nbformat
 
     nb = nbformat.read(nb_path, as_version=4)
-    routers = ", ".join(str(r["router"]) for r in runs)
+    routers = ", ".join(dict.fromkeys(str(r["router"]) for r in runs))
     made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = (
         f"**Session `{session}`** ({len(runs)} runs: {routers}), from `{store_path}`"
-        + (f" and MLflow `{uri}`" if uri else " (no MLflow cross-check)")
+        + (f", logged to MLflow `{uri}`" if uri else " (not logged to MLflow)")
         + f". Report written by `routerlab report` on {made}."
     )
     params = {"SESSION": session, "STORE": str(store_path), "TRACKING_URI": uri, "SMALL_RUN_DIR": None}

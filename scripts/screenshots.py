@@ -7,9 +7,9 @@ metrics). Each check that fails is printed and the script exits 1:
 
 - the report: no text runs into other text, no table or figure wider than the window (tables
   wrap or scroll inside themselves), every figure decoded, whole and scaled as a whole;
-- the figures' labels: the report's figures are drawn again from the stored session as the
+- the figures' labels: the report's figures are drawn again from the session's comparison as the
   notebook draws them and no two labels overlap or run off the canvas
-  (:func:`routerlab.eval.plot_layout.overlapping_texts`);
+  (:func:`routerlab.eval.plot_layout.overlapping_texts`), each confusion matrix at least 250 px;
 - MLflow: the runs table of the session, not the GenAI overview.
 
 Needs ``/usr/bin/chromium`` and ``chromedriver`` (``scripts/install_browser.sh``). Usage::
@@ -75,26 +75,22 @@ def _check_report_page(driver: Any, width: int) -> list[str]:
 
 
 def _check_figure_labels(session: str, store: str) -> list[str]:
-    """The report's figures drawn again from the stored session, as the notebook draws them."""
+    """The report's figures drawn again from the session's comparison, as the notebook draws them."""
     import routerlab
-    from routerlab.eval import analysis, plots
+    from routerlab.eval.analysis.figures import PANEL_IN, confusion_figure, rates_figure
     from routerlab.eval.plot_layout import clipped_texts, overlapping_texts
 
-    data = routerlab.load(session, store=store).data
-    costs = analysis.router_cost(data)
-    spent = "router_tokens_per_ex" if costs["router_tokens_per_ex"].fillna(0).any() else "route_node_s_per_ex"
-    figures = {
-        "rates": plots.plot_rates(routerlab.load(session, store=store).rates()),
-        "latency": plots.plot_latency(analysis.latency_frame(data)),
-        "cost-quality (success)": plots.plot_cost_quality(costs, cost=spent, quality="success"),
-        "cost-quality (route)": plots.plot_cost_quality(costs, cost="route_node_s_per_ex", quality="route"),
-    }
+    model = routerlab.load(session, store=store).comparison
+    figures = {f"{p.key} rates": rates_figure(p) for p in model.parts}
+    figures |= {f"{p.key} confusion": f for p in model.parts if (f := confusion_figure(p)) is not None}
     problems = []
     for name, fig in figures.items():
         if overlapping := overlapping_texts(fig):
             problems.append(f"figure {name}: overlapping labels {overlapping[:5]}")
         if clipped := clipped_texts(fig):
             problems.append(f"figure {name}: labels cut off {clipped[:5]}")
+        if "confusion" in name and PANEL_IN * fig.dpi < 250:
+            problems.append(f"figure {name}: a confusion matrix under 250 px")
     return problems
 
 

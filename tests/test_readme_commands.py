@@ -12,6 +12,7 @@ import re
 import shlex
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -112,12 +113,12 @@ def test_readme_cli_commands_run(tmp_path: Path, sales_db: Path, keyword_router)
         assert result.exit_code == 0, f"{command}\n{' '.join(args)}\n{result.output}"
         if args[0] == "run":
             session = re.search(r"session id: (\S+)", result.output).group(1)  # type: ignore[union-attr]
-            assert "verdict" in result.output, result.output
+            assert "Verdict:" in result.output, result.output
         if args[0] == "routers":
             assert "keyword" in result.output.split()
         if "--scorer" in args:
-            assert "verdict" in result.output and "route" in result.output
+            assert "Verdict:" in result.output and "pipeline route" in result.output
         ran.append(args[0])
-    # the last session has one router, so no paired tests: runs.csv only
-    assert (tmp_path / "csv" / "runs.csv").read_text().startswith("run_id,")
+    # the last session has one router, so no paired tests: its rates, failures... as Parquet files
+    assert "router" in pd.read_parquet(tmp_path / "csv" / "end_to_end_rates.parquet").columns
     assert ran.count("run") >= 5 and "route" in ran and ran.count("compare") == 2

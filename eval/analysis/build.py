@@ -12,6 +12,7 @@ of being tested against it.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
@@ -25,11 +26,13 @@ from routerlab.eval.analysis.measures import (
     CHAIN_VALID,
     DIVERTED,
     EX,
+    MEASURES,
     PIPELINE_ROUTE,
     ROUTING_ACCURACY,
     SERVED,
     SUCCESS,
     Measure,
+    measure,
 )
 from routerlab.eval.analysis.model import (
     Cost,
@@ -43,10 +46,12 @@ from routerlab.eval.analysis.model import (
     SessionComparison,
     Verdict,
 )
-from routerlab.eval.metrics import cold_latency
-from routerlab.eval.outcomes import served
+from routerlab.eval.conversation_metrics import conversation_summary
+from routerlab.eval.metrics import cold_latency, pass_k_summary
+from routerlab.eval.outcomes import outcome_summary, served
 from routerlab.eval.rate import cluster_of
 from routerlab.eval.robustness import diversion_of_results
+from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.stats import (
     cluster_bootstrap_ci,
@@ -119,7 +124,7 @@ def _cost(part: str, results: Sequence[ExampleResult]) -> Cost:
         p50=_percentile(latency, 50),
         p95=_percentile(latency, 95),
         lm_calls=sum(r.router_usage.lm_calls + r.subagent_usage.lm_calls for r in results) / n,
-        router_lm_s=sum(r.router_usage.cold_latency_s for r in results) / n,
+        router_lm=sum(r.router_usage.cold_latency_s for r in results) / n * (1000 if part == ROUTING else 1),
         tokens=sum(
             u.cold_prompt_tokens + u.cold_completion_tokens for r in results for u in (r.router_usage, r.subagent_usage)
         )
@@ -176,6 +181,20 @@ def _failures(results: Sequence[ExampleResult], value: Callable[[ExampleResult],
             )
         )
     return out
+
+
+def _figures(part: str, results: Sequence[ExampleResult]) -> dict[str, float]:
+    """The further figures that apply: conversations, the asking account, pass^k (end to end only)."""
+    if part == ROUTING:
+        return {}
+    out: dict[str, float] = {}
+    if (c := conversation_summary(results)) is not None:
+        out |= c.metrics()
+    if (o := outcome_summary(results)) is not None:
+        out |= o.asking.metrics()
+    if (k := pass_k_summary(results, "success")) is not None:
+        out |= {"attempts_k": float(k.k), "pass_hat_k": k.pass_hat_k, "pass_at_k": k.pass_at_k}
+    return {key: float(v) for key, v in sorted(out.items()) if math.isfinite(v)}
 
 
 def _confusion(results: Sequence[ExampleResult]) -> dict[str, dict[str, int]]:
@@ -332,13 +351,37 @@ def _measures(part: str, results: Mapping[str, Sequence[ExampleResult]]) -> tupl
         judged = [SERVED, EX] if asks else [SUCCESS, EX]
         others = [SUCCESS, PIPELINE_ROUTE, CHAIN_VALID, DIVERTED]
     judged = [m for m in judged if applies(m)]
+    # a scorer added with `run --scorer` gets a column of its own
+    known = {m.scorer for m in MEASURES} | set(DEFAULT_SCORERS)
+    custom = sorted({name for r in every for name in r.scores if name not in known}) if part != ROUTING else []
+    others += [measure(name) for name in custom]
     return judged + [m for m in others if m not in judged and applies(m)], judged
 
 
+def _arguments(run: Mapping[str, Any]) -> dict[str, str]:
+    """A run's recorded router arguments as text (``{"threshold": "0.7"}``)."""
+    try:
+        params = json.loads(run.get("params") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    args = params.get("router", {}).get("args", {}) if isinstance(params, dict) else {}
+    return {str(k): str(v) for k, v in sorted(args.items())} if isinstance(args, dict) else {}
+
+
 def _names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Router names of one part's runs; a router that runs twice in the part gets its run id."""
+    """Router names of one part's runs; a router run twice is named by the arguments that differ (else its run id)."""
     routers = [str(r["router"]) for r in runs]
-    return [n if routers.count(n) == 1 else f"{n} ({r['run_id']})" for n, r in zip(routers, runs, strict=True)]
+    args = [_arguments(r) for r in runs]
+    names = []
+    for i, (name, run) in enumerate(zip(routers, runs, strict=True)):
+        if routers.count(name) == 1:
+            names.append(name)
+            continue
+        group = [args[j] for j, other in enumerate(routers) if other == name]
+        differ = [k for k in sorted({k for a in group for k in a}) if len({a.get(k) for a in group}) > 1]
+        names.append(f"{name} ({', '.join(f'{k}={args[i][k]}' for k in differ if k in args[i]) or run['run_id']})")
+    # two runs with the same arguments (seeds, LMs) still need their run ids
+    return [n if names.count(n) == 1 else f"{routers[i]} ({runs[i]['run_id']})" for i, n in enumerate(names)]
 
 
 def _build_part(part: str, runs: Sequence[Mapping[str, Any]], results: Mapping[str, list[ExampleResult]]) -> Part:
@@ -352,12 +395,15 @@ def _build_part(part: str, runs: Sequence[Mapping[str, Any]], results: Mapping[s
     value = _value_of(headline)
     costs = {n: _cost(part, rs) for n, rs in by_name.items()}
     baseline = {n: str(r["router"]) in _BASELINES for n, r in zip(names, runs, strict=True)}
-    # a router repeating another's decisions and scores is shown once, never tested against it
+    # a baseline repeating another router's decisions and scores is shown once, never tested
+    # against it; a candidate router is always shown (and judged) itself
     signatures = {n: _signature(rs, measures) for n, rs in by_name.items()}
     same_as: dict[str, str | None] = {}
     for n in names:
-        twins = sorted((m for m in names if signatures[m] == signatures[n]), key=lambda m: (costs[m].lm_calls, m))
-        same_as[n] = None if twins[0] == n else twins[0]
+        twins = sorted(
+            (m for m in names if signatures[m] == signatures[n]), key=lambda m: (baseline[m], costs[m].lm_calls, m)
+        )
+        same_as[n] = twins[0] if baseline[n] and twins[0] != n else None
     distinct = [n for n in names if same_as[n] is None]
     rates = {n: _rates(by_name[n], measures) for n in names}
 
@@ -379,6 +425,7 @@ def _build_part(part: str, runs: Sequence[Mapping[str, Any]], results: Mapping[s
             confusion=_confusion(by_name[n]),
             cost=costs[n],
             failures=_failures(by_name[n], value),
+            figures=_figures(part, by_name[n]),
         )
         for n, r in zip(names, runs, strict=True)
     ]
@@ -411,7 +458,7 @@ def expand_run_ids(known: Sequence[str], ids: Sequence[str]) -> list[str]:
     """Run ids as given, with each session id replaced by its runs (both parts)."""
     out: list[str] = []
     for rid in ids:
-        out += [rid] if rid in known else [k for k in known if session_of(k) == rid] or [rid]
+        out += [rid] if rid in known else [k for k in known if k.startswith(f"{rid}.")] or [rid]
     return list(dict.fromkeys(out))
 
 
@@ -420,12 +467,16 @@ def _notes(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     for r in runs:
         status = str(r.get("status") or "")
         if status in ("KILLED", "RUNNING"):
+            how = "was interrupted or cut off" if status == "KILLED" else "is still running, or its process was killed"
             notes.append(
-                f"run {r['run_id']} did not finish ({status}): its figures cover only the examples it ran; "
+                f"run {r['run_id']} {how} ({status}): its figures cover only the examples it finished; "
                 f"finish it with routerlab run --resume {session_of(str(r['run_id']))}"
             )
         elif status == "FAILED":
-            notes.append(f"run {r['run_id']} FAILED: its figures are not a measure of the router")
+            notes.append(
+                f"run {r['run_id']} FAILED (an error stopped it, or most of its examples crashed): "
+                "its figures are not a measure of the router"
+            )
     return notes
 
 
@@ -447,7 +498,8 @@ def build_comparison(store: Any, ids: str | Sequence[str]) -> SessionComparison:
     if not wanted or missing:
         sessions = list(dict.fromkeys(session_of(r) for r in rows))
         raise ConfigError(
-            f"no session or run {missing or wanted} in the results store",
+            (f"no session {wanted[0]!r}" if len(wanted) == 1 else f"no session or run {missing or wanted}")
+            + f" in {getattr(store, 'path', 'the results store')}",
             expected="a session id printed by `routerlab run` or `routerlab route`, or run ids SESSION.ROUTER",
             found=f"{len(sessions)} session(s), newest last: {', '.join(sessions[-5:]) or 'none'}",
             fix="pass one of those ids, or the --store the session was recorded in",

@@ -62,7 +62,8 @@ class Cost:
         p50 / p95: The median and 95th percentile of the per-example latency in ``unit``; end to
             end at cold cost (each LM call as it cost when first computed).
         lm_calls: The router's and sub-agents' LM calls per example (cache hits included).
-        router_lm_s: Seconds per example the router's own LM calls took, at cold cost.
+        router_lm: What the router's own LM calls took per example, in ``unit``'s time (ms per
+            decision, s per request), at cold cost.
         tokens: Prompt and completion tokens per example, router and sub-agents, at cold cost.
     """
 
@@ -70,7 +71,7 @@ class Cost:
     p50: float
     p95: float
     lm_calls: float
-    router_lm_s: float
+    router_lm: float
     tokens: float
 
 
@@ -113,6 +114,10 @@ class RouterFigures:
         confusion: ``gold intent -> decided intent -> count`` (``none``: no decision).
         cost: Latency and LM use.
         failures: Every example it got wrong on the verdict measure.
+        figures: Further figures where they apply, flat as MLflow logs them: the conversation
+            figures (``question.ex``, ``conversation.ex``: interaction EX, ``turn.<k>.ex``, with
+            ``_ci_low|_ci_high|_n``; docs/metrics.md §10), the asking account (``asking.*``, §11)
+            and, with repeated attempts, ``pass_hat_k`` / ``pass_at_k`` (§4.4).
     """
 
     router: str
@@ -127,6 +132,7 @@ class RouterFigures:
     confusion: dict[str, dict[str, int]]
     cost: Cost
     failures: list[Failure] = field(default_factory=list)
+    figures: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ Layout:
 ``routerlab route`` logs first decisions, not example results, through the same writer: a parent
 run per invocation (``routerlab.kind = route-comparison``) and a child run per router
 (``route-run``) with its params, first-decision metrics and ``decisions.csv``
-(:mod:`routerlab.route_tracking`).
+(:mod:`routerlab._routing_eval.tracking`).
 
 Thread safety: the runner logs from worker threads, and MLflow's fluent API keeps the active
 run in thread-local state, so everything here goes through :class:`mlflow.MlflowClient` with

@@ -22,16 +22,13 @@ from routerlab.eval.tracking.layout import TAG_KIND, TAG_RUN_KEY, search_literal
 
 __all__ = ["HEADLINE_COLUMNS", "LandingPage", "landing_state", "landing_url", "share_landing_views"]
 
-#: the metrics shown as columns: routing accuracy with its interval (route runs), end-to-end
-#: success and EX (router runs), the share of data questions diverted, the cost of one decision
-#: and of one request (cold p50)
+#: the children's metrics shown as columns, one per measure (docs/metrics.md, glossary): routing
+#: accuracy (routing runs), served, success and EX (end-to-end runs), the share of data questions
+#: diverted, the cost of one decision and of one request (cold p50)
 HEADLINE_COLUMNS: tuple[str, ...] = (
-    "route_accuracy",
-    "route_accuracy_ci_low",
-    "route_accuracy_ci_high",
+    "routing_accuracy",
+    "served",
     "success",
-    "success_ci_low",
-    "success_ci_high",
     "ex",
     "diverted",
     "decision_p50_ms",
@@ -62,8 +59,9 @@ def landing_state(search_filter: str, parent_metrics: list[str] | tuple[str, ...
     """The runs page's state: the filter, newest first, ``parent_metrics`` then the headline columns.
 
     A shared view cannot open a parent run's children (MLflow drops ``runsExpanded`` from it), so
-    a session's view also shows the parents' per-router copies of the headline figures
-    (``<router>.route_accuracy``, ``<router>.success``): the collapsed rows carry the comparison.
+    a session's view also shows the parent's per-part, per-router headline figures
+    (``routing.<router>.routing_accuracy``, ``end_to_end.<router>.success``): the collapsed row
+    carries the comparison.
 
     Args:
         search_filter: An MLflow search filter (``tags.`routerlab.run_key` LIKE '...'``).
@@ -85,14 +83,14 @@ def landing_url(experiment_id: str, key: str) -> str:
     return f"#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={key}"
 
 
-#: the parents' per-router figures a session's view shows (routing part; end-to-end part)
-_PARENT_HEADLINES = ("route_accuracy", "success")
+#: the parent's per-router figures a session's view shows (routing part; end-to-end part)
+_PARENT_HEADLINES = ("routing_accuracy", "served", "success")
 
 
 def _newest_session(client: Any, experiment_id: str) -> tuple[str, list[str]] | None:
-    """The newest session of an experiment and its parents' headline metrics (``<router>.route_accuracy``...).
+    """The newest session of an experiment and its parent's headline metrics (``routing.<router>.routing_accuracy``...).
 
-    A main job has two parents: ``route <session>.routing`` and ``compare <session>``.
+    A session has one parent, ``session <id>``, carrying both parts (older stores: one per part).
     """
     parents = [
         r
@@ -103,11 +101,11 @@ def _newest_session(client: Any, experiment_id: str) -> tuple[str, list[str]] | 
     ]
     if not parents:
         return None
-    # a session's parents are keyed <session> (end to end) and <session>.routing (first decisions)
+    # a session's parent is keyed <session> (older stores: also <session>.routing)
     session = parents[0].data.tags[TAG_RUN_KEY].split(".")[0]
     mine = [r for r in parents if r.data.tags[TAG_RUN_KEY].split(".")[0] == session]
     shown = [k for r in mine for k in r.data.metrics if "." in k and k.rpartition(".")[2] in _PARENT_HEADLINES]
-    # routing accuracy first (the part large enough to tell routers apart), then success; by router
+    # routing accuracy first (the part large enough to tell routers apart), then served, success
     shown.sort(key=lambda k: (_PARENT_HEADLINES.index(k.rpartition(".")[2]), k))
     return session, shown
 

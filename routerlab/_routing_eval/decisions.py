@@ -442,9 +442,9 @@ def _text_width(columns: Sequence[tuple[str, Sequence[str]]]) -> int:
 #: becomes ``recall.<intent>``; ``diverted`` comes with its interval from :meth:`Diversion.metrics`)
 _METRIC_OF_COLUMN: dict[str, str] = {
     "n": "n_examples",
-    "accuracy": "route_accuracy",
-    "ci_low": "route_accuracy_ci_low",
-    "ci_high": "route_accuracy_ci_high",
+    "accuracy": "routing_accuracy",
+    "ci_low": "routing_accuracy_low",
+    "ci_high": "routing_accuracy_high",
     "macro_recall": "macro_recall",
     "n_first": "n_first",
     "acc_first": "acc_first",
@@ -465,7 +465,7 @@ _METRIC_OF_COLUMN: dict[str, str] = {
 def route_metrics(decisions: Sequence[FirstDecision]) -> dict[str, float]:
     """One router's first-decision figures as flat metrics: its :func:`summary_table` row, renamed.
 
-    ``route_accuracy`` with ``_ci_low`` / ``_ci_high``, ``macro_recall``, ``recall.<intent>``,
+    ``routing_accuracy`` with ``_low`` / ``_high``, ``macro_recall``, ``recall.<intent>``,
     ``diverted`` with its interval, count and destinations, ``acc_first`` / ``acc_followup`` (with
     their counts) for conversations, ``decision_p50_ms``, ``lm_calls_per_decision`` and the rest of
     the cost and calibration columns. The same computation as the printed table, so a logged

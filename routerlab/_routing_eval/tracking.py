@@ -1,18 +1,17 @@
-"""``routerlab route`` in MLflow: one parent run per invocation, one child run per router.
+"""First decisions in MLflow: the session's parent run and one child run per router.
 
 ``routerlab run`` logs example results through :class:`~routerlab.eval.tracking.MlflowSink`;
-``route`` logs first decisions through the same writer, in the same experiment
-(``routerlab/<dataset>``), so a router's routing figures sit next to its end-to-end runs:
+``route`` and the main job's routing part log first decisions through the same writer, in the
+same experiment (``routerlab/<dataset>``), under the session's one parent:
 
-* the **parent** (``route <id>``, tag ``routerlab.kind = route-comparison``): params ``route``,
-  ``routers``, ``lm``, ``history``; metrics ``<router>.<headline>`` (:data:`HEADLINE`), so the runs
-  table shows which router is best without opening a child; artifacts ``comparison.json`` (the
-  printed table) and ``comparison.md`` (the table and the diversion lines as printed);
-* a **child** per router (``<router> | <lm>``, tag ``routerlab.kind = route-run``, nested under the
-  parent): params as ``run`` logs them (``router.name``, ``router.args.*`` with defaults applied,
-  ``lm.spec``, ``dataset.*`` with the split) plus ``config.*`` (dataset, dataset_args, split,
-  limit, lm, history, route); metrics :func:`routerlab._routing_eval.decisions.route_metrics`; artifact
-  ``decisions.csv`` (the rows ``--out`` writes).
+* the **parent** (``session <id>``, run key the session id, so a main job's end-to-end part
+  reopens it): params ``route``, ``routers``, ``lm``, ``history``; closed with the session's
+  dashboard (:func:`routerlab.eval.analysis.tracked.session_dashboard`: metrics
+  ``<part>.<router>.<measure>``, the comparison, the verdict);
+* a **child** per router (``routing · <router>``, tag ``routerlab.kind = route-run``, run key
+  ``<session>.routing.<router>`` as in the results store): params as ``run`` logs them plus
+  ``config.*``; metrics :func:`routerlab._routing_eval.decisions.route_metrics` (``routing_accuracy`` with
+  ``_low`` / ``_high``, ``diverted``...); artifact ``decisions.csv``.
 
 A child is closed as soon as its router has decided every example; an error or Ctrl-C closes the
 open runs FAILED or KILLED instead of leaving them RUNNING.
@@ -28,6 +27,8 @@ import pandas as pd
 
 from routerlab._routing_eval.decisions import FirstDecision, decisions_frame, route_metrics
 from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.analysis.tracked import child_name, parent_name
+from routerlab.eval.store import ROUTING, part_run_id
 from routerlab.eval.tracking import (
     DECISIONS_CSV,
     KIND_ROUTE_PARENT,
@@ -38,22 +39,7 @@ from routerlab.eval.tracking import (
     resolve_tracking_uri,
 )
 
-__all__ = ["HEADLINE", "RouteTracking", "routing_rates_from_mlflow"]
-
-#: the child metrics repeated on the parent as ``<router>.<metric>``
-HEADLINE: tuple[str, ...] = (
-    "route_accuracy",
-    "route_accuracy_ci_low",
-    "route_accuracy_ci_high",
-    "macro_recall",
-    "diverted",
-    "diverted_ci_low",
-    "diverted_ci_high",
-    "acc_first",
-    "acc_followup",
-    "decision_p50_ms",
-    "lm_calls_per_decision",
-)
+__all__ = ["RouteTracking", "routing_rates_from_mlflow"]
 
 
 class RouteTracking:
@@ -62,7 +48,7 @@ class RouteTracking:
     Args:
         tracking_uri: The MLflow store; checked (:func:`check_tracking_store`) before anything is
             written, so a bad or unreachable store is a :class:`ConfigError`, not runs left RUNNING.
-        route_id: This invocation's id (the parent's run key; children are ``<id>.<router>``).
+        route_id: The session id (the parent's run key; children are ``<session>.routing.<router>``).
         dataset: The dataset decided on (selects the experiment ``routerlab/<dataset>``).
         settings: What the decisions depend on besides the router (dataset, dataset_args, split,
             limit, lm, history), logged as each child's ``config.*``.
@@ -90,8 +76,9 @@ class RouteTracking:
         self.settings = {**settings, "route": route_id}
         self.sink = MlflowSink(uri, traces=False)
         self.tracking_uri = self.sink.tracking_uri
+        # the session's one parent: a main job's end-to-end part reopens it by the same key
         self.parent = self.sink.start_parent(
-            f"route {route_id}",
+            parent_name(route_id),
             {
                 "route": route_id,
                 "routers": ",".join(routers),
@@ -104,7 +91,6 @@ class RouteTracking:
         )
         self.children: dict[str, str] = {}
         self._open: str | None = None
-        self._headline: dict[str, float] = {}
         self._parent_open = True
 
     def start_router(self, name: str, router: Any) -> str:
@@ -116,7 +102,8 @@ class RouteTracking:
             self.settings,
             parent_run_id=self.parent,
             split=str(self.settings.get("split") or "all"),
-            run_key=f"{self.route_id}.{name}",
+            run_key=part_run_id(self.route_id, name, ROUTING),
+            run_name=child_name(ROUTING, name),
             tags={TAG_KIND: KIND_ROUTE_RUN},
         )
         self.children[name] = child
@@ -138,16 +125,14 @@ class RouteTracking:
             raise
         self._open = None
         self.sink.close_run(child, "FINISHED", tags={"routerlab.n_decisions": str(len(decisions))})
-        self._headline |= {f"{name}.{k}": metrics[k] for k in HEADLINE if k in metrics}
         return metrics
 
-    def finish(self, table: pd.DataFrame, text: str) -> None:
-        """Close the parent: headline metrics, ``comparison.json`` (``table``), ``comparison.md`` (``text``)."""
+    def finish(self, dashboard: Mapping[str, Any]) -> None:
+        """Close the parent with the session's dashboard (:func:`routerlab.eval.analysis.tracked.session_dashboard`)."""
         self._parent_open = False
         try:
-            self.sink.finish_parent(
-                self.parent, "FINISHED", table=table, metrics=self._headline, texts={"comparison.md": text}
-            )
+            # the description links the router runs' compare page, under the verdict
+            self.sink.finish_parent(self.parent, "FINISHED", children=list(self.children.values()), **dashboard)
         finally:
             self.sink.close()
 
@@ -197,9 +182,9 @@ def routing_rates_from_mlflow(tracking_uri: str | None, session: str) -> pd.Data
     rows = [
         {
             "router": str(r[f"tags.{TAG_RUN_KEY}"]).removeprefix(prefix),
-            "value": r.get("metrics.route_accuracy"),
-            "ci_low": r.get("metrics.route_accuracy_ci_low"),
-            "ci_high": r.get("metrics.route_accuracy_ci_high"),
+            "value": r.get("metrics.routing_accuracy"),
+            "ci_low": r.get("metrics.routing_accuracy_low"),
+            "ci_high": r.get("metrics.routing_accuracy_high"),
             "n": int(r.get("metrics.n_examples", 0)),
         }
         for r in found.to_dict("records")

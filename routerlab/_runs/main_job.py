@@ -16,12 +16,13 @@ call, so the job splits the question in two:
    rest of the job together (measured in docs/results/2026-11-26-main-job.md); ``routerlab run
    --router ... --split dev`` scores them;
 
-and ends with :func:`routerlab.eval.verdict.render_verdict` over both. Both parts are one session
-of the results store: the routing part's first decisions as runs ``<session>.routing.<router>``
-(:mod:`routerlab._routing_eval.stored`; in MLflow under the parent ``route <session>.routing``), the end
-to end part as ``<session>.<router>``, so ``routerlab compare <session>``, the report and
-:func:`routerlab.load` show all of it with the numbers printed here. The routers and sizes are
-the constants below. Options that pick the data or the LM (``--dataset``, ``--split``,
+and ends with the session's comparison (:func:`routerlab.eval.analysis.console.render_console`
+of :func:`routerlab.eval.analysis.build.build_comparison`): each part's verdict and rates. Both
+parts are one session of the results store: the routing part's first decisions as runs
+``<session>.routing.<router>`` (:mod:`routerlab._routing_eval.stored`), the end to end part as
+``<session>.<router>``, under one MLflow parent ``session <session>``, so ``routerlab compare
+<session>``, the report, MLflow and :func:`routerlab.load` show all of it with the numbers printed
+here. The routers and sizes are the constants below. Options that pick the data or the LM (``--dataset``, ``--split``,
 ``--limit``, ``--lm``...) keep this shape on what they pick; only ``--router``, ``--config`` or
 ``--resume`` run a plain comparison instead.
 """
@@ -30,19 +31,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Mapping, Sequence
+import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.table import Table
 
-from routerlab._routing_eval.decisions import FirstDecision, first_decisions, summary_table
+from routerlab._routing_eval.decisions import FirstDecision, first_decisions
 from routerlab._runs.session import SessionResult, SessionSpec, load_dataset, run_session, select
 from routerlab.app.defaults import DEFAULT_ROUTERS
-from routerlab.eval.verdict import AxisVerdict, render_verdict, verdicts_from_results
+from routerlab.eval.analysis.model import SessionComparison
 
 __all__ = ["E2E_INTENTS", "E2E_LIMIT", "ROUTERS", "MainJobResult", "run_main_job"]
 
@@ -53,8 +54,6 @@ ROUTERS: tuple[str, ...] = tuple(DEFAULT_ROUTERS.split(","))
 E2E_INTENTS: tuple[str, ...] = ("sql", "fix", "chat", "refuse", "unanswerable")
 #: one request per intent
 E2E_LIMIT = len(E2E_INTENTS)
-#: the widest line the job prints
-WIDTH = 118
 
 
 @dataclass(frozen=True)
@@ -65,76 +64,15 @@ class MainJobResult:
         session: The end-to-end session (its run ids, interruptions, failures).
         decisions: ``router -> first decisions`` of the routing part.
         routing_run_ids: The routing part's runs in the results store (same session id).
-        verdicts: One verdict per axis.
+        comparison: Both parts' comparison, as ``routerlab compare`` shows it.
         routing_csv: Where the first decisions were written.
     """
 
     session: SessionResult
     decisions: dict[str, list[FirstDecision]]
-    verdicts: list[AxisVerdict]
+    comparison: SessionComparison
     routing_csv: Path
     routing_run_ids: list[str]
-
-
-def _routing_table(comparison: Any, verdict: AxisVerdict | None, ms: Mapping[str, float], split: str) -> Table:
-    """Routers sorted by accuracy: accuracy with its interval, cost per decision (as ``compare`` shows them)."""
-    from routerlab._routing_eval.stored import FIRST_DECISION
-
-    n = max((r.n for r in comparison.runs), default=0)
-    table = Table(title=f"Routing: first decisions on {n} {split} requests")
-    for col in ("router", "accuracy [95% CI]", "ms per decision (mean)", "LM calls", "significance vs best"):
-        table.add_column(col, justify="left" if col in ("router", "significance vs best") else "right")
-    rows = []
-    for r in comparison.runs:
-        acc = r.rates[FIRST_DECISION]
-        if verdict is None or r.label == verdict.best:
-            note = "best" if verdict else ""
-        elif r.label in verdict.better_than:
-            note = f"worse, McNemar p={verdict.better_than[r.label]:.3f}"
-        else:
-            note = "not told apart"
-        rows.append(
-            (
-                acc.value,
-                [r.label, acc.fmt(), f"{ms[r.router]:.1f}", f"{r.lm_calls_per_ex:.2f}", note],
-            )
-        )
-    for _, row in sorted(rows, key=lambda r: -r[0]):
-        table.add_row(*row)
-    return table
-
-
-def _e2e_table(comparison: Any, split: str) -> Table:
-    """The end-to-end runs sorted by success: the headline rates with intervals and cold cost."""
-    scorers = ("success", "ex", "route")
-    n_requests = max((r.n for r in comparison.runs), default=0)
-    table = Table(
-        title=f"End to end: {n_requests} {split} requests (at most one each of {', '.join(E2E_INTENTS)}); "
-        "latency p50 and p95 at cold cost",
-    )
-    # the median alone hides a heavy tail (a chain that asks back, a slow repair): p95 beside it
-    for col in ("router", "n", *scorers, "p50 s", "p95 s", "LM calls"):
-        table.add_column(col, justify="left" if col == "router" else "right")
-    for r in sorted(comparison.runs, key=lambda r: -(r.rates["success"].value if r.rates["success"].n else -1)):
-        rates = [r.rates[s] for s in scorers]
-        cells = [f"{x.value:.2f} [{x.ci_low:.2f}, {x.ci_high:.2f}]" if x.n else "n/a" for x in rates]
-        latency = [f"{r.cold_latency_p50_s:.1f}", f"{r.cold_latency_p95_s:.1f}"]
-        table.add_row(r.label, str(r.n), *cells, *latency, f"{r.lm_calls_per_ex:.1f}")
-    return table
-
-
-def e2e_verdicts(store: Any, run_ids: Sequence[str], routers: Sequence[str]) -> list[AxisVerdict]:
-    """Verdicts on end-to-end success and EX from a session's stored results (cold p50 as cost).
-
-    Args:
-        store: The results store.
-        run_ids: The session's runs, one per router.
-        routers: The routers of ``run_ids``, in the same order.
-    """
-    from routerlab.routers import BASELINES
-
-    results = {r: store.results(rid) for r, rid in zip(routers, run_ids, strict=True)}
-    return verdicts_from_results(results, baselines=tuple(BASELINES))
 
 
 #: the settings that pick the requests: both parts take them
@@ -189,26 +127,30 @@ def run_main_job(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from routerlab._routing_eval.stored import FIRST_DECISION, routing_verdict, store_decisions
+    from routerlab._routing_eval.stored import store_decisions
     from routerlab._routing_eval.tracking import RouteTracking
     from routerlab._runs.session import new_session_id
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.registry import component_spec
-    from routerlab.eval.compare import compare_runs
-    from routerlab.eval.store import ROUTING, ResultsStore
+    from routerlab.eval.analysis.build import build_comparison
+    from routerlab.eval.analysis.console import render_console, terminal_width
+    from routerlab.eval.analysis.tracked import session_dashboard
+    from routerlab.eval.store import ResultsStore
     from routerlab.routers import router as registry
+
+    def say(text: str) -> None:
+        # wrapped to the terminal, as the closing table is (a log's console is wider than its reader)
+        console.print(textwrap.fill(text, terminal_width(), break_on_hyphens=False), highlight=False, markup=False)
 
     routing_config, e2e_config = _part_configs(settings or {})
     dataset = load_dataset(routing_config)
     examples = select(dataset, routing_config)
     # one session for both parts: the routing runs are stored under the id the end-to-end part gets
     session_id = new_session_id()
-    console.print(
+    say(
         f"main job, session id: {session_id} (both parts): first decisions of {', '.join(ROUTERS)} on "
         f"{len(examples)} {routing_config.split} requests of {routing_config.dataset}, then the same routers end "
-        f"to end on at most {e2e_config.limit} (one each of {', '.join(E2E_INTENTS)}); a verdict at the end",
-        highlight=False,
-        soft_wrap=True,
+        f"to end on at most {e2e_config.limit} (one each of {', '.join(E2E_INTENTS)}); a verdict at the end"
     )
     model = resolve_lm(routing_config.lm, api_base=routing_config.lm_api_base, cache=routing_config.lm_cache)
     built = {name: registry.build(name) for name in ROUTERS}
@@ -220,11 +162,11 @@ def run_main_job(
         "lm": routing_config.lm,
         "history": "gold",
     }
-    tracking = (
-        RouteTracking(tracking_uri, f"{session_id}.{ROUTING}", dataset, logged, list(ROUTERS)) if tracking_uri else None
-    )
+    # the session's one MLflow parent: the end-to-end part reopens it by the session id
+    tracking = RouteTracking(tracking_uri, session_id, dataset, logged, list(ROUTERS)) if tracking_uri else None
     decisions: dict[str, list[FirstDecision]] = {}
     columns = (TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    writer = ResultsStore(store)
     with (
         tracking if tracking is not None else contextlib.nullcontext(),
         Progress(*columns, console=console, disable=not console.is_terminal) as progress,
@@ -245,27 +187,19 @@ def run_main_job(
                 tracking.finish_router(name, name, decisions[name])
             if not console.is_terminal:  # a log gets one line per router
                 ds = decisions[name]
-                console.print(
-                    f"routing {name}: {sum(d.correct for d in ds)}/{len(ds)} right, {sum(d.seconds for d in ds):.1f} s",
-                    highlight=False,
-                )
+                say(f"routing {name}: {sum(d.correct for d in ds)}/{len(ds)} right")
+        routing_ids = store_decisions(
+            writer,
+            session_id,
+            dataset=dataset,
+            examples=examples,
+            settings=logged,
+            specs={name: component_spec(built[name]) for name in built},
+            by_router=decisions,
+        )
         if tracking is not None:
-            tracking.finish(summary_table(decisions), "first decisions of the main job's routing part")
-    writer = ResultsStore(store)
-    routing_ids = store_decisions(
-        writer,
-        session_id,
-        dataset=dataset,
-        examples=examples,
-        settings=logged,
-        specs={name: component_spec(built[name]) for name in built},
-        by_router=decisions,
-    )
-    # the table and the verdict read the stored decisions, as `routerlab compare <session>` does
-    routing_comparison = compare_runs(writer, routing_ids, scorers=(FIRST_DECISION,))
-    routing = routing_verdict({r.label: writer.results(r.run_id) for r in routing_comparison.runs})
-    ms = {name: 1000 * sum(d.seconds for d in ds) / len(ds) for name, ds in decisions.items() if ds}
-    console.print(_routing_table(routing_comparison, routing, ms, routing_config.split))
+            tracking.finish(session_dashboard(build_comparison(writer, routing_ids)))
+    say(f"routing part stored ({len(routing_ids)} routers); now end to end")
     spec = SessionSpec(
         routers=[(r, {}) for r in ROUTERS], config=e2e_config, tracking_uri=tracking_uri, store_path=store
     )
@@ -273,16 +207,17 @@ def run_main_job(
     csv_path = Path(store).parent / f"{session.session_id}.routing.csv"
     frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=r) for r, ds in decisions.items()]
     pd.concat(frames).to_csv(csv_path, index=False)
-    results = ResultsStore(store, read_only=True)
-    console.print(_e2e_table(compare_runs(results, session.run_ids), e2e_config.split))
-    verdicts = ([routing] if routing else []) + e2e_verdicts(results, session.run_ids, ROUTERS)
-    console.print(render_verdict(verdicts, width=WIDTH), highlight=False, markup=False)
-    console.print(
-        f"details: routerlab compare {session.session_id} (both parts: the routing part's paired tests, recall per "
-        f"intent and verdict, then the end-to-end part); first decisions also in {csv_path}",
-        highlight=False,
-        soft_wrap=True,
+    # both parts, as `routerlab compare <session>` shows them: one model, rendered
+    comparison = build_comparison(ResultsStore(store, read_only=True), session.session_id)
+    console.print(render_console(comparison, detail=False), highlight=False, markup=False, soft_wrap=True, end="")
+    say(
+        f"details: routerlab compare {session.session_id} (paired tests, per-intent rates, failures and "
+        f"disagreements of both parts); first decisions also in {csv_path}"
     )
     return MainJobResult(
-        session=session, decisions=decisions, verdicts=verdicts, routing_csv=csv_path, routing_run_ids=routing_ids
+        session=session,
+        decisions=decisions,
+        comparison=comparison,
+        routing_csv=csv_path,
+        routing_run_ids=routing_ids,
     )

@@ -133,49 +133,25 @@ def finish_parent(live: Live) -> None:
 
 
 def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:
-    """What a session's MLflow parent run shows: each router's headline metrics, the comparison, a plot.
+    """What a session's MLflow parent run shows: the session's comparison, both parts (docs/metrics.md §6).
 
-    The parent is the page a person opens first: its metrics (``<router>.success``,
-    ``<router>.success_ci_low``, ``<router>.cold_latency_p50_s``...) make the runs table and
-    the compare view show which router is best, and its artifacts hold the comparison table
-    (``comparison.md``), the verdict (``verdict.md``) and the rates plot (``rates.png``); its
-    description (the Description section of its page) is the verdict with a link to the router runs' compare page.
-    A failure here never fails the session: the child runs already hold every figure.
+    Metrics ``<part>.<router>.<measure>`` with their interval bounds and cost, the comparison and
+    verdict as Markdown, a rounded table and each part's rates figure
+    (:func:`routerlab.eval.analysis.tracked.session_dashboard`); the description links the router
+    runs' compare page. A failure here never fails the session: the child runs hold every figure.
     """
-    from routerlab.eval.compare import compare_runs, render
-    from routerlab.eval.verdict import render_verdict_markdown, verdicts_from_results
-    from routerlab.routers import BASELINES
+    from routerlab.eval.analysis.build import build_comparison
+    from routerlab.eval.analysis.tracked import session_dashboard
+    from routerlab.eval.store import session_of
 
-    ids = [r for r in out.run_ids if store.results(r)]
-    if not ids:
+    if not [r for r in out.run_ids if store.results(r)]:
         return {}
     try:
-        comparison = compare_runs(store, ids)
-        metrics: dict[str, float] = {}
-        for row in comparison.runs:
-            for scorer, r in row.rates.items():
-                if r.n:
-                    metrics |= {f"{row.router}.{scorer}": r.value, f"{row.router}.{scorer}_ci_low": r.ci_low}
-                    metrics[f"{row.router}.{scorer}_ci_high"] = r.ci_high
-            metrics[f"{row.router}.cold_latency_p50_s"] = row.cold_latency_p50_s
-        results = {row.router: store.results(row.run_id) for row in comparison.runs}
-        verdict = render_verdict_markdown(verdicts_from_results(results, baselines=tuple(BASELINES)))
+        dashboard = session_dashboard(build_comparison(store, out.session_id))
         runs = store.runs()
-        mlflow_ids = runs.set_index("run_id").reindex(ids)["mlflow_run_id"].dropna()
-        return {
-            "metrics": metrics,
-            "texts": {"comparison.md": render(comparison, "markdown"), "verdict.md": verdict + "\n"},
-            "figures": {"rates.png": _rates_figure(store, ids)},
-            "children": [str(m) for m in mlflow_ids if m],
-        }
+        mine = [r for r in runs["run_id"] if session_of(str(r)) == out.session_id]
+        mlflow_ids = runs.set_index("run_id").reindex(mine)["mlflow_run_id"].dropna()
+        return dashboard | {"children": [str(m) for m in mlflow_ids if m]}
     except Exception as exc:  # the dashboard is a summary: the session's results stand without it
         logging.getLogger(__name__).warning("parent run summary not logged: %s", exc)
         return {}
-
-
-def _rates_figure(store: Any, run_ids: Sequence[str]) -> Any:
-    """The rates-with-intervals figure of the report, for the parent run."""
-    from routerlab.eval import analysis, plots
-
-    data = analysis.load_store(store, run_ids=list(run_ids))
-    return plots.plot_rates(analysis.rates_table(data))

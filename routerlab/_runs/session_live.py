@@ -26,8 +26,10 @@ from routerlab._runs.session_plan import Live
 from routerlab.agents.faults import summarize_calls
 from routerlab.agents.signals import is_stop, shield
 from routerlab.benchmarks.dbcheck import BAD_DATABASE_CLASS
+from routerlab.eval.analysis.tracked import child_name, parent_name
 from routerlab.eval.metrics import gold_failure_line
 from routerlab.eval.scoring import ExampleResult, did_run
+from routerlab.eval.store import END_TO_END
 
 __all__ = ["CRASH_FAILURE_SHARE", "crash_verdict", "run_all"]
 
@@ -109,6 +111,7 @@ def _start_mlflow_run(live: Live, rr: RouterRun, run_id: str) -> str | None:
         run_key=run_id,
         split=config.split,
         components=rr.scorers,
+        run_name=child_name(END_TO_END, run_id.removeprefix(f"{live.plan.session_id}.")),
     )
 
 
@@ -222,8 +225,9 @@ def run_all(live: Live) -> None:
     """Every router's run in turn under the session's MLflow parent; an interruption ends them all KILLED."""
     spec, plan = live.spec, live.plan
     if live.sink is not None:
+        # the session's one parent (a main job's routing part opened it: reopened by the same key)
         live.parent = live.sink.start_parent(
-            f"compare {plan.session_id}",
+            parent_name(plan.session_id),
             {"session": plan.session_id, "routers": ",".join(n for n, _ in spec.routers), "lm": spec.config.lm},
             dataset=plan.ds,
             run_key=plan.session_id,

@@ -11,14 +11,13 @@ return; ``import routerlab`` exposes :func:`run`, :func:`route`, :func:`compare`
 Importing this package imports nothing heavy: each function imports what it runs when called.
 """
 
-from routerlab.app.compare import ComparedRuns, compare
+from routerlab.app.compare import compare
 from routerlab.app.loaded import LoadedSession, load
 from routerlab.app.optimize import evaluate_program, optimize
 from routerlab.app.route import RouteOutcome, RouteProgress, route
 from routerlab.app.run import SessionSummary, plan_session, run, session_summary
 
 __all__ = [
-    "ComparedRuns",
     "LoadedSession",
     "RouteOutcome",
     "RouteProgress",

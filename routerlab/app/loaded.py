@@ -1,15 +1,15 @@
-"""A stored session as a notebook holds it: a short summary on display, pandas frames on demand.
+"""A stored session as a notebook holds it: its comparison model, a short summary, pandas frames on demand.
 
-:func:`load` reads a session's runs (with full traces) from the results store once; the object
-it returns shows the session id, dataset, LM, routers, examples and headline rates in a dozen
-lines, where the loaded results themselves (every example's trace) would print for pages.
+:func:`load` builds the session's comparison (:class:`~routerlab.eval.analysis.model.SessionComparison`)
+from the results store once; the object it returns shows the verdict and each part's rates in a
+screen of text (or an HTML block in Jupyter), and gives wide frames per part from that model, so a
+notebook shows the numbers ``routerlab compare`` prints.
 """
 
 from __future__ import annotations
 
-import math
+import html
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from routerlab.app.defaults import DEFAULT_STORE_PATH
@@ -18,30 +18,23 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from routerlab._runs.session import SessionResult
-    from routerlab.app.compare import ComparedRuns
-    from routerlab.eval.analysis import RouterResults
-    from routerlab.eval.compare import Comparison
+    from routerlab.eval.analysis.model import SessionComparison
 
-__all__ = ["HEADLINE_RATES", "LoadedSession", "load"]
+__all__ = ["LoadedSession", "load"]
 
-#: the rates the summary shows, one column each (the rates table has every headline scorer)
-HEADLINE_RATES: tuple[str, ...] = ("route", "ex", "success")
-
-
-def _rate_text(value: float) -> str:
-    return "-" if value is None or math.isnan(value) else f"{value:.2f}"
+#: the width the text summary is rendered at
+_REPR_WIDTH = 100
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class LoadedSession:
-    """One session's runs and results, read from the results store.
+    """One stored session and its comparison.
 
     Attributes:
         session_id: The session's id (``YYYYmmdd-HHMMSS-xxxx``).
         store: The results store it was read from.
         tracking_uri: The MLflow store it was logged to (None: not logged, or not asked).
-        data: The results by router label (:class:`~routerlab.eval.analysis.RouterResults`), the
-            input of every analysis in :mod:`routerlab.eval.analysis` and :mod:`routerlab.eval.plots`.
+        comparison: Every figure of the session, part by part: what every view renders.
         outcome: What running it returned, for a session :func:`routerlab.run` just ran (None
             for one loaded from the store): interruptions, crashes, left-out databases.
     """
@@ -49,74 +42,112 @@ class LoadedSession:
     session_id: str
     store: str
     tracking_uri: str | None
-    data: RouterResults
+    comparison: SessionComparison
     outcome: SessionResult | None = field(default=None)
 
     @property
-    def runs(self) -> pd.DataFrame:
-        """One row per run: label, run id, router, LM, dataset, split, status, results."""
-        return self.data.runs
-
-    @property
-    def routers(self) -> list[str]:
-        """The routers' display labels, in run order."""
-        return list(self.data)
+    def parts(self) -> list[str]:
+        """The session's parts present (``routing``: first decisions; ``end_to_end``: whole turns)."""
+        return [p.key for p in self.comparison.parts]
 
     @property
     def run_ids(self) -> list[str]:
-        """The runs' ids (``<session>.<router>``), in run order."""
-        return [str(r) for r in self.data.runs["run_id"]]
-
-    def results(self) -> pd.DataFrame:
-        """One row per example result of every run (:func:`routerlab.eval.analysis.results_frame`)."""
-        return self.data.frame()
+        """The runs' ids, routing part first."""
+        return [r.run_id for p in self.comparison.parts for r in p.routers]
 
     @property
-    def parts(self) -> list[str]:
-        """The session's parts present (``routing``: first decisions; ``end_to_end``: whole pipeline)."""
-        return list(dict.fromkeys(str(p) for p in self.data.runs["part"]))
+    def routers(self) -> list[str]:
+        """The routers that ran, in any part."""
+        return list(dict.fromkeys(r.router for p in self.comparison.parts for r in p.routers))
 
-    @cached_property
-    def _rates(self) -> pd.DataFrame:
-        from routerlab._routing_eval.stored import FIRST_DECISION
-        from routerlab.eval.analysis import RATE_METRICS, rates_table
-        from routerlab.eval.store import ROUTING
+    def _per_part(self, make: Any, part: str | None) -> pd.DataFrame:
+        import pandas as pd
 
-        metrics = [*RATE_METRICS, FIRST_DECISION] if ROUTING in self.parts else list(RATE_METRICS)
-        return rates_table(self.data, metrics)
+        if part is not None or len(self.parts) == 1:
+            return make(self.comparison, part or self.parts[0])
+        return pd.concat({p: make(self.comparison, p) for p in self.parts}, names=["part"])
 
-    def rates(self) -> pd.DataFrame:
-        """Per-router rates with 95 % CIs: ``router, metric, value, ci_low, ci_high, n, n_invalid``."""
-        return self._rates.copy()
+    def rates(self, part: str | None = None) -> pd.DataFrame:
+        """One row per router of ``part``: each measure's rate with ``_low``, ``_high``, ``_n``, then cost.
 
-    def compare(self, cost: str = "cold") -> Comparison:
-        """The comparison ``routerlab compare SESSION`` prints (rates, latency, tokens, paired tests).
-
-        A session with both parts gives its end-to-end part's; :meth:`compare_parts` gives both.
+        Args:
+            part: ``routing`` or ``end_to_end``; None: the only part, or every part (a ``part`` index level).
         """
-        return self.compare_parts(cost).comparison
+        from routerlab.eval.analysis.frames import rates_frame
 
-    def compare_parts(self, cost: str = "cold") -> ComparedRuns:
-        """Every part's comparison, the routing part's recall per intent and verdict (``routerlab compare``)."""
-        from routerlab.app.compare import compare
+        return self._per_part(rates_frame, part)
 
-        return compare(self.run_ids, store=self.store, cost=cost)
+    def pairs(self, part: str | None = None) -> pd.DataFrame:
+        """The paired tests of ``part``: one per pair of distinct routers and verdict measure."""
+        from routerlab.eval.analysis.frames import pairs_frame
+
+        return self._per_part(pairs_frame, part)
+
+    def per_intent(self, part: str | None = None) -> pd.DataFrame:
+        """The verdict measure per gold intent of ``part`` (recall per intent for routing), with intervals."""
+        from routerlab.eval.analysis.frames import per_intent_frame
+
+        return self._per_part(per_intent_frame, part)
+
+    def failures(self, part: str | None = None) -> pd.DataFrame:
+        """Every failure on the verdict measure of ``part``: the request's text, the decision and how it was made."""
+        from routerlab.eval.analysis.frames import failures_frame
+
+        return self._per_part(failures_frame, part)
+
+    def disagreements(self, part: str | None = None) -> pd.DataFrame:
+        """The requests the routers of ``part`` decided differently, each router's decision, method and confidence."""
+        from routerlab.eval.analysis.frames import disagreements_frame
+
+        return self._per_part(disagreements_frame, part)
+
+    def results(self) -> pd.DataFrame:
+        """One row per stored result: part, router, question, gold intent, decision, method, confidence, scores."""
+        from routerlab.eval.analysis.frames import results_frame
+        from routerlab.eval.store import ResultsStore
+
+        store = ResultsStore(self.store, read_only=True)
+        parts = {r.run_id: p.key for p in self.comparison.parts for r in p.routers}
+        return results_frame({rid: store.results(rid) for rid in parts}, parts)
 
     def __repr__(self) -> str:
-        """A summary that fits a screen: which session, on what, and each router's headline rates."""
-        runs = self.data.runs
-        first = runs.iloc[0] if len(runs) else None
-        on = f"{first['dataset']}/{first['split']}, lm {first['lm']}" if first is not None else "no runs"
-        lines = [f"<LoadedSession {self.session_id}: {on}; store {self.store}>"]
-        rates = self._rates.set_index(["router", "metric"])
-        width = max([len(label) for label in self.data] + [6])
-        shown = (*HEADLINE_RATES, "first_decision") if "routing" in self.parts else HEADLINE_RATES
-        lines.append(f"  {'router':<{width}}  {'status':<8}  {'n':>4}  " + "  ".join(f"{m:>7}" for m in shown))
-        for label, status, n in zip(runs["label"], runs["status"], runs["n_results"], strict=True):
-            values = [_rate_text(rates.loc[(label, m), "value"]) if (label, m) in rates.index else "-" for m in shown]
-            lines.append(f"  {label:<{width}}  {status:<8}  {n:>4}  " + "  ".join(f"{v:>7}" for v in values))
-        lines.append("  .rates(), .results(), .runs, .compare(), .compare_parts(), .data (for routerlab.eval.analysis)")
-        return "\n".join(lines)
+        """The verdict and each part's rates, as ``routerlab run`` closes (no wider than 100 columns)."""
+        from routerlab.eval.analysis.console import render_console
+
+        methods = ".rates(part), .pairs(part), .per_intent(part), .failures(part), .disagreements(part), .results()"
+        return render_console(self.comparison, width=_REPR_WIDTH, detail=False) + methods
+
+    def _repr_html_(self) -> str:
+        """The verdict and each part's rates as an HTML block (Jupyter)."""
+        from routerlab.eval.analysis.measures import measure
+        from routerlab.eval.analysis.words import interval_text, num, part_title, verdict_sentences
+
+        c = self.comparison
+        out = [f"<h4>Session {html.escape(c.session)}</h4><p>{html.escape(f'{c.dataset}/{c.split}, lm {c.lm}')}</p>"]
+        for p in c.parts:
+            n = max((r.n for r in p.routers), default=0)
+            out.append(f"<h5>{html.escape(part_title(p, n))}</h5><ul>")
+            if p.smoke:
+                out.append(f"<li>too few to compare (n={n}): a smoke check, not a finding</li>")
+            else:
+                out += [f"<li>{html.escape(' '.join(verdict_sentences(p, v)))}</li>" for v in p.verdicts]
+            out.append("</ul><table><tr><th>router</th>")
+            out += [f"<th>{html.escape(measure(m).name)}</th>" for m in p.measures]
+            out.append("<th>p50</th><th>p95</th></tr>")
+            for r in p.routers:
+                cells = (
+                    [f"= {r.same_as}"] + [""] * (len(p.measures) + 1)
+                    if r.same_as
+                    else [interval_text(r.rates[m]) if m in r.rates else "" for m in p.measures]
+                    + [num(r.cost.p50, 1), num(r.cost.p95, 1)]
+                )
+                out.append(
+                    f"<tr><td>{html.escape(r.router)}</td>"
+                    + "".join(f"<td>{html.escape(x)}</td>" for x in cells)
+                    + "</tr>"
+                )
+            out.append(f"</table><p><small>latency in {html.escape(p.routers[0].cost.unit)}</small></p>")
+        return "".join(out)
 
 
 def load(
@@ -126,10 +157,10 @@ def load(
     tracking_uri: str | None = None,
     outcome: Any = None,
 ) -> LoadedSession:
-    """Read a stored session (its runs, results and traces) from the results store.
+    """Read a stored session and build its comparison.
 
     Args:
-        session: A session id printed by ``routerlab run`` (or :func:`routerlab.run`'s ``session_id``).
+        session: A session id printed by ``routerlab run`` or ``routerlab route``.
         store: The DuckDB results store; relative paths are the project's (found from wherever
             the process runs, as the notebook finds them: :func:`routerlab.project.locate`).
         tracking_uri: The MLflow store the session was logged to, located like the store (None:
@@ -137,12 +168,12 @@ def load(
         outcome: What running the session returned, when it was just run.
 
     Returns:
-        The session, with a short repr and pandas frames.
+        The session, with its comparison, a short repr and pandas frames.
 
     Raises:
         ConfigError: No such store, or no such session in it.
     """
-    from routerlab.eval.analysis import load_store
+    from routerlab.app.compare import compare
     from routerlab.project import locate
 
     store, tracking_uri = locate(store, tracking_uri)
@@ -150,6 +181,6 @@ def load(
         session_id=session,
         store=str(store),
         tracking_uri=tracking_uri,
-        data=load_store(store, session=session),
+        comparison=compare(session, store=str(store)),
         outcome=outcome,
     )

@@ -138,6 +138,16 @@ class _Silent:
         return None
 
 
+def _dashboard(store: Any, session_id: str, report: str) -> dict[str, Any]:
+    """The parent run's dashboard: the stored session's comparison, or (no store) the printed report."""
+    if store is None:
+        return {"texts": {"comparison.md": "```\n" + report + "\n```\n"}}
+    from routerlab.eval.analysis.build import build_comparison
+    from routerlab.eval.analysis.tracked import session_dashboard
+
+    return session_dashboard(build_comparison(store, session_id))
+
+
 def route(
     routers: str | Sequence[str] = DEFAULT_ROUTERS,
     *,
@@ -175,7 +185,6 @@ def route(
     from routerlab._runs.session import load_dataset, new_session_id, parse_routers, select
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.registry import component_spec
-    from routerlab.eval.store import ROUTING
 
     config = load_run_config(config_file, **settings)
     _check_history(history)  # refused before the model loads
@@ -207,8 +216,8 @@ def route(
     tracking = (
         None
         if tracking_uri is None
-        # the MLflow runs' keys are the store's run ids: <session>.routing.<router>
-        else RouteTracking(tracking_uri, f"{session_id}.{ROUTING}", dataset, settings_logged, list(built))
+        # the parent's key is the session id, the children's the store's run ids <session>.routing.<router>
+        else RouteTracking(tracking_uri, session_id, dataset, settings_logged, list(built))
     )
     by_router: dict[str, list[FirstDecision]] = {}
     shown = progress if progress is not None else _Silent()
@@ -245,7 +254,7 @@ def route(
                 by_router=by_name,
             )
         if tracking is not None:
-            tracking.finish(table, "```\n" + report + "\n```\n")
+            tracking.finish(_dashboard(results_store, session_id, report))
     return RouteOutcome(
         list(examples), by_router, table, report, history, tracking, session_id, None if store is None else str(store)
     )

@@ -114,31 +114,26 @@ def size_line(spec: SessionSpec) -> str:
 
 @dataclass(frozen=True)
 class SessionSummary:
-    """What ``routerlab run`` prints after a session: the comparison table and the verdict.
+    """What ``routerlab run`` prints after a session: each part's verdict and rates.
 
     Attributes:
-        table: The comparison (rates with CIs, latency, tokens, paired tests) as a text table.
-        verdict: Each axis's best router and the significant differences; None after an
-            interruption or when no run has results.
+        table: The session's comparison (:func:`routerlab.eval.analysis.console.render_console`,
+            without the details ``routerlab compare`` adds), no wider than the terminal.
     """
 
     table: str
-    verdict: str | None
 
 
-def session_summary(spec: SessionSpec, result: SessionResult) -> SessionSummary:
-    """The comparison table and end-to-end verdict of a session's runs, read from the store."""
-    from routerlab._runs.main_job import e2e_verdicts
-    from routerlab.eval.compare import compare_runs, render
+def session_summary(spec: SessionSpec, result: SessionResult, *, width: int | None = None) -> SessionSummary:
+    """The verdict and rates of a session's runs, read from the store (the same model ``compare`` renders)."""
+    from routerlab.eval.analysis.build import build_comparison
+    from routerlab.eval.analysis.console import render_console
     from routerlab.eval.store import ResultsStore
-    from routerlab.eval.verdict import render_verdict
 
-    table = render(compare_runs(ResultsStore(spec.store_path), result.run_ids), "table")
-    if not result.run_ids or result.interrupted:
-        return SessionSummary(table, None)
-    store = ResultsStore(spec.store_path, read_only=True)
-    verdicts = e2e_verdicts(store, result.run_ids, [n for n, _ in spec.routers])
-    return SessionSummary(table, render_verdict(verdicts))
+    if not result.run_ids:
+        return SessionSummary("")
+    model = build_comparison(ResultsStore(spec.store_path, read_only=True), result.run_ids)
+    return SessionSummary(render_console(model, width=width, detail=False))
 
 
 def run(

@@ -198,3 +198,10 @@ def test_a_tiny_end_to_end_part_is_a_smoke_check(model: SessionComparison) -> No
 def test_a_route_only_session_has_one_part(tmp_path: Path) -> None:
     m = build_comparison(make_session(tmp_path / "r.duckdb", e2e=False), SESSION)
     assert [p.key for p in m.parts] == [ROUTING]
+
+
+def test_the_models_baselines_are_the_registrys() -> None:
+    from routerlab.eval.analysis import build
+    from routerlab.routers import BASELINES
+
+    assert build._BASELINES == BASELINES

@@ -49,18 +49,20 @@ def test_compare_csv_is_one_table_per_file(tmp_path: Path) -> None:
         app, ["compare", sweep_id, "--store", store, "--format", "csv", "--out-dir", str(out_dir)]
     )
     assert result.exit_code == 0, result.output
-    runs = pd.read_csv(out_dir / "runs.csv")
-    pairs = pd.read_csv(out_dir / "pairs.csv")
+    runs = pd.read_csv(out_dir / "end_to_end_rates.csv")
+    pairs = pd.read_csv(out_dir / "end_to_end_pairs.csv")
     assert len(runs) == 2 and "run_id" in runs.columns and runs["n"].dtype.kind == "i"
-    assert len(pairs) == 4 and "mcnemar_p" in pairs.columns
-    # on stdout: the runs table alone, which pandas reads without a stray header row
+    assert set(runs["router"]) == {"hybrid (threshold=0.5)", "hybrid (threshold=0.9)"}
+    # one test per pair of distinct routers and verdict measure
+    assert set(pairs["a"]) | set(pairs["b"]) <= set(runs["router"]) and "p" in pairs.columns
+    # on stdout: every part's rates, one header, which pandas reads without a stray header row
     result = CliRunner().invoke(app, ["compare", sweep_id, "--store", store, "--format", "csv"])
     lines = [line for line in result.stdout.splitlines() if line]
-    assert lines[0].startswith("run_id,") and len(lines) == 3
+    assert lines[0].startswith("router,") and len(lines) == 3
     assert "pass --out-dir DIR" in result.output
     # the former name of the folder option still works, with a note naming the new one
     old_dir = tmp_path / "old"
     result = CliRunner().invoke(app, ["compare", sweep_id, "--store", store, "--format", "csv", "--out", str(old_dir)])
     assert result.exit_code == 0, result.output
-    assert (old_dir / "pairs.csv").read_text() == (out_dir / "pairs.csv").read_text()
+    assert (old_dir / "end_to_end_rates.csv").read_text() == (out_dir / "end_to_end_rates.csv").read_text()
     assert "--out is deprecated here; use --out-dir" in result.output

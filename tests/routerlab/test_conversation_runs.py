@@ -43,19 +43,20 @@ def session(tmp_path_factory) -> tuple[Path, str, str]:
 def test_console_shows_question_interaction_and_turn_figures(session):
     output = session[2].split("|", 1)[1]
     flat = " ".join(output.split())
-    for column in ("question ex", "interaction ex", "turn 1 ex", "turn 2 ex", "turn 3 ex"):
+    for column in ("question EX", "interaction EX", "turn 1 EX", "turn 2 EX", "turn 3 EX"):
         assert column in flat
-    assert "bootstrap over conversations" in flat
+    assert "every turn of a conversation right" in flat
 
 
 def test_compare_json_and_pairs_resample_conversations(session):
     store, _, sid = session[0], session[1], session[2].split("|", 1)[0]
     result = CliRunner().invoke(app, ["compare", sid, "--store", str(store), "--format", "json"])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    (part,) = json.loads(result.output)["parts"]
     stored = ResultsStore(store, read_only=True)
-    for run_id, figures in data["conversations"].items():
-        results = stored.results(run_id)
+    for router in part["routers"]:
+        figures = router["figures"]
+        results = stored.results(router["run_id"])
         turns = [r for r in results if r.conversation]
         convs = {r.conversation for r in turns}
         assert figures["conversation.n"] == len(convs)
@@ -72,8 +73,10 @@ def test_compare_json_and_pairs_resample_conversations(session):
         for bucket in ("1", "2", "3"):
             mine = [r.value("ex") for r in turns if turn_bucket(r.turn) == bucket and r.value("ex") is not None]
             assert figures[f"turn.{bucket}.ex"] == pytest.approx(sum(mine) / len(mine))
-    pairs = [p for p in data["pairs"] if p["scorer"] == "ex"]
-    assert pairs and all(p["conversations"] > 0 for p in pairs)
+    # turns of conversations are not independent pairs: the sign-flip test over whole conversations
+    pairs = [p for p in part["pairs"] if p["measure"] == "ex"]
+    repeats = [r for r in part["routers"] if r["same_as"]]  # a baseline that decided as rules is not tested
+    assert (pairs or repeats) and all(p["test"] == "sign-flip" for p in pairs)
 
 
 def test_mlflow_has_the_conversation_metrics(session):

@@ -28,24 +28,31 @@ def test_parent_run_carries_headline_metrics_and_the_comparison(tmp_path: Path) 
     parent = client.search_runs(experiments, "tags.`routerlab.kind` = 'comparison'")[0]
     metrics = parent.data.metrics
     store = ResultsStore(str(tmp_path / "r.duckdb"), read_only=True)
-    for router in ("rules", "oracle"):
+    assert parent.info.run_name == f"session {out.session_id}"
+    from routerlab.eval.analysis.build import build_comparison
+
+    shown = [r.router for r in build_comparison(store, out.session_id).part("end_to_end").routers if not r.same_as]
+    assert "rules" in shown  # a baseline that decided as rules did is shown once, as "= rules"
+    for router in shown:
         results = store.results(f"{out.session_id}.{router}")
         success = [r.value("success") for r in results if r.value("success") is not None]
-        assert abs(metrics[f"{router}.success"] - sum(success) / len(success)) < 1e-9
-        assert (
-            metrics[f"{router}.success_ci_low"] <= metrics[f"{router}.success"] <= metrics[f"{router}.success_ci_high"]
-        )
-        assert f"{router}.cold_latency_p50_s" in metrics
+        # one name per measure, under its part: end_to_end.<router>.success
+        key = f"end_to_end.{router}.success"
+        assert abs(metrics[key] - sum(success) / len(success)) < 1e-9
+        assert metrics[f"{key}_low"] <= metrics[key] <= metrics[f"{key}_high"]
+        assert f"end_to_end.{router}.p50" in metrics
     files = {a.path for a in client.list_artifacts(parent.info.run_id)}
-    assert {"comparison.md", "verdict.md", "rates.png"} <= files
+    assert {"comparison.md", "verdict.md", "end_to_end_rates.png", "comparison.json"} <= files
     local = Path(client.download_artifacts(parent.info.run_id, "verdict.md", str(tmp_path)))
     # n=3 tells no routers apart: the verdict says so instead of naming a "best" (issue 47)
-    assert local.read_text().startswith("- **end-to-end success (n=3)**: too few to compare: n=3")
+    said = "**End to end** (whole turns, n=3):\n\n- too few to compare: n=3"
+    assert local.read_text().startswith(said)
     # the parent page's description: the verdict, then a link to the router runs' compare page
     description = parent.data.tags["mlflow.note.content"]
-    assert description.startswith("- **end-to-end success (n=3)**: too few to compare: n=3")
+    assert description.startswith(said)
     children = client.search_runs(experiments, "tags.`routerlab.kind` = 'router-run'")
     assert len(children) == 2
+    assert sorted(c.info.run_name for c in children) == ["end to end · oracle", "end to end · rules"]
     link = description.rsplit("\n", 1)[-1]
     assert link.startswith("[Compare the 2 router runs](#/compare-runs?runs=[")
     assert (

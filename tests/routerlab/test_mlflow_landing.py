@@ -50,7 +50,7 @@ def test_landing_views_are_experiment_tags_the_ui_reads(tmp_path: Path) -> None:
     state = json.loads(experiment.tags[f"mlflow.sharedViewState.{session}"])
     assert state["searchFilter"] == f"tags.`routerlab.run_key` LIKE '{session}%'"
     # each router's routing accuracy on the parent row first, then the children's headline columns
-    assert state["selectedColumns"][: len(ROUTERS)] == [f"metrics.`{r}.route_accuracy`" for r in ROUTERS]
+    assert state["selectedColumns"][: len(ROUTERS)] == [f"metrics.`routing.{r}.routing_accuracy`" for r in ROUTERS]
     assert state["selectedColumns"][len(ROUTERS) :] == [f"metrics.`{m}`" for m in HEADLINE_COLUMNS]
     # a second call rewrites the same tags (the UI may be started any number of times)
     assert share_landing_views(uri) == pages
@@ -68,7 +68,7 @@ def _headline_headers(driver: Any) -> list[str]:
     headers = driver.execute_script(
         "return [...document.querySelectorAll('[role=columnheader]')].map(e => e.textContent.trim())"
     )
-    return [h for h in dict.fromkeys(headers) if "route_accuracy" in h or h in HEADLINE_COLUMNS]
+    return [h for h in dict.fromkeys(headers) if "routing_accuracy" in h or h in HEADLINE_COLUMNS]
 
 
 @pytest.mark.browser
@@ -90,7 +90,7 @@ def test_the_printed_url_opens_the_runs_table_with_the_headline_metrics(tmp_path
         assert url, printed
         driver.get(url[1])
         deadline = time.monotonic() + 120
-        while "matching runs" not in _text(driver) or "route_accuracy" not in _text(driver):
+        while "matching runs" not in _text(driver) or "routing_accuracy" not in _text(driver):
             assert time.monotonic() < deadline, _text(driver)[:3000]
             time.sleep(0.25)
         time.sleep(2)  # the metric cells fill in after the rows
@@ -99,11 +99,12 @@ def test_the_printed_url_opens_the_runs_table_with_the_headline_metrics(tmp_path
         assert "Run Name" in text and parent.info.run_name in text
         assert "3 matching runs" in text  # the parent and one child per router
         for router in ROUTERS:
-            assert f"{router}.route_accuracy" in text
+            assert f"routing.{router}.routing_accuracy" in text
         # the session's columns in the view's order: per-router accuracy, then the headline figures
-        # a route session has (success, EX and end-to-end latency are end-to-end runs' metrics)
-        expected = [f"{r}.route_accuracy" for r in ROUTERS]
-        expected += ["route_accuracy", "route_accuracy_ci_low", "route_accuracy_ci_high", "diverted", "decision_p50_ms"]
+        # a route session has (success, EX and end-to-end latency are end-to-end runs' metrics);
+        # one column per measure, so no two headers read alike
+        expected = [f"routing.{r}.routing_accuracy" for r in ROUTERS]
+        expected += ["routing_accuracy", "diverted", "decision_p50_ms"]
         # every headline column is on the page; their order is not asserted: MLflow 3.17 applies
         # the view's columnOrder in some page loads only (3 of 6 runs here), else sorts by name
         while sorted(shown := _headline_headers(driver)) != sorted(expected):
@@ -112,6 +113,6 @@ def test_the_printed_url_opens_the_runs_table_with_the_headline_metrics(tmp_path
         assert not [w for w in OVERVIEW_ONLY if w in text], text[:3000]
         # the parent row shows each router's accuracy as logged (MLflow rounds to 4 digits at most)
         for router in ROUTERS:
-            value = parent.data.metrics[f"{router}.route_accuracy"]
+            value = parent.data.metrics[f"routing.{router}.routing_accuracy"]
             assert f"{value:.4g}"[:4] in text, (router, value, text[:3000])
         assert driver.save_screenshot(str(tmp_path / "mlflow-landing.png"))

@@ -188,9 +188,9 @@ def test_compare_of_a_route_session_over_conversations_shows_no_end_to_end_table
     session = re.search(r"session (\S+) \(store", routed.output).group(1)  # type: ignore[union-attr]
     shown = CliRunner().invoke(app, ["compare", session, "--store", str(store)])
     assert shown.exit_code == 0, shown.output
-    assert "Recall per gold intent" in shown.output and "first_decision" in shown.output
-    assert "Conversations: question = every turn" not in shown.output and "Outcomes: served" not in shown.output
-    assert "incomplete)" not in shown.output
+    assert "routing accuracy per gold intent" in shown.output and "routing accuracy" in shown.output
+    assert "question EX" not in shown.output and "served" not in shown.output
+    assert "n/a" not in shown.output
 
 
 def test_the_diversion_line_counts_data_questions_sent_away_and_where():

@@ -16,21 +16,21 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import routerlab
 from routerlab._routing_eval.decisions import FirstDecision
 from routerlab._routing_eval.tracking import RouteTracking
 from routerlab._runs.runner import RunConfig
 from routerlab._runs.session import load_dataset
 from routerlab.cli import app
+from routerlab.eval.store import ResultsStore
 from routerlab.eval.tracking import DECISIONS_CSV, KIND_ROUTE_PARENT, KIND_ROUTE_RUN
 from tests.conftest import SPIDER_DEV_A
 
 #: summary_table column -> child metric (the rest of the mapping is route_eval._METRIC_OF_COLUMN)
 PRINTED = {
     "n": "n_examples",
-    "accuracy": "route_accuracy",
-    "ci_low": "route_accuracy_ci_low",
-    "ci_high": "route_accuracy_ci_high",
+    "accuracy": "routing_accuracy",
+    "ci_low": "routing_accuracy_low",
+    "ci_high": "routing_accuracy_high",
     "diverted": "diverted",
     "macro_recall": "macro_recall",
     "acc_first": "acc_first",
@@ -147,10 +147,11 @@ def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp
         share, low, high, k, n = _printed_diversion(result.output, name)
         assert _close(m["diverted"], share) and _close(m["diverted_ci_low"], low)
         assert _close(m["diverted_ci_high"], high) and m["diverted_n"] == n
-        assert m["route_accuracy_ci_low"] <= m["route_accuracy"] <= m["route_accuracy_ci_high"]
-        # the parent repeats the headline figures, so the runs table ranks routers without a click
-        for key in ("route_accuracy", "route_accuracy_ci_low", "macro_recall", "diverted", "decision_p50_ms"):
-            assert parent.data.metrics[f"{name}.{key}"] == pytest.approx(m[key])
+        assert m["routing_accuracy_low"] <= m["routing_accuracy"] <= m["routing_accuracy_high"]
+        # the session's parent carries the comparison's figures by part, so the runs table ranks
+        # routers without a click: the child's own figures
+        for key in ("routing_accuracy", "routing_accuracy_low", "routing_accuracy_high", "diverted"):
+            assert parent.data.metrics[f"routing.{name}.{key}"] == pytest.approx(m[key])
         # the child's decisions are the rows --out wrote for that router
         local = Path(client.download_artifacts(child.info.run_id, DECISIONS_CSV, str(tmp_path / name)))
         logged = pd.read_csv(local)
@@ -178,7 +179,9 @@ def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp
     files = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"comparison.json", "comparison.md"} <= files
     md = Path(client.download_artifacts(parent.info.run_id, "comparison.md", str(tmp_path / "p"))).read_text()
-    assert "data questions sent away from SQL" in md and re.search(r"^llm\s+\S+ \[\S+, \S+\]\s+14\s", md, re.M)
+    # the session's comparison, as routerlab compare --format markdown prints it: llm's routing accuracy
+    assert "## Routing: first decisions on 14 requests" in md
+    assert re.search(r"^\| llm \| \d\.\d\d ", md, re.M) and "**diverted**: share of data questions" in md
 
 
 @pytest.mark.skipif(
@@ -202,7 +205,7 @@ def test_route_over_conversations_logs_first_turn_and_follow_up_accuracy(tmp_pat
     # are checked against the session the command stored, read through the Python API
     session = re.search(r"^session (\S+) \(store ", result.output, re.M)
     assert session, result.output
-    stored = routerlab.load(session[1], store=str(store)).data["rules"]
+    stored = ResultsStore(store, read_only=True).results(f"{session[1]}.routing.rules")
     assert m["n_first"] == sum(r.turn == 1 for r in stored) > 0
     assert m["n_followup"] == sum(r.turn > 1 for r in stored) > 0
     assert m["n_first"] + m["n_followup"] == m["n_examples"] == len(stored) == printed["n"]
@@ -269,7 +272,7 @@ def test_an_error_while_deciding_closes_the_open_runs_failed(tmp_path: Path) -> 
     (parent,) = by_kind[KIND_ROUTE_PARENT]
     status = {r.data.tags["routerlab.router"]: r for r in by_kind[KIND_ROUTE_RUN]}
     # the finished router keeps its figures; the one interrupted and the parent say why they stopped
-    assert status["rules"].info.status == "FINISHED" and status["rules"].data.metrics["route_accuracy"] == 1.0
+    assert status["rules"].info.status == "FINISHED" and status["rules"].data.metrics["routing_accuracy"] == 1.0
     assert status["oracle"].info.status == "FAILED" and parent.info.status == "FAILED"
     assert status["oracle"].data.tags["routerlab.error"] == "RuntimeError: engine gone"
     assert parent.data.tags["routerlab.status"] == "FAILED"

@@ -63,9 +63,11 @@ def test_a_copied_store_reads_its_artifacts_after_the_original_is_gone(moved, tm
     uri = f"sqlite:///{moved / 'mlflow.db'}"
     client = store_client(uri)  # how a reader opens a store: it resolves artifacts beside it
     parent, children = _runs(uri)
-    assert {"comparison.md", "verdict.md", "rates.png"} <= {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"comparison.md", "verdict.md", "end_to_end_rates.png"} <= {
+        a.path for a in client.list_artifacts(parent.info.run_id)
+    }
     verdict = Path(client.download_artifacts(parent.info.run_id, "verdict.md", str(tmp_path))).read_text()
-    assert verdict.startswith("- **end-to-end success (n=3)**: too few to compare")
+    assert verdict.startswith("**End to end** (whole turns, n=3):\n\n- too few to compare")
     for child in children:
         frame = load_examples(child.info.run_id, uri)
         assert len(frame) == 3 and frame["score_success"].notna().all()
@@ -82,10 +84,10 @@ def test_routerlab_ui_serves_the_artifacts_of_a_copied_store(moved, tmp_path):
         base = ui.base
         # what the run page's artifact panel asks for: the list, then a file
         listing = json.loads(_get(f"{base}/ajax-api/2.0/mlflow/artifacts/list?run_id={parent.info.run_id}"))
-        assert {"comparison.md", "verdict.md", "rates.png"} <= {f["path"] for f in listing["files"]}
+        assert {"comparison.md", "verdict.md", "end_to_end_rates.png"} <= {f["path"] for f in listing["files"]}
         verdict = _get(f"{base}/get-artifact?path=verdict.md&run_uuid={parent.info.run_id}").decode()
-        assert verdict.startswith("- **end-to-end success (n=3)**: too few to compare")
-        png = _get(f"{base}/get-artifact?path=rates.png&run_uuid={parent.info.run_id}")
+        assert verdict.startswith("**End to end** (whole turns, n=3):\n\n- too few to compare")
+        png = _get(f"{base}/get-artifact?path=end_to_end_rates.png&run_uuid={parent.info.run_id}")
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
         child = children[0].info.run_id
         table = json.loads(_get(f"{base}/get-artifact?path=examples.json&run_uuid={child}"))

@@ -1,0 +1,70 @@
+"""What a session's MLflow parent run shows, read off the comparison model (the MLflow view).
+
+One parent run per session carries both parts: its metrics are ``<part>.<router>.<measure>``
+(``routing.hybrid.routing_accuracy``, ``end_to_end.hybrid.served``) with ``_low`` and ``_high``
+beside, and ``<part>.<router>.p50`` / ``.p95`` (the part's cost unit); its artifacts are the
+comparison as Markdown (``comparison.md``), the verdict (``verdict.md``, also the run's
+description), a table rounded as shown (``comparison.json``) and each part's rates figure. The
+children are named by part and router (:func:`child_name`). Computes nothing: the sink logs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routerlab.eval.analysis.markdown import document, verdict_md
+from routerlab.eval.analysis.measures import PART_NAMES, measure
+from routerlab.eval.analysis.model import SessionComparison
+from routerlab.eval.analysis.words import interval_text, num
+
+__all__ = ["child_name", "parent_name", "session_dashboard"]
+
+
+def child_name(part: str, router: str) -> str:
+    """``routing · hybrid``, ``end to end · hybrid``: a child run's name, by part and router."""
+    return f"{PART_NAMES.get(part, part)} · {router}"
+
+
+def parent_name(session: str) -> str:
+    """``session <id>``: the one parent run of a session, both parts under it."""
+    return f"session {session}"
+
+
+def session_dashboard(model: SessionComparison, *, figures: bool = True) -> dict[str, Any]:
+    """``metrics``, ``texts``, ``table`` and ``figures`` for :meth:`MlflowSink.finish_parent`.
+
+    Args:
+        model: The session's comparison.
+        figures: Draw each part's rates figure (matplotlib).
+    """
+    import pandas as pd
+
+    metrics: dict[str, float] = {}
+    rows = []
+    for p in model.parts:
+        for r in p.routers:
+            if r.same_as is not None:
+                continue
+            for key, x in r.rates.items():
+                base = f"{p.key}.{r.router}.{key}"
+                metrics |= {base: x.value, f"{base}_low": x.low, f"{base}_high": x.high}
+            metrics |= {f"{p.key}.{r.router}.p50": r.cost.p50, f"{p.key}.{r.router}.p95": r.cost.p95}
+            rows.append(
+                {
+                    "part": PART_NAMES.get(p.key, p.key),
+                    "router": r.router,
+                    **{measure(m).name: interval_text(r.rates[m]) for m in p.measures if m in r.rates},
+                    "p50": f"{num(r.cost.p50, 1)} {r.cost.unit}",
+                    "p95": num(r.cost.p95, 1),
+                }
+            )
+    out: dict[str, Any] = {
+        "metrics": metrics,
+        "texts": {"comparison.md": document(model), "verdict.md": verdict_md(model)},
+        "table": pd.DataFrame(rows).fillna(""),
+    }
+    if figures:
+        from routerlab.eval.analysis.figures import rates_figure
+
+        out["figures"] = {f"{p.key}_rates.png": rates_figure(p) for p in model.parts}
+    return out
