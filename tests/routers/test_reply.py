@@ -256,3 +256,36 @@ def test_routers_that_choose_their_own_calls_continue_the_request_too(cache_dir)
     single.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=_chat_lm(), open_db=open_database))
     call = single.decide(state).tool_calls[0]
     assert call["name"] == "generate_sql" and call["args"]["question"].startswith(history[-1]["question"])
+
+
+def test_the_cosql_exchanges_written_as_two_turns_are_replies_routed_to_sql(tmp_path):
+    """``scripts/cosql_reply_turns.py``: each exchange becomes the question, then the reply as a turn."""
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    from routerlab._routing_eval.decisions import first_decisions
+    from routerlab.agents.lm import resolve_lm
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "cosql_reply_turns.py"
+    spec = importlib.util.spec_from_file_location("cosql_reply_turns", script)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["cosql_reply_turns"] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    _cosql_replies()  # skips without the shared data
+    out = tmp_path / "replies.jsonl"
+    assert module.main([str(COSQL), str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    replies = [r for r in records if "reply_to" in r.get("meta", {})]
+    assert len(replies) == 39
+    by_id = {r["id"]: r for r in records}
+    for r in replies:
+        asked = by_id[f"{r['conversation']}-t{r['turn'] - 1}"]
+        assert asked["intent"] == "clarify" and asked["user_reply"] == r["question"]
+        assert asked["question"] == r["meta"]["reply_to"] and r["intent"] == "sql"
+    examples = dataset.build("jsonl", path=str(out)).examples
+    ids = {r["id"] for r in replies}
+    for name in ("rules", "semantic"):
+        got = [d for d in first_decisions(name, {}, examples, resolve_lm("scripted:basic")) if d.example_id in ids]
+        assert len(got) == 39 and all(d.predicted == "sql" for d in got), name
