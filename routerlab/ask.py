@@ -10,6 +10,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from routerlab import routers
+from routerlab.agents.capture import build_trace
+from routerlab.agents.errors import ConfigError, DatabaseError, UnknownComponentError
+from routerlab.agents.graph import Pipeline
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.tools import tools as tool_registry
+from routerlab.agents.turn_history import turn_from_trace
+from routerlab.benchmarks.builtin import builtin_database_path
+from routerlab.conversation_store import ConversationStore, default_path, new_conversation_id
+from routerlab.serve.models import AskRequest, describe_validation_errors
+
 __all__ = ["ask", "check_request", "print_event"]
 
 #: the command-line option of each field of the HTTP API's request body
@@ -35,9 +46,6 @@ def check_request(
     """
     from pydantic import ValidationError
 
-    from routerlab.agents.errors import ConfigError
-    from routerlab.serve.models import AskRequest, describe_validation_errors
-
     try:
         AskRequest(
             question=question,
@@ -61,9 +69,6 @@ def check_request(
 
 def _check_agent(agent: str, pipeline: Any) -> None:
     """Refuse an agent the pipeline does not offer (the API's check), listing those it does."""
-    from routerlab.agents.errors import UnknownComponentError
-    from routerlab.agents.tools import tools as tool_registry
-
     tool_registry.get(agent)
     if agent not in pipeline.tools:
         raise UnknownComponentError(
@@ -112,15 +117,6 @@ def ask(
     to the ``user`` who started it: another user continuing it is refused (``ConversationForbidden``,
     exit 2) before anything runs, unless ``shared_conversations``.
     """
-    from routerlab import routers
-    from routerlab.agents.capture import build_trace
-    from routerlab.agents.errors import DatabaseError
-    from routerlab.agents.graph import Pipeline
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.turn_history import turn_from_trace
-    from routerlab.benchmarks.builtin import builtin_database_path
-    from routerlab.conversation_store import ConversationStore, default_path, new_conversation_id
-
     check_request(question, router_name, agent, reply, conversation)
     path = Path(db) if db is not None else builtin_database_path()
     if not path.exists():

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from routerlab.agents.errors import ConfigError, RunError
+from routerlab.agents.paths import cache_root
 from routerlab.agents.turn_history import Turn
 
 __all__ = [
@@ -93,8 +94,6 @@ def _unusable(path: Path | None, exc: BaseException) -> ConfigError:
 
 def default_path() -> Path:
     """Where ``routerlab ask`` keeps conversations: ``<cache root>/conversations.sqlite``."""
-    from routerlab.agents.paths import cache_root
-
     return cache_root() / "conversations.sqlite"
 
 

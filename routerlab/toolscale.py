@@ -35,8 +35,11 @@ from typing import Any
 
 import pandas as pd
 
+from routerlab import routers
+from routerlab import routers as registry
 from routerlab._routing_eval.decisions import implied_intent
 from routerlab.agents.errors import ConfigError
+from routerlab.agents.graph import Pipeline
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools.distractors import is_distractor, tool_registry
 from routerlab.benchmarks.example import Example
@@ -209,8 +212,6 @@ def _searches_its_own_tools(router_name: str) -> bool:
     """Whether the router sizes its own searched toolset (it takes ``tool_scale``), like ``retrieval``."""
     import inspect
 
-    from routerlab import routers
-
     return "tool_scale" in inspect.signature(routers.router.get(router_name)).parameters
 
 
@@ -220,9 +221,6 @@ def _build_pipeline(router_name: str, router_args: Mapping[str, Any], size: int,
     A router that searches its toolset (``tool_scale``) builds it itself; any other router is
     bound to all of them through the pipeline's toolset.
     """
-    from routerlab import routers
-    from routerlab.agents.graph import Pipeline
-
     if _searches_its_own_tools(router_name):
         router = routers.router.build(router_name, **{**router_args, "tool_scale": size, "seed": seed})
         return Pipeline(router, lm)
@@ -383,6 +381,7 @@ def _experiment_id(client: Any, name: str, tracking_uri: str) -> str:
         if exp.lifecycle_stage == "deleted":
             client.restore_experiment(exp.experiment_id)
         return exp.experiment_id
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking.artifacts import experiment_location
 
     return client.create_experiment(name, artifact_location=experiment_location(tracking_uri, name))
@@ -401,6 +400,7 @@ def log_toolscale(result: ToolscaleResult, tracking_uri: str, *, experiment: str
     Returns:
         ``"router@size" -> run id``.
     """
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking import metric_name, resolve_tracking_uri, store_client
 
     uri = resolve_tracking_uri(tracking_uri)
@@ -469,8 +469,6 @@ def run_toolscale(
     Raises:
         ConfigError: For an unknown router, index or an impossible size (before anything runs).
     """
-    from routerlab import routers as registry
-
     for name in routers:
         registry.router.get(name)  # an unknown name fails before the first LM call
     for size in sizes:

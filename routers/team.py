@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from routerlab.agents.errors import ConfigError, ContractError
+from routerlab.agents.lm import resolve_lm
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState
@@ -168,8 +169,6 @@ class TeamRouter(Router):
 
     def bind(self, env: RouterEnv) -> None:
         """Build the members, add the pipeline's tools to them, resolve per-member LMs."""
-        from routerlab.agents.lm import resolve_lm
-
         if env.lm is None and set(self.agent_lms) != set(self.order):
             raise ContractError(
                 "the team router needs a language model",

@@ -475,3 +475,103 @@ def test_the_real_tree_fails_on_an_injected_back_edge() -> None:
     }
     (loop,) = import_cycles(unit_graph(injected, "routerlab.routers", routers), ROOT)
     assert "support/ (routers/support/intent.py:1) -> rules" in loop
+
+
+# -- function-local imports of routerlab's own modules ---------------------------------------
+
+#: files whose function-local imports are being replaced (the CLI and the application layer move
+#: to ``routerlab.app`` as its one door; ``serve`` and the sweep's cells with them): not yet checked
+NOT_YET_CHECKED = (
+    "routerlab/cli.py",
+    "routerlab/cli_output.py",
+    "routerlab/app/",
+    "routerlab/serve/",
+    "routerlab/sweep/cell.py",
+    "routerlab/report.py",  # the report is being rebuilt on the comparison model
+)
+#: function-local imports of routerlab modules the product may hold (outside NOT_YET_CHECKED)
+MAX_LOCAL_IMPORTS = 40
+
+
+class LocalImport(NamedTuple):
+    """A function-local import of a routerlab module at ``path:line``, and why it is there."""
+
+    path: Path
+    line: int
+    module: str
+    reason: str
+
+
+def local_imports(path: Path) -> list[LocalImport]:
+    """The imports of ``routerlab.*`` inside functions of ``path``, each with its reason.
+
+    The reason is the comment on the import's line, or the comment line above the run of
+    imports it belongs to (``# imported here: ...``); "" when there is none.
+    """
+    lines = path.read_text().splitlines()
+    found: dict[int, LocalImport] = {}
+    for fn in ast.walk(ast.parse("\n".join(lines), filename=str(path))):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            module = next((m for m in modules if m == "routerlab" or m.startswith("routerlab.")), None)
+            if module is None or node.lineno in found:
+                continue
+            reason = lines[node.lineno - 1].partition("#")[2].strip()
+            above = node.lineno - 2
+            while not reason and above >= 0 and lines[above].strip().startswith(("from ", "import ", ")")):
+                above -= 1  # the other imports of the same run
+            if not reason and above >= 0 and lines[above].strip().startswith("#"):
+                reason = lines[above].strip().lstrip("#").strip()
+            found[node.lineno] = LocalImport(path, node.lineno, module, reason)
+    return sorted(found.values())
+
+
+def _checked_local_imports() -> list[LocalImport]:
+    out = []
+    for _, folder in LAYERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if not path.relative_to(ROOT).as_posix().startswith(NOT_YET_CHECKED):
+                out += local_imports(path)
+    return out
+
+
+def test_function_local_imports_of_routerlab_are_few_and_say_why() -> None:
+    """An import inside a function hides an edge of the import graph: it is the exception, with its reason.
+
+    A reason is a cost the import saves (MLflow, matplotlib or DSPy loaded only when used) or a
+    loop it avoids (a package's ``__init__`` that imports the module back).
+    """
+    found = _checked_local_imports()
+    silent = [f"{i.path.relative_to(ROOT)}:{i.line} {i.module}" for i in found if not i.reason]
+    assert not silent, (
+        "say why each function-local import is not at the top (a comment on it or above it):\n" + "\n".join(silent)
+    )
+    assert len(found) <= MAX_LOCAL_IMPORTS, (
+        f"{len(found)} function-local imports of routerlab modules, at most {MAX_LOCAL_IMPORTS}: move them to the top"
+    )
+
+
+def test_a_local_import_without_a_reason_is_found(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import os\n\n\ndef f():\n"
+        "    # imported here: MLflow costs seconds\n"
+        "    from routerlab.eval.tracking import A\n"
+        "    from routerlab.eval.tracking.layout import B\n\n"
+        "    import json\n"
+        "    from routerlab.x import y\n"
+        "    return A, B, y, os, json\n"
+    )
+    found = local_imports(module)
+    assert [(i.line, i.module, bool(i.reason)) for i in found] == [
+        (6, "routerlab.eval.tracking", True),
+        (7, "routerlab.eval.tracking.layout", True),
+        (10, "routerlab.x", False),
+    ]

@@ -13,6 +13,8 @@ from routerlab.agents.lm.deadline import bounded_lm
 from routerlab.agents.lm.local import LlamaEngine
 from routerlab.agents.lm.prefix_disk import configured_prefix_disk
 from routerlab.agents.lm.provider_scoring import LogprobScorer
+from routerlab.agents.lm.scripted import scripted_lm
+from routerlab.agents.lm.scripts import scripted_script
 from routerlab.agents.lm.speculative import configured_speculative
 from routerlab.agents.lm.usage import UsageCallback
 
@@ -93,9 +95,6 @@ def resolve_lm(
         ModelAssetError: A missing or corrupt local model.
     """
     if spec.startswith("scripted:"):
-        from routerlab.agents.lm.scripted import scripted_lm
-        from routerlab.agents.lm.scripts import scripted_script
-
         # a test double: replies come from a registered script, never from a model or the cache
         name = spec.partition(":")[2]
         return scripted_lm(scripted_script.build(name), name=name)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from routerlab.agents.errors import ConfigError, ContractError, ToolError
+from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.tools.base import Tool
 from routerlab.agents.tools.schema import function_schema
 
@@ -476,8 +477,6 @@ def tool_registry(size: int, *, seed: int = 0, tools: Sequence[Tool] | None = No
         ConfigError: When ``size`` needs more distractors than the catalogues can make.
     """
     if tools is None:
-        from routerlab.agents.tools import DEFAULT_TOOLS
-
         tools = DEFAULT_TOOLS
     real = list(tools)
     names = [t.name for t in real]

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
 from routerlab.agents.tools.base import Tool
+from routerlab.agents.tools.schema import function_schema
 from routerlab.agents.tools.store import MemoryStore
 from routerlab.agents.tools.text_index import (
     BM25Index,
@@ -189,7 +190,6 @@ class FunctionIndex:
         """The retrieval tool the model sees for a ``model``-form function (its own schema), else None."""
         if self.form != "model":
             return None
-        from routerlab.agents.tools.schema import function_schema
 
         description, parameters, _injected = function_schema(self._fn, strict=False)
         return Tool(name="retrieve_tools", description=description, parameters=parameters, fn=self._fn, injected=())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from routerlab.eval.analysis.figures import rates_figure
 from routerlab.eval.analysis.markdown import document, verdict_md
 from routerlab.eval.analysis.measures import PART_NAMES, measure
 from routerlab.eval.analysis.model import SessionComparison
@@ -64,7 +65,5 @@ def session_dashboard(model: SessionComparison, *, figures: bool = True) -> dict
         "table": pd.DataFrame(rows).fillna(""),
     }
     if figures:
-        from routerlab.eval.analysis.figures import rates_figure
-
         out["figures"] = {f"{p.key}_rates.png": rates_figure(p) for p in model.parts}
     return out

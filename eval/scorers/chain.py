@@ -49,6 +49,7 @@ TURN_ERROR_RULES: Mapping[str, str] = {
 
 
 def _default_catalog() -> Mapping[str, Any]:
+    # imported here: the tools package pulls in DSPy, which scoring does not need otherwise
     from routerlab.agents.tools import DEFAULT_TOOLS
 
     return {t.name: t for t in DEFAULT_TOOLS}

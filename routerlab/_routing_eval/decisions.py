@@ -43,10 +43,17 @@ from typing import Any
 import pandas as pd
 from sqlglot import exp, parse_one
 
-from routerlab.agents.plan import CHAINS
+from routerlab import routers
+from routerlab._runs.runner import conversation_units
+from routerlab.agents.db import open_database
+from routerlab.agents.errors import RouterlabError
+from routerlab.agents.graph import Pipeline
+from routerlab.agents.plan import CHAINS, TOOL_INTENT
 from routerlab.agents.state import INTENTS, initial_state
+from routerlab.agents.tools.subagents import result_summary
 from routerlab.agents.turn_history import Turn, turn_without_sql
 from routerlab.benchmarks.example import Example
+from routerlab.benchmarks.loaders._common import check_choice
 from routerlab.eval.confidence_calibration import calibration_summary
 from routerlab.eval.robustness import diversion
 from routerlab.eval.stats import cluster_bootstrap_ci
@@ -96,10 +103,6 @@ def gold_turn(example: Example) -> Turn:
     A gold query that does not run leaves the turn as a failed execution leaves it: no SQL and
     the error class.
     """
-    from routerlab.agents.db import open_database
-    from routerlab.agents.errors import RouterlabError
-    from routerlab.agents.tools.subagents import result_summary
-
     turn = turn_without_sql(example.question, example.intent)
     if not (runs_sql(example.intent) and example.gold_sql):
         return turn
@@ -183,8 +186,6 @@ class FirstDecision:
 
 def implied_intent(decision: Any) -> str | None:
     """The intent a decision implies: its own ``intent``, else its first tool's, else None."""
-    from routerlab.agents.plan import TOOL_INTENT
-
     if decision.intent in INTENTS:
         return decision.intent
     return TOOL_INTENT.get(decision.tool_calls[0]["name"]) if decision.tool_calls else None
@@ -253,11 +254,6 @@ def first_decisions(
     Raises:
         ConfigError: An unknown ``history``.
     """
-    from routerlab import routers
-    from routerlab._runs.runner import conversation_units
-    from routerlab.agents.graph import Pipeline
-    from routerlab.benchmarks.loaders._common import check_choice
-
     keep = HISTORIES[check_choice("history", history, tuple(HISTORIES))]
     built = router if router is not None else routers.router.build(router_name, **router_args)
     pipeline = Pipeline(built, lm)

@@ -170,6 +170,7 @@ def routing_rates_from_mlflow(tracking_uri: str | None, session: str) -> pd.Data
     """
     import mlflow
 
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking.layout import TAG_RUN_KEY
 
     mlflow.set_tracking_uri(resolve_tracking_uri(tracking_uri))

@@ -18,11 +18,13 @@ from typing import Any
 
 import yaml
 
+import routerlab.eval.scorers  # noqa: F401  (registers the built-in scorers)
 from routerlab._runs.runner import RunConfig
 from routerlab.agents.errors import ConfigError, UnknownComponentError, not_utf8
 from routerlab.agents.faults import FaultSpec, parse_fault_spec
 from routerlab.agents.graph import PipelineConfig
 from routerlab.agents.tools import ToolSettings
+from routerlab.eval.scoring import scorer
 
 __all__ = ["RUN_FIELDS", "check_keys", "check_values", "load_run_config", "read_mapping_file"]
 
@@ -288,9 +290,6 @@ def _build(path: Path | None, data: dict[str, Any], defaults: dict[str, Any], gi
 
 
 def _check_scorers(where: str, names: tuple[str, ...]) -> None:
-    import routerlab.eval.scorers  # noqa: F401  (registers the built-in scorers)
-    from routerlab.eval.scoring import scorer
-
     for name in names:
         if name not in scorer:
             try:

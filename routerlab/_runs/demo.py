@@ -8,6 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import SessionSpec, run_session
+from routerlab.agents.lm import scripted_lm
 from routerlab.eval.store import ResultsStore
 
 __all__ = ["DEMO_ROUTERS", "make_demo_session"]
@@ -74,10 +77,6 @@ def make_demo_session(
         return found
     # imported only to run: the runner pulls in LangGraph, DSPy and MLflow, which reuse needs not
     from rich.console import Console
-
-    from routerlab._runs.runner import RunConfig
-    from routerlab._runs.session import SessionSpec, run_session
-    from routerlab.agents.lm import scripted_lm
 
     store_path = str(directory / "results.duckdb")
     tracking_uri = f"sqlite:///{directory / 'mlflow.db'}"

@@ -41,9 +41,18 @@ import pandas as pd
 from rich.console import Console
 
 from routerlab._routing_eval.decisions import FirstDecision, first_decisions
-from routerlab._runs.session import SessionResult, SessionSpec, load_dataset, run_session, select
+from routerlab._routing_eval.stored import store_decisions
+from routerlab._runs.config import load_run_config
+from routerlab._runs.session import SessionResult, SessionSpec, load_dataset, new_session_id, run_session, select
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.registry import component_spec
 from routerlab.app.defaults import DEFAULT_ROUTERS
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.console import render_console, terminal_width
 from routerlab.eval.analysis.model import SessionComparison
+from routerlab.eval.analysis.tracked import session_dashboard
+from routerlab.eval.store import ResultsStore
+from routerlab.routers import router as registry
 
 __all__ = ["E2E_INTENTS", "E2E_LIMIT", "ROUTERS", "MainJobResult", "run_main_job"]
 
@@ -89,8 +98,6 @@ def _part_configs(settings: Mapping[str, Any]) -> tuple[Any, Any]:
     only a whole-pipeline run has (scorers, attempts, faults, deadline, concurrency) go to the
     end-to-end part.
     """
-    from routerlab._runs.config import load_run_config
-
     data = {k: settings.get(k) for k in _DATA_SETTINGS}
     rest = {k: v for k, v in settings.items() if k not in _DATA_SETTINGS and k != "limit"}
     limit = settings.get("limit")
@@ -127,16 +134,8 @@ def run_main_job(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from routerlab._routing_eval.stored import store_decisions
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab._routing_eval.tracking import RouteTracking
-    from routerlab._runs.session import new_session_id
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.registry import component_spec
-    from routerlab.eval.analysis.build import build_comparison
-    from routerlab.eval.analysis.console import render_console, terminal_width
-    from routerlab.eval.analysis.tracked import session_dashboard
-    from routerlab.eval.store import ResultsStore
-    from routerlab.routers import router as registry
 
     def say(text: str) -> None:
         # wrapped to the terminal, as the closing table is (a log's console is wider than its reader)

@@ -21,6 +21,7 @@ from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.lm.deadline import deadline_scope
 from routerlab.agents.registry import component_spec
+from routerlab.agents.state import INTENTS
 from routerlab.agents.trace import Trace
 from routerlab.agents.turn_history import Turn, turn_from_trace
 from routerlab.benchmarks.example import Example
@@ -142,8 +143,6 @@ class RunConfig:
 def _checked_intents(value: Any) -> tuple[str, ...]:
     """``intents`` as a tuple of known intent names, or a ConfigError naming the bad one."""
     import difflib
-
-    from routerlab.agents.state import INTENTS
 
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list | tuple) or not names:

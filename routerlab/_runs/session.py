@@ -37,7 +37,7 @@ from routerlab._runs.session_spec import (
     recorded_session,
 )
 from routerlab.agents.signals import is_stop, shield
-from routerlab.eval.store import StoreBusyError
+from routerlab.eval.store import ResultsStore, StoreBusyError
 
 __all__ = [
     "SessionResult",
@@ -84,7 +84,7 @@ def run_session(
         The session's run ids and results. On Ctrl-C, ``interrupted`` is True and what finished
         is kept; ``skipped`` counts examples the deadline kept from starting.
     """
-    from routerlab.eval.store import ResultsStore
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking import MlflowSink
 
     plan = plan_session(spec, resume, lm, session_id)

@@ -15,7 +15,10 @@ from routerlab._runs.runner import RouterRun
 from routerlab._runs.session_plan import Live, SessionResult, SessionSpec
 from routerlab.agents.errors import ConfigError, RouterlabError
 from routerlab.agents.signals import is_stop, shield
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.tracked import session_dashboard
 from routerlab.eval.scoring import ExampleResult
+from routerlab.eval.store import session_of
 
 __all__ = [
     "close_quietly",
@@ -93,6 +96,7 @@ def fail(live: Live, exc: BaseException) -> None:
 
 def tracking_failure(spec: SessionSpec, exc: BaseException) -> ConfigError | None:
     """The clear error for an MLflow store fault (full disk, damaged file); None: not one."""
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking import tracking_store_failure
 
     if spec.tracking_uri is None or isinstance(exc, RouterlabError):
@@ -140,10 +144,6 @@ def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:
     (:func:`routerlab.eval.analysis.tracked.session_dashboard`); the description links the router
     runs' compare page. A failure here never fails the session: the child runs hold every figure.
     """
-    from routerlab.eval.analysis.build import build_comparison
-    from routerlab.eval.analysis.tracked import session_dashboard
-    from routerlab.eval.store import session_of
-
     if not [r for r in out.run_ids if store.results(r)]:
         return {}
     try:

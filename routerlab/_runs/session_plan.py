@@ -19,6 +19,8 @@ from typing import Any
 
 from rich.console import Console
 
+import routerlab.benchmarks.builtin
+import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
 from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
 from routerlab._runs.selection import of_intents, schedule, stratified_subset
 from routerlab._runs.session_spec import (
@@ -27,6 +29,7 @@ from routerlab._runs.session_spec import (
 )
 from routerlab.agents.errors import ConfigError, RunError
 from routerlab.agents.faults import FaultCall
+from routerlab.agents.lm import resolve_lm
 from routerlab.agents.registry import component_spec
 from routerlab.agents.signals import shield
 from routerlab.agents.tools.sql_program import sql_program_record
@@ -36,6 +39,7 @@ from routerlab.benchmarks.dbcheck import BadDatabase, bad_databases_error, check
 from routerlab.benchmarks.example import Example
 from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 from routerlab.eval.scoring import ExampleResult
+from routerlab.eval.store import ResultsStore
 
 __all__ = [
     "Live",
@@ -106,9 +110,6 @@ def new_session_id() -> str:
 
 def load_dataset(config: RunConfig) -> Dataset:
     """Build the configured dataset through the registry (importing the built-in loaders)."""
-    import routerlab.benchmarks.builtin
-    import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
-
     try:
         return dataset.build(config.dataset, **config.dataset_args)
     except RunError as exc:
@@ -160,9 +161,6 @@ def plan_session(spec: SessionSpec, resume: str | None, lm: Any, session_id: str
     Raises:
         ConfigError: Bad input; nothing has been written.
     """
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.eval.store import ResultsStore
-
     config = spec.config
     session_id = resume or session_id or new_session_id()
     # nothing is written until every input is checked: bad input leaves no store behind
@@ -183,6 +181,7 @@ def plan_session(spec: SessionSpec, resume: str | None, lm: Any, session_id: str
     plan = Plan(session_id, existing, reader, ds, examples, list(bad), runs, database_digests(examples))
     _check_digests(plan)
     if spec.tracking_uri:
+        # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
         from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
 
         # a store that cannot take the runs must fail here, before any run is created

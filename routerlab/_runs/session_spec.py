@@ -13,6 +13,7 @@ from typing import Any
 
 from routerlab._runs.runner import RunConfig
 from routerlab.agents.errors import ConfigError
+from routerlab.eval.store import END_TO_END, ResultsStore, session_of
 
 __all__ = [
     "RESUME_MAY_CHANGE",
@@ -30,8 +31,6 @@ def session_runs(store: Any, session_id: str) -> list[str]:
     A session's routing part (first decisions, :data:`~routerlab.eval.store.ROUTING`) is complete
     once stored: resuming finishes the end-to-end runs only.
     """
-    from routerlab.eval.store import END_TO_END, session_of
-
     runs = store.runs()
     return [
         r
@@ -42,8 +41,6 @@ def session_runs(store: Any, session_id: str) -> list[str]:
 
 def unknown_session(store: Any, session_id: str) -> ConfigError:
     """The error for a session id the store does not hold, naming its latest sessions."""
-    from routerlab.eval.store import session_of
-
     sessions = sorted({session_of(r) for r in store.runs()["run_id"]})
     return ConfigError(
         f"no session {session_id!r} in {store.path}",
@@ -63,8 +60,6 @@ def recorded_session(store_path: str, session_id: str) -> tuple[list[tuple[str, 
     Raises:
         ConfigError: No such session in the store.
     """
-    from routerlab.eval.store import ResultsStore
-
     store = ResultsStore(store_path, read_only=True)
     run_ids = session_runs(store, session_id)
     if not run_ids:

@@ -39,11 +39,21 @@ from typing import Any
 
 import yaml
 
+import routerlab.benchmarks.loaders  # noqa: F401  (registers blend and the sources' loaders)
+from routerlab._routing_eval.decisions import first_decisions, summary_table
+from routerlab._runs.selection import schedule
 from routerlab.agents.errors import ConfigError
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.example import Example
 from routerlab.eval.robustness import diversion
 from routerlab.eval.stats import paired_cluster_bootstrap_diff
-from routerlab.fit.objective import SAFETY_INTENTS, routing_score
+from routerlab.fit.objective import SAFETY_INTENTS, RoutingObjective, routing_score
+from routerlab.fit.optimize import holdout_split, new_program, route_set, schema_texts, to_dspy_examples
+from routerlab.fit.optimizers import optimizer
+from routerlab.routers.dspy_router import check_checks, load_program, program_path, save_meta
+from routerlab.routers.support.neighbours import Neighbours
+from routerlab.routers.support.schema_outline import check_view
 
 __all__ = [
     "Candidate",
@@ -268,10 +278,6 @@ def load_choice_config(path: str | Path) -> ChoiceConfig:
     Raises:
         ConfigError: A missing file, an unknown key, optimizer, check or schema view, bad settings.
     """
-    from routerlab.fit.optimizers import optimizer
-    from routerlab.routers.dspy_router import check_checks
-    from routerlab.routers.support.schema_outline import check_view
-
     file = Path(path)
     if not file.is_file():
         raise ConfigError(
@@ -367,8 +373,6 @@ def load_choice_config(path: str | Path) -> ChoiceConfig:
 
 def divide(tune: Sequence[Example], cfg: ChoiceConfig) -> tuple[list[Example], list[Example]]:
     """``(fit, selection)`` of the tune part: per source, held out then capped (module docstring)."""
-    from routerlab.fit.optimize import holdout_split
-
     by_source: dict[str, list[Example]] = defaultdict(list)
     for e in tune:
         by_source[e.dataset].append(e)
@@ -383,17 +387,12 @@ def divide(tune: Sequence[Example], cfg: ChoiceConfig) -> tuple[list[Example], l
 
 def _inputs(program: Any, examples: Sequence[Example], context: Sequence[Example]) -> list[Any]:
     """``examples`` as ``program`` reads them (its schema view and checks)."""
-    from routerlab.fit.optimize import schema_texts, to_dspy_examples
-
     route = program.route
     return to_dspy_examples(examples, schema_texts(examples, route.schema), route.checks, route.neighbours, context)
 
 
 def _report(program: str, examples: Sequence[Example], lm: Any) -> dict[str, dict[str, float]]:
     """The router with ``program`` on each source of the report part (first decisions, gold history)."""
-    from routerlab._routing_eval.decisions import first_decisions, summary_table
-    from routerlab._runs.selection import schedule
-
     out: dict[str, dict[str, float]] = {}
     by_source: dict[str, list[Example]] = defaultdict(list)
     for e in examples:
@@ -452,15 +451,6 @@ def run_choice(
     """
     # long because the rule's steps share one LM context and one set of paths: compile, select, decide, report
     import dspy
-
-    import routerlab.benchmarks.loaders  # noqa: F401  (registers blend and the sources' loaders)
-    from routerlab.agents.lm.adapter import lm_context
-    from routerlab.benchmarks.dataset import dataset
-    from routerlab.fit.objective import RoutingObjective
-    from routerlab.fit.optimize import new_program, route_set
-    from routerlab.fit.optimizers import optimizer
-    from routerlab.routers.dspy_router import load_program, program_path, save_meta
-    from routerlab.routers.support.neighbours import Neighbours
 
     blend = dataset.build("blend", path=cfg.blend)
     tune, held_back = blend.split("train"), blend.split("dev")

@@ -26,15 +26,21 @@ from typing import TYPE_CHECKING, Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from routerlab._routing_eval.decisions import gold_turn
+from routerlab.agents.db import open_database
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.registry import component_spec
+from routerlab.agents.routing import RouterEnv
+from routerlab.agents.turn_history import history_text
 from routerlab.benchmarks.example import Example
 from routerlab.fit.objective import RoutingObjective, intent_correct, routing_score
 from routerlab.fit.optimizers import optimizer as optimizer_registry
-from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, save_meta
+from routerlab.routers.dspy_router import RouteProgram, load_program, program_path, request_evidence, save_meta
 from routerlab.routers.support.history_window import DEFAULT_WINDOW, check_window, history_window
 from routerlab.routers.support.neighbours import Neighbours
+from routerlab.routers.support.schema_outline import check_view, schema_view
+from routerlab.routers.support.turns import without_pleasantries
 
 if TYPE_CHECKING:
     from routerlab.agents.routing import RouterEnv
@@ -153,9 +159,6 @@ def to_dspy_examples(
     database as the router reads them (no such field without checks); the ``neighbours`` check
     reads the ``neighbours`` pool, in which an example is never its own neighbour.
     """
-    from routerlab.agents.turn_history import history_text
-    from routerlab.routers.support.turns import without_pleasantries
-
     inputs = ("tables", "conversation", "request", *(("evidence",) if checks else ()))
     env = _check_env() if checks else None
     histories = _gold_histories(examples, context if context is not None else examples)
@@ -178,8 +181,6 @@ def to_dspy_examples(
 
 def _gold_histories(examples: Sequence[Example], context: Sequence[Example]) -> dict[str, list[Turn]]:
     """Example id -> the gold turns before it in its conversation (only for examples that have some)."""
-    from routerlab._routing_eval.decisions import gold_turn
-
     later = [e for e in examples if e.conversation and e.turn > 1]
     if not later:
         return {}
@@ -198,9 +199,6 @@ def _gold_histories(examples: Sequence[Example], context: Sequence[Example]) -> 
 
 def _check_env() -> RouterEnv:
     """What the checks read a database through: the router's read-only opener, no tools."""
-    from routerlab.agents.db import open_database
-    from routerlab.agents.routing import RouterEnv
-
     return RouterEnv(tools=[], open_db=open_database)
 
 
@@ -212,8 +210,6 @@ def _evidence(
     history: list[Turn] | None = None,
 ) -> str:
     """The checks' findings about ``example``'s request on its database (what the router adds)."""
-    from routerlab.routers.dspy_router import request_evidence
-
     state = {"database": example.db_path, "question": example.question, "history": list(history or [])}
     return request_evidence(env, state, checks, neighbours)  # type: ignore[arg-type]
 
@@ -331,10 +327,6 @@ def score_set(program: dspy.Module, data: Sequence[dspy.Example], *, safety: flo
 
 def schema_texts(examples: Sequence[Example], schema: str = "tables") -> dict[str, str]:
     """Each database of ``examples`` as the program's ``tables`` input shows it (the router's view)."""
-    from routerlab.agents.db import open_database
-    from routerlab.agents.routing import RouterEnv
-    from routerlab.routers.support.schema_outline import check_view, schema_view
-
     view = check_view("dspy", schema)
     env = RouterEnv(tools=[], open_db=open_database)
     out = {}

@@ -30,6 +30,10 @@ import dspy
 
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
+from routerlab.agents.state import INTENTS
+from routerlab.fit.label_calibration_fit import MAPS, score_with_map
+from routerlab.routers.dspy_router import INSTRUCTIONS
+from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
 
 __all__ = ["Optimizer", "optimizer"]
 
@@ -127,8 +131,6 @@ class Stratified:
     ) -> dspy.Module:
         """Draw the demos; no LM call."""
         import random
-
-        from routerlab.agents.state import INTENTS
 
         rng = random.Random(self.seed)
         demos: list[dspy.Example] = []
@@ -308,9 +310,6 @@ class Calibrated:
         l2: float | None = None,
         instructions: list[str] | None = None,
     ) -> None:
-        from routerlab.fit.label_calibration_fit import MAPS
-        from routerlab.routers.dspy_router import INSTRUCTIONS
-
         if base == "calibrated":
             raise ConfigError(
                 "the calibrated optimizer cannot calibrate itself",
@@ -381,8 +380,6 @@ class Calibrated:
 
     def _read(self, program: dspy.Module, trainset: list[dspy.Example], lm: Any) -> tuple[list, list, list]:
         """The one-pass distributions of the train examples the program does not show as demos."""
-        from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
-
         prompt = IntentPrompt.from_predict(program.route)
         shown = {demo[1] for demo in prompt.demos}
         dists, gold, accepted = [], [], []
@@ -420,10 +417,6 @@ class Calibrated:
         self, student: dspy.Module, *, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric, lm: Any
     ) -> dspy.Module:
         """Compile with the base optimizer, read the train distributions, fit and set the calibration."""
-        from routerlab.agents.state import INTENTS
-        from routerlab.fit.label_calibration_fit import MAPS, score_with_map
-        from routerlab.routers.dspy_router import INSTRUCTIONS
-
         base = self._base.compile(student, trainset=trainset, valset=valset, metric=metric, lm=lm)
         safety = float(getattr(metric, "safety", 2.0))
         fit_map = MAPS[self.map]

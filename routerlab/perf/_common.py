@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from routerlab.agents.lm import scripted_lm
 from routerlab.stub_lm import LatencyServer
 
 __all__ = ["CATEGORIES", "THEMES", "Clock", "PerfFigure", "p95", "schema_db", "stub_server", "zero_latency_lm"]
@@ -72,8 +73,6 @@ class Clock:
 
 
 def zero_latency_lm() -> Any:
-    from routerlab.agents.lm import scripted_lm
-
     def reply(request: Any) -> Any:
         if request.tools:
             return {"name": "chat", "args": {"message": "hi"}}

@@ -5,6 +5,13 @@ from __future__ import annotations
 import statistics
 import time
 
+from routerlab.agents.db import open_database
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.lm.chat import chat
+from routerlab.agents.tools import DEFAULT_TOOLS
+from routerlab.agents.tools.programs import SQLPrograms
+from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 from routerlab.perf._common import PerfFigure
 
 __all__ = ["alternating_prefixes"]
@@ -18,14 +25,6 @@ def alternating_prefixes(spec: str = "local", questions: int = 2) -> list[PerfFi
     never shares a prefix with the next prompt. The engine's saved prefix states
     (``LlamaEngine.prefix_states``) restore the longest matching earlier prompt instead.
     """
-    from routerlab.agents.db import open_database
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.lm.adapter import lm_context
-    from routerlab.agents.lm.chat import chat
-    from routerlab.agents.tools import DEFAULT_TOOLS
-    from routerlab.agents.tools.programs import SQLPrograms
-    from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
-
     db = open_database(builtin_database_path())
     schema = db.schema_text()
     tools = [t.openai_schema() for t in DEFAULT_TOOLS]

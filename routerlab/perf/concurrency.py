@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
+from routerlab.agents.lm import resolve_lm
+from routerlab.benchmarks.builtin import load_builtin
 from routerlab.perf._common import PerfFigure, stub_server
 
 __all__ = ["concurrency_scaling"]
@@ -16,10 +19,6 @@ def concurrency_scaling(workers: Sequence[int] = (1, 2, 4, 8, 16), n_examples: i
     The ``rules`` router on built-in chat and explain requests: one LM call each, through LiteLLM
     exactly as a remote provider, with the response cache off.
     """
-    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.benchmarks.builtin import load_builtin
-
     pool = [e for e in load_builtin().split("all") if e.intent in ("chat", "explain")]
     examples = (pool * (n_examples // len(pool) + 1))[:n_examples]
     figures = []

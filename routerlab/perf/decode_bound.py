@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.lm.gguf import read_tensors
+from routerlab.agents.lm.speculative import OFF, evaluate_batch, truncate_context
 from routerlab.perf._common import PerfFigure
 
 __all__ = ["decode_bound", "memory_bandwidth"]
@@ -55,8 +58,6 @@ def memory_bandwidth(mb: int = 256, repeats: int = 5, threads: int = 2) -> dict[
 
 def _pass_seconds(llm: object, sizes: tuple[int, ...], rounds: int) -> dict[int, list[float]]:
     """Seconds of one forward pass of each batch size after a 256-token context, sizes interleaved."""
-    from routerlab.agents.lm.speculative import evaluate_batch, truncate_context
-
     text = "SELECT name, country FROM singer WHERE age > 30 ORDER BY age DESC; " * 40
     tokens = [int(t) for t in llm.tokenize(text.encode(), add_bos=False)]  # type: ignore[attr-defined]
     base = 256
@@ -85,10 +86,6 @@ def decode_bound(
         sizes: Batch sizes timed; the first is the one-token pass the others are compared with.
         mb: Size of the buffer the bandwidth is measured over (far above the caches).
     """
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.lm.gguf import read_tensors
-    from routerlab.agents.lm.speculative import OFF
-
     bandwidth = {threads: memory_bandwidth(mb, threads=threads) for threads in (1, 2)}
     read = max(b["read"] for b in bandwidth.values())
     figures = [

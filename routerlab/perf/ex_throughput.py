@@ -9,6 +9,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from routerlab.agents.db.guard import clear_guard_cache
+from routerlab.agents.trace import Trace
+from routerlab.benchmarks.example import Example
+from routerlab.eval.scorers.execution import ExecutionAccuracy, results_match
 from routerlab.perf._common import PerfFigure
 
 __all__ = ["ex_throughput"]
@@ -82,8 +86,6 @@ def _ex_pairs(directory: Path, n_pairs: int, n_dbs: int, rows: int) -> list[tupl
 
 def _plain_loop(pairs: Sequence[tuple[str, str, str]]) -> int:
     """The baseline: open, run both, compare, for every pair; no cache, one thread, no timeout."""
-    from routerlab.eval.scorers.execution import results_match
-
     hits = 0
     for db, gold, pred in pairs:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -110,11 +112,6 @@ def ex_throughput(n_pairs: int = 1000, workers: int = 2, rows: int = 20_000) -> 
     Returns:
         Pairs per second for each way, and the speed-up over the plain loop.
     """
-    from routerlab.agents.db.guard import clear_guard_cache
-    from routerlab.agents.trace import Trace
-    from routerlab.benchmarks.example import Example
-    from routerlab.eval.scorers.execution import ExecutionAccuracy
-
     with tempfile.TemporaryDirectory() as d:
         pairs = _ex_pairs(Path(d), n_pairs, n_dbs=4, rows=rows)
         cache = str(Path(d) / "gold.sqlite")

@@ -11,6 +11,11 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from routerlab._routing_eval.decisions import first_decisions
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.lm.prefix_disk import configured_prefix_disk
+from routerlab.benchmarks.example import Example
+from routerlab.benchmarks.loaders.spider import load_spider
 from routerlab.perf._common import PerfFigure, schema_db
 
 __all__ = ["first_decision_cost"]
@@ -20,11 +25,7 @@ _log = logging.getLogger(__name__)
 
 def _first_questions(databases: Path | None, n: int, tmp: Path) -> list[Any]:
     """One sql example on each of ``n`` databases: a Spider-layout folder's, else generated ones."""
-    from routerlab.benchmarks.example import Example
-
     if databases is not None:
-        from routerlab.benchmarks.loaders.spider import load_spider
-
         firsts: dict[str, Any] = {}
         for e in load_spider(str(databases)).examples:
             firsts.setdefault(e.db_id, e)
@@ -55,10 +56,6 @@ def first_decision_cost(spec: str = "local", databases: Path | None = None, n: i
             schemas of 6, 12, 18... tables.
         n: How many databases.
     """
-    from routerlab._routing_eval.decisions import first_decisions
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.lm.prefix_disk import configured_prefix_disk
-
     lm = resolve_lm(spec, cache=False)
     engine: Any = getattr(lm, "engine", None)  # the embedded engine, when the LM has one
     if not hasattr(engine, "forget_prefixes"):

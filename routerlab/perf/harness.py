@@ -8,6 +8,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from unittest import mock
 
+import routerlab._runs.runner as runner_mod
+import routerlab.agents.db.database as database_mod
+import routerlab.agents.tools.subagents as subagents_mod
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
+from routerlab._runs.selection import stratified_subset
+from routerlab.benchmarks.builtin import load_builtin
+from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.store import ResultsStore
 from routerlab.perf._common import Clock, PerfFigure, zero_latency_lm
 
 __all__ = ["harness_overhead"]
@@ -22,13 +30,7 @@ def harness_overhead(n_examples: int = 60) -> list[PerfFigure]:
     Returns:
         Milliseconds per example for graph, guard, SQL execution, scoring and tracking.
     """
-    import routerlab._runs.runner as runner_mod
-    import routerlab.agents.db.database as database_mod
-    import routerlab.agents.tools.subagents as subagents_mod
-    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
-    from routerlab._runs.selection import stratified_subset
-    from routerlab.benchmarks.builtin import load_builtin
-    from routerlab.eval.store import ResultsStore
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking import MlflowSink
 
     examples = stratified_subset(load_builtin().split("all"), n_examples)
@@ -47,7 +49,6 @@ def harness_overhead(n_examples: int = 60) -> list[PerfFigure]:
         rr = RouterRun("rules", {}, zero_latency_lm(), config, build_scorers(config))
         store = ResultsStore(str(tmp / "results.duckdb"))
         sink = MlflowSink(f"sqlite:///{tmp}/mlflow.db")
-        from routerlab.benchmarks.dataset import Dataset
 
         ds = Dataset("builtin", "perf", list(examples), source="builtin")
         store.create_run("perf.rules", router="rules", lm="scripted", dataset=ds, split="all", config={}, params={})

@@ -6,6 +6,13 @@ import statistics
 import time
 from typing import Any
 
+from routerlab.agents.db import open_database
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.tools.context import ToolContext
+from routerlab.agents.tools.programs import SQLPrograms
+from routerlab.agents.tools.schema_linking import overlap_tables
+from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 from routerlab.perf._common import PerfFigure
 
 __all__ = ["model_speed"]
@@ -19,14 +26,6 @@ def model_speed(spec: str = "local", questions: int = 3) -> list[PerfFigure]:
     prefix is reused); also counts prompt tokens with the full schema and after linking.
     """
     import dspy
-
-    from routerlab.agents.db import open_database
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.lm.adapter import lm_context
-    from routerlab.agents.tools.context import ToolContext
-    from routerlab.agents.tools.programs import SQLPrograms
-    from routerlab.agents.tools.schema_linking import overlap_tables
-    from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 
     lm = resolve_lm(spec, cache=False)
     engine: Any = getattr(lm, "_engine_spec", None)  # the embedded engine, when the LM has one

@@ -9,6 +9,12 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from routerlab import routers
+from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.tools import ToolSettings
+from routerlab.benchmarks.builtin import load_builtin
+from routerlab.benchmarks.loaders.spider import load_spider
 from routerlab.perf._common import PerfFigure, p95
 
 __all__ = ["pipeline_split", "stage_seconds"]
@@ -46,10 +52,7 @@ def stage_seconds(trace: Any) -> dict[str, float]:
 def _split_examples(databases: Path | None, n: int) -> list[Any]:
     """``n`` sql questions spread over the databases: a Spider-layout folder's, else the built-in dev split's."""
     if databases is None:
-        from routerlab.benchmarks.builtin import load_builtin
-
         return [e for e in load_builtin().split("dev") if e.intent == "sql"][:n]
-    from routerlab.benchmarks.loaders.spider import load_spider
 
     by_db: dict[str, list[Any]] = {}
     for e in load_spider(str(databases)).examples:
@@ -88,11 +91,6 @@ def pipeline_split(
         tools: Tool settings of the pipeline (``pipeline.tools`` of a run config; None: the defaults).
         routers_: The routers compared, the plain call first.
     """
-    from routerlab import routers
-    from routerlab.agents.graph import Pipeline, PipelineConfig
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.tools import ToolSettings
-
     lm = resolve_lm(spec, cache=False)
     forget = getattr(getattr(lm, "_engine_spec", None), "forget_prefixes", None)
     examples = _split_examples(databases, n)

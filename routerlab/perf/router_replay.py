@@ -8,6 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
+from routerlab._runs.selection import stratified_subset
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.tools import DEFAULT_TOOLS
+from routerlab.benchmarks.builtin import load_builtin
 from routerlab.perf._common import PerfFigure, stub_server
 
 __all__ = ["router_replay"]
@@ -32,12 +37,6 @@ def router_replay(n_examples: int = 24, delay_s: float = 0.2) -> list[PerfFigure
     (``ask_human``) computes nothing, so nothing is stored for it.
     """
     from dataclasses import replace as _replace
-
-    from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
-    from routerlab._runs.selection import stratified_subset
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.tools import DEFAULT_TOOLS
-    from routerlab.benchmarks.builtin import load_builtin
 
     examples = stratified_subset(load_builtin().split("all"), n_examples)
     figures: list[PerfFigure] = []

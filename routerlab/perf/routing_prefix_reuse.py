@@ -7,7 +7,15 @@ import statistics
 import time
 from typing import Any
 
+from routerlab.agents.db import open_database
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.tools.programs import SQLPrograms
+from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 from routerlab.perf._common import PerfFigure
+from routerlab.routers.dspy_router import RouteProgram, load_program
+from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
+from routerlab.routers.support.schema_outline import schema_outline
 
 __all__ = ["routing_prefix_reuse"]
 
@@ -21,15 +29,6 @@ def routing_prefix_reuse(spec: str = "local", questions: int = 6) -> list[PerfFi
     saved state. The same requests through the program's generation path give the comparison.
     Wall times are of this machine as shared at the time of the run.
     """
-    from routerlab.agents.db import open_database
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.lm.adapter import lm_context
-    from routerlab.agents.tools.programs import SQLPrograms
-    from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
-    from routerlab.routers.dspy_router import RouteProgram, load_program
-    from routerlab.routers.support.lm_intent import IntentPrompt, classify_one_pass
-    from routerlab.routers.support.schema_outline import schema_outline
-
     lm = resolve_lm(spec, cache=False, max_tokens=48)
     engine: Any = getattr(lm, "engine", None)  # the embedded engine, when the LM has one
     if not hasattr(engine, "score_choices"):

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 
 from routerlab.perf._common import PerfFigure
+from routerlab.routers.rules import RulesRouter
 
 __all__ = ["RULES_WORST_TEXTS", "rules_scaling"]
 
@@ -27,8 +28,6 @@ def rules_scaling(sizes: Sequence[int] = (16_000, 128_000), repeats: int = 3) ->
     linear router takes about ``sizes[-1] / sizes[0]`` times as long, a quadratic one its square
     (137 s for 128k characters before the fix). Best of ``repeats``, after one warm-up decision.
     """
-    from routerlab.routers.rules import RulesRouter
-
     router = RulesRouter()
     figures: list[PerfFigure] = []
     growth = sizes[-1] / sizes[0]

@@ -9,6 +9,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from routerlab.agents.db import open_database
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.tools.context import ToolContext
+from routerlab.agents.tools.programs import SQLPrograms, clean_sql
+from routerlab.agents.tools.schema_linking import overlap_tables
+from routerlab.eval.scorers.execution import results_match
 from routerlab.perf._common import PerfFigure, schema_db
 
 __all__ = ["schema_scaling"]
@@ -23,14 +30,6 @@ def schema_scaling(spec: str = "local", sizes: Sequence[int] = (5, 15, 40)) -> l
     Every generation starts from a cold KV cache (saved prefixes forgotten), so the prompt's
     length is what is timed. Accuracy is EX against the gold SQL on the same file.
     """
-    from routerlab.agents.db import open_database
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.lm.adapter import lm_context
-    from routerlab.agents.tools.context import ToolContext
-    from routerlab.agents.tools.programs import SQLPrograms, clean_sql
-    from routerlab.agents.tools.schema_linking import overlap_tables
-    from routerlab.eval.scorers.execution import results_match
-
     lm = resolve_lm(spec, cache=False)
     forget = getattr(getattr(lm, "_engine_spec", None), "forget_prefixes", None)
     programs = SQLPrograms()

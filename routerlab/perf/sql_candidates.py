@@ -7,6 +7,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from routerlab.agents.db import open_database
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.tools.framing import CHAT_MAX_TOKENS, chat_messages
+from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 from routerlab.perf._common import PerfFigure
 
 __all__ = ["candidate_decoding"]
@@ -24,11 +28,6 @@ def candidate_decoding(
     selection samples today. Reported per N: p50 seconds per question each way, generated tokens
     per second of the batched decode, and distinct candidates per question.
     """
-    from routerlab.agents.db import open_database
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.tools.framing import CHAT_MAX_TOKENS, chat_messages
-    from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
-
     lm = resolve_lm(spec, cache=False)
     engine: Any = getattr(lm, "_engine_spec", None)  # the embedded engine, when the LM has one
     if not hasattr(engine, "sample_candidates"):

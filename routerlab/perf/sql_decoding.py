@@ -26,6 +26,13 @@ from typing import Any
 import numpy as np
 from scipy.stats import binom
 
+from routerlab.agents.db import open_database
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.lm.adapter import lm_context
+from routerlab.agents.lm.local import clear_models
+from routerlab.agents.lm.speculative import NEAR_TIE, OFF
+from routerlab.agents.tools.programs import SQLPrograms
+from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 from routerlab.perf._common import PerfFigure
 
 __all__ = ["median_interval", "sql_decoding"]
@@ -87,14 +94,6 @@ def sql_decoding(spec: str = "local", questions: int = 6, drafter: str = "prompt
     See the module docstring for the protocol. Questions are the built-in dev split's SQL
     questions after the first (which only warms the schema prefix).
     """
-    from routerlab.agents.db import open_database
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.lm.adapter import lm_context
-    from routerlab.agents.lm.local import clear_models
-    from routerlab.agents.lm.speculative import NEAR_TIE, OFF
-    from routerlab.agents.tools.programs import SQLPrograms
-    from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
-
     db = open_database(builtin_database_path())
     schema = db.schema_text()
     qs = [e.question for e in load_builtin().split("dev") if e.intent == "sql"][: questions + 1]

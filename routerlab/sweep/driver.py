@@ -20,7 +20,10 @@ from typing import Any
 import pandas as pd
 from rich.console import Console
 
+from routerlab._runs.session import load_dataset, new_session_id
 from routerlab.agents.errors import ConfigError
+from routerlab.agents.registry import component_spec
+from routerlab.eval.store import ResultsStore
 from routerlab.sweep.cell import TAG_SWEEP, CellOutcome, CellTracking
 from routerlab.sweep.executors import Executor, SweepContext
 from routerlab.sweep.grid import Cell, SweepSpec
@@ -60,8 +63,6 @@ class SweepResult:
 
 def new_sweep_id() -> str:
     """Sortable, unique: ``sweep-YYYYmmdd-HHMMSS-<4 hex>``."""
-    from routerlab._runs.session import new_session_id
-
     return f"sweep-{new_session_id()}"
 
 
@@ -99,8 +100,6 @@ def _record(spec: SweepSpec, sweep_id: str, store_path: str, executor: str) -> N
 
 def _load_datasets(cells: list[Cell]) -> dict[str, Any]:
     """Each dataset of the grid, loaded once (a bad path or file fails here, before any run)."""
-    from routerlab._runs.session import load_dataset
-
     datasets: dict[str, Any] = {}
     for cell in cells:
         key = cell.dataset.load_key
@@ -111,8 +110,6 @@ def _load_datasets(cells: list[Cell]) -> dict[str, Any]:
 
 def _spec_of(executor: Executor) -> Any:
     """The executor's recorded arguments (its name alone when it was not built by the registry)."""
-    from routerlab.agents.registry import component_spec
-
     try:
         return component_spec(executor)
     except ConfigError:
@@ -183,7 +180,7 @@ def run_sweep(
         The sweep's outcome and per-cell summary.
     """
     # long because the sweep's record, its MLflow parent and its cells close together on every way out
-    from routerlab.eval.store import ResultsStore
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking import TAG_KIND, MlflowSink
 
     executor.check(tracking_uri)

@@ -20,6 +20,7 @@ from rich.console import Console
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
 from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.store import ResultsStore
 from routerlab.sweep.cell import CellOutcome, CellTracking, run_cell
 from routerlab.sweep.grid import Cell, RayOptions
 from routerlab.sweep.limits import DEFAULT_LEASE_TTL_S, LocalSlots, RaySlots, start_slot_actor
@@ -204,8 +205,6 @@ class RayExecutor:
 
     def run(self, cells: Sequence[Cell], ctx: SweepContext, on_outcome: OnOutcome) -> ExecutorReport:
         """See :class:`Executor`."""
-        from routerlab.eval.store import ResultsStore
-
         ray = _import_ray()
         owned = self._connect(ray)
         report = ExecutorReport()
@@ -302,6 +301,7 @@ class RayExecutor:
 
 def _close_child(tracking: CellTracking, run_id: str, outcome: CellOutcome) -> None:
     """Close the MLflow child run of a cell whose task never returned (it would stay RUNNING)."""
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking import MlflowSink
 
     try:

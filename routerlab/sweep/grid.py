@@ -44,11 +44,19 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from routerlab._runs.config import read_mapping_file
+import routerlab.benchmarks.builtin
+import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
+from routerlab import routers  # noqa: F401  (registers the routers)
+from routerlab._runs.config import RUN_FIELDS, check_keys, check_values, load_run_config, read_mapping_file
 from routerlab._runs.runner import RunConfig
 from routerlab.agents.errors import ConfigError
+from routerlab.agents.lm.assets import MODELS
+from routerlab.agents.lm.resolve import SPEC_FORMS
+from routerlab.agents.lm.scripts import scripted_script
 from routerlab.agents.registry import check_arguments
+from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.example import SPLITS
+from routerlab.routers import router as router_registry
 
 __all__ = [
     "DEFAULT_EXPERIMENT",
@@ -208,8 +216,6 @@ class Cell:
 
     def run_config(self) -> RunConfig:
         """The runner's settings for this cell (the grid's values over the shared ``run:`` ones)."""
-        from routerlab._runs.config import load_run_config
-
         config = load_run_config(
             None,
             defaults=self.run,
@@ -334,17 +340,10 @@ class SweepSpec:
 
 
 def _router_factory(name: str) -> Callable[..., Any]:
-    from routerlab import routers  # noqa: F401  (registers the routers)
-    from routerlab.routers import router
-
-    return router.get(name)
+    return router_registry.get(name)
 
 
 def _dataset_factory(name: str) -> Callable[..., Any]:
-    import routerlab.benchmarks.builtin
-    import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
-    from routerlab.benchmarks.dataset import dataset
-
     return dataset.get(name)
 
 
@@ -536,12 +535,8 @@ def _routers(r: _Reader, data: Mapping[str, Any], seeded: bool) -> tuple[tuple[s
 
 def _check_lm_spec(r: _Reader, where: str, spec: str) -> None:
     """The forms :func:`routerlab.agents.lm.resolve_lm` accepts, checked without loading a model."""
-    from routerlab.agents.lm.resolve import SPEC_FORMS
-
     expected = "one of: " + "; ".join(SPEC_FORMS)
     if spec.startswith("scripted:"):
-        from routerlab.agents.lm.scripts import scripted_script
-
         name = spec.partition(":")[2]
         if name not in scripted_script:
             try:
@@ -550,8 +545,6 @@ def _check_lm_spec(r: _Reader, where: str, spec: str) -> None:
                 raise r.rewrap(where, exc) from None
         return
     if spec == "local" or spec.startswith("local:"):
-        from routerlab.agents.lm.assets import MODELS
-
         target = spec.partition(":")[2] or "1.5b"
         if target in MODELS or target.endswith(".gguf") or "/" in target:
             return
@@ -613,7 +606,6 @@ def _providers(r: _Reader, data: Mapping[str, Any], lms: Sequence[LMEntry]) -> d
 
 def _run(r: _Reader, data: Mapping[str, Any]) -> dict[str, Any]:
     # the run-config loader's own checks (types, bounds, pipeline and fault keys), on a mapping
-    from routerlab._runs.config import RUN_FIELDS, check_keys, check_values
 
     run = dict(r.mapping("run", data.get("run") or {}))
     owned = sorted(set(run) & _GRID_OWNED)

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from routerlab.benchmarks.dataset import Dataset
+from routerlab.eval.store import ResultsStore
 from routerlab.sweep.cell import CellOutcome
 
 __all__ = ["merge_outcome", "outcome_from_store", "sweep_results"]
@@ -58,8 +59,6 @@ def outcome_from_store(path: str | Path, key: str, run_id: str, *, status: str, 
         status: The status to give the run (``FAILED`` or ``KILLED``).
         error: Why the task ended.
     """
-    from routerlab.eval.store import ResultsStore
-
     if not Path(path).is_file():
         return None
     shard = ResultsStore(path)

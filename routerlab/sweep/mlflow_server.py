@@ -214,6 +214,7 @@ def serve_mlflow(
         ConfigError: The port is taken, or ``$ROUTERLAB_MLFLOW_READY_TIMEOUT_S`` is not a number of seconds.
         RunError: The server did not start (in ``$ROUTERLAB_MLFLOW_READY_TIMEOUT_S``, default 240 s).
     """
+    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
     from routerlab.eval.tracking import resolve_tracking_uri
 
     ready_s = ready_timeout_s()  # a bad override fails before a server starts

@@ -20,6 +20,8 @@ import numpy as np
 
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.state import INTENTS
+from routerlab.agents.tools.index import load_embedder
+from routerlab.routers.support.embedding_cache import embed_cached
 
 __all__ = ["Neighbours"]
 
@@ -52,9 +54,6 @@ class Neighbours:
 
     @cached_property
     def _vectors(self) -> np.ndarray:
-        from routerlab.agents.tools.index import load_embedder
-        from routerlab.routers.support.embedding_cache import embed_cached
-
         return embed_cached(load_embedder(), self.requests)
 
     def nearest(self, request: str) -> list[tuple[str, float]]:
@@ -62,8 +61,6 @@ class Neighbours:
 
         A pool request equal to ``request`` is left out (leave-one-out for the pool's own requests).
         """
-        from routerlab.agents.tools.index import load_embedder
-
         query = np.asarray(load_embedder().embed([request]), dtype=np.float32)[0]
         sims = self._vectors @ query / (np.linalg.norm(self._vectors, axis=1) * np.linalg.norm(query) + 1e-12)
         order = [i for i in np.argsort(-sims, kind="stable") if self.requests[i] != request][: self.k]

@@ -124,9 +124,13 @@ def test_pipeline_split_starts_every_router_cold_so_the_order_does_not_matter(sp
     made its p50 3.9 s lower than the plain call's on the embedded model. The scripted LM has no
     prefixes, so an engine that records when it is told to forget stands in for the model's.
     """
+    import importlib
     import os
 
     import routerlab.agents.lm as lm_package
+
+    # the module, not the function routerlab.perf re-exports under the same name
+    pipeline_split_module = importlib.import_module("routerlab.perf.pipeline_split")
     from tests.conftest import SPIDER_DEV_A
 
     events: list[tuple[str, str | None]] = []
@@ -149,7 +153,7 @@ def test_pipeline_split_starts_every_router_cold_so_the_order_does_not_matter(sp
         lm.forward = forward
         return lm
 
-    monkeypatch.setattr(lm_package, "resolve_lm", _resolve)
+    monkeypatch.setattr(pipeline_split_module, "resolve_lm", _resolve)
     monkeypatch.setenv("ROUTERLAB_PREFIX_CACHE", "/somewhere/else")
     pipeline_split("scripted:basic", SPIDER_DEV_A, n=2)
     kinds = [kind for kind, _ in events]
