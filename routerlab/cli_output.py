@@ -77,7 +77,7 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
         f"  (store {escape(str(store))}; MLflow {escape(tracking_uri or 'off')})"
     )
     if result.interrupted:
-        stop_message(result, stopped, again)
+        stop_message(result, stopped, again, store)
         raise typer.Exit(stopped.exit_code)
     for run_id, why in result.failed.items():
         print_plain(
@@ -106,13 +106,18 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
         raise typer.Exit(3)
 
 
-def stop_message(result: Any, stopped: Any, again: str) -> None:
+def stop_message(result: Any, stopped: Any, again: str, store: str | None = None) -> None:
     """After a stop signal: what the session saved, run by run, and the command that finishes it.
+
+    The counts are read from the results store: every run the session registered (a stop before
+    a router began still leaves its run, closed KILLED), with every result stored for it, those
+    of an earlier invocation that this one resumed included.
 
     Args:
         result: The stopped session's :class:`~routerlab._runs.session.SessionResult`.
         stopped: The signal watch (its ``name``).
         again: The command that finishes the session.
+        store: The results store (None: count what this process delivered).
     """
     if not result.registered:
         print_plain(
@@ -121,12 +126,35 @@ def stop_message(result: Any, stopped: Any, again: str) -> None:
             "run the same command again",
         )
         return
-    saved = [f"{run_id} {len(result.results.get(run_id, []))} result(s)" for run_id in result.run_ids]
+    counts = _stored_counts(store, result.session_id) if store is not None else None
+    if counts is None:
+        counts = {run_id: len(result.results.get(run_id, [])) for run_id in result.run_ids}
+    saved = [f"{run_id} {n} result(s)" for run_id, n in counts.items()]
     print_plain(
         err,
         f"stopped by {stopped.name}; runs closed KILLED; saved: {', '.join(saved) or 'no results yet'}",
     )
     print_plain(err, f"interrupted: resume with  {again}")
+
+
+def _stored_counts(store: str, session_id: str) -> dict[str, int] | None:
+    """Results stored per end-to-end run of a session (None: the store cannot be read now)."""
+    from routerlab._runs.session_spec import session_runs
+    from routerlab.eval.store import ResultsStore
+
+    try:
+        reader = ResultsStore(store, read_only=True)
+        run_ids = session_runs(reader, session_id)
+        if not run_ids:
+            return {}
+        marks = ", ".join("?" for _ in run_ids)
+        rows = reader.query(
+            f"SELECT run_id, count(*) AS n FROM examples WHERE run_id IN ({marks}) GROUP BY run_id", run_ids
+        )
+    except Exception:  # the message must print whatever the store's state: fall back to what was delivered
+        return None
+    stored = dict(zip(rows["run_id"], rows["n"], strict=True))
+    return {run_id: int(stored.get(run_id, 0)) for run_id in run_ids}
 
 
 def write_tables(model: Any, fmt: str, where: Path | None, export: Any) -> None:

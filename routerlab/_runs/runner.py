@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from routerlab.agents.db import engine_scope
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.faults import FaultInjector, FaultSpec, FaultyPipeline, fault_scope
 from routerlab.agents.graph import Pipeline, PipelineConfig
@@ -387,6 +388,11 @@ def run_router(
             results.append(result)
         return results
 
+    def in_worker(unit: list[Example], a: int) -> list[ExampleResult]:
+        # each worker's statements run on database engines of its own (issue 62)
+        with engine_scope(f"worker:{threading.current_thread().name}"):
+            return start(unit, a, live=False)
+
     if concurrency <= 1:
         for unit, a in jobs:
             if stop is not None and stop.is_set():
@@ -394,7 +400,7 @@ def run_router(
             start(unit, a, live=True)
         return done
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="routerlab") as pool:
-        futures = {pool.submit(start, u, a, live=False): (u, a) for u, a in jobs}
+        futures = {pool.submit(in_worker, u, a): (u, a) for u, a in jobs}
         try:
             for fut in as_completed(futures):
                 for result in fut.result():

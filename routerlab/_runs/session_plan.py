@@ -239,8 +239,9 @@ def create_runs(live: Live) -> None:
         soft_wrap=True,
     )
     if not plan.existing:
-        # a new id that an earlier session holds is refused whole, never merged into
-        store.refuse_existing([plan.run_id(rr) for rr in plan.runs])
+        # a new id that an earlier session holds is refused whole, never merged into, whatever
+        # routers either session runs (issue 62: another router's session was merged silently)
+        store.refuse_existing([*session_runs(store, plan.session_id), *(plan.run_id(rr) for rr in plan.runs)])
     # every run exists (RUNNING) before any MLflow run does: a kill from here on is resumable.
     # They are registered in one transaction: a signal half-way leaves all of them or none, so
     # --resume never knows only some of the routers the session was asked to run

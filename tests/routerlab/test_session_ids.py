@@ -73,3 +73,24 @@ def test_create_run_refuses_an_existing_run_for_a_new_session(tmp_path) -> None:
     store.create_run("s.rules", router="rules", lm="x", dataset=ds, split="dev")
     with pytest.raises(ConfigError):
         store.create_run("s.rules", router="rules", lm="x", dataset=ds, split="dev", new=True)
+
+
+def test_a_colliding_id_is_refused_whatever_the_routers(tmp_path, monkeypatch) -> None:
+    # issue 62: the same id with another router was merged silently (exit 0, one session in compare)
+    store_path = str(tmp_path / "results.duckdb")
+    monkeypatch.setattr(session_plan, "new_session_id", lambda: "20260101-000000-00000000feedf00d")
+    first = SessionSpec(
+        routers=[("rules", {})], config=RunConfig(limit=3, split="dev"), tracking_uri=None, store_path=store_path
+    )
+    done = run_session(first, console=Console(quiet=True), lm=_lm())
+    before = ResultsStore(store_path).query("SELECT * FROM examples ORDER BY example_id").to_json()
+    second = SessionSpec(
+        routers=[("oracle", {})], config=RunConfig(limit=3, split="dev"), tracking_uri=None, store_path=store_path
+    )
+    with pytest.raises(ConfigError) as caught:
+        run_session(second, console=Console(quiet=True), lm=_lm())
+    message = str(caught.value)
+    assert "already exists" in message and "20260101-000000-00000000feedf00d.rules" in message
+    after = ResultsStore(store_path)
+    assert after.runs()["run_id"].tolist() == done.run_ids  # no oracle run of the same id
+    assert after.query("SELECT * FROM examples ORDER BY example_id").to_json() == before
