@@ -40,16 +40,15 @@ def _stop_after_line(tmp_path: Path, delay_s: float, signum: int) -> tuple[int, 
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "400"}
     )
     lines: list[str] = []
+    sent = False
     assert proc.stdout is not None
     for line in proc.stdout:
-        # one signal, after the first session line (the summary repeats the session's name)
-        if not lines or not any(seen.startswith("session ") for seen in lines):
-            if line.startswith("session ") and ": builtin/dev" in line:
-                lines.append(line)
-                time.sleep(delay_s)
-                proc.send_signal(signum)
-                continue
         lines.append(line)
+        # one signal, after the first session line (the summary repeats the session's name)
+        if not sent and line.startswith("session ") and ": builtin/dev" in line:
+            sent = True
+            time.sleep(delay_s)
+            proc.send_signal(signum)
     return proc.wait(timeout=300), "".join(lines), store
 
 
