@@ -27,14 +27,12 @@ import numpy as np
 from routerlab.eval.rate import Rate, rate
 from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.stats import cluster_bootstrap_ci
-from routerlab.eval.tables import captioned_table
 
 __all__ = [
     "CONVERSATION_SCORERS",
     "TURN_BUCKETS",
     "ConversationSummary",
     "conversation_summary",
-    "render_conversations",
     "turn_bucket",
 ]
 
@@ -143,40 +141,3 @@ def conversation_summary(
         conversations=len(complete),
         incomplete=len(groups) - len(complete),
     )
-
-
-def render_conversations(
-    labels: dict[str, str], summaries: dict[str, ConversationSummary | None], fmt: str = "table"
-) -> str:
-    """The multi-turn table, one row per run (``""`` when no run has conversations).
-
-    Columns: complete conversations; question-level and interaction-level ``ex`` and ``success``;
-    question-level ``ex`` per turn position (1, 2, 3, 4+).
-
-    Args:
-        labels: ``run_id -> router label``, in display order.
-        summaries: ``run_id -> ConversationSummary`` (None for a run without conversations).
-        fmt: ``table`` (plain text) or ``markdown``.
-    """
-    runs = [r for r in labels if summaries.get(r) is not None]
-    if not runs:
-        return ""
-    none = Rate(math.nan, 0, math.nan, math.nan)
-    buckets = [k for k in TURN_BUCKETS if any(k in summaries[r].per_turn for r in runs)]  # type: ignore[union-attr]
-    header = ["router", "conversations"]
-    header += [f"{level} {s}" for s in CONVERSATION_SCORERS for level in ("question", "interaction")]
-    header += [f"turn {k} ex" for k in buckets]
-    body = []
-    for r in runs:
-        s = summaries[r]
-        assert s is not None
-        row = [labels[r], f"{s.conversations}" + (f" (+{s.incomplete} incomplete)" if s.incomplete else "")]
-        for n in CONVERSATION_SCORERS:
-            row += [s.per_question.get(n, none).fmt(), s.per_conversation.get(n, none).fmt()]
-        row += [s.per_turn.get(k, {}).get("ex", none).fmt() for k in buckets]
-        body.append(row)
-    note = (
-        "Conversations: question = every turn, interaction = a conversation with every turn right, turn k = "
-        "the turns at position k; 95 % CIs from a bootstrap over conversations (docs/metrics.md §10)."
-    )
-    return captioned_table(header, body, note, fmt)

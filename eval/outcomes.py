@@ -12,8 +12,9 @@ figures score the outcome instead:
 * **the asking account**: asked when the example expected a question (of the ``clarify`` turns),
   asked when it did not (of the others), expected-clarify turns answered directly and correctly
   (served without asking), and the data questions sent away from SQL (``diverted``, §2.8).
-* **served vs always_sql**: the paired difference of served against the ``always_sql`` run of
-  the same comparison (the pipeline with every decision ``sql``), conversations resampled whole.
+
+Each router's served rate is tested against every other's, ``always_sql`` included, by the
+comparison (:mod:`routerlab.eval.analysis.build`: one paired test per pair).
 
 Built on :mod:`routerlab.eval.metrics` and :mod:`routerlab.eval.conversation_metrics`; neither
 imports this module.
@@ -22,8 +23,8 @@ imports this module.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,19 +34,15 @@ from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers.execution import EX_INTENTS
 from routerlab.eval.scorers.routing import asked
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import cluster_bootstrap_ci, paired_cluster_bootstrap_diff
-from routerlab.eval.tables import captioned_table
+from routerlab.eval.stats import cluster_bootstrap_ci
 
 __all__ = [
     "BASELINE_ROUTER",
     "AskingAccount",
     "OutcomeSummary",
-    "ServedDiff",
     "asked_back",
     "outcome_summary",
-    "render_outcomes",
     "served",
-    "served_diffs",
 ]
 
 #: the run every served rate is paired against: the same pipeline with every decision ``sql``
@@ -180,123 +177,3 @@ def outcome_summary(results: Sequence[ExampleResult]) -> OutcomeSummary | None:
         interaction_ex=conversations.per_conversation.get("ex", _NONE) if conversations else _NONE,
         asking=account,
     )
-
-
-@dataclass(frozen=True)
-class ServedDiff:
-    """Served of one run minus served of the ``always_sql`` run, on the turns both served or not.
-
-    Attributes:
-        diff / low / high: Mean paired difference (run - always_sql) and its 95 % CI.
-        p: Two-sided p-value of the paired bootstrap over conversations.
-        n: Paired turns.
-        won / lost: Turns this run served and always_sql did not, and the reverse.
-    """
-
-    diff: float
-    low: float
-    high: float
-    p: float
-    n: int
-    won: int
-    lost: int
-
-    def fmt(self) -> str:
-        """``+0.04 [-0.02, +0.10] p=0.210 (5/2)``."""
-        if self.n == 0:
-            return "n/a"
-        p = "<0.001" if self.p < 0.001 else f"{self.p:.3f}"
-        return f"{self.diff:+.2f} [{self.low:+.2f}, {self.high:+.2f}] p={p} ({self.won}/{self.lost})"
-
-
-def served_diffs(
-    runs: Mapping[str, Sequence[ExampleResult]], routers: Mapping[str, str], *, seed: int = 0
-) -> dict[str, ServedDiff]:
-    """The paired served difference of every run against the comparison's ``always_sql`` run.
-
-    Turns pair by (example id, attempt); the bootstrap resamples conversations whole. Empty when
-    no run is ``always_sql`` (then there is no baseline to read the others against).
-
-    Args:
-        runs: ``run_id -> results``.
-        routers: ``run_id -> router name``.
-        seed: Seed of the bootstrap.
-    """
-    base = next((r for r in runs if routers.get(r) == BASELINE_ROUTER), None)
-    if base is None:
-        return {}
-    by_key = {(r.example_id, r.attempt): r for r in runs[base] if r.conversation}
-    out: dict[str, ServedDiff] = {}
-    for run_id, results in runs.items():
-        if run_id == base:
-            continue
-        pairs = [
-            (a, b, cluster_of(r))
-            for r in results
-            if r.conversation
-            and (k := (r.example_id, r.attempt)) in by_key
-            and (a := served(by_key[k])) is not None
-            and (b := served(r)) is not None
-        ]
-        if not pairs:
-            out[run_id] = ServedDiff(math.nan, math.nan, math.nan, math.nan, 0, 0, 0)
-            continue
-        before, after, clusters = (list(x) for x in zip(*pairs, strict=True))
-        diff, low, high, p = paired_cluster_bootstrap_diff(before, after, clusters, seed=seed)
-        won = sum(y >= 1 and x < 1 for x, y in zip(before, after, strict=True))
-        lost = sum(x >= 1 and y < 1 for x, y in zip(before, after, strict=True))
-        out[run_id] = ServedDiff(diff, low, high, p, len(pairs), won, lost)
-    return out
-
-
-@dataclass
-class _Row:
-    label: str
-    summary: OutcomeSummary
-    diff: ServedDiff | None = field(default=None)
-
-
-def _count(k: int, n: int) -> str:
-    return f"{k}/{n}" if n else "n/a"
-
-
-def render_outcomes(
-    labels: Mapping[str, str],
-    summaries: Mapping[str, OutcomeSummary | None],
-    diffs: Mapping[str, ServedDiff] | None = None,
-    fmt: str = "table",
-) -> str:
-    """The outcome table, one row per run over conversations (``""`` when none has conversations).
-
-    Columns: served; question and interaction EX; asked when expected; answered an expected
-    question directly and correctly; asked when not expected; data questions diverted; and, when
-    the comparison has an ``always_sql`` run, served against it.
-
-    Args:
-        labels: ``run_id -> router label``, in display order.
-        summaries: ``run_id -> OutcomeSummary`` (None for a run without conversations).
-        diffs: ``run_id -> ServedDiff`` from :func:`served_diffs`.
-        fmt: ``table`` (plain text) or ``markdown``.
-    """
-    rows = [_Row(labels[r], s, (diffs or {}).get(r)) for r in labels if (s := summaries.get(r)) is not None]
-    if not rows:
-        return ""
-    header = ["router", "served", "question ex", "interaction ex", "asked (expected)", "answered directly"]
-    header += ["asked (not expected)", "diverted"]
-    with_diff = bool(diffs)
-    if with_diff:
-        header.append(f"served vs {BASELINE_ROUTER}")
-    body = []
-    for row in rows:
-        s, a = row.summary, row.summary.asking
-        cells = [row.label, s.served.fmt(), s.question_ex.fmt(), s.interaction_ex.fmt()]
-        cells += [_count(a.asked_expected, a.clarify_turns), _count(a.answered_directly, a.clarify_turns)]
-        cells += [_count(a.asked_unexpected, a.other_turns), a.diverted.fmt()]
-        if with_diff:
-            cells.append(row.diff.fmt() if row.diff is not None else "baseline")
-        body.append(cells)
-    note = (
-        "Outcomes: served = the turn got a correct answer, by asking or directly; asked / answered directly "
-        "count the turns that expected a question; won/lost against always_sql in brackets (docs/metrics.md §11)."
-    )
-    return captioned_table(header, body, note, fmt)

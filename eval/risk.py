@@ -27,7 +27,6 @@ import numpy as np
 from routerlab.agents.trace import Trace
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.stats import bootstrap_ci
-from routerlab.eval.tables import captioned_table
 
 __all__ = [
     "GOLD_CLASSES",
@@ -37,7 +36,6 @@ __all__ = [
     "RiskSummary",
     "format_aurc",
     "gold_class",
-    "render_risk",
     "response_of",
     "reward",
     "risk_coverage",
@@ -297,30 +295,3 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
 def format_aurc(aurc: float) -> str:
     """AURC as printed: two decimals, or why there is none (a run that answered no data question)."""
     return f"{aurc:.2f}" if math.isfinite(aurc) else "n/a (no answered data question)"
-
-
-def render_risk(labels: dict[str, str], summaries: dict[str, RiskSummary], fmt: str = "table") -> str:
-    """The answer-or-abstain table, one row per run (``""`` when no run has such examples).
-
-    Args:
-        labels: ``run_id -> router label``, in display order.
-        summaries: ``run_id -> RiskSummary``.
-        fmt: ``table`` (plain text) or ``markdown``.
-    """
-    runs = [r for r in labels if r in summaries]
-    if not any(summaries[r].counts.get("unanswerable") or summaries[r].counts.get("must_refuse") for r in runs):
-        return ""
-    c = summaries[runs[0]].costs
-    header = ["router", *(title for _, title in _COLUMNS), "AURC"]
-    body = [
-        [labels[r], *(getattr(summaries[r], name).fmt() for name, _ in _COLUMNS), format_aurc(summaries[r].aurc)]
-        for r in runs
-    ]
-    counts = summaries[runs[0]].counts
-    note = (
-        f"Answer or abstain ({counts.get('answerable', 0)} answerable, {counts.get('unanswerable', 0)} unanswerable, "
-        f"{counts.get('must_refuse', 0)} must-refuse in the first run; 95 % bootstrap CIs). Penalty: mean reward, "
-        f"correct {c.correct:g}, withheld {c.withheld:g}, wrong answer {c.wrong_answer:g}, "
-        f"served must-refuse {c.served_must_refuse:g} (docs/metrics.md)."
-    )
-    return captioned_table(header, body, note, fmt)

@@ -1,25 +1,21 @@
-"""Router comparisons for notebooks: load runs, rates with CIs, failure attribution, disagreements.
+"""A session's comparison: the one package that computes what every view shows, and the views.
 
-Every analysis takes results keyed by a router's display label (``{"rules": [...], "oracle
-(baseline)": [...]}``): a :class:`RouterResults` loaded with :func:`load_store` (the DuckDB
-results store, full traces) or :func:`load_mlflow` (the per-example tables of MLflow runs: no
-traces, so no tool names, node timings or router LM time), or any plain mapping of
-:class:`~routerlab.eval.scoring.ExampleResult` lists. Rates and their CIs come from :mod:`routerlab.eval.metrics` (see
-``docs/metrics.md`` for the definitions), so they match ``routerlab compare`` and MLflow.
+:func:`~routerlab.eval.analysis.build.build_comparison` reads a session (or stored runs) from the
+results store into :class:`~routerlab.eval.analysis.model.SessionComparison`, every figure
+computed once (:mod:`~routerlab.eval.analysis.measures` names each measure once). The views only
+render it: :mod:`~routerlab.eval.analysis.console` (``routerlab compare``, the run's closing
+table), :mod:`~routerlab.eval.analysis.markdown`, :mod:`~routerlab.eval.analysis.figures` and
+:mod:`~routerlab.eval.analysis.report_view` (the report's notebook),
+:mod:`~routerlab.eval.analysis.tracked` (MLflow's parent run) and
+:mod:`~routerlab.eval.analysis.frames` (the Python API, CSV and Parquet), all worded by
+:mod:`~routerlab.eval.analysis.words`.
 
-Split by topic, one module each: :mod:`~routerlab.eval.analysis.loading`,
-:mod:`~routerlab.eval.analysis.rates`, :mod:`~routerlab.eval.analysis.failures` (failure
-attribution, disagreements), :mod:`~routerlab.eval.analysis.cost` (latency, cost, Pareto front)
-and :mod:`~routerlab.eval.analysis.conclusions`. This ``__init__`` only re-exports their public
-names, so the notebook's ``from routerlab.eval import analysis`` and ``analysis.rates_table``
-keep working. The cost basis is a setting of :mod:`routerlab.eval.analysis.cost`
-(``cost.COST_BASIS``); ``analysis.COST_BASIS`` is its value at import.
-
-``routerlab.demo.make_demo_session`` records a small scripted session for the notebook and the tests;
-analyses only read what runs stored and never start one.
+The per-example frames a person explores beyond the comparison (a run's results by router label
+from the store or MLflow, failure attribution, latency frames, the risk-coverage curve a run's
+MLflow page plots) stay in :mod:`~routerlab.eval.analysis.loading`, ``rates``, ``failures`` and
+``cost``; their public names are re-exported here.
 """
 
-from routerlab.eval.analysis.conclusions import conclusions
 from routerlab.eval.analysis.cost import (
     COST_BASIS,
     COST_COLUMNS,
@@ -62,7 +58,6 @@ __all__ = [
     "attribution_counts",
     "baseline_labels",
     "best_routers",
-    "conclusions",
     "confusion_matrices",
     "cost_basis",
     "disagreement_counts",

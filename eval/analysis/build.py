@@ -46,10 +46,12 @@ from routerlab.eval.analysis.model import (
     SessionComparison,
     Verdict,
 )
+from routerlab.eval.confidence_calibration import calibration_summary, run_calibration
 from routerlab.eval.conversation_metrics import conversation_summary
-from routerlab.eval.metrics import cold_latency, pass_k_summary
+from routerlab.eval.metrics import cold_latency, gold_failures, pass_k_summary
 from routerlab.eval.outcomes import outcome_summary, served
 from routerlab.eval.rate import cluster_of
+from routerlab.eval.risk import risk_summary
 from routerlab.eval.robustness import diversion_of_results
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.scoring import ExampleResult, did_run
@@ -83,13 +85,23 @@ def _value_of(m: Measure) -> Callable[[ExampleResult], float | None]:
     return lambda r: r.value(scorer)
 
 
-def _interval(results: Sequence[ExampleResult], value: Callable[[ExampleResult], float | None]) -> Interval | None:
+def _interval(
+    results: Sequence[ExampleResult], value: Callable[[ExampleResult], float | None], scorer: str = ""
+) -> Interval | None:
+    """The rate of ``value`` with its interval; ``scorer``: the score whose empty-equals-empty matches are counted."""
     kept = [(float(v), cluster_of(r)) for r in results if (v := value(r)) is not None]
     if not kept:
         return None
     values = [v for v, _ in kept]
     low, high = cluster_bootstrap_ci(values, [c for _, c in kept], seed=_SEED)
-    return Interval(float(np.mean(values)), float(low), float(high), len(values), sum(v >= _RIGHT for v in values))
+    empty = sum(
+        1
+        for r in results
+        if (v := value(r)) is not None and v >= _RIGHT and (s := r.scores.get(scorer)) and s.detail.get("empty_match")
+    )
+    return Interval(
+        float(np.mean(values)), float(low), float(high), len(values), sum(v >= _RIGHT for v in values), empty
+    )
 
 
 def _diverted(results: Sequence[ExampleResult]) -> Interval | None:
@@ -102,7 +114,7 @@ def _diverted(results: Sequence[ExampleResult]) -> Interval | None:
 def _rates(results: Sequence[ExampleResult], measures: Sequence[Measure]) -> dict[str, Interval]:
     out: dict[str, Interval] = {}
     for m in measures:
-        r = _diverted(results) if m is DIVERTED else _interval(results, _value_of(m))
+        r = _diverted(results) if m is DIVERTED else _interval(results, _value_of(m), m.scorer or EX.scorer)
         if r is not None:
             out[m.key] = r
     return out
@@ -184,10 +196,26 @@ def _failures(results: Sequence[ExampleResult], value: Callable[[ExampleResult],
 
 
 def _figures(part: str, results: Sequence[ExampleResult]) -> dict[str, float]:
-    """The further figures that apply: conversations, the asking account, pass^k (end to end only)."""
+    """The further figures that apply (:attr:`RouterFigures.figures`).
+
+    Calibration; end to end also answer or abstain, gold SQL that cannot run, conversations, the
+    asking account and pass^k.
+    """
     if part == ROUTING:
-        return {}
+        # a first decision keeps its confidence with its score (it has no trace)
+        pairs = [(conf, v >= _RIGHT) for r in results if (v := r.value(ROUTING_ACCURACY.scorer)) is not None
+                 and (conf := reason_of(r)[1]) is not None]  # fmt: skip
+        calibration = calibration_summary([c for c, _ in pairs], [h for _, h in pairs])
+    else:
+        calibration = run_calibration(results)
     out: dict[str, float] = {}
+    if calibration.get("n"):
+        out |= {"calibration.ece": calibration["ece"], "calibration.n": float(calibration["n"])}
+    if part == ROUTING:
+        return {key: float(v) for key, v in sorted(out.items()) if math.isfinite(v)}
+    out |= risk_summary(results, seed=_SEED).metrics()
+    if (failed := gold_failures(results)[0]) > 0:
+        out["gold_failed"] = float(failed)
     if (c := conversation_summary(results)) is not None:
         out |= c.metrics()
     if (o := outcome_summary(results)) is not None:
@@ -518,5 +546,5 @@ def build_comparison(store: Any, ids: str | Sequence[str]) -> SessionComparison:
         split=str(first.get("split") or ""),
         lm=str(first.get("lm") or ""),
         parts=parts,
-        notes=_notes(runs),
+        notes=_notes(sorted(runs, key=lambda r: str(r["run_id"]))),
     )

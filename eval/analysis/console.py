@@ -224,6 +224,27 @@ def _conversations(p: Part, width: int) -> list[str]:
     return [*_wrap(title, width), *table(["router", *(name for _, name in figures)], rows, width)]
 
 
+def _notes(p: Part) -> list[str]:
+    """What a reader must know to trust the rates: examples not run, gold SQL that cannot run, pass^k."""
+    out = []
+    not_run = [f"{r.router} {r.not_run}" for r in p.routers if r.not_run]
+    if not_run:
+        out.append(f"not run (never started, in no rate or test; --resume runs them): {', '.join(not_run)}.")
+    gold = [f"{r.router} {int(r.figures['gold_failed'])}" for r in p.routers if "gold_failed" in r.figures]
+    if gold:
+        out.append(
+            f"examples whose gold SQL cannot run (EX counts them wrong, docs/metrics.md 2.1): {', '.join(gold)}."
+        )
+    passes = [r for r in p.routers if "pass_hat_k" in r.figures and r.same_as is None]
+    if passes:
+        k = int(passes[0].figures["attempts_k"])
+        shown = ", ".join(
+            f"{r.router} pass^{k} {r.figures['pass_hat_k']:.2f}, pass@{k} {r.figures['pass_at_k']:.2f}" for r in passes
+        )
+        out.append(f"with {k} attempts (success every time / at least once): {shown}.")
+    return out
+
+
 def _part(p: Part, width: int, detail: bool) -> list[str]:
     n = max((r.n for r in p.routers), default=0)
     title = part_title(p, n)
@@ -248,6 +269,8 @@ def _part(p: Part, width: int, detail: bool) -> list[str]:
     out += _cost_table(p, width)
     if conversations := _conversations(p, width):
         out += ["", *conversations]
+    for note in _notes(p):
+        out += _wrap(note, width)
     if not detail:
         return out
     if not p.smoke:

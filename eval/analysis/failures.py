@@ -42,7 +42,7 @@ _ABORTED = ("timeout", "crash")
 _SQL_TOOLS = ("generate_sql", "fix_sql", "execute_sql_and_analyze_result")
 #: error classes raised by executing SQL (routerlab.agents.errors)
 _SQL_ERRORS = ("sql_error", "query_timeout", "guard_violation")
-#: values at least this close to 1 count as a pass (as in routerlab.eval.compare)
+#: values at least this close to 1 count as a pass (as in routerlab.eval.analysis.build)
 _PASS = 1.0 - 1e-9
 
 

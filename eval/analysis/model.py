@@ -39,6 +39,8 @@ class Interval:
         value / low / high: The rate and its interval.
         n: Examples it is over.
         count: Examples that count (``value * n`` for a 0/1 rate: right, or diverted).
+        empty: Of the matches counted, those of two empty results (EX's empty-equals-empty,
+            docs/metrics.md §2.1): shown apart, so a rate resting on them is visible.
     """
 
     value: float
@@ -46,6 +48,7 @@ class Interval:
     high: float
     n: int
     count: int = 0
+    empty: int = 0
 
     @property
     def degenerate(self) -> bool:
@@ -114,10 +117,12 @@ class RouterFigures:
         confusion: ``gold intent -> decided intent -> count`` (``none``: no decision).
         cost: Latency and LM use.
         failures: Every example it got wrong on the verdict measure.
-        figures: Further figures where they apply, flat as MLflow logs them: the conversation
-            figures (``question.ex``, ``conversation.ex``: interaction EX, ``turn.<k>.ex``, with
-            ``_ci_low|_ci_high|_n``; docs/metrics.md §10), the asking account (``asking.*``, §11)
-            and, with repeated attempts, ``pass_hat_k`` / ``pass_at_k`` (§4.4).
+        figures: Further figures where they apply, flat as MLflow logs them: the confidence
+            calibration (``calibration.ece``, §3.9); end to end, answer or abstain (``risk.*``,
+            §8), the conversation figures (``question.ex``, ``conversation.ex``: interaction EX,
+            ``turn.<k>.ex``, with ``_ci_low|_ci_high|_n``; §10), the asking account
+            (``asking.*``, §11), with repeated attempts ``pass_hat_k`` / ``pass_at_k`` (§4.4) and
+            the examples whose gold SQL cannot run (``gold_failed``, §2.1).
     """
 
     router: str

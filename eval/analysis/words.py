@@ -29,14 +29,15 @@ def num(x: float, digits: int = 2) -> str:
 
 def interval_text(r: Interval) -> str:
     """``0.93 [0.88, 0.97]``; a degenerate interval (every outcome alike) is not printed as one."""
+    empty = f" ({r.empty} empty)" if r.empty else ""
     if r.degenerate:
-        return count_text(r)
-    return f"{r.value:.2f} [{r.low:.2f}, {r.high:.2f}]"
+        return count_text(r) + empty
+    return f"{r.value:.2f} [{r.low:.2f}, {r.high:.2f}]" + empty
 
 
 def count_text(r: Interval) -> str:
     """``0.80 (4/5)``: the rate with what it counts, where an interval would say nothing."""
-    return f"{r.value:.2f} ({r.count}/{r.n})"
+    return f"{r.value:.2f} ({r.count}/{r.n})" + (f" ({r.empty} empty)" if r.empty else "")
 
 
 #: the conversation figures every view shows, in its words (docs/metrics.md §10, §11)

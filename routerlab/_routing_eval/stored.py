@@ -8,7 +8,7 @@ alternate, 0: it is not), with the predicted and gold intents, the decision's wa
 usage, and the conversation and turn. ``routerlab compare``, :func:`routerlab.load`, the report
 and the notebook then read a routing comparison exactly as an end-to-end one: rates with
 intervals (clustered by conversation), McNemar on per-example correctness, diverted, per-intent
-recall (:mod:`routerlab.eval.intent_recall`) and the verdict (:func:`routing_verdict`).
+recall and the verdict (:func:`routerlab.eval.analysis.build.build_comparison`, the routing part).
 """
 
 from __future__ import annotations
@@ -21,16 +21,13 @@ from routerlab._routing_eval.decisions import FirstDecision
 from routerlab.agents.trace import Usage
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
-from routerlab.eval.scoring import ExampleResult, Score, did_run
+from routerlab.eval.scoring import ExampleResult, Score
 from routerlab.eval.store import ROUTING, ResultsStore, part_run_id
-from routerlab.eval.verdict import AxisVerdict, axis_verdict
 
-__all__ = ["FIRST_DECISION", "ROUTING_AXIS", "decision_result", "routing_verdict", "store_decisions"]
+__all__ = ["FIRST_DECISION", "decision_result", "store_decisions"]
 
 #: the score of a stored first decision (1: right intent, 0: wrong or no decision)
 FIRST_DECISION = "first_decision"
-#: the verdict's name for the routing axis
-ROUTING_AXIS = "routing accuracy"
 
 
 def decision_result(
@@ -130,29 +127,3 @@ def store_decisions(
         store.finish_run(run_id)
         run_ids.append(run_id)
     return run_ids
-
-
-def routing_verdict(
-    results: Mapping[str, Sequence[ExampleResult]], *, baselines: Sequence[str] = ()
-) -> AxisVerdict | None:
-    """The verdict on first-decision accuracy: best router, McNemar against each other, cost in ms.
-
-    Args:
-        results: ``router label -> stored first decisions`` (:func:`decision_result`).
-        baselines: Labels shown for reference only.
-    """
-    ran = {label: [r for r in rs if did_run(r)] for label, rs in results.items()}
-    outcomes = {
-        label: {f"{r.example_id}#{r.attempt}": r.value(FIRST_DECISION) == 1.0 for r in rs} for label, rs in ran.items()
-    }
-    cost = {label: 1000 * sum(r.latency_s for r in rs) / len(rs) for label, rs in ran.items() if rs}
-    # turns of one conversation are clustered, as compare clusters them
-    clusters = {f"{r.example_id}#{r.attempt}": r.conversation for rs in ran.values() for r in rs if r.conversation}
-    return axis_verdict(
-        ROUTING_AXIS,
-        outcomes,
-        cost,
-        cost_label="ms per decision, mean",
-        baselines=tuple(baselines),
-        clusters=clusters,
-    )

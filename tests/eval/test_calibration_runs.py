@@ -10,7 +10,7 @@ from rich.console import Console
 from routerlab._runs.runner import RunConfig
 from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm import scripted_lm
-from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.confidence_calibration import expected_calibration_error, first_confidence
 from routerlab.eval.store import ResultsStore
 
@@ -31,19 +31,19 @@ def session(tmp_path_factory):
 def test_compare_json_carries_each_runs_calibration(session):
     spec, result = session
     store = ResultsStore(spec.store_path)
-    data = json.loads(render(compare_runs(store, result.run_ids), "json"))
-    for run in data["runs"]:
+    data = json.loads(build_comparison(store, result.run_ids).to_json())
+    (part,) = data["parts"]
+    for run in part["routers"]:
         results = [r for r in store.results(run["run_id"]) if r.outcome == "ok"]
         confs = [first_confidence(r) for r in results]
-        assert None not in confs and len(confs) == run["calibration"]["n"] > 0
+        assert None not in confs and len(confs) == run["figures"]["calibration.n"] > 0
         hits = [r.predicted_intent == r.intent for r in results]
-        assert run["calibration"]["ece"] == pytest.approx(expected_calibration_error(confs, hits))
-        assert sum(b["n"] for b in run["calibration"]["bins"]) == len(confs)
-    rules = next(r for r in data["runs"] if r["router"] == "rules")
-    oracle = next(r for r in data["runs"] if r["router"] == "oracle")
+        assert run["figures"]["calibration.ece"] == pytest.approx(expected_calibration_error(confs, hits))
+    rules = next(r for r in part["routers"] if r["router"] == "rules")
+    oracle = next(r for r in part["routers"] if r["router"] == "oracle")
     # the oracle is always right and always sure: perfectly calibrated; the rules are not
-    assert oracle["calibration"]["ece"] == pytest.approx(0.0) and oracle["calibration"]["accuracy"] == 1.0
-    assert rules["calibration"]["ece"] > 0.0
+    assert oracle["figures"]["calibration.ece"] == pytest.approx(0.0)
+    assert rules["figures"]["calibration.ece"] > 0.0
 
 
 def test_mlflow_logs_calibration_and_the_confidence_column(session):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 import dspy
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -20,7 +21,8 @@ from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm.scripted import ScriptedEngine
 from routerlab.agents.lm.scripts import scripted_script
 from routerlab.agents.lm.usage import UsageCallback
-from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.console import render_console
 from routerlab.eval.metrics import cold_cost_summary, cold_latency
 from routerlab.eval.store import ResultsStore
 
@@ -137,21 +139,21 @@ def test_cold_cost_including_latency_is_identical_in_the_other_order_on_a_shared
     assert a["cold.subagent_lm_latency_per_ex_s"] == b["cold.subagent_lm_latency_per_ex_s"] > 0
 
 
-def test_compare_shows_cold_cost_by_default_and_observed_on_request(tmp_path, fresh_cache):
+def test_compare_shows_cold_cost(tmp_path, fresh_cache):
     fresh_cache("cmp")
     runs = _session(tmp_path, "cmp", ["rules", "oracle"])
     store, result = runs["_store"]
-    cold = compare_runs(store, result.run_ids)
-    observed = compare_runs(store, result.run_ids, cost="observed")
-    later = next(r for r in cold.runs if r.router == "oracle")
-    # the same run: observed tokens are lower than cold ones because the cache answered
-    assert later.cold_subagent_tokens_per_ex > later.subagent_tokens_per_ex
-    text = render(cold, "markdown")
-    assert "cold cost" in text and f"{later.cold_subagent_tokens_per_ex:.0f}" in text
-    assert "as observed" in render(observed, "markdown")
-    assert render(cold, "json").count('"cold_latency_p50_s"') == 2
-    with pytest.raises(Exception, match="unknown cost basis"):
-        compare_runs(store, result.run_ids, cost="warm")
+    part = build_comparison(store, result.run_ids).part("end_to_end")
+    for router in ("rules", "oracle"):
+        stored = store.results(f"{result.session_id}.{router}")
+        figures = part.router(router)
+        # the median and tail of each request's cold latency, and cold tokens (the cache's hits counted)
+        assert figures.cost.p50 == pytest.approx(float(np.percentile([cold_latency(r) for r in stored], 50)))
+        usages = [u for r in stored for u in (r.router_usage, r.subagent_usage)]
+        cold_tokens = [u.cold_prompt_tokens + u.cold_completion_tokens for u in usages]
+        assert figures.cost.tokens == pytest.approx(sum(cold_tokens) / len(stored))
+    shown = render_console(build_comparison(store, result.run_ids), width=100)
+    assert "cold: each LM call as it cost when first computed" in " ".join(shown.split())
 
 
 def test_no_cache_computes_every_call(tmp_path, fresh_cache):

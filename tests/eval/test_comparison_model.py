@@ -205,3 +205,19 @@ def test_the_models_baselines_are_the_registrys() -> None:
     from routerlab.routers import BASELINES
 
     assert build._BASELINES == BASELINES
+
+
+def test_the_words_never_print_a_degenerate_interval_or_a_best_of_a_smoke_check(model: SessionComparison) -> None:
+    from routerlab.eval.analysis.model import Interval
+    from routerlab.eval.analysis.words import interval_text, verdict_sentences
+
+    assert interval_text(Interval(1.0, 1.0, 1.0, 5, 5)) == "1.00 (5/5)"
+    assert interval_text(Interval(0.5, 0.2, 0.8, 10, 5)) == "0.50 [0.20, 0.80]"
+    e2e = model.part(END_TO_END)
+    said = " ".join(verdict_sentences(e2e, e2e.verdicts[0]))
+    assert "too few to compare: n=5" in said and "best" not in said
+    routing = model.part(ROUTING)
+    said = " ".join(verdict_sentences(routing, routing.verdicts[0]))
+    best = routing.router(routing.verdicts[0].best)
+    assert said.startswith(f"routing accuracy (n={len(INTENTS)}): best {best.router} ")
+    assert f"p50; p95 {best.cost.p95:.1f}" in said or "Cheapest within its interval" in said

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import routerlab.cli as cli
 from routerlab.agents.trace import Usage
-from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.metrics import cold_latency, pass_k_summary, summarize
 from routerlab.eval.store import ResultsStore
 
@@ -79,10 +79,10 @@ def test_attempts_show_pass_k_in_the_run_summary_compare_and_store(tmp_path):
     assert "pass^2" in out.output and "pass@2" in out.output
     session = re.search(r"session id: (\S+)", out.output).group(1)
     rs = ResultsStore(store)
-    c = compare_runs(rs, [f"{session}.rules", f"{session}.oracle"])
-    for row in c.runs:
+    c = build_comparison(rs, [f"{session}.rules", f"{session}.oracle"])
+    for row in c.part("end_to_end").routers:
         results = rs.results(row.run_id)
-        assert row.attempts_k == 2 and len(results) == 12
+        assert row.figures["attempts_k"] == 2 and len(results) == 12
         # the scripted LM answers the same way twice: all-of-2 and any-of-2 equal the success rate
-        assert row.pass_hat_k == row.pass_at_k == pytest.approx(row.rates["success"].value)
-    assert '"pass_hat_k"' in render(c, "json")
+        assert row.figures["pass_hat_k"] == row.figures["pass_at_k"] == pytest.approx(row.rates["success"].value)
+    assert '"pass_hat_k"' in c.to_json()

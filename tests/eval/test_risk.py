@@ -14,9 +14,9 @@ from routerlab.agents.lm.scripts import asks_for_sql, sql_answer
 from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
-from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.metrics import summarize
-from routerlab.eval.risk import CostMatrix, render_risk, response_of, reward, risk_coverage, risk_summary
+from routerlab.eval.risk import CostMatrix, response_of, reward, risk_coverage, risk_summary
 from routerlab.eval.store import ResultsStore
 
 DB_SQL = """
@@ -151,14 +151,13 @@ def test_the_comparison_prints_the_figures_in_any_run_order(tmp_path, examples, 
     for run_id, router, results in (("s.rules", "rules", rules_results), ("s.oracle", "oracle", oracle_results)):
         store.create_run(run_id, router=router, lm="scripted", dataset=ds, split="dev")
         store.add_results(run_id, results)
-    one = compare_runs(store, ["s.rules", "s.oracle"])
-    other = compare_runs(store, ["s.oracle", "s.rules"])
-    assert one.risk["s.rules"] == other.risk["s.rules"] and one.risk["s.oracle"] == other.risk["s.oracle"]
-    text = render(one, "table", width=200)
-    assert "Answer or abstain" in text and "abstain recall" in text and "-0.20" in text
-    assert "| penalty" in render(one, "markdown") or "penalty |" in render(one, "markdown")
-    assert one.to_dict()["risk"]["s.rules"]["penalty"]["value"] == pytest.approx(-0.2)
-    assert render_risk({"x": "x"}, {"x": risk_summary([])}) == ""  # nothing to show
+    one = build_comparison(store, ["s.rules", "s.oracle"])
+    other = build_comparison(store, ["s.oracle", "s.rules"])
+    assert one == other
+    rules = one.part("end_to_end").router("rules").figures
+    assert rules["risk.penalty"] == pytest.approx(-0.2) and "risk.abstain_recall" in rules
+    assert {k: v for k, v in rules.items() if k.startswith("risk.")} == risk_summary(rules_results).metrics()
+    assert risk_summary([]).metrics() == {}  # nothing to show
 
 
 def test_mlflow_summary_carries_the_figures(rules_results):

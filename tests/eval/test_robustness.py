@@ -14,7 +14,8 @@ from routerlab._routing_eval.decisions import first_decisions, summary_table
 from routerlab._runs.selection import schedule
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.cli import app
-from routerlab.eval.compare import compare_runs, render
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.console import render_console
 from routerlab.eval.robustness import AWAY_FROM_SQL, diversion, diversion_of_results
 from routerlab.eval.store import ResultsStore
 
@@ -112,10 +113,10 @@ def test_compare_and_mlflow_report_the_share_the_stored_decisions_give(session):
     expected = len(away) / len(data)
     assert diversion_of_results(results).share == pytest.approx(expected)
 
-    c = compare_runs(store, [run_id])
-    assert c.runs[0].diverted.share == pytest.approx(expected) and c.runs[0].diverted.n == len(data)
-    assert f"({len(away)}/{len(data)})" in render(c, "markdown")
-    assert render(c, "csv").splitlines()[0].split(",").count("diverted") == 1
+    c = build_comparison(store, [run_id])
+    diverted = c.part("end_to_end").router("rules").rates["diverted"]
+    assert diverted.value == pytest.approx(expected) and diverted.n == len(data) and diverted.count == len(away)
+    assert f"({len(away)}/{len(data)})" in render_console(c, width=120)
 
     client = MlflowClient(tracking_uri=uri)
     runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]

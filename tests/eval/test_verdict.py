@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from routerlab.eval.stats import bootstrap_ci, mcnemar_exact
-from routerlab.eval.verdict import axis_verdict, render_verdict
+from routerlab.eval.verdict import axis_verdict
 
 
 def _outcomes(pattern: str) -> dict[str, bool]:
@@ -48,66 +48,11 @@ def test_no_candidate_gives_no_verdict_and_unknown_cost_is_never_cheapest() -> N
     assert v is not None and v.cheapest == "b"
 
 
-def test_rendered_verdict_stays_narrow_and_says_what_it_found() -> None:
-    outcomes = {f"router_with_a_long_name_{i}": _outcomes(C if i else A) for i in range(6)}
-    v = axis_verdict("routing accuracy", outcomes, dict.fromkeys(outcomes, 1.0), cost_label="ms per decision")
-    assert v is not None
-    text = render_verdict([v], width=100)
-    assert all(len(line) <= 100 for line in text.splitlines())
-    flat = " ".join(text.split())
-    assert "best router_with_a_long_name_0 0.90" in flat
-    assert "significantly better than router_with_a_long_name_1" in flat
-
-
-def test_intervals_table_is_sorted_by_the_verdicts_metric() -> None:
-    import pandas as pd
-
-    from routerlab.eval.verdict import intervals_table
-
-    rows = [
-        ("a", "success", 0.5, 0.3, 0.7, 10),
-        ("b", "success", 0.9, 0.8, 1.0, 10),
-        ("a", "ex", 0.4, 0.2, 0.6, 5),
-        ("b", "ex", float("nan"), float("nan"), float("nan"), 0),
-    ]
-    rates = pd.DataFrame(rows, columns=["router", "metric", "value", "ci_low", "ci_high", "n"])
-    table = intervals_table(rates, sort_by="success")
-    assert list(table.index) == ["b", "a"] and list(table.columns) == ["success", "ex"]
-    assert table.loc["b", "success"] == "0.90 [0.80, 1.00]" and table.loc["b", "ex"] == "n/a"
-
-
-def test_verdicts_from_a_recorded_session(tmp_path_factory) -> None:
-    from routerlab._runs.demo import make_demo_session
-    from routerlab.eval import analysis
-    from routerlab.eval.verdict import render_verdict_markdown, verdicts_from_results
-
-    store, _, session = make_demo_session(tmp_path_factory.getbasetemp() / "routerlab-demo")
-    data = analysis.load_store(store, session=session)
-    verdicts = verdicts_from_results(data, baselines=analysis.baseline_labels(data))
-    assert [v.axis for v in verdicts] == ["end-to-end success", "EX"]
-    success = verdicts[0]
-    # the demo's one real router is the answer; the baselines are references with their rates
-    assert success.best == "rules" and set(success.references) == {"oracle (baseline)", "random (baseline)"}
-    rates = analysis.rates_table(data).set_index(["router", "metric"])["value"]
-    assert abs(success.value - rates[("rules", "success")]) < 1e-9
-    assert render_verdict_markdown(verdicts).startswith("- **end-to-end success (n=")
-
-
-def test_a_verdict_with_no_router_to_judge_says_why() -> None:
-    """Only baselines ran (e.g. single_call vs single_call_fields): the heading is not left bare."""
-    text = render_verdict([], width=80)
-    assert text.splitlines()[0] == "verdict"
-    assert "no router to judge" in text and "baseline" in text
-    assert all(len(line) <= 80 for line in text.splitlines())
-
-
 def test_one_router_is_not_ranked_and_says_there_is_nothing_to_compare() -> None:
     """Among one router there is no "best": its rate is shown, and the line says it is alone."""
     v = axis_verdict("EX", {"hybrid": _outcomes(A)}, {"hybrid": 2.0}, cost_label="s per request, cold p50")
     assert v is not None and v.single and not v.smoke
-    flat = " ".join(render_verdict([v], width=100).split())
-    assert "best" not in flat
-    assert "hybrid 0.90 [" in flat and "the only router on this axis: nothing to compare it with" in flat
+    assert v.best == "hybrid" and v.value == 0.9 and not v.better_than and not v.not_told_apart
 
 
 def test_a_part_too_small_to_tell_routers_apart_is_a_smoke_check() -> None:
@@ -117,39 +62,19 @@ def test_a_part_too_small_to_tell_routers_apart_is_a_smoke_check() -> None:
     v = axis_verdict("end-to-end success", five, {"hybrid": 0.1, "rules": 0.2}, cost_label="s per request, cold p50",
                      tails=tails)  # fmt: skip
     assert v is not None and v.smoke and v.mdd >= 0.5
-    flat = " ".join(render_verdict([v], width=100).split())
-    assert f"too few to compare: n=5 detects only differences of {v.mdd:.2f} or more" in flat
-    assert "smoke check" in flat and "best" not in flat and "[1.00, 1.00]" not in flat
-    # the heavy tail is printed beside the median it would hide behind
-    assert "hybrid 1.00 (0.1 s per request, cold p50; p95 20.9)" in flat
+    # the heavy tail is kept beside the median it would hide behind
+    assert v.tails == tails and v.costs == {"hybrid": 0.1, "rules": 0.2}
     # one router on five examples: too few as well, and what n=5 could detect is the floor of compare's MDD
     alone = axis_verdict("EX", {"hybrid": _outcomes("11111")}, {}, cost_label="s")
     assert alone is not None and alone.smoke and round(alone.mdd, 2) == 0.97
     two = axis_verdict("EX", {"hybrid": _outcomes("11"), "rules": _outcomes("10")}, {}, cost_label="s")
-    assert two is not None and two.mdd > 1
-    assert "too few to compare: n=2 detects no difference at all" in " ".join(render_verdict([two]).split())
+    assert two is not None and two.smoke and two.mdd > 1
 
 
 def test_a_degenerate_interval_is_never_printed_as_an_interval() -> None:
     outcomes = {"perfect": _outcomes("1" * 100), "poor": _outcomes(C)}
     v = axis_verdict("routing accuracy", outcomes, {"perfect": 1.0, "poor": 1.0}, cost_label="ms per decision, mean")
-    assert v is not None and v.degenerate and not v.smoke
-    flat = " ".join(render_verdict([v], width=100).split())
-    assert "best perfect 1.00 (all 100 outcomes alike: the bootstrap interval is degenerate" in flat
-    assert "[1.00, 1.00]" not in flat and "1.0 ms per decision, mean" in flat
-
-
-def test_a_session_verdict_gives_latency_as_p50_with_p95(tmp_path_factory) -> None:
-    from routerlab._runs.demo import make_demo_session
-    from routerlab.eval import analysis
-    from routerlab.eval.verdict import verdicts_from_results
-
-    store, _, session = make_demo_session(tmp_path_factory.getbasetemp() / "routerlab-demo")
-    data = analysis.load_store(store, session=session)
-    (success, *_) = verdicts_from_results(data, baselines=analysis.baseline_labels(data))
-    assert success.tails and set(success.tails) == set(success.costs)
-    assert all(success.tails[r] >= success.costs[r] for r in success.costs)
-    assert "s per request, cold p50; p95 " in " ".join(render_verdict([success], width=100).split())
+    assert v is not None and v.degenerate and not v.smoke and v.ci == (1.0, 1.0)
 
 
 def test_turns_of_conversations_are_tested_and_resampled_whole() -> None:

@@ -11,7 +11,8 @@ from routerlab._runs.runner import RunConfig
 from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field, requested_field
-from routerlab.eval.compare import compare_runs, render
+from routerlab.app.compare import render_compared
+from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.store import ResultsStore
 
 
@@ -87,11 +88,11 @@ def test_mlflow_runs_metrics_table_and_tool_spans(session):
 
 def test_compare_renders_every_format(session):
     spec, result = session
-    c = compare_runs(ResultsStore(spec.store_path), result.run_ids)
-    assert [r.label for r in c.runs] == ["rules", "oracle (baseline)"]
-    assert [r.n for r in c.runs] == [6, 6]
-    assert c.pairs and all(0.0 <= p.mcnemar_p <= 1.0 for p in c.pairs)
-    assert "oracle (baseline)" in render(c, "table")
-    assert "|" in render(c, "markdown")
-    assert "," in render(c, "csv").splitlines()[0]
-    assert json.loads(render(c, "json"))
+    c = build_comparison(ResultsStore(spec.store_path), result.run_ids)
+    part = c.part("end_to_end")
+    assert sorted(r.router for r in part.routers) == ["oracle", "rules"]
+    assert [r.n for r in part.routers] == [6, 6] and part.router("oracle").baseline
+    assert all(0.0 <= p.p <= 1.0 for p in part.pairs)
+    assert "oracle *" in render_compared(c, "table")
+    assert "oracle (baseline)" in render_compared(c, "markdown")
+    assert json.loads(render_compared(c, "json"))
