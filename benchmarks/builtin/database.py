@@ -21,6 +21,7 @@ Tables (2023-01-01 .. 2024-12-31):
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
 import os
 import random
@@ -33,6 +34,7 @@ import duckdb
 import pandas as pd
 
 from routerlab.agents.db import connect_duckdb_readonly
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.paths import cache_root
 
 __all__ = [
@@ -494,16 +496,36 @@ def builtin_database_path() -> Path:
     target = cache_dir() / f"v{GENERATOR_VERSION}" / "service_areas.duckdb"
     if target.exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".service_areas.", suffix=".duckdb", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".service_areas.", suffix=".duckdb", dir=target.parent)
+    except OSError as exc:
+        raise _unwritable_cache(target, exc) from None
     os.close(fd)
     try:
         build_database(tmp)
         os.replace(tmp, target)
+    except (OSError, duckdb.IOException) as exc:
+        # a full disk (or a read-only one) under the cache is the user's to fix: said, not a traceback
+        raise _unwritable_cache(target, exc) from None
     finally:
         Path(tmp).unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
     return target
+
+
+def _unwritable_cache(target: Path, exc: Exception) -> ConfigError:
+    """The error of a cache folder the built-in database cannot be written to (full disk, no permission)."""
+    text = str(exc)
+    full = getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in text
+    return ConfigError(
+        f"cannot build the built-in database in the cache {target.parent}"
+        + (": its disk is full" if full else ": the folder cannot be written"),
+        expected="a cache folder with room for the built-in database (a few MB)",
+        found="No space left on device" if full else text.splitlines()[0] if text else type(exc).__name__,
+        fix="free space there, or point ROUTERLAB_CACHE to a folder with room (or pass --db FILE)",
+        details={"option": "ROUTERLAB_CACHE"},
+    )
 
 
 def content_digest(path: str | Path) -> str:

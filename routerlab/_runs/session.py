@@ -12,6 +12,7 @@ here; the plan and the runs' registration are in :mod:`routerlab._runs.session_p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -91,7 +92,14 @@ def run_session(
     store = ResultsStore(spec.store_path)
     # a lock held by another process is waited for visibly (up to store_wait_s), not in silence
     store.on_wait = lambda message: console.print(message, highlight=False, markup=False, soft_wrap=True)
-    sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
+    try:
+        sink = MlflowSink(spec.tracking_uri, traces=spec.traces) if spec.tracking_uri else None
+    except Exception as exc:
+        # a new mlflow.db on a full disk fails while MLflow creates its tables: named, not a traceback
+        if (failure := tracking_failure(spec, exc)) is not None:
+            fix = "free space there, then run the same command again (nothing was written yet); or run with --no-mlflow"
+            raise dataclasses.replace(failure, fix=fix) from None
+        raise
     out = SessionResult(session_id=plan.session_id, run_ids=[])
     deadline = time.monotonic() + spec.config.deadline_s if spec.config.deadline_s is not None else None
     live = Live(spec, plan, store, sink, out, console, deadline=deadline)
