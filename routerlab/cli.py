@@ -151,15 +151,21 @@ def run_cmd(
         replay=replay or None, lm_cache=False if no_cache else None, scorers=split_names(scorer_names),
     )  # fmt: skip
     if router_names is None and config_file is None and resume is None and not router_arg:
-        show.run_main_job(store, tracking, settings)
+        from routerlab.app.main_job import main_job
+
+        show.end_main_job(
+            main_job(store=store, tracking_uri=tracking, console=_out, settings=settings), store, tracking
+        )
         return
-    from routerlab.app.run import plan_session
+    from routerlab.app.run import plan_session, run_planned, size_line
 
     spec = plan_session(
         routers=router_names, router_args=router_arg or (), config_file=config_file, resume=resume, store=store,
         tracking_uri=tracking, skip_bad_databases=skip_bad_databases, **settings,
     )  # fmt: skip
-    show.run_planned(spec, resume)
+    if not resume:
+        _out.print(size_line(spec), highlight=False, soft_wrap=True, markup=False)
+    show.end_planned(run_planned(spec, console=_out, resume=resume, on_summary=show.print_summary))
 
 
 @app.command("compare")

@@ -20,6 +20,8 @@ __all__ = [
     "CountBar",
     "RouteBars",
     "deprecated",
+    "end_main_job",
+    "end_planned",
     "end_session",
     "end_sweep",
     "err",
@@ -28,8 +30,7 @@ __all__ = [
     "perf_table",
     "print_plain",
     "print_route",
-    "run_main_job",
-    "run_planned",
+    "print_summary",
     "split_names",
     "write_tables",
 ]
@@ -272,59 +273,41 @@ def perf_table(figures: Any) -> Any:
 STORE_BUSY_EXIT = 75
 
 
-def run_main_job(store: str, tracking: str | None, settings: dict[str, Any]) -> None:
-    """``routerlab run`` without ``--router``, ``--config`` or ``--resume``: the main job, then its ending."""
-    from routerlab._runs.main_job import run_main_job as main_job
-    from routerlab._runs.resume import resume_command
-    from routerlab.agents.signals import stop_signals
-
-    with stop_signals() as stopped:
-        job = main_job(store=store, tracking_uri=tracking, console=out, settings=settings)
-    end_session(job.session, stopped, store, tracking, resume_command(job.session.session_id, store, tracking))
+def end_main_job(ended: Any, store: str, tracking_uri: str | None) -> None:
+    """The main job's ending (:func:`routerlab.app.main_job.main_job`): its session id and exit code."""
+    end_session(ended.job.session, ended.stop, store, tracking_uri, ended.again)
 
 
-def run_planned(spec: Any, resume: str | None) -> None:
-    """Run a planned session, print its comparison and verdict, and end as its outcome says.
+def print_summary(summary: Any) -> None:
+    """A session's verdict and rates (:class:`routerlab.app.run.SessionSummary`), as rendered."""
+    print(summary.table, end="")
+
+
+def end_planned(ended: Any) -> None:
+    """How a planned session ended (:class:`routerlab.app.run.PlannedRun`), with its exit code.
 
     Raises:
-        typer.Exit: 75 the store stayed locked, else as :func:`end_session`.
+        typer.Exit: 75 the store stayed locked; the stop signal's code when stopped before the
+            session was registered; else as :func:`end_session`.
     """
-    from routerlab._runs.resume import resume_command
-    from routerlab._runs.session import run_session
-    from routerlab.agents.signals import stop_signals
-    from routerlab.app.run import session_summary, size_line
-    from routerlab.eval.store import StoreBusyError
-
-    if not resume:
-        out.print(size_line(spec), highlight=False, soft_wrap=True, markup=False)
-    # the watch stays on through the summary: a signal there ends with the same message and code
-    with stop_signals() as stopped:
-        try:
-            result = run_session(spec, console=out, resume=resume)
-        except StoreBusyError as exc:  # locked before the session began: nothing was written
-            err.print(
-                f"[bold red]error:[/] {escape(str(exc))}\nnothing was written; run again once it is free",
-                highlight=False,
-            )
-            raise typer.Exit(STORE_BUSY_EXIT) from None
-        except KeyboardInterrupt:  # stopped while the session was being planned: nothing exists yet
-            print_plain(err, f"stopped by {stopped.name} before the session was registered: nothing was saved")
-            raise typer.Exit(stopped.exit_code) from None
-        again = resume_command(result.session_id, spec.store_path, spec.tracking_uri)
-        if result.store_busy is not None:
-            # the store is another process's now: no table (it cannot be read), the resume command
-            err.print(f"[bold red]error:[/] {escape(str(result.store_busy))}", highlight=False)
-            print_plain(
-                err,
-                f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {again}",
-            )
-            raise typer.Exit(STORE_BUSY_EXIT)
-        try:
-            print(session_summary(spec, result).table, end="")
-        except KeyboardInterrupt:
-            # every run is closed and stored; only the printed summary was cut short
-            result.interrupted = True
-    end_session(result, stopped, spec.store_path, spec.tracking_uri, again)
+    if ended.busy is not None:  # locked before the session began: nothing was written
+        err.print(
+            f"[bold red]error:[/] {escape(str(ended.busy))}\nnothing was written; run again once it is free",
+            highlight=False,
+        )
+        raise typer.Exit(STORE_BUSY_EXIT)
+    if ended.result is None:  # stopped while the session was being planned: nothing exists yet
+        print_plain(err, f"stopped by {ended.stop.name} before the session was registered: nothing was saved")
+        raise typer.Exit(ended.stop.exit_code)
+    if ended.result.store_busy is not None:
+        # the store is another process's now: no table (it cannot be read), the resume command
+        err.print(f"[bold red]error:[/] {escape(str(ended.result.store_busy))}", highlight=False)
+        print_plain(
+            err,
+            f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {ended.again}",
+        )
+        raise typer.Exit(STORE_BUSY_EXIT)
+    end_session(ended.result, ended.stop, ended.spec.store_path, ended.spec.tracking_uri, ended.again)
 
 
 def print_route(outcome: Any, csv_file: Path | None) -> None:

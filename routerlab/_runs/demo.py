@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from routerlab._runs.runner import RunConfig
-from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm import scripted_lm
 from routerlab.eval.store import ResultsStore
 
@@ -78,16 +77,18 @@ def make_demo_session(
     # imported only to run: the runner pulls in LangGraph, DSPy and MLflow, which reuse needs not
     from rich.console import Console
 
+    from routerlab.app.run import execute, session_spec
+
     store_path = str(directory / "results.duckdb")
     tracking_uri = f"sqlite:///{directory / 'mlflow.db'}"
-    spec = SessionSpec(
-        routers=[(r, {}) for r in routers],
-        config=RunConfig(limit=limit, split="dev", lm="scripted:demo"),
+    spec = session_spec(
+        [(r, {}) for r in routers],
+        RunConfig(limit=limit, split="dev", lm="scripted:demo"),
+        store=store_path,
         tracking_uri=tracking_uri,
-        store_path=store_path,
         traces=False,
     )
-    result = run_session(spec, console=Console(quiet=True), lm=scripted_lm(_demo_reply, name="demo"))
+    result = execute(spec, console=Console(quiet=True), lm=scripted_lm(_demo_reply, name="demo"))
     marker = {"session": result.session_id, "store": store_path, "tracking_uri": tracking_uri, "routers": list(routers)}
     (directory / _DEMO_MARKER).write_text(json.dumps(marker, indent=2))
     return store_path, tracking_uri, result.session_id

@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,8 @@ from rich.console import Console
 from routerlab._routing_eval.decisions import FirstDecision, first_decisions
 from routerlab._routing_eval.stored import store_decisions
 from routerlab._runs.config import load_run_config
-from routerlab._runs.session import SessionResult, SessionSpec, load_dataset, new_session_id, run_session, select
+from routerlab._runs.runner import RunConfig
+from routerlab._runs.session import SessionResult, load_dataset, new_session_id, select
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.registry import component_spec
 from routerlab.app.defaults import DEFAULT_ROUTERS
@@ -114,11 +115,17 @@ def _part_configs(settings: Mapping[str, Any]) -> tuple[Any, Any]:
     return routing, e2e
 
 
+#: runs the end-to-end part: ``(routers, config, lm, session id) -> the session`` (the application's
+#: :func:`routerlab.app.run.execute`, handed in so this module never imports the layer above it)
+RunE2E = Callable[[Sequence[str], RunConfig, Any, str], SessionResult]
+
+
 def run_main_job(
     *,
     store: str,
     tracking_uri: str | None,
     console: Console,
+    run_e2e: RunE2E,
     settings: Mapping[str, Any] | None = None,
 ) -> MainJobResult:
     """Run the routing part, then the end-to-end session, and print both tables and the verdict.
@@ -127,6 +134,7 @@ def run_main_job(
         store: The DuckDB results store (the first decisions are written beside it as CSV).
         tracking_uri: MLflow store (None: off).
         console: Where progress and tables go.
+        run_e2e: Runs the end-to-end part as a session of the given id, with the routing part's LM.
         settings: Run settings as ``routerlab run``'s options give them (``lm``, ``lm_api_base``,
             ``lm_cache``, ``dataset``, ``dataset_path``, ``db_dir``, ``split``, ``limit``,
             ``scorers``, ``attempts``...; None: not given): the job keeps its shape, on the
@@ -199,10 +207,7 @@ def run_main_job(
         if tracking is not None:
             tracking.finish(session_dashboard(build_comparison(writer, routing_ids)))
     say(f"routing part stored ({len(routing_ids)} routers); now end to end")
-    spec = SessionSpec(
-        routers=[(r, {}) for r in ROUTERS], config=e2e_config, tracking_uri=tracking_uri, store_path=store
-    )
-    session = run_session(spec, console=console, lm=model, session_id=session_id)
+    session = run_e2e(ROUTERS, e2e_config, model, session_id)
     csv_path = Path(store).parent / f"{session.session_id}.routing.csv"
     frames = [pd.DataFrame([d.__dict__ for d in ds]).assign(router=r) for r, ds in decisions.items()]
     pd.concat(frames).to_csv(csv_path, index=False)

@@ -2,13 +2,15 @@
 
 ``routerlab run`` and :func:`routerlab.run` both plan a session here (:func:`plan_session`: the
 recorded routers and settings of a resumed session, the defaults of a new one, every option
-checked), run it (:func:`~routerlab._runs.session.run_session`) and read its summary back
-(:func:`session_summary`).
+checked), run it and read its summary back (:func:`session_summary`). Every session of the
+package is built by :func:`session_spec` and run by :func:`execute`, the one caller of the run
+machinery's :func:`~routerlab._runs.session.run_session`: ``routerlab run`` (:func:`run_planned`),
+the main job (:mod:`routerlab.app.main_job`), a sweep's cells and the demo session go through them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,10 +26,23 @@ from routerlab.app.defaults import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from routerlab._runs.runner import RunConfig
     from routerlab._runs.session import SessionResult, SessionSpec
+    from routerlab.agents.signals import StopSignal
     from routerlab.app.loaded import LoadedSession
+    from routerlab.eval.store import StoreBusyError
 
-__all__ = ["SessionSummary", "plan_session", "run", "session_summary", "size_line"]
+__all__ = [
+    "PlannedRun",
+    "SessionSummary",
+    "execute",
+    "plan_session",
+    "run",
+    "run_planned",
+    "session_spec",
+    "session_summary",
+    "size_line",
+]
 
 
 def _router_text(routers: str | Sequence[str] | None) -> str | None:
@@ -70,7 +85,7 @@ def plan_session(
         ConfigError: Bad settings, an unknown session, or a resume that changes the session.
     """
     from routerlab._runs.config import load_run_config
-    from routerlab._runs.session import SessionSpec, check_resume, parse_routers, recorded_session
+    from routerlab._runs.session import check_resume, parse_routers, recorded_session
 
     recorded_routers, defaults = (
         recorded_session(store, resume) if resume else ([], run_defaults(settings.get("dataset"), config_file))
@@ -83,13 +98,64 @@ def plan_session(
     parsed = parse_routers(names, router_args, dict(recorded_routers))
     if resume:
         check_resume(resume, recorded_routers, recorded_config, parsed, config)
+    return session_spec(parsed, config, store=store, tracking_uri=tracking_uri, skip_bad_databases=skip_bad_databases)
+
+
+def session_spec(
+    routers: Sequence[tuple[str, dict[str, Any]]],
+    config: RunConfig,
+    *,
+    store: str | Path,
+    tracking_uri: str | None,
+    skip_bad_databases: bool = False,
+    traces: bool = True,
+) -> SessionSpec:
+    """The spec of a session: the one place one is built (``run``, the main job, a sweep cell, the demo).
+
+    Args:
+        routers: ``(name, constructor args)`` per router, in display order.
+        config: The run config every router shares.
+        store: The DuckDB results store.
+        tracking_uri: The MLflow store; None: no MLflow logging.
+        skip_bad_databases: Leave out the examples of a database that does not open.
+        traces: Log one MLflow trace per example.
+    """
+    from routerlab._runs.session import SessionSpec
+
     return SessionSpec(
-        routers=parsed,
+        routers=[(name, dict(args)) for name, args in routers],
         config=config,
         tracking_uri=tracking_uri,
-        store_path=store,
+        store_path=str(store),
+        traces=traces,
         skip_bad_databases=skip_bad_databases,
     )
+
+
+def execute(
+    spec: SessionSpec,
+    *,
+    console: Console,
+    resume: str | None = None,
+    lm: Any = None,
+    session_id: str | None = None,
+) -> SessionResult:
+    """Run a session: the one door of the application to the run machinery.
+
+    Args:
+        spec: What to run (:func:`session_spec`, :func:`plan_session`).
+        console: Where progress goes.
+        resume: An earlier session id to finish.
+        lm: A resolved LM (default: resolve ``spec.config.lm``).
+        session_id: The id of a new session whose other part is already stored (the main job's
+            routing part).
+
+    Returns:
+        The session's run ids and results (see :func:`~routerlab._runs.session.run_session`).
+    """
+    from routerlab._runs.session import run_session
+
+    return run_session(spec, console=console, resume=resume, lm=lm, session_id=session_id)
 
 
 def size_line(spec: SessionSpec) -> str:
@@ -136,6 +202,74 @@ def session_summary(spec: SessionSpec, result: SessionResult, *, width: int | No
     return SessionSummary(render_console(model, width=width, detail=False))
 
 
+@dataclass
+class PlannedRun:
+    """How a planned session ended: what ``routerlab run`` reports and which exit code it takes.
+
+    Attributes:
+        spec: The session's spec.
+        stop: The stop-signal watch of the run (its ``name`` and ``exit_code`` after a stop).
+        result: The session; None when none was registered (``busy``, or stopped while planning).
+        busy: The results store was locked by another process before the session began.
+        summary: The comparison and verdict (None when none could be read).
+        again: The command that finishes the session ("" with no session).
+    """
+
+    spec: SessionSpec
+    stop: StopSignal
+    result: SessionResult | None = None
+    busy: StoreBusyError | None = None
+    summary: SessionSummary | None = None
+    again: str = ""
+
+
+def run_planned(
+    spec: SessionSpec,
+    *,
+    console: Console,
+    resume: str | None = None,
+    on_summary: Callable[[SessionSummary], None] | None = None,
+) -> PlannedRun:
+    """Run a planned session under a stop-signal watch and read its summary back.
+
+    The watch stays on through the summary: a signal while it is shown ends the session with the
+    same message and exit code as one during the run (the runs are closed and stored already).
+
+    Args:
+        spec: The session (:func:`plan_session`).
+        console: Where progress goes.
+        resume: The session id being finished.
+        on_summary: Shows the summary as soon as it is read (inside the watch).
+
+    Returns:
+        How it ended, for the caller to report.
+    """
+    from routerlab._runs.resume import resume_command
+    from routerlab.agents.signals import stop_signals
+    from routerlab.eval.store import StoreBusyError
+
+    with stop_signals() as stopped:
+        outcome = PlannedRun(spec=spec, stop=stopped)
+        try:
+            outcome.result = result = execute(spec, console=console, resume=resume)
+        except StoreBusyError as exc:  # locked before the session began: nothing was written
+            outcome.busy = exc
+            return outcome
+        except KeyboardInterrupt:  # stopped while the session was being planned: nothing exists yet
+            return outcome
+        outcome.again = resume_command(result.session_id, spec.store_path, spec.tracking_uri)
+        if result.store_busy is not None:  # the store is another process's now: it cannot be read
+            return outcome
+        try:
+            outcome.summary = session_summary(spec, result)
+            if on_summary is not None:
+                on_summary(outcome.summary)
+        except KeyboardInterrupt:
+            # every run is closed and stored; only the summary was cut short
+            result.interrupted = True
+    return outcome
+
+
 def run(
     routers: str | Sequence[str] | None = None,
     *,
@@ -175,7 +309,6 @@ def run(
     """
     from rich.console import Console
 
-    from routerlab._runs.session import run_session
     from routerlab.app.loaded import load
 
     spec = plan_session(
@@ -189,7 +322,7 @@ def run(
         lm=lm,
         **settings,
     )
-    result = run_session(spec, console=console or Console(quiet=True), resume=resume)
+    result = execute(spec, console=console or Console(quiet=True), resume=resume)
     if result.store_busy is not None:
         raise result.store_busy
     return load(result.session_id, store=store, tracking_uri=tracking_uri, outcome=result)

@@ -1,7 +1,7 @@
 """One grid cell through the existing runner: the unit of work of every executor.
 
 :func:`run_cell` records the cell's run in a results store under its own session id
-(``<sweep>.<cell>``) and hands it to :func:`~routerlab._runs.session.run_session` as a session to
+(``<sweep>.<cell>``) and hands it to :func:`routerlab.app.run.execute` (as every session) to
 resume, so the runner's resume does the rest: an example already stored there (by an earlier
 attempt of the cell, on a worker that died) is not run again, and a rerun adds no duplicates.
 The local executor passes the main results store; a Ray worker passes its own store file
@@ -115,7 +115,7 @@ def run_cell(
     slots: Slots | None = None,
     console: Console | None = None,
 ) -> CellOutcome:
-    """Run one cell through :func:`~routerlab._runs.session.run_session`, resuming what is stored.
+    """Run one cell through :func:`routerlab.app.run.execute`, resuming what is stored.
 
     Never raises for a failure of the cell itself (an LM that does not load, a crashed router):
     the run is closed ``FAILED`` in the store and in MLflow and the outcome says why, so one bad
@@ -134,8 +134,9 @@ def run_cell(
     """
     from mlflow.entities import Param
 
-    from routerlab._runs.session import SessionSpec, load_dataset, run_session
+    from routerlab._runs.session import load_dataset
     from routerlab.agents.lm import resolve_lm
+    from routerlab.app.run import execute, session_spec
     from routerlab.eval.store import ResultsStore
     from routerlab.eval.tracking import MlflowSink, flatten_params
     from routerlab.routers import router as router_registry
@@ -183,10 +184,8 @@ def run_cell(
         lm = resolve_lm(config.lm, api_base=config.lm_api_base, cache=cell.lm.cache)
         if slots is not None:
             lm.callbacks = [*lm.callbacks, ProviderSlotCallback(slots, cell.provider)]
-        spec = SessionSpec(
-            routers=[(cell.router, cell.router_args)], config=config, tracking_uri=None, store_path=str(store_path)
-        )
-        session = run_session(spec, console=console, resume=session_id, lm=lm)
+        spec = session_spec([(cell.router, cell.router_args)], config, store=store_path, tracking_uri=None)
+        session = execute(spec, console=console, resume=session_id, lm=lm)
         outcome.interrupted = session.interrupted
         outcome.status = str(store.run(run_id)["status"])
     except Exception as exc:

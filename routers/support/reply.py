@@ -144,7 +144,7 @@ def continue_pending(decision: RouteDecision, state: PipelineState, db: Any = No
         return decision
     return dataclasses.replace(
         decision,
-        tool_calls=[call],  # type: ignore[list-item]
+        tool_calls=[call],
         answer=None,
         intent="sql",
         method=f"{decision.method}:reply-{reply.kind}",
