@@ -89,7 +89,7 @@ def ask_cmd(
     shared_conversations: opt.AskSharedOpt = False,
 ) -> None:
     """Answer one request, printing the pipeline's progress events live."""
-    from routerlab.ask import ask
+    from routerlab.app.ask import ask
 
     raise typer.Exit(
         ask(

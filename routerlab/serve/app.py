@@ -24,6 +24,7 @@ from routerlab.agents.errors import ConfigError, DatabaseError, RunError, Unknow
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.paths import cache_writes
 from routerlab.agents.turn_history import turn_from_trace
+from routerlab.app.ask import check_agent, request_pipeline
 from routerlab.conversation_store import ConversationForbidden, ConversationStore, new_conversation_id
 from routerlab.serve.body_limit import BodyLimit, BodyTooLarge
 from routerlab.serve.contract import routing_mode_used
@@ -112,7 +113,7 @@ class _Runtime:
                     self._pipelines.pop(next(iter(self._pipelines)))
                 # and what a request makes the server compute leaves no file behind
                 with cache_writes(False):
-                    built = Pipeline(routers.router.build(router, **router_args), self.lm, config=self.settings.config)
+                    built = request_pipeline(router, self.lm, router_args=router_args, config=self.settings.config)
                 self._pipelines[key] = built
             return self._pipelines[key]
 
@@ -249,24 +250,6 @@ def _build_refusal(router: str, exc: Exception) -> Response:
     return _json(body, 400)
 
 
-def _check_agent(pipeline: Pipeline, agent: str) -> None:
-    """Refuse an agent that is not a registered tool of the pipeline.
-
-    Raises:
-        UnknownComponentError: No such tool, or not one of the pipeline's.
-    """
-    from routerlab.agents.tools import tools as tool_registry
-
-    tool_registry.get(agent)
-    if agent not in pipeline.tools:
-        raise UnknownComponentError(
-            f"agent {agent!r} is not one of the pipeline's tools",
-            expected=f"one of: {', '.join(pipeline.tools)}",
-            found=repr(agent),
-            fix="pick an agent the pipeline offers",
-        )
-
-
 @dataclass
 class _Requests:
     """A request from its body to a started run: pipeline, conversation, run arguments."""
@@ -285,7 +268,7 @@ class _Requests:
             return _build_refusal(router, exc)
         if body.agent is not None:
             try:
-                _check_agent(pipeline, body.agent)
+                check_agent(pipeline, body.agent)
             except UnknownComponentError as exc:
                 return _refusal(exc, "agent")
         replies = [body.reply] if body.reply is not None else []

@@ -14,7 +14,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from routerlab import cli
-from routerlab.ask import print_event
+from routerlab.app.ask import print_event
 
 
 @pytest.mark.parametrize("name", ["q[/b].jsonl", "q[bold]x.jsonl", "q:x:.jsonl"])

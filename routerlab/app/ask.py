@@ -1,4 +1,9 @@
-"""``routerlab ask``: one request through the pipeline, progress shown live."""
+"""``routerlab ask``: one request through the pipeline, progress shown live.
+
+The request is checked as the HTTP API checks its body (:func:`check_request`), its pipeline
+built and its agent checked as the server builds and checks them (:func:`request_pipeline`,
+:func:`check_agent`, which :mod:`routerlab.serve.app` calls too).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from routerlab.benchmarks.builtin import builtin_database_path
 from routerlab.conversation_store import ConversationStore, default_path, new_conversation_id
 from routerlab.serve.models import AskRequest, describe_validation_errors
 
-__all__ = ["ask", "check_request", "print_event"]
+__all__ = ["ask", "check_agent", "check_request", "print_event", "request_pipeline"]
 
 #: the command-line option of each field of the HTTP API's request body
 _OPTIONS = {
@@ -67,17 +72,39 @@ def check_request(
         ) from None
 
 
-def _check_agent(agent: str, pipeline: Any) -> None:
-    """Refuse an agent the pipeline does not offer (the API's check), listing those it does."""
+def check_agent(pipeline: Any, agent: str, *, option: str | None = None) -> None:
+    """Refuse an agent that is not a registered tool of the pipeline, listing those it offers.
+
+    Args:
+        pipeline: The request's pipeline.
+        agent: The agent the request names.
+        option: The command-line option that named it (``--agent``), for the message; None for
+            an HTTP request (its error envelope names the field).
+
+    Raises:
+        UnknownComponentError: No such tool, or not one of the pipeline's.
+    """
     tool_registry.get(agent)
     if agent not in pipeline.tools:
         raise UnknownComponentError(
             f"agent {agent!r} is not one of the pipeline's tools",
             expected=f"one of: {', '.join(pipeline.tools)}",
             found=repr(agent),
-            fix="pick an agent the pipeline offers (--agent NAME)",
-            details={"option": "--agent"},
+            fix="pick an agent the pipeline offers" + (f" ({option} NAME)" if option else ""),
+            details={"option": option} if option else {},
         )
+
+
+def request_pipeline(router: str, lm: Any, *, router_args: dict[str, Any] | None = None, config: Any = None) -> Any:
+    """The pipeline a request runs on: the router built from the registry with its arguments.
+
+    Args:
+        router: The router's registered name.
+        lm: The resolved LM.
+        router_args: The router's constructor arguments (checked by the registry).
+        config: Pipeline bounds and settings (None: the defaults).
+    """
+    return Pipeline(routers.router.build(router, **(router_args or {})), lm, config=config)
 
 
 def print_event(console: Console, ev: dict[str, Any]) -> None:
@@ -135,9 +162,9 @@ def ask(
         store.close()
         raise
     lm = resolve_lm(lm_spec, api_base=api_base)
-    pipeline = Pipeline(routers.router.build(router_name), lm)
+    pipeline = request_pipeline(router_name, lm)
     if agent is not None:
-        _check_agent(agent, pipeline)
+        check_agent(pipeline, agent, option="--agent")
 
     def answer_question(q: str) -> str | None:
         if reply is not None:
