@@ -74,9 +74,9 @@ def make_demo_session(
     directory.mkdir(parents=True, exist_ok=True)
     if reuse and (found := _reusable_demo(directory, routers)) is not None:
         return found
-    # imported only to run: the runner pulls in LangGraph, DSPy and MLflow, which reuse needs not
     from rich.console import Console
 
+    # the application's one door to a run (session_spec, execute): a layer above this package
     from routerlab.app.run import execute, session_spec
 
     store_path = str(directory / "results.duckdb")

@@ -24,7 +24,6 @@ from routerlab.agents.tools import tools as tool_registry
 from routerlab.agents.turn_history import turn_from_trace
 from routerlab.benchmarks.builtin import builtin_database_path
 from routerlab.conversation_store import ConversationStore, default_path, new_conversation_id
-from routerlab.serve.models import AskRequest, describe_validation_errors
 
 __all__ = ["ask", "check_agent", "check_request", "print_event", "request_pipeline"]
 
@@ -50,6 +49,9 @@ def check_request(
         ConfigError: Naming the option, what was expected and what was found.
     """
     from pydantic import ValidationError
+
+    # here, not at the top: importing the serve package imports its server, which calls this module
+    from routerlab.serve.models import AskRequest, describe_validation_errors
 
     try:
         AskRequest(
