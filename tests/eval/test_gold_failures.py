@@ -100,7 +100,8 @@ def test_the_probe_reports_two_of_five_in_console_compare_and_mlflow(five: Path)
     shown = runner.invoke(cli.app, ["compare", run_id.rsplit(".", 1)[0], "--store", str(store)], env={"COLUMNS": "400"})
     said = " ".join(shown.output.split())
     assert shown.exit_code == 0, said
-    assert "2 example(s) have gold SQL that cannot run" in said
+    # the comparison's note, from the one model (eval/analysis): per router, the count
+    assert "examples whose gold SQL cannot run (EX counts them wrong" in said and "oracle 2." in said
     # and MLflow: the count as a metric, the first cause as a tag
     client = MlflowClient(uri)
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])

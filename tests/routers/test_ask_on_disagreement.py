@@ -95,7 +95,7 @@ def test_disagreement_is_read_from_a_real_run_in_a_real_store(tmp_path, monkeypa
     for t in drafted:
         # 3 candidates give 1 to 3 distinct results (the scripted LM writes the same query thrice: 1)
         assert 1 <= t.distinct <= 3
-        assert t.predicted == results.loc[t.example_id, "predicted_intent"]
+        assert t.predicted == results.loc[t.example_id, "decision"]
     # the CLI prints the table and the rule's verdict
     assert study.main([session.run_ids[0], "--store", store]) == 0
 

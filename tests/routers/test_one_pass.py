@@ -84,10 +84,11 @@ def test_dspy_and_hybrid_read_the_intent_from_label_probabilities(small_lm, sale
     plain = tmp_path / "plain.json"
     program.save(str(plain))
     d = _bound("dspy", small_lm, program=str(plain)).decide(state)
-    h = _bound("hybrid", small_lm, program=str(plain), schema=program.route.schema).decide(state)
+    # lm_backed=False: the LM path's own decision, not whether the rules back it
+    h = _bound("hybrid", small_lm, program=str(plain), schema=program.route.schema, lm_backed=False).decide(state)
     assert h.method == "hybrid:logprob" and h.intent == d.intent and math.isclose(h.confidence, d.confidence)
     # by default it sees the columns too (so it can tell what the database lacks): still one pass
-    cols = _bound("hybrid", small_lm).decide(state)
+    cols = _bound("hybrid", small_lm, lm_backed=False).decide(state)
     assert cols.method == "hybrid:logprob" and cols.intent in INTENTS and cols.usage.completion_tokens == 0
     # an LM answer less sure than lm_threshold goes back to the rules' answer
     back = _bound("hybrid", small_lm, lm_threshold=1.0).decide(state)

@@ -87,8 +87,9 @@ def test_the_fitted_rule_matches_the_real_router_on_the_embedded_model():
     examples = schedule(load_builtin().split("dev"))[:10]
     model = resolve_lm("local:0.5b")
     rules = first_decisions("rules", {}, examples, model)
-    lm = first_decisions("hybrid", {"threshold": 1.01, "lm_threshold": 0.0}, examples, model)
+    # the fitted pair models the threshold rule alone: lm_backed (the rules' check on the LM's move) is off
+    lm = first_decisions("hybrid", {"threshold": 1.01, "lm_threshold": 0.0, "lm_backed": False}, examples, model)
     assert all(d.method == "hybrid:logprob" for d in lm)
     for t, u in ((0.81, 0.5), (0.9, 0.0)):
-        real = first_decisions("hybrid", {"threshold": t, "lm_threshold": u}, examples, model)
+        real = first_decisions("hybrid", {"threshold": t, "lm_threshold": u, "lm_backed": False}, examples, model)
         assert [d.predicted for d in real] == hybrid_decisions(rules, lm, t, u)
