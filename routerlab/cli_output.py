@@ -127,10 +127,14 @@ def stop_message(result: Any, stopped: Any, again: str, store: str | None = None
             "run the same command again",
         )
         return
-    counts = _stored_counts(store, result.session_id) if store is not None else None
-    if counts is None:
-        counts = {run_id: len(result.results.get(run_id, [])) for run_id in result.run_ids}
-    saved = [f"{run_id} {n} result(s)" for run_id, n in counts.items()]
+    stored = _stored_runs(store, result.session_id) if store is not None else None
+    if stored is None:
+        stored = {run_id: (len(result.results.get(run_id, [])), "KILLED") for run_id in result.run_ids}
+    # a run that ended before the signal stays FINISHED: say so rather than count it as cut off
+    saved = [
+        f"{run_id} {n} result(s)" + ("" if status == "KILLED" else f" ({status.lower()})")
+        for run_id, (n, status) in stored.items()
+    ]
     print_plain(
         err,
         f"stopped by {stopped.name}; runs closed KILLED; saved: {', '.join(saved) or 'no results yet'}",
@@ -138,8 +142,8 @@ def stop_message(result: Any, stopped: Any, again: str, store: str | None = None
     print_plain(err, f"interrupted: resume with  {again}")
 
 
-def _stored_counts(store: str, session_id: str) -> dict[str, int] | None:
-    """Results stored per end-to-end run of a session (None: the store cannot be read now)."""
+def _stored_runs(store: str, session_id: str) -> dict[str, tuple[int, str]] | None:
+    """Results stored and status per end-to-end run of a session (None: the store cannot be read now)."""
     from routerlab._runs.session_spec import session_runs
     from routerlab.eval.store import ResultsStore
 
@@ -150,12 +154,17 @@ def _stored_counts(store: str, session_id: str) -> dict[str, int] | None:
             return {}
         marks = ", ".join("?" for _ in run_ids)
         rows = reader.query(
-            f"SELECT run_id, count(*) AS n FROM examples WHERE run_id IN ({marks}) GROUP BY run_id", run_ids
+            f"SELECT r.run_id, r.status, count(e.run_id) AS n FROM runs r LEFT JOIN examples e USING (run_id) "
+            f"WHERE r.run_id IN ({marks}) GROUP BY r.run_id, r.status",
+            run_ids,
         )
     except Exception:  # the message must print whatever the store's state: fall back to what was delivered
         return None
-    stored = dict(zip(rows["run_id"], rows["n"], strict=True))
-    return {run_id: int(stored.get(run_id, 0)) for run_id in run_ids}
+    stored = {
+        run_id: (int(n), str(status))
+        for run_id, status, n in zip(rows["run_id"], rows["status"], rows["n"], strict=True)
+    }
+    return {run_id: stored.get(run_id, (0, "KILLED")) for run_id in run_ids}
 
 
 def write_tables(model: Any, fmt: str, where: Path | None, export: Any) -> None:

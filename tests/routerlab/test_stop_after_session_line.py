@@ -68,14 +68,17 @@ def test_a_stop_after_the_session_line_says_what_was_saved(tmp_path: Path, delay
         assert f"stopped by {name} before session" in text and "run the same command again" in text
         assert not store.exists() or ResultsStore(store, read_only=True).runs().empty
         return
-    saved = dict(re.findall(r"(\S+\.(?:rules|hybrid)) (\d+) result\(s\)", text))
+    found = re.findall(r"(\S+\.(?:rules|hybrid)) (\d+) result\(s\)( \(finished\))?", text)
+    saved = {run_id: n for run_id, n, _ in found}
     assert f"stopped by {name}; runs closed KILLED; saved:" in text and set(saved) == {
         r for r in ResultsStore(store, read_only=True).runs()["run_id"]
     }
     reader = ResultsStore(store, read_only=True)
     for run_id, n in saved.items():
         assert int(n) == len(reader.results(run_id)), (run_id, n)
-    assert reader.runs()["status"].tolist() == ["KILLED", "KILLED"]
+    # a run that ended before the signal is FINISHED and the message says so; every other is KILLED
+    statuses = dict(zip(reader.runs()["run_id"], reader.runs()["status"], strict=True))
+    assert statuses == {run_id: "FINISHED" if done else "KILLED" for run_id, _, done in found}, text
     assert "resume with routerlab run --resume" in text
 
 

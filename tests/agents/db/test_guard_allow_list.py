@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routerlab.agents.db import check_sql, function_catalogue, open_database
@@ -139,12 +139,16 @@ def test_every_table_function_of_the_installed_duckdb_is_refused() -> None:
 _TOUCHING = re.compile(r"file|setting|log(s|ging)?$|log_|secret|extension|database|variable|_sql|query")
 
 
-@settings(max_examples=400, deadline=None)
-@given(row=st.sampled_from(_ROWS))
-def test_the_verdict_on_any_catalogue_function_follows_its_classification(row: tuple[str, str, bool, int]) -> None:
-    name, kind, side_effects, arity = row
-    if not _IDENT.match(name):  # operators (+, ~~, ->>) are written as operators
-        return
+def test_the_verdict_on_every_catalogue_function_follows_its_classification() -> None:
+    # every row of the installed catalogue, not a sample: a sample let one release's odd row
+    # (``version`` as a pragma) through locally and fail on another machine
+    checked = sum(_check_row(row) for row in _ROWS if _IDENT.match(row[0]))  # operators are written as operators
+    assert checked > 800
+
+
+def _check_row(row: tuple[str, str, bool, int]) -> bool:
+    """Check one catalogue row; ``False`` when sqlglot cannot read the call with these arguments."""
+    name, kind, _, arity = row
     catalogue = function_catalogue("duckdb")
     position = "table" if kind in ("table", "table_macro") else "expression"
     args = ", ".join(["1"] * (arity or 0))
@@ -155,17 +159,23 @@ def test_the_verdict_on_any_catalogue_function_follows_its_classification(row: t
         passed = True
     except GuardViolation as exc:
         # a call sqlglot cannot read with these arguments is refused before any name is looked up
-        assume(exc.rule != "parse_error")
+        if exc.rule == "parse_error":
+            return False
         assert exc.rule == "forbidden_function", exc
         passed = False
     # the guard follows the classification, and nothing outside the allowed kinds passes
     assert passed == (catalogue.refusal(name, table=position == "table") is None)
+    # one name can be several functions (``version`` is a scalar and a pragma): a call passes on the
+    # strength of the allowed entry of that name, never of this row's kind
+    allowed_entry = any(
+        n == name and k in ("scalar", "aggregate", "window", "macro") and not effects for n, k, effects, _ in _ROWS
+    )
     if passed and not vetted:
-        assert kind in ("scalar", "aggregate", "window", "macro"), row
-        assert not side_effects, row
+        assert allowed_entry, row
         assert not _TOUCHING.search(name), row
-    if kind in ("table", "table_macro", "pragma") and not vetted:
+    if kind in ("table", "table_macro", "pragma") and not vetted and not (position == "expression" and allowed_entry):
         assert not passed, row
+    return True
 
 
 @settings(max_examples=200, deadline=None)
@@ -173,6 +183,12 @@ def test_the_verdict_on_any_catalogue_function_follows_its_classification(row: t
 def test_a_name_the_catalogue_does_not_hold_never_reaches_the_engine(name: str) -> None:
     catalogue = function_catalogue("duckdb")
     if catalogue.knows(name):
+        return
+    if not catalogue.unknown_and_harmless(name):
+        # an unknown name that says it reaches outside (``sql``, ``my_file``) is refused outright
+        with pytest.raises(GuardViolation) as refused:
+            check_sql(f"SELECT {name}(1)")
+        assert refused.value.rule == "forbidden_function"
         return
     # generated SQL with a misspelt function is not a refusal (the pipeline repairs it as before)...
     assert check_sql(f"SELECT {name}(1)")
