@@ -51,6 +51,7 @@ CONVERSATION_FIGURES: tuple[tuple[str, str], ...] = (
     ("conversation.n", "conversations"),
     ("asking.asked_expected", "asked when expected"),
     ("asking.clarify_turns", "turns expecting a question"),
+    ("asks_per_served", "asks per served turn"),
 )
 
 
