@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["Trace", "Usage"]
+__all__ = ["Trace", "Usage", "answered_by_reply"]
 
 
 @dataclass
@@ -154,3 +154,60 @@ class Trace:
         d["router_usage"] = Usage(**d.get("router_usage", {}))
         d["subagent_usage"] = Usage(**d.get("subagent_usage", {}))
         return cls(**d)
+
+
+def answered_by_reply(asked: Trace, reply: str, after: Trace) -> Trace:
+    """One example's trace when its turn asked back and the user's reply came as the next turn.
+
+    ``asked`` ended on a question to the user (its last ``ask_human`` call still ``pending``);
+    ``after`` is the turn the reply started, with ``asked`` as the turn before it. The example is
+    scored on what the user got in the end, so the joined trace has ``after``'s answer, SQL, result
+    and error, and the first decision, questions and costs of both: the question's call is
+    recorded as answered by ``reply`` (status ``success``, a result message), as a reply given
+    within the turn records it, and ``after``'s calls follow it (their steps after ``asked``'s).
+
+    Args:
+        asked: The trace of the turn that asked back.
+        reply: The user's reply.
+        after: The trace of the reply turn.
+    """
+    calls = [dict(c) for c in asked.tool_calls]
+    pending = next((c for c in reversed(calls) if c.get("name") == "ask_human" and c.get("status") == "pending"), None)
+    messages = list(asked.messages)
+    if pending is not None:
+        pending.update(output={"reply": reply}, status="success")
+        messages.append(
+            {"role": "tool", "content": reply, "tool_call_id": pending["id"], "name": "ask_human", "status": "success"}
+        )
+    offset = len(calls)
+    later = [{**c, "step": int(c.get("step", 0)) + offset} for c in after.tool_calls]
+    invalid = [{**c, "step": int(c.get("step", 0)) + offset} for c in after.invalid_tool_calls]
+    nodes = dict(asked.node_latency_s)
+    for node, seconds in after.node_latency_s.items():
+        nodes[node] = nodes.get(node, 0.0) + seconds
+    return Trace(
+        example_id=asked.example_id,
+        answer=after.answer,
+        sql=after.sql,
+        columns=list(after.columns),
+        rows=list(after.rows),
+        executed=asked.executed or after.executed,
+        # a question the reply turn asked in its turn is the one left waiting
+        ask_human=after.ask_human or asked.ask_human,
+        intent=asked.intent,
+        route_decisions=[*asked.route_decisions, *after.route_decisions],
+        tool_calls=[*calls, *later],
+        invalid_tool_calls=[*asked.invalid_tool_calls, *invalid],
+        messages=[*messages, *after.messages],
+        events=[*asked.events, *after.events],
+        path=[*asked.path, *after.path],
+        node_latency_s=nodes,
+        total_latency_s=asked.total_latency_s + after.total_latency_s,
+        router_usage=asked.router_usage.add(after.router_usage),
+        subagent_usage=asked.subagent_usage.add(after.subagent_usage),
+        error=after.error,
+        error_class=after.error_class,
+        turns=asked.turns + after.turns,
+        steps=asked.steps + after.steps,
+        run_config=dict(asked.run_config),
+    )

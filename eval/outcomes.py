@@ -12,6 +12,9 @@ figures score the outcome instead:
 * **the asking account**: asked when the example expected a question (of the ``clarify`` turns),
   asked when it did not (of the others), expected-clarify turns answered directly and correctly
   (served without asking), and the data questions sent away from SQL (``diverted``, §2.8).
+* **asks per served turn**: the questions the agent asked the user over the turns, per turn
+  served. Each question costs the user one exchange, needed or not: of two routers that serve as
+  many turns, the one that asks less served them at less cost to the user.
 
 Each router's served rate is tested against every other's, ``always_sql`` included, by the
 comparison (:mod:`routerlab.eval.analysis.build`: one paired test per pair).
@@ -34,13 +37,14 @@ from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers.execution import EX_INTENTS
 from routerlab.eval.scorers.routing import asked
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import cluster_bootstrap_ci
+from routerlab.eval.stats import cluster_bootstrap_ci, cluster_bootstrap_ratio_ci
 
 __all__ = [
     "BASELINE_ROUTER",
     "AskingAccount",
     "OutcomeSummary",
     "asked_back",
+    "asks_of",
     "outcome_summary",
     "served",
 ]
@@ -60,6 +64,16 @@ def asked_back(result: ExampleResult) -> bool:
     if result.trace is not None:
         return asked(result.trace)
     return result.predicted_intent == "clarify"
+
+
+def asks_of(result: ExampleResult) -> int:
+    """How many questions the agent asked the user on this turn (each an exchange the user paid).
+
+    The ``ask_human`` calls of the trace: a turn that asked back and, after the user's reply,
+    asked again counts 2. A question with no call recorded counts 1 (:func:`asked_back`).
+    """
+    calls = sum(1 for c in result.trace.tool_calls if c.get("name") == "ask_human") if result.trace else 0
+    return max(calls, int(asked_back(result)))
 
 
 def served(result: ExampleResult) -> float | None:
@@ -85,6 +99,9 @@ class AskingAccount:
         other_turns: Turns whose example expected no question.
         asked_unexpected: Of those, turns where the agent asked anyway.
         diverted: Data questions (gold ``sql``) sent away from SQL (docs/metrics.md §2.8).
+        asks: Questions asked over the scored turns, served or not (:func:`asks_of`).
+        asks_per_served: ``asks`` over those turns per turn served, 95 % CI over conversations
+            (``n``: the turns served; value NaN when none was).
     """
 
     clarify_turns: int
@@ -93,6 +110,8 @@ class AskingAccount:
     other_turns: int
     asked_unexpected: int
     diverted: Diversion
+    asks: int = 0
+    asks_per_served: Rate = _NONE
 
     def metrics(self) -> dict[str, float]:
         """``asking.*`` counts and shares (a share only where its denominator is non-zero)."""
@@ -102,7 +121,12 @@ class AskingAccount:
             "asking.answered_directly": float(self.answered_directly),
             "asking.other_turns": float(self.other_turns),
             "asking.asked_unexpected": float(self.asked_unexpected),
+            "asking.asks": float(self.asks),
         }
+        if self.asks_per_served.n:
+            a = self.asks_per_served
+            out |= {"asks_per_served": a.value}
+            out |= {"asks_per_served_ci_low": a.ci_low, "asks_per_served_ci_high": a.ci_high}
         if self.clarify_turns:
             out["asking.asked_expected_rate"] = self.asked_expected / self.clarify_turns
             out["asking.answered_directly_rate"] = self.answered_directly / self.clarify_turns
@@ -145,6 +169,15 @@ def _rate(values: list[float], clusters: list[str]) -> Rate:
     return Rate(float(np.mean(values)), len(values), low, high)
 
 
+def _per_served(asks: list[int], served_values: list[float], clusters: list[str]) -> Rate:
+    """Questions asked per turn served, with its interval over conversations (none when nothing was served)."""
+    n = int(sum(served_values))
+    if not n:
+        return _NONE
+    low, high = cluster_bootstrap_ratio_ci(asks, served_values, clusters)
+    return Rate(sum(asks) / n, n, low, high)
+
+
 def outcome_summary(results: Sequence[ExampleResult]) -> OutcomeSummary | None:
     """The served rate and asking account of one run, or None when it has no end-to-end turn.
 
@@ -159,7 +192,7 @@ def outcome_summary(results: Sequence[ExampleResult]) -> OutcomeSummary | None:
     conversation = [r for r in results if r.conversation]
     if not any(name in r.scores for r in conversation for name in ("ex", "success")):
         return None
-    scored = [(v, cluster_of(r)) for r in turns if (v := served(r)) is not None]
+    scored = [(v, cluster_of(r), asks_of(r)) for r in turns if (v := served(r)) is not None]
     clarify = [r for r in turns if r.intent == "clarify"]
     others = [r for r in turns if r.intent != "clarify"]
     account = AskingAccount(
@@ -169,10 +202,12 @@ def outcome_summary(results: Sequence[ExampleResult]) -> OutcomeSummary | None:
         other_turns=len(others),
         asked_unexpected=sum(asked_back(r) for r in others),
         diverted=diversion_of_results(turns),
+        asks=sum(a for _, _, a in scored),
+        asks_per_served=_per_served([a for _, _, a in scored], [v for v, _, _ in scored], [c for _, c, _ in scored]),
     )
     conversations = conversation_summary(turns, ("ex",))
     return OutcomeSummary(
-        served=_rate([v for v, _ in scored], [c for _, c in scored]),
+        served=_rate([v for v, _, _ in scored], [c for _, c, _ in scored]),
         question_ex=conversations.per_question.get("ex", _NONE) if conversations else _NONE,
         interaction_ex=conversations.per_conversation.get("ex", _NONE) if conversations else _NONE,
         asking=account,

@@ -14,6 +14,7 @@ __all__ = [
     "McNemarResult",
     "bootstrap_ci",
     "cluster_bootstrap_ci",
+    "cluster_bootstrap_ratio_ci",
     "mcnemar_exact",
     "min_detectable_diff",
     "n_needed",
@@ -131,6 +132,39 @@ def cluster_bootstrap_ci(
         ValueError: ``values`` and ``clusters`` differ in length.
     """
     return _mean_ci(values, clusters, confidence, n_resamples, seed)
+
+
+def cluster_bootstrap_ratio_ci(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    clusters: Sequence[object],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile CI of ``sum(numerators) / sum(denominators)`` from a bootstrap over whole clusters.
+
+    A ratio of two counts of the same items (questions asked per turn served): each resample
+    draws clusters as :func:`cluster_bootstrap_ci` does and divides the two pooled sums; a
+    resample whose denominator sums to 0 has no ratio and is left out.
+
+    Returns:
+        ``(low, high)``; ``(nan, nan)`` when no item or no resample has a ratio.
+
+    Raises:
+        ValueError: The three sequences differ in length.
+    """
+    if len(numerators) != len(denominators):
+        raise ValueError(f"numerators and denominators differ in length: {len(numerators)} vs {len(denominators)}")
+    top, _ = _cluster_sums(numerators, clusters)
+    bottom, _ = _cluster_sums(denominators, clusters)
+    if not top.size:
+        return (math.nan, math.nan)
+    pick = np.random.default_rng(seed).integers(0, top.size, size=(n_resamples, top.size))
+    num, den = top[pick].sum(axis=1), bottom[pick].sum(axis=1)
+    ratios = num[den > 0] / den[den > 0]
+    return _interval(ratios, confidence) if ratios.size else (math.nan, math.nan)
 
 
 def paired_bootstrap_diff(

@@ -4,10 +4,14 @@ CoSQL writes an exchange as one turn, ``question | clarifying question | reply``
 the reply as the user's next turn: the question (gold ``clarify``, the reply scripted as its
 ``user_reply``), then the reply itself (gold ``sql``, the SQL run after it). This writes every
 conversation of a CoSQL folder that has an exchange in that form, every other turn unchanged, for
-``routerlab route`` / ``routerlab run --dataset jsonl``:
+``routerlab route --dataset jsonl`` (each reply decided with the gold history, its question pending):
 
     python scripts/cosql_reply_turns.py /work/shared/data/cosql-dev-a replies.jsonl
     routerlab route --dataset jsonl --dataset-path replies.jsonl --router rules,semantic --lm scripted:basic
+
+It is a routing set. ``routerlab run`` plays the reply itself when a turn asks back (the example's
+``user_reply`` comes back as the next user turn): run it on the CoSQL folder (``--dataset cosql``),
+where the exchange is one example, not on this file, where the reply would come twice.
 """
 
 from __future__ import annotations

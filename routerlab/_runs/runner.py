@@ -23,7 +23,7 @@ from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.lm.deadline import deadline_scope
 from routerlab.agents.registry import component_spec
 from routerlab.agents.state import INTENTS
-from routerlab.agents.trace import Trace
+from routerlab.agents.trace import Trace, answered_by_reply
 from routerlab.agents.turn_history import Turn, turn_from_trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers import DEFAULT_SCORERS
@@ -280,20 +280,7 @@ class RouterRun:
         t0 = time.perf_counter()
         try:
             with lm_context(self.pipeline.lm):
-                trace = self.pipeline.run(
-                    example.question,
-                    example.db_path,
-                    example_id=example.id,
-                    reply=lambda _q: example.user_reply,
-                    hint=example.hint,
-                    oracle_intent=example.intent,
-                    clarification=_clarification(example),
-                    # seed 004's RunnableConfig: what the run is, on the trace and in MLflow
-                    tags=["routerlab", self.router_name, example.dataset or "dataset"],
-                    metadata={"example_id": example.id, "attempt": attempt, "split": example.split},
-                    run_name=f"{self.router_name} {example.id}",
-                    **({"history": history} if history else {}),
-                )
+                trace = self._turn(example, attempt, history)
         except Exception as exc:
             trace = Trace(
                 example_id=example.id,
@@ -337,6 +324,47 @@ class RouterRun:
             subagent_usage=trace.subagent_usage,
             trace=trace,
         )
+
+    def _turn(self, example: Example, attempt: int, history: list[Turn]) -> Trace:
+        """The pipeline's trace of ``example``, with the user's reply when the turn asks back.
+
+        A single request gets the dataset's reply within its turn. A conversation turn that asks
+        back ends waiting, and the reply comes back as the user's next turn, with the turn that
+        asked as the one before it: the router reads it as the answer to its question
+        (``routers/support/reply.py``), as the application reads a user's reply. The example is
+        scored on both turns together (:func:`~routerlab.agents.trace.answered_by_reply`); a
+        reply turn that asks again is left waiting (the dataset has one reply).
+        """
+        common: dict[str, Any] = dict(
+            example_id=example.id,
+            hint=example.hint,
+            # seed 004's RunnableConfig: what the run is, on the trace and in MLflow
+            tags=["routerlab", self.router_name, example.dataset or "dataset"],
+            metadata={"example_id": example.id, "attempt": attempt, "split": example.split},
+            run_name=f"{self.router_name} {example.id}",
+        )
+        in_turn = example.conversation is None
+        trace = self.pipeline.run(
+            example.question,
+            example.db_path,
+            reply=(lambda _q: example.user_reply) if in_turn else None,
+            oracle_intent=example.intent,
+            clarification=_clarification(example),
+            **common,
+            **({"history": history} if history else {}),
+        )
+        asked = turn_from_trace(example.question, trace)
+        if in_turn or not example.user_reply or "asked" not in asked:
+            return trace
+        after = self.pipeline.run(
+            example.user_reply,
+            example.db_path,
+            # what the dataset expects after the reply: the SQL of the reading it settles
+            oracle_intent="sql",
+            history=[*history, asked],
+            **common,
+        )
+        return answered_by_reply(trace, example.user_reply, after)
 
 
 def run_router(

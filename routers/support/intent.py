@@ -70,8 +70,9 @@ class IntentRouter:
     #: whether a ``clarify`` the conversation settles is answered as a follow-up; a router whose
     #: ``clarify`` is a label, not a reading of the text (``oracle``), asks at every position
     follow_up_settles_clarify: bool = True
-    #: whether a reply to the assistant's pending question continues the pending request; a router
-    #: whose decision is not a reading of the text (``oracle``, ``random``) keeps its own
+    #: whether a reply to the assistant's pending question turns the decision into ``sql``; a router
+    #: whose decision is not a reading of the text (``oracle``, ``random``) keeps its own, and its
+    #: SQL for the reply still reads the pending request with it
     reads_replies: bool = True
 
     def __init__(self, fix_budget: int = 1) -> None:
@@ -90,12 +91,14 @@ class IntentRouter:
     def decide(self, state: PipelineState) -> RouteDecision:
         """Classify once (first step), then emit the next call of the plan."""
         route: dict[str, Any] = state.get("route") or {}
-        reply = read_reply(state, self._database(state)) if self.reads_replies else None
+        # the reply is the turn's context for every router: SQL for it reads the pending request with
+        # the reply; only a router whose decision reads the text lets it change the intent
+        reply = read_reply(state, self._database(state))
         if state.get("tool_calls") and route.get("intent"):
             intent, conf, method, usage = route["intent"], route.get("confidence", 1.0), "plan", Usage()
         else:
             intent, conf, method, usage = self.classify(state)
-            if reply is not None and intent in REPLY_OVERRIDES:
+            if self.reads_replies and reply is not None and intent in REPLY_OVERRIDES:
                 # the user answers the assistant's own question: the pending request goes on
                 intent, method = "sql", f"{method}:reply-{reply.kind}"
             elif intent == "clarify" and self.follow_up_settles_clarify and self._settled_by_conversation(state):

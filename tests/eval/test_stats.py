@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from routerlab.eval.stats import (
     bootstrap_ci,
     cluster_bootstrap_ci,
+    cluster_bootstrap_ratio_ci,
     mcnemar_exact,
     paired_bootstrap_diff,
     paired_cluster_bootstrap_diff,
@@ -138,3 +139,29 @@ def test_sign_flip_is_mcnemar_for_single_requests_and_flips_conversations_whole(
     assert 0 < many < 0.001 and many == paired_sign_flip_p([0.0] * 40, [0.6] * 40, range(40))
     with pytest.raises(ValueError):
         paired_sign_flip_p([1], [1, 0], [0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1), st.sampled_from("abcdef")), min_size=1, max_size=40),
+    st.integers(0, 2**16),
+)
+def test_a_ratio_interval_holds_the_pooled_ratio_of_its_clusters(items, seed):
+    asks, served, clusters = (list(x) for x in zip(*items, strict=True))
+    low, high = cluster_bootstrap_ratio_ci(asks, served, clusters, seed=seed, n_resamples=300)
+    if not sum(served):
+        assert math.isnan(low) and math.isnan(high)
+        return
+    # every resample's ratio is one of some clusters' pooled ratio: within the clusters' extremes
+    by = {c: (sum(a for a, _, k in items if k == c), sum(s for _, s, k in items if k == c)) for c in clusters}
+    ratios = [a / s for a, s in by.values() if s]
+    assert min(ratios) - 1e-9 <= low <= high
+    if all(s for _, s in by.values()):
+        assert high <= max(ratios) + 1e-9
+
+
+def test_a_ratio_of_proportional_counts_has_no_width_and_lengths_must_agree():
+    # two questions for every turn served, in every conversation: 2 in every resample
+    assert cluster_bootstrap_ratio_ci([2, 4, 0], [1, 2, 0], ["a", "b", "b"]) == (2.0, 2.0)
+    with pytest.raises(ValueError, match="numerators and denominators differ in length: 2 vs 1"):
+        cluster_bootstrap_ratio_ci([1, 0], [1], ["a", "b"])

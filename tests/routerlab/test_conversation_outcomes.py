@@ -158,9 +158,25 @@ def test_outcomes_case_by_case(cosql, voter):
     d = _pair(SERVED, "oracle", "always_sql", oracle, always)
     assert d is not None and (d.a, d.n, d.a_only, d.b_only) == ("oracle", 4, 1, 0) and math.isclose(d.diff, 0.25)
 
+    # asks per served turn: oracle asked 2 questions and served 4 turns, always_sql asked none
+    # and served 3, rules asked 1 and served none (no ratio)
+    assert (o.asking.asks, o.asking.asks_per_served.value, o.asking.asks_per_served.n) == (2, 0.5, 4)
+    assert (a.asking.asks, a.asking.asks_per_served.value, a.asking.asks_per_served.n) == (0, 0.0, 3)
+    assert r.asking.asks == 1 and r.asking.asks_per_served.n == 0
+    assert "asks_per_served" not in r.metrics() and r.metrics()["asking.asks"] == 1.0
+
     # the MLflow metrics and the printed table
     metrics = o.metrics()
     assert metrics["served"] == 1.0 and metrics["asking.asked_expected_rate"] == 1.0
+    assert metrics["asks_per_served"] == 0.5 and metrics["asking.asks"] == 2.0
+    # computed once, in the comparison's figures, and shown in its words beside served
+    from routerlab.eval.analysis.build import _figures
+    from routerlab.eval.analysis.words import CONVERSATION_FIGURES, figure_text
+    from routerlab.eval.store import END_TO_END
+
+    figures = _figures(END_TO_END, oracle)
+    assert figures["asks_per_served"] == 0.5 and figure_text(figures, "asks_per_served") == "0.50"
+    assert dict(CONVERSATION_FIGURES)["asks_per_served"] == "asks per served turn"
     assert a.metrics()["asking.answered_directly"] == 1.0
     # a run without conversations has no outcome figures
     assert outcome_summary([dataclasses.replace(x, conversation=None) for x in always]) is None
@@ -188,3 +204,78 @@ def test_replay_keys_a_reply_apart_by_the_question_it_answers(voter):
     answered = key(clarification=e.meta["clarifying_question"], user_reply=e.user_reply)
     assert answered != key(user_reply=e.user_reply, ask_human="Which one do you mean?")
     assert answered == key(user_reply=e.user_reply, ask_human=e.meta["clarifying_question"])
+
+
+def test_a_reply_comes_back_as_the_next_turn(voter):
+    """A conversation turn that asks back ends waiting; the dataset's reply is the user's next turn."""
+    ask = Example(
+        "best-t1",
+        ASKED_DATA,
+        "concert_singer",
+        str(CONCERT),
+        "clarify",
+        gold_sql="SELECT name FROM singer ORDER BY age LIMIT 1",
+        user_reply="the youngest one",
+        conversation="best",
+        turn=1,
+        turns=2,
+    )
+    then = Example(
+        "best-t2", "How many singers are there?", "concert_singer", str(CONCERT), "sql",
+        gold_sql="SELECT count(*) FROM singer", conversation="best", turn=2, turns=2,
+    )  # fmt: skip
+    prompts: list[str] = []
+
+    def reply(request):
+        if requested_field(request) != "sql":
+            return answer_field(request, "ok")
+        text = _flat("\n".join(text_of(m) for m in request.messages))
+        prompts.append(text)
+        if "How many singers" in text:
+            return answer_field(request, then.gold_sql)
+        # the youngest singer only when the prompt holds the request and the reply together
+        right = ASKED_DATA in text and "the youngest one" in text
+        return answer_field(request, ask.gold_sql if right else "SELECT name FROM singer ORDER BY age DESC LIMIT 1")
+
+    first, second = _run("rules", [ask, then], scripted_lm(reply))
+    t = first.trace
+    assert t is not None and t.turns == 2 and t.intent == "clarify" and t.ask_human
+    # the router decided the reply turn itself, reading it as the answer to its question
+    methods = [d["method"] for d in t.route_decisions]
+    assert methods[0].startswith("rule:") and methods[1].endswith(":reply-answer"), methods
+    asks = [c for c in t.tool_calls if c["name"] == "ask_human"]
+    assert len(asks) == 1 and asks[0]["status"] == "success" and asks[0]["output"] == {"reply": "the youngest one"}
+    assert first.value("ex") == 1.0 and served(first) == 1.0 and first.value("chain_valid") == 1.0
+    assert first.value("success") == 1.0
+    # the next dataset turn sees the exchange settled: a question of its own, not a reply
+    assert not any("reply-" in d["method"] for d in second.trace.route_decisions)
+    assert second.value("ex") == 1.0
+    o = outcome_summary([first, second])
+    assert o is not None and (o.asking.asks, o.asking.asks_per_served.value) == (1, 0.5)
+
+
+def test_asks_count_each_question_and_a_wrong_answer_after_the_reply_is_not_served(voter):
+    """Each question asked is one exchange; a reply followed by a wrong answer serves nothing."""
+    from routerlab.agents.graph import Pipeline
+    from routerlab.agents.lm.adapter import lm_context
+    from routerlab.agents.trace import answered_by_reply
+    from routerlab.eval.outcomes import asks_of
+    from routerlab.routers import router
+
+    e = voter[0]
+    wrong = scripted_lm(lambda q: answer_field(q, "SELECT 1" if requested_field(q) == "sql" else "ok"))
+    results = _run("oracle", voter, wrong)
+    assert [r.value("ex") for r in results] == [0.0] * 4
+    o = outcome_summary(results)
+    assert o is not None and o.asking.asks == 2 and o.served.value == 0.0 and o.asking.asks_per_served.n == 0
+
+    # a reply turn that asks again: two questions on one turn, the second left waiting
+    pipeline = Pipeline(router.build("oracle"), wrong)
+    with lm_context(wrong):
+        asked = pipeline.run(e.question, e.db_path, oracle_intent="clarify", clarification="Which contest?")
+        again = pipeline.run(e.user_reply, e.db_path, oracle_intent="clarify")
+    joined = answered_by_reply(asked, e.user_reply, again)
+    result = dataclasses.replace(results[0], trace=joined)
+    assert asks_of(result) == 2 and joined.turns == 2
+    assert [c["status"] for c in joined.tool_calls if c["name"] == "ask_human"] == ["success", "pending"]
+    assert joined.ask_human == again.ask_human
