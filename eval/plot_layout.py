@@ -1,27 +1,24 @@
-"""Text layout of the figures: where labels go so they never collide, and a check that none do.
+"""Text layout of the figures: a check that no two labels collide or run off the canvas, and a fix.
 
-Matplotlib places a text where it is told, whatever is already there. The figures of
-:mod:`routerlab.eval.plots` therefore place their data labels from the rendered extents of the
-text (what the Agg renderer would draw, in display pixels) and :func:`overlapping_texts` checks
-a finished figure the same way. A figure is embedded in the report as a PNG, which a browser
-only scales as a whole, so a figure free of overlaps here is free of them at any page width.
+Matplotlib places a text where it is told, whatever is already there. :func:`overlapping_texts`
+therefore checks a finished figure from the rendered extents of its texts (what the Agg renderer
+would draw, in display pixels), and :func:`fit_texts_to_canvas` grows a figure until none is cut
+off. A figure is embedded in the report as a PNG, which a browser only scales as a whole, so a
+figure free of overlaps here is free of them at any page width.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
-from matplotlib.transforms import Bbox
 
 __all__ = [
     "TextBox",
@@ -30,9 +27,6 @@ __all__ = [
     "fit_texts_to_canvas",
     "overlapping_pairs",
     "overlapping_texts",
-    "place_point_labels",
-    "renderer_of",
-    "text_boxes",
 ]
 
 #: boxes closer than this many pixels (at the figure's dpi) count as touching, not overlapping
@@ -41,12 +35,6 @@ _TOLERANCE_PX = 0.5
 _MARGIN_PX = 4.0
 #: a figure is grown at most this many times (each growth is one layout and one draw)
 _MAX_GROWTHS = 6
-#: label offsets from a point tried in order, in points (the first free one wins)
-_OFFSETS_PT: tuple[tuple[float, float], ...] = tuple(
-    (r * math.cos(a), r * math.sin(a))
-    for r in (7.0, 14.0, 22.0, 32.0, 44.0)
-    for a in np.deg2rad([30, -30, 150, -150, 90, -90, 0, 180, 60, -60, 120, -120])
-)
 
 
 @dataclass(frozen=True)
@@ -97,13 +85,6 @@ class TextBox:
         return True
 
 
-def renderer_of(fig: Figure) -> RendererBase:
-    """The Agg renderer of ``fig`` after a full draw (the layout engine has run)."""
-    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    canvas.draw()
-    return canvas.get_renderer()
-
-
 def _box(text: Text, renderer: RendererBase) -> TextBox:
     # the centre of a rotated rectangle is the centre of its axis-aligned extent, so the unrotated
     # size and the rotation give the exact rectangle (the extent alone over-covers rotated labels)
@@ -149,12 +130,6 @@ def drawn_texts(fig: Figure) -> list[Text]:
     never drawn) is not counted.
     """
     return _draw_recording(fig)[0]
-
-
-def text_boxes(fig: Figure) -> list[TextBox]:
-    """The drawn rectangle of every text of ``fig`` (titles, tick and axis labels, legends, data labels)."""
-    texts, renderer = _draw_recording(fig)
-    return [_box(t, renderer) for t in texts]
 
 
 def overlapping_pairs(fig: Figure) -> list[tuple[Text, Text]]:
@@ -229,64 +204,3 @@ def fit_texts_to_canvas(fig: Figure) -> Figure:
     for warning in caught:
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return fig
-
-
-def _pixel_box(bbox: Bbox, pad: float = 0.0) -> Bbox:
-    return Bbox.from_extents(bbox.x0 - pad, bbox.y0 - pad, bbox.x1 + pad, bbox.y1 + pad)
-
-
-def place_point_labels(
-    ax: Axes,
-    points: Sequence[tuple[float, float]],
-    labels: Sequence[str],
-    *,
-    marker_radius_pt: float = 6.0,
-    fontsize: float = 8.0,
-) -> list[Text]:
-    """Annotate each point with its label where it hides neither another label nor a marker.
-
-    Candidate offsets around the point are tried nearest first (:data:`_OFFSETS_PT`); a candidate
-    is taken when its rendered box stays inside the axes and clear of every marker and every
-    label placed before it. Call it after the axes' limits are final: the positions are computed
-    in display pixels.
-
-    Args:
-        ax: The axes (its figure is drawn once to measure text).
-        points: Data coordinates of the labelled points.
-        labels: One label per point.
-        marker_radius_pt: Radius of the drawn markers, in points.
-        fontsize: Label size, in points.
-
-    Returns:
-        The annotations, in the order of ``points``.
-    """
-    fig = ax.get_figure()
-    renderer = renderer_of(fig)  # type: ignore[arg-type]
-    scale = fig.dpi / 72.0  # type: ignore[union-attr]
-    radius = marker_radius_pt * scale
-    inside = ax.get_window_extent(renderer)
-    centres = [ax.transData.transform(p) for p in points]
-    taken: list[Bbox] = [Bbox.from_extents(x - radius, y - radius, x + radius, y + radius) for x, y in centres]
-    placed: list[Text] = []
-    for (x, y), label in zip(points, labels, strict=True):
-        note = None
-        for dx, dy in _OFFSETS_PT:
-            ha = "left" if dx > 0.5 else "right" if dx < -0.5 else "center"
-            va = "bottom" if dy > 0.5 else "top" if dy < -0.5 else "center"
-            candidate = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                                    ha=ha, va=va, zorder=5)  # fmt: skip
-            box = candidate.get_window_extent(renderer)
-            fits = inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
-            if fits and not any(box.overlaps(_pixel_box(t, 1.0)) for t in taken):
-                note = candidate
-                break
-            candidate.remove()
-        if note is None:
-            # no free place in reach: beside the point, the last resort a crowded plot can offer
-            note = ax.annotate(label, (x, y), xytext=(7, 0), textcoords="offset points", fontsize=fontsize,
-                               va="center", zorder=5)  # fmt: skip
-        # placed inside the axes by construction: the layout need not make room for it
-        note.set_in_layout(False)
-        taken.append(note.get_window_extent(renderer))
-        placed.append(note)
-    return placed

@@ -1,8 +1,8 @@
 """The risk-coverage figure of a router comparison (docs/metrics.md section 8).
 
-Apart from :mod:`routerlab.eval.plots` because the MLflow writer draws it for every run with a
-risk curve (:mod:`routerlab.eval.tracking`), and the other figures read the analysis package,
-which reads the tracking package: this one reads neither.
+Apart from the report's figures (:mod:`routerlab.eval.analysis`) because the MLflow writer draws
+it for every run with a risk curve (:mod:`routerlab.eval.tracking`), and the analysis package
+reads the tracking package: this one reads neither.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Figures of ``routerlab toolscale``: routing accuracy, prompt size and latency as the toolset grows.
 
-Like :mod:`routerlab.eval.plots`, every function returns a :class:`matplotlib.figure.Figure` built without
-pyplot; axes carry labels with units and the figure has a title.
+Like :mod:`routerlab.eval.risk_figure`, every function returns a :class:`matplotlib.figure.Figure`
+built without pyplot; axes carry labels with units and the figure has a title.
 """
 
 from __future__ import annotations
