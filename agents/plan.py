@@ -25,6 +25,7 @@ __all__ = [
     "call_id",
     "direct_call",
     "next_call",
+    "request_text",
 ]
 
 #: intent implied by the first tool a router calls
@@ -141,6 +142,12 @@ def _direct_args(state: PipelineState, name: str, question: str) -> dict[str, An
     return args
 
 
+def request_text(state: PipelineState) -> str:
+    """The request as the plan's calls carry it: the question, with the user's reply when there is one."""
+    question = state.get("question", "")
+    return f"{question} ({state['user_reply']})" if state.get("user_reply") else question
+
+
 def direct_call(state: PipelineState, agent: str) -> PlannedCall | None:
     """The next call of an explicit request for ``agent`` (direct mode), None once it has run.
 
@@ -152,9 +159,7 @@ def direct_call(state: PipelineState, agent: str) -> PlannedCall | None:
     done = len(state.get("tool_calls", {}))
     if done >= len(chain):
         return None
-    question = state.get("question", "")
-    if state.get("user_reply"):
-        question = f"{question} ({state['user_reply']})"
+    question = request_text(state)
     return _call(state, chain[done], **_direct_args(state, chain[done], question))
 
 
@@ -166,9 +171,7 @@ def next_call(state: PipelineState, intent: str, *, fix_budget: int = 1) -> Plan
         intent: The classified intent.
         fix_budget: How many fix_sql calls a failed execution may trigger.
     """
-    question = state.get("question", "")
-    if state.get("user_reply"):
-        question = f"{question} ({state['user_reply']})"
+    question = request_text(state)
     calls = state.get("tool_calls", {})
     if intent == "clarify" and not state.get("user_reply"):
         # a benchmark turn asks the dataset's question: the scripted reply answers that one

@@ -35,12 +35,14 @@ from routerlab.agents.swarm import (
     SwarmResponse,
     Terminator,
 )
-from routerlab.routers.base import require_tools, router
+from routerlab.routers.base import require_tools, router, turn_database
 from routerlab.routers.llm import to_openai_messages
 from routerlab.routers.support.swarm_decision import (
     TRIAGE,
     HandoffDecision,
+    answering_pending,
     pending_call,
+    reply_context,
     swarm_decision,
     within_turn,
 )
@@ -268,9 +270,9 @@ class HandoffRouter(Router):
         swarm = Swarm(
             self.env.lm, terminator=self._terminator(state), tool_choice="required", max_tokens=self.max_tokens
         )
-        context = {"question": state.get("question", ""), "user_reply": state.get("user_reply") or ""}
-        response = swarm.run(start, to_openai_messages(state, "")[1:], context_variables=context)
-        return self._decision(state, start, response, why)
+        db = turn_database(self.env, state)
+        response = swarm.run(start, to_openai_messages(state, "")[1:], context_variables=reply_context(state, db))
+        return answering_pending(self._decision(state, start, response, why), state, db)
 
     def _decision(self, state: PipelineState, start: Agent, response: SwarmResponse, why: str) -> HandoffDecision:
         known = state.get("tool_calls", {})

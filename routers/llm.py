@@ -25,7 +25,7 @@ from routerlab.agents.lm.local import tools_prompt
 from routerlab.agents.lm.messages import request_to_chat, to_request
 from routerlab.agents.lm.scoring import continue_reply, reply_continuer, score_choices
 from routerlab.agents.lm.usage import usage_scope
-from routerlab.agents.plan import TOOL_INTENT, call_id
+from routerlab.agents.plan import TOOL_INTENT, call_id, request_text
 from routerlab.agents.routing import PlannedCall, RouteDecision, RouterEnv
 from routerlab.agents.state import Intent, PipelineState, ToolCallRecord
 from routerlab.agents.tools.text import extract_error, extract_sql
@@ -127,11 +127,6 @@ def _last(state: PipelineState, names: tuple[str, ...], status: str | None = Non
     return None
 
 
-def _request(state: PipelineState) -> str:
-    q = state.get("question", "")
-    return f"{q} ({state['user_reply']})" if state.get("user_reply") else q
-
-
 def _cited(*names: str, status: str | None = None) -> Callable[[PipelineState], str | None]:
     def fill(state: PipelineState) -> str | None:
         r = _last(state, names, status)
@@ -150,12 +145,12 @@ def _fix_sql(state: PipelineState) -> str | None:
         producer = _last(state, ("generate_sql", "fix_sql"))
         if producer and isinstance(producer.get("output"), dict):
             return str(producer["output"].get("sql", "")) or None
-    return extract_sql(_request(state))
+    return extract_sql(request_text(state))
 
 
 def _fix_error(state: PipelineState) -> str | None:
     failed = _failed_execution(state)
-    return str(failed.get("output", "")) if failed else extract_error(_request(state))
+    return str(failed.get("output", "")) if failed else extract_error(request_text(state))
 
 
 def _failed_id(state: PipelineState) -> str | None:
@@ -165,17 +160,17 @@ def _failed_id(state: PipelineState) -> str | None:
 
 #: (tool, argument) -> how to fill it from the state without generating (None: generate it)
 ARG_FILLERS: dict[tuple[str, str], Callable[[PipelineState], Any]] = {
-    ("data_discovery", "question"): _request,
-    ("generate_sql", "question"): _request,
+    ("data_discovery", "question"): request_text,
+    ("generate_sql", "question"): request_text,
     ("generate_sql", "discovery_call_id"): _cited("data_discovery", status="success"),
     ("execute_sql_and_analyze_result", "sql_call_id"): _cited("generate_sql", "fix_sql", status="success"),
     ("fix_sql", "sql"): _fix_sql,
     ("fix_sql", "error"): _fix_error,
     ("fix_sql", "failed_call_id"): _failed_id,
-    ("explain_sql", "sql"): lambda state: extract_sql(_request(state)) or _request(state),
-    ("chat", "message"): _request,
+    ("explain_sql", "sql"): lambda state: extract_sql(request_text(state)) or request_text(state),
+    ("chat", "message"): request_text,
     # the question abstain checks is the user's own; what is missing it finds itself
-    ("abstain", "question"): _request,
+    ("abstain", "question"): request_text,
 }
 
 
@@ -268,7 +263,7 @@ class LLMRouter:
             call: PlannedCall = {
                 "id": call_id(state, "abstain"),
                 "name": "abstain",
-                "args": {"question": _request(state)},
+                "args": {"question": request_text(state)},
             }
             decision = dataclasses.replace(
                 decision,

@@ -42,10 +42,16 @@ from routerlab.agents.swarm import (
     SwarmResponse,
     Terminator,
 )
-from routerlab.routers.base import require_tools, router
+from routerlab.routers.base import require_tools, router, turn_database
 from routerlab.routers.handoff import SPECIALIST_TOOLS, TRIAGE, HandoffDecision
 from routerlab.routers.llm import to_openai_messages
-from routerlab.routers.support.swarm_decision import pending_call, swarm_decision, within_turn
+from routerlab.routers.support.swarm_decision import (
+    answering_pending,
+    pending_call,
+    reply_context,
+    swarm_decision,
+    within_turn,
+)
 
 __all__ = ["DEFAULT_ORDER", "ROLES", "TeamRouter", "pass_turn", "team_instruction"]
 
@@ -222,10 +228,11 @@ class TeamRouter(Router):
             tool_choice=self.team.tool_choice,
             max_tokens=self.team.max_tokens,
         )
-        context = {"question": state.get("question", ""), "user_reply": state.get("user_reply") or ""}
+        db = turn_database(self.env, state)
         start = self._start(state)
-        response = team.run_sync(to_openai_messages(state, "")[1:], start=start, context_variables=context)
-        return self._decision(state, response)
+        messages = to_openai_messages(state, "")[1:]
+        response = team.run_sync(messages, start=start, context_variables=reply_context(state, db))
+        return answering_pending(self._decision(state, response), state, db)
 
     def _decision(self, state: PipelineState, response: SwarmResponse) -> HandoffDecision:
         known = state.get("tool_calls", {})

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from routerlab.agents.plan import next_call
+from routerlab.agents.plan import next_call, request_text
 from routerlab.agents.routing import RouteDecision
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import normalise_request
@@ -123,20 +123,28 @@ def as_reply(state: PipelineState, reply: Reply | None) -> PipelineState:
     return PipelineState(**{**state, "question": reply.pending["request"], "user_reply": answer})
 
 
+#: calls whose ``question`` is the user's request: on a reply, the pending request with the reply
+_REQUEST_CALLS = frozenset({"data_discovery", "generate_sql"})
+
+
 def continue_pending(decision: RouteDecision, state: PipelineState, db: Any = None) -> RouteDecision:
     """``decision``, or the pending request's first SQL call when the turn answers the assistant's question.
 
-    For routers that choose tool calls themselves (``llm``, ``retrieval``), on the first step of the
-    turn: a reply the model routed to chat, a clarification or an abstention (or to no valid call)
-    continues the request, and a data call of its own is replaced by the plan's, which carries the
-    request with the reply (method ``<method>:reply-<kind>``). Later steps follow the calls made.
+    For routers that choose tool calls themselves (``llm``, ``retrieval``, ``handoff``, ``team``),
+    on the first step of the turn: a reply the model routed to chat, a clarification or an
+    abstention (or to no valid call) continues the request, and a data call of its own is replaced
+    by the plan's, which carries the request with the reply (method ``<method>:reply-<kind>``).
+    Later steps of a request so continued follow the calls the model makes, each asking about the
+    pending request with the reply (its ``question``), not about "yes" alone.
 
     Args:
         decision: The router's own decision.
         state: The turn's state.
         db: The turn's database, for :func:`read_reply` (None: the text alone decides).
     """
-    if state.get("tool_calls") or (decision.intent is not None and decision.intent not in REPLY_OVERRIDES):
+    if state.get("tool_calls"):
+        return _on_request(decision, state, db)
+    if decision.intent is not None and decision.intent not in REPLY_OVERRIDES:
         return decision  # a refusal, a fix or an explanation stands; no call the model made is valid: go on
     reply = read_reply(state, db)
     call = next_call(as_reply(state, reply), "sql") if reply is not None else None
@@ -150,3 +158,20 @@ def continue_pending(decision: RouteDecision, state: PipelineState, db: Any = No
         method=f"{decision.method}:reply-{reply.kind}",
         invalid_tool_calls=[],
     )
+
+
+def _on_request(decision: RouteDecision, state: PipelineState, db: Any) -> RouteDecision:
+    """A later step's ``decision`` with its data calls asking about the pending request (a reply turn's SQL path)."""
+    if (state.get("route") or {}).get("intent") != "sql" or not any(
+        c["name"] in _REQUEST_CALLS for c in decision.tool_calls
+    ):
+        return decision
+    reply = read_reply(state, db)
+    if reply is None:
+        return decision
+    request = request_text(as_reply(state, reply))
+    calls = [
+        {**c, "args": {**c["args"], "question": request}} if c["name"] in _REQUEST_CALLS else c
+        for c in decision.tool_calls
+    ]
+    return dataclasses.replace(decision, tool_calls=calls)

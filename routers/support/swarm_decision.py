@@ -11,12 +11,17 @@ into that decision is one job, done here once:
 * :func:`swarm_decision`: the :class:`HandoffDecision` holding it, with the swarm's events and
   agent activations cut to :data:`EVENT_TEXT_CAP` characters per string.
 
+* :func:`reply_context` and :func:`answering_pending`: a turn that answers the assistant's own
+  question (``routers/support/reply.py``) shows the agents the pending request with the question
+  asked back and the reply, and continues that request with the SQL agent.
+
 How a router picks the turn's intent, its method string and its starting agent stays in the
 router: those are what tell the two apart.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -25,13 +30,16 @@ from typing import Any
 from routerlab.agents.routing import PlannedCall, RouteDecision
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.swarm import PROGRESS_NODE, SwarmResponse, Terminator, Timeout
+from routerlab.routers.support.reply import as_reply, continue_pending, read_reply
 
 __all__ = [
     "EVENT_TEXT_CAP",
     "TRIAGE",
     "HandoffDecision",
+    "answering_pending",
     "cap_text",
     "pending_call",
+    "reply_context",
     "swarm_decision",
     "within_turn",
 ]
@@ -143,3 +151,31 @@ def swarm_decision(
             (PROGRESS_NODE[e.type], e.describe(), {"swarm": ev}) for e, ev in zip(response.events, events, strict=True)
         ],
     )
+
+
+def reply_context(state: PipelineState, db: Any = None) -> dict[str, str]:
+    """The swarm's context variables: the request, and the user's answer to a question asked back.
+
+    A turn that answers the assistant's pending question gives the pending request and, as the
+    answer, the question asked back with the reply and the reading it chose
+    (:func:`~routerlab.routers.support.reply.as_reply`); the agents' instructions show it.
+
+    Args:
+        state: The turn's state.
+        db: The turn's database, for :func:`~routerlab.routers.support.reply.read_reply`.
+    """
+    shown = as_reply(state, read_reply(state, db))
+    return {"question": str(shown.get("question", "") or ""), "user_reply": str(shown.get("user_reply") or "")}
+
+
+def answering_pending(decision: HandoffDecision, state: PipelineState, db: Any = None) -> HandoffDecision:
+    """``decision``, continuing the pending request when the turn answers the assistant's question.
+
+    :func:`~routerlab.routers.support.reply.continue_pending`'s rule, as every router that chooses
+    its calls follows it; a first step it turns into the request's SQL call is the SQL agent's, so
+    the turn's next decision resumes with that agent.
+    """
+    continued = continue_pending(decision, state, db)
+    if continued is decision or state.get("tool_calls"):
+        return continued  # type: ignore[return-value]
+    return dataclasses.replace(continued, agent="sql")  # type: ignore[arg-type]

@@ -3,9 +3,9 @@
 Conversations are built from the shared CoSQL data (each ``question | clarifying question | reply``
 turn becomes the question, the assistant asking back, and the user's reply as the next turn), from
 the built-in benchmark's clarifications (its scripted replies) and from a property over reply
-forms. ``rules`` and ``semantic`` run as they are (real MiniLM embeddings); ``hybrid`` and ``llm``
-run with a scripted LM that routes every request to chat, so what sends the reply to SQL is the
-shared reading of the pending question, not the model.
+forms. ``rules`` and ``semantic`` run as they are (real MiniLM embeddings); ``hybrid``, ``llm``,
+``handoff`` and ``team`` run with a scripted LM that routes every request to chat, so what sends
+the reply to SQL is the shared reading of the pending question, not the model.
 """
 
 from __future__ import annotations
@@ -291,3 +291,58 @@ def test_the_cosql_exchanges_written_as_two_turns_are_replies_routed_to_sql(tmp_
     for name in ("rules", "semantic"):
         got = [d for d in first_decisions(name, {}, examples, resolve_lm("scripted:basic")) if d.example_id in ids]
         assert len(got) == 39 and all(d.predicted == "sql" for d in got), name
+
+
+# -- the swarm routers: handoff and team ---------------------------------------------------------
+def _swarm_chat_lm(seen: list[str]):
+    """Agents that send every request to chat and, as the SQL agent, ask about the bare user turn.
+
+    Triage transfers to chat, a team member other than chat passes, the chat agent calls chat;
+    the SQL agent calls a data tool with the latest user message as its question (a model that
+    copies "yes"). ``seen`` gets every system prompt.
+    """
+
+    def reply(request) -> Any:
+        names = [t.name for t in request.tools or []]
+        seen.append(str(request.system or ""))
+        user = next((text_of(m) for m in reversed(request.messages) if m.role == "user"), "")
+        done = [text_of(m) for m in request.messages if m.role == "tool"]
+        if "data_discovery" in names:
+            name = "generate_sql" if any("[data_discovery" in d for d in done) else "data_discovery"
+            return {"name": name, "args": {"question": user}}
+        chatty = (("transfer_to_chat", {}), ("chat", {"message": user}), ("pass_turn", {"reason": "not mine"}))
+        for name, args in chatty:
+            if name in names:
+                return {"name": name, "args": args}
+        return {"name": names[0], "args": {}}
+
+    return scripted_lm(reply)
+
+
+@pytest.mark.parametrize("name", ["handoff", "team"])
+def test_the_swarm_routers_continue_the_pending_request(name, cache_dir):
+    """A reply the agents send to chat continues the request with the SQL agent, every step about the request."""
+
+    db, history, reply, _ = _cosql_replies()[0]
+    seen: list[str] = []
+    r = routers.router.build(name)
+    r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=_swarm_chat_lm(seen), open_db=open_database))
+    state = initial_state(reply, db, history=history)
+    request = history[-1]["question"]
+    first = r.decide(state)
+    assert first.intent == "sql" and ":reply-" in first.method and first.agent == "sql", first.method
+    call = first.tool_calls[0]
+    assert call["name"] == "data_discovery" and call["args"]["question"].startswith(request)
+    # the agents were told the request, the question asked back and the reply
+    assert any(str(history[-1]["asked"]) in s and repr(reply) in s for s in seen)
+    # the next step resumes with the SQL agent; its call asks about the request, not "yes"
+    state["tool_calls"] = {call["id"]: {**call, "status": "success", "output": {"tables": []}, "step": 0}}
+    state["route"] = first.summary(name)
+    second = r.decide(state)
+    assert second.agent == "sql" and second.tool_calls[0]["name"] in ("data_discovery", "generate_sql")
+    # the model wrote the bare reply; the call asks about the request with it
+    assert [c["args"]["question"] for a in second.activations for c in a.get("calls", [])] == [reply]
+    assert second.tool_calls[0]["args"]["question"].startswith(request)
+    assert repr(reply) in second.tool_calls[0]["args"]["question"]
+    # the same model without a pending question: chat, as it says
+    assert r.decide(initial_state(reply, db)).intent == "chat"
