@@ -2,12 +2,18 @@
 
 ``hybrid(threshold=t, lm_threshold=u)`` decides like this (``routers/hybrid.py``): the rules'
 answer when their confidence is at least ``t``; otherwise the LM's answer when its probability
-is at least ``u``, else the rules' answer. So the two parts' decisions on every example are
+is at least ``u`` (a generated answer has 1.0) and, with ``lm_backed`` (the default), the rules
+see evidence for it, else the rules' answer. So the two parts' decisions on every example are
 enough to score any ``(t, u)`` without running the router again: one ``route`` pass of ``rules``
 and one of ``hybrid`` with ``threshold`` above 1 and ``lm_threshold`` 0 (the LM is asked on
-every example and its answer always taken). The pair with the best routing score
-(``docs/metrics.md`` §9; accuracy breaks ties, then the fewer LM calls) is chosen on the split
-given, which must not be the split the result is reported on.
+every example), with the ``lm_backed`` setting the fitted router will have. Whether the rules
+back the LM's answer does not depend on ``(t, u)``: an unbacked answer is recorded as the rules'
+(``hybrid:<rule>(lm-unbacked:<intent>)``) and is the rules' answer at every pair, a backed one
+keeps the LM's probability (``hybrid:logprob``, or ``hybrid:logprob+schema-gap`` when the schema
+gate made it an abstention). So the same grid models the router with ``lm_backed`` on or off,
+as its LM pass was run. The pair with the best routing score (``docs/metrics.md`` §9; accuracy
+breaks ties, then the fewer LM calls) is chosen on the split given, which must not be the split
+the result is reported on.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ __all__ = ["LM_THRESHOLDS", "HybridFit", "fit_hybrid", "hybrid_decisions", "hybr
 
 LM_THRESHOLDS: tuple[float, ...] = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 """LM probabilities tried as ``lm_threshold``."""
+
+#: methods of the LM path's own answer (before a ``+schema-gap``): a one-pass score or a generated one
+_LM_OWN = frozenset({"hybrid:logprob", "hybrid:generation"})
 
 
 @dataclass(frozen=True)
@@ -64,13 +73,16 @@ def hybrid_decisions(
 ) -> list[str | None]:
     """The intents ``hybrid(threshold, lm_threshold)`` would pick, in the order of ``rules``.
 
-    ``lm`` holds the LM's decision on every example (``hybrid`` run with ``threshold`` > 1). An LM
-    decision that raised, or that was not a one-pass score, counts as the LM being unsure.
+    ``lm`` holds the LM path's decision on every example (``hybrid`` run with ``threshold`` > 1,
+    ``lm_threshold`` 0 and the ``lm_backed`` setting modelled). The LM's own answer (a one-pass
+    score or a generated answer, through the schema gate or not) is taken when its confidence is
+    at least ``lm_threshold``; an answer the rules did not back, one that raised and one the LM
+    could not give count as the rules' answer.
     """
     out: list[str | None] = []
     for r, m in _paired(rules, lm):
         asked = r.confidence < threshold
-        sure = m.error is None and m.method.endswith("logprob") and m.confidence >= lm_threshold
+        sure = m.error is None and m.method.split("+")[0] in _LM_OWN and m.confidence >= lm_threshold
         out.append(m.predicted if asked and sure else r.predicted)
     return out
 
