@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
-import hashlib
 import os
 import random
 import tempfile
@@ -33,7 +32,6 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from routerlab.agents.db import connect_duckdb_readonly
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.paths import cache_root
 
@@ -46,7 +44,6 @@ __all__ = [
     "build_database",
     "builtin_database_path",
     "cache_dir",
-    "content_digest",
 ]
 
 GENERATOR_VERSION = "1"
@@ -526,27 +523,3 @@ def _unwritable_cache(target: Path, exc: Exception) -> ConfigError:
         fix="free space there, or point ROUTERLAB_CACHE to a folder with room (or pass --db FILE)",
         details={"option": "ROUTERLAB_CACHE"},
     )
-
-
-def content_digest(path: str | Path) -> str:
-    """SHA-256 over the schema and every table's rows read in primary-key order.
-
-    DuckDB files are not byte-stable across builds (block layout), so equality of content is
-    what a determinism check compares.
-
-    Args:
-        path: A database built by :func:`build_database`.
-
-    Returns:
-        Hex digest.
-    """
-    h = hashlib.sha256()
-    con = connect_duckdb_readonly(path)
-    try:
-        for table, key in TABLE_KEYS.items():
-            h.update(repr(con.execute(f"DESCRIBE {table}").fetchall()).encode())
-            for row in con.execute(f"SELECT * FROM {table} ORDER BY {key}").fetchall():
-                h.update(repr(row).encode())
-    finally:
-        con.close()
-    return h.hexdigest()

@@ -23,8 +23,6 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-import pandas as pd
-
 from routerlab._routing_eval.decisions import FirstDecision, decisions_frame, route_metrics
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.analysis.tracked import child_name, parent_name
@@ -39,7 +37,7 @@ from routerlab.eval.tracking import (
     resolve_tracking_uri,
 )
 
-__all__ = ["RouteTracking", "routing_rates_from_mlflow"]
+__all__ = ["RouteTracking"]
 
 
 class RouteTracking:
@@ -153,41 +151,3 @@ class RouteTracking:
                 self.sink.close_run(self.parent, status, error=why)
         finally:
             self.sink.close()
-
-
-def routing_rates_from_mlflow(tracking_uri: str | None, session: str) -> pd.DataFrame:
-    """A session's routing part as MLflow holds it: first-decision accuracy per router.
-
-    The cross-check of the results store (``routerlab compare``, the report's rates): the same
-    decisions give the same figures in both.
-
-    Args:
-        tracking_uri: The MLflow store.
-        session: The session id (its routing runs are keyed ``<session>.routing.<router>``).
-
-    Returns:
-        ``router, value, ci_low, ci_high, n``, one row per router, in run order.
-    """
-    import mlflow
-
-    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
-    from routerlab.eval.tracking.layout import TAG_RUN_KEY
-
-    mlflow.set_tracking_uri(resolve_tracking_uri(tracking_uri))
-    prefix = f"{session}.routing."
-    found = mlflow.search_runs(
-        search_all_experiments=True,
-        filter_string=f"tags.`{TAG_KIND}` = '{KIND_ROUTE_RUN}' AND tags.`{TAG_RUN_KEY}` LIKE '{prefix}%'",
-        order_by=["attributes.start_time ASC"],
-    )
-    rows = [
-        {
-            "router": str(r[f"tags.{TAG_RUN_KEY}"]).removeprefix(prefix),
-            "value": r.get("metrics.routing_accuracy"),
-            "ci_low": r.get("metrics.routing_accuracy_low"),
-            "ci_high": r.get("metrics.routing_accuracy_high"),
-            "n": int(r.get("metrics.n_examples", 0)),
-        }
-        for r in found.to_dict("records")
-    ]
-    return pd.DataFrame(rows, columns=["router", "value", "ci_low", "ci_high", "n"])

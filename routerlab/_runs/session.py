@@ -13,9 +13,7 @@ here; the plan and the runs' registration are in :mod:`routerlab._runs.session_p
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -51,7 +49,6 @@ __all__ = [
     "recorded_session",
     "run_session",
     "select",
-    "write_summary",
 ]
 
 
@@ -131,8 +128,3 @@ def run_session(
     out.bad_databases = list(plan.bad)
     finish_parent(live)
     return out
-
-
-def write_summary(path: Path, result: SessionResult) -> None:
-    """A small JSON of the session (ids), for scripts."""
-    path.write_text(json.dumps({"session": result.session_id, "runs": result.run_ids}, indent=2))

@@ -40,7 +40,6 @@ __all__ = [
     "general_knowledge",
     "requested_action",
     "split_social",
-    "turn_check",
     "without_pleasantries",
 ]
 
@@ -276,12 +275,3 @@ TURN_CHECKS: dict[str, Callable[[str, Any], str | None]] = {
     "general_knowledge": general_knowledge,
     "small_talk": small_talk,
 }
-
-
-def turn_check(text: str, db: Database | None = None) -> tuple[str, str] | None:
-    """The first kind of :data:`TURN_CHECKS` that ``text`` is, with the matched words, or None."""
-    for kind, detect in TURN_CHECKS.items():
-        found = detect(text, db)
-        if found:
-            return kind, found
-    return None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
+from routerlab.agents.db import connect_duckdb_readonly
 from routerlab.benchmarks.builtin import database
 from routerlab.benchmarks.builtin.database import (
     BUSINESS_TYPES,
@@ -14,7 +16,6 @@ from routerlab.benchmarks.builtin.database import (
     TABLE_KEYS,
     build_database,
     builtin_database_path,
-    content_digest,
 )
 
 EXPECTED_COLUMNS = {
@@ -32,6 +33,24 @@ EXPECTED_COLUMNS = {
         "staff_id", "area_id", "branch_id", "full_name", "role", "hired_on", "left_on", "monthly_salary",
     ],
 }  # fmt: skip
+
+
+def content_digest(path: Path) -> str:
+    """SHA-256 over the schema and every table's rows read in primary-key order.
+
+    DuckDB files are not byte-stable across builds (block layout), so equality of content is
+    what a determinism check compares.
+    """
+    h = hashlib.sha256()
+    con = connect_duckdb_readonly(path)
+    try:
+        for table, key in TABLE_KEYS.items():
+            h.update(repr(con.execute(f"DESCRIBE {table}").fetchall()).encode())
+            for row in con.execute(f"SELECT * FROM {table} ORDER BY {key}").fetchall():
+                h.update(repr(row).encode())
+    finally:
+        con.close()
+    return h.hexdigest()
 
 
 def _one(db, sql):
