@@ -49,87 +49,39 @@ _Measure = Callable[["_Sizes"], list["PerfFigure"]]
 perf_section: Registry[list[PerfFigure]] = Registry("perf section")
 
 
-_ORDER: list[tuple[str, bool]] = []  # (name, runs the model), in measuring order
-
-
-def _section(name: str, *, model: bool = False) -> Callable[[_Measure], _Measure]:
-    def register(fn: _Measure) -> _Measure:
-        _ORDER.append((name, model))
-        return perf_section(name)(fn)
-
-    return register
-
-
-@_section("harness")
-def _harness(z: _Sizes) -> list[PerfFigure]:
-    return harness_overhead(24 if z.quick else 120)
-
-
-@_section("ex throughput")
-def _ex(z: _Sizes) -> list[PerfFigure]:
-    return ex_throughput(1000, rows=5_000 if z.quick else 20_000)
-
-
-@_section("concurrency")
-def _concurrency(z: _Sizes) -> list[PerfFigure]:
-    return concurrency_scaling((1, 4, 16) if z.quick else (1, 2, 4, 8, 16), 32 if z.quick else 64)
-
-
-@_section("router replay")
-def _replay(z: _Sizes) -> list[PerfFigure]:
-    return router_replay(12 if z.quick else 36)
-
-
-@_section("rules scaling")
-def _rules_scaling(z: _Sizes) -> list[PerfFigure]:
-    return rules_scaling(repeats=1 if z.quick else 3)
-
-
-@_section("model speed", model=True)
-def _model_speed(z: _Sizes) -> list[PerfFigure]:
-    return model_speed(z.lm, 2 if z.quick else 5)
-
-
-@_section("alternating prefixes", model=True)
-def _alternating(z: _Sizes) -> list[PerfFigure]:
-    return alternating_prefixes(z.lm, 2 if z.quick else 3)
-
-
-@_section("routing prefix reuse", model=True)
 def _routing_prefix(z: _Sizes) -> list[PerfFigure]:
     # its cold figure is a prefix evaluated, never one restored from an earlier run's disk state
     with mock.patch.dict(os.environ, {"ROUTERLAB_PREFIX_CACHE": "off"}):
         return routing_prefix_reuse(z.lm, 6 if z.quick else 12)
 
 
-@_section("first decision", model=True)
-def _first_decision(z: _Sizes) -> list[PerfFigure]:
-    return first_decision_cost(z.lm, z.databases, 2 if z.quick else 3)
-
-
-@_section("schema scaling", model=True)
-def _schema(z: _Sizes) -> list[PerfFigure]:
-    return schema_scaling(z.lm, (5, 15) if z.quick else (5, 15, 40))
-
-
-@_section("sql decoding", model=True)
-def _sql_decoding(z: _Sizes) -> list[PerfFigure]:
-    return sql_decoding(z.lm, 3 if z.quick else 6)
-
-
-@_section("decode bound", model=True)
-def _decode_bound(z: _Sizes) -> list[PerfFigure]:
-    return decode_bound(z.lm, 4 if z.quick else 8)
-
-
-@_section("sql candidates", model=True)
-def _candidates(z: _Sizes) -> list[PerfFigure]:
-    return candidate_decoding(z.lm, 2 if z.quick else 4, (1, 4) if z.quick else (1, 2, 4, 8))
-
-
-@_section("pipeline split", model=True)
-def _pipeline(z: _Sizes) -> list[PerfFigure]:
-    return pipeline_split(z.lm, z.databases, 4 if z.quick else 12)
+#: (name, runs the model, measure), in measuring order
+_SECTIONS: tuple[tuple[str, bool, _Measure], ...] = (
+    ("harness", False, lambda z: harness_overhead(24 if z.quick else 120)),
+    ("ex throughput", False, lambda z: ex_throughput(1000, rows=5_000 if z.quick else 20_000)),
+    (
+        "concurrency",
+        False,
+        lambda z: concurrency_scaling((1, 4, 16) if z.quick else (1, 2, 4, 8, 16), 32 if z.quick else 64),
+    ),
+    ("router replay", False, lambda z: router_replay(12 if z.quick else 36)),
+    ("rules scaling", False, lambda z: rules_scaling(repeats=1 if z.quick else 3)),
+    ("model speed", True, lambda z: model_speed(z.lm, 2 if z.quick else 5)),
+    ("alternating prefixes", True, lambda z: alternating_prefixes(z.lm, 2 if z.quick else 3)),
+    ("routing prefix reuse", True, _routing_prefix),
+    ("first decision", True, lambda z: first_decision_cost(z.lm, z.databases, 2 if z.quick else 3)),
+    ("schema scaling", True, lambda z: schema_scaling(z.lm, (5, 15) if z.quick else (5, 15, 40))),
+    ("sql decoding", True, lambda z: sql_decoding(z.lm, 3 if z.quick else 6)),
+    ("decode bound", True, lambda z: decode_bound(z.lm, 4 if z.quick else 8)),
+    (
+        "sql candidates",
+        True,
+        lambda z: candidate_decoding(z.lm, 2 if z.quick else 4, (1, 4) if z.quick else (1, 2, 4, 8)),
+    ),
+    ("pipeline split", True, lambda z: pipeline_split(z.lm, z.databases, 4 if z.quick else 12)),
+)
+for _name, _, _measure in _SECTIONS:
+    perf_section(_name)(_measure)
 
 
 def run_perf(
@@ -151,7 +103,7 @@ def run_perf(
     """
     chosen = [perf_section.get(name) for name in sections]  # a typo is said before any measuring
     if not sections:
-        chosen = [perf_section.get(name) for name, needs_model in _ORDER if model or not needs_model]
+        chosen = [perf_section.get(name) for name, needs_model, _ in _SECTIONS if model or not needs_model]
     sizes = _Sizes(quick, lm, databases)
     return [figure for fn in chosen for figure in fn(sizes)]
 
