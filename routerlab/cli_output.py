@@ -320,14 +320,10 @@ def end_planned(ended: Any) -> None:
 
 
 def print_route(outcome: Any, csv_file: Path | None) -> None:
-    """``routerlab route``'s tables, confusion matrices, CSV file and MLflow runs."""
+    """``routerlab route``'s verdict and rates (the run's closing table), CSV file and MLflow runs."""
     if (line := outcome.conversation_line()) is not None:
-        print(line)
-    print(outcome.report)
-    for label, matrix in outcome.confusions().items():
-        # the matrix counts raw predictions; recall above also accepts an example's alternates
-        print(f"\n{label}: gold intent (rows) x first-decision intent (columns; recall_* also counts alternates)")
-        print(matrix.to_string())
+        print_plain(out, line)
+    print(outcome.report(), end="")
     if csv_file is not None:
         outcome.write_csv(csv_file)
         out.print(f"first decisions written to {csv_file}")
@@ -336,8 +332,9 @@ def print_route(outcome: Any, csv_file: Path | None) -> None:
     if outcome.store is not None:
         print_plain(
             out,
-            f"session {outcome.session_id} (store {outcome.store}); paired tests, recall per intent and the "
-            f"verdict: routerlab compare {outcome.session_id}",
+            f"session {outcome.session_id} (store {outcome.store}); paired tests, recall per intent, disagreements "
+            f"and failures: routerlab compare {outcome.session_id}; confusion matrices: routerlab report "
+            f"{outcome.session_id}",
         )
 
 

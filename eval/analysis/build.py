@@ -198,8 +198,9 @@ def _failures(results: Sequence[ExampleResult], value: Callable[[ExampleResult],
 def _figures(part: str, results: Sequence[ExampleResult]) -> dict[str, float]:
     """The further figures that apply (:attr:`RouterFigures.figures`).
 
-    Calibration; end to end also answer or abstain, gold SQL that cannot run, conversations, the
-    asking account and pass^k.
+    Calibration and conversations (routing: routing accuracy per turn position and over whole
+    conversations); end to end also answer or abstain, gold SQL that cannot run, the asking
+    account and pass^k.
     """
     if part == ROUTING:
         # a first decision keeps its confidence with its score (it has no trace)
@@ -212,6 +213,10 @@ def _figures(part: str, results: Sequence[ExampleResult]) -> dict[str, float]:
     if calibration.get("n"):
         out |= {"calibration.ece": calibration["ece"], "calibration.n": float(calibration["n"])}
     if part == ROUTING:
+        # turns of conversations: routing accuracy per turn position and over whole conversations
+        if (c := conversation_summary(results, (ROUTING_ACCURACY.scorer,))) is not None:
+            named = {k.replace(ROUTING_ACCURACY.scorer, ROUTING_ACCURACY.key): v for k, v in c.metrics().items()}
+            out |= {k: v for k, v in named.items() if not k.startswith("question.")}  # the rate itself
         return {key: float(v) for key, v in sorted(out.items()) if math.isfinite(v)}
     out |= risk_summary(results, seed=_SEED).metrics()
     if (failed := gold_failures(results)[0]) > 0:

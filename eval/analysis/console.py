@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from routerlab.eval.analysis.measures import PART_NAMES, measure
 from routerlab.eval.analysis.model import Part, SessionComparison
 from routerlab.eval.analysis.words import (
-    CONVERSATION_FIGURES,
+    conversation_figures,
     count_text,
     figure_text,
     interval_text,
@@ -215,13 +215,11 @@ def _failures(p: Part, width: int) -> list[str]:
 
 
 def _conversations(p: Part, width: int) -> list[str]:
-    shown = [r for r in p.routers if r.same_as is None and "question.ex" in r.figures]
+    caption, shown, figures = conversation_figures(p)
     if not shown:
         return []
-    figures = [(k, name) for k, name in CONVERSATION_FIGURES if any(k in r.figures for r in shown)]
     rows = [[r.router, *(figure_text(r.figures, k) if k in r.figures else "-" for k, _ in figures)] for r in shown]
-    title = "Conversations (question EX: every turn; interaction EX: every turn of a conversation right):"
-    return [*_wrap(title, width), *table(["router", *(name for _, name in figures)], rows, width)]
+    return [*_wrap(f"Conversations ({caption}):", width), *table(["router", *(n for _, n in figures)], rows, width)]
 
 
 def _notes(p: Part) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from routerlab.eval.analysis.measures import PART_NAMES, measure
 from routerlab.eval.analysis.model import Decision, Part, SessionComparison
 from routerlab.eval.analysis.words import (
-    CONVERSATION_FIGURES,
+    conversation_figures,
     figure_text,
     interval_text,
     num,
@@ -198,16 +198,12 @@ def per_intent_md(p: Part) -> str:
 
 
 def conversations_md(p: Part) -> str:
-    """Question and interaction EX and the asking account of a part over conversations; empty without."""
-    shown = [r for r in p.routers if r.same_as is None and "question.ex" in r.figures]
+    """A part's figures over conversations (per turn, whole conversations, the asking account); empty without."""
+    caption, shown, figures = conversation_figures(p)
     if not shown:
         return ""
-    figures = [(k, name) for k, name in CONVERSATION_FIGURES if any(k in r.figures for r in shown)]
     rows = [[r.router, *(figure_text(r.figures, k) if k in r.figures else "" for k, _ in figures)] for r in shown]
-    return (
-        "Question EX: every turn; interaction EX: every turn of a conversation right (95% intervals "
-        "over conversations).\n\n" + _table(["router", *(name for _, name in figures)], rows) + "\n"
-    )
+    return caption[0].upper() + caption[1:] + ".\n\n" + _table(["router", *(n for _, n in figures)], rows) + "\n"
 
 
 def cost_md(p: Part) -> str:

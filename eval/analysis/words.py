@@ -7,10 +7,12 @@ and computes nothing, so the console, the report and MLflow say the same thing t
 from __future__ import annotations
 
 from routerlab.eval.analysis.measures import PART_NAMES, measure
-from routerlab.eval.analysis.model import Cost, Interval, Part, Verdict
+from routerlab.eval.analysis.model import Cost, Interval, Part, RouterFigures, Verdict
+from routerlab.eval.store import END_TO_END, ROUTING
 
 __all__ = [
     "CONVERSATION_FIGURES",
+    "conversation_figures",
     "cost_text",
     "count_text",
     "figure_text",
@@ -40,19 +42,47 @@ def count_text(r: Interval) -> str:
     return f"{r.value:.2f} ({r.count}/{r.n})" + (f" ({r.empty} empty)" if r.empty else "")
 
 
-#: the conversation figures every view shows, in its words (docs/metrics.md §10, §11)
-CONVERSATION_FIGURES: tuple[tuple[str, str], ...] = (
-    ("question.ex", "question EX"),
-    ("conversation.ex", "interaction EX"),
-    ("turn.1.ex", "turn 1 EX"),
-    ("turn.2.ex", "turn 2 EX"),
-    ("turn.3.ex", "turn 3 EX"),
-    ("turn.4plus.ex", "turn 4+ EX"),
-    ("conversation.n", "conversations"),
-    ("asking.asked_expected", "asked when expected"),
-    ("asking.clarify_turns", "turns expecting a question"),
-    ("asks_per_served", "asks per served turn"),
-)
+#: the conversation figures every view shows, per part, in its words (docs/metrics.md §10, §11)
+CONVERSATION_FIGURES: dict[str, tuple[tuple[str, str], ...]] = {
+    ROUTING: (
+        ("turn.1.routing_accuracy", "turn 1"),
+        ("turn.2.routing_accuracy", "turn 2"),
+        ("turn.3.routing_accuracy", "turn 3"),
+        ("turn.4plus.routing_accuracy", "turn 4+"),
+        ("conversation.routing_accuracy", "whole conversation"),
+        ("conversation.n", "conversations"),
+    ),
+    END_TO_END: (
+        ("question.ex", "question EX"),
+        ("conversation.ex", "interaction EX"),
+        ("turn.1.ex", "turn 1 EX"),
+        ("turn.2.ex", "turn 2 EX"),
+        ("turn.3.ex", "turn 3 EX"),
+        ("turn.4plus.ex", "turn 4+ EX"),
+        ("conversation.n", "conversations"),
+        ("asking.asked_expected", "asked when expected"),
+        ("asking.clarify_turns", "turns expecting a question"),
+        ("asks_per_served", "asks per served turn"),
+    ),
+}
+
+#: what the conversation table of each part shows, in one sentence
+_CONVERSATION_CAPTIONS = {
+    ROUTING: "routing accuracy per turn position, and over whole conversations (every turn routed right)",
+    END_TO_END: "question EX: every turn; interaction EX: every turn of a conversation right",
+}
+
+
+def conversation_figures(p: Part) -> tuple[str, list[RouterFigures], list[tuple[str, str]]]:
+    """The conversation table of a part: its caption, the routers with figures and the figures shown.
+
+    Empty (``""``, no router) when no router of the part ran over conversations.
+    """
+    shown = [r for r in p.routers if r.same_as is None and "conversation.n" in r.figures]
+    figures = [(k, name) for k, name in CONVERSATION_FIGURES.get(p.key, ()) if any(k in r.figures for r in shown)]
+    if not shown or not figures:
+        return "", [], []
+    return _CONVERSATION_CAPTIONS[p.key] + " (95% intervals over conversations)", shown, figures
 
 
 def figure_text(figures: dict[str, float], key: str) -> str:

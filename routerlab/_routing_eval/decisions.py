@@ -34,7 +34,6 @@ reply text for them, and the routers read the intent and the question of such tu
 from __future__ import annotations
 
 import math
-import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,16 +61,13 @@ __all__ = [
     "HISTORIES",
     "FirstDecision",
     "decisions_frame",
-    "diversion_line",
     "first_decisions",
     "gold_turn",
     "implied_intent",
-    "intent_confusion",
     "predicted_turn",
     "route_metrics",
     "runs_sql",
     "summary_table",
-    "summary_text",
 ]
 
 
@@ -285,8 +281,7 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     CI resamples conversations whole (a single request is its own); the ``first`` / ``followup``
     columns (turn 1 / turns 2+) appear when some example belongs to a conversation. A
     ``recall_<intent>`` column appears only for intents some router was scored on: an intent absent
-    from the set has no recall, and a column of NaN reads like a failure. :func:`summary_text` is
-    the compact console form of this table.
+    from the set has no recall, and a column of NaN reads like a failure.
     """
     rows = []
     for label, ds in by_router.items():
@@ -328,110 +323,6 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     absent = [c for c in table.columns if c.startswith("recall_") and table[c].isna().all()]
     return table.drop(columns=absent)
-
-
-#: console columns of :func:`summary_text`: summary_table column -> (header, format)
-_CONSOLE_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("n", "n", "{:.0f}"),
-    ("macro_recall", "macro", "{:.2f}"),
-    ("diverted", "divert", "{:.2f}"),
-    ("acc_first", "turn 1", "{:.2f}"),
-    ("acc_followup", "turns 2+", "{:.2f}"),
-)
-
-
-def summary_text(by_router: dict[str, list[FirstDecision]], *, width: int = 120) -> str:
-    """The first-decision table as compact console text, at most ``width`` columns wide.
-
-    One line per router: accuracy with its 95 % interval, macro recall, diverted, recall per
-    intent present in the set (absent intents left out), median and mean milliseconds per
-    decision (a median alone hides a slow tail) and LM calls; errors only when some router had
-    one. Columns that do not fit ``width`` are left out from the right, and the caption names
-    them: the full figures are in :func:`summary_table` and MLflow.
-
-    Args:
-        by_router: ``router label -> first decisions``.
-        width: The widest line.
-    """
-    table = summary_table(by_router)
-    if table.empty:
-        return "no first decisions"
-    frames = {label: pd.DataFrame([d.__dict__ for d in ds]) for label, ds in by_router.items()}
-    mean_ms = [1000 * float(frames[r]["seconds"].mean()) if len(frames[r]) else math.nan for r in table["router"]]
-    columns: list[tuple[str, list[str]]] = [
-        ("router", [str(r) for r in table["router"]]),
-        (
-            "accuracy [95% CI]",
-            [
-                f"{a:.2f} [{lo:.2f}, {hi:.2f}]"
-                for a, lo, hi in zip(table["accuracy"], table["ci_low"], table["ci_high"], strict=True)
-            ],
-        ),
-    ]
-    for col, head, fmt in _CONSOLE_COLUMNS:
-        if col in table.columns:
-            columns.append((head, [_cell(fmt, v) for v in table[col]]))
-    intents = [c for c in table.columns if c.startswith("recall_")]
-    columns += [(_short(c.removeprefix("recall_")), [_cell("{:.2f}", v) for v in table[c]]) for c in intents]
-    columns += [
-        ("p50 ms", [_cell("{:.1f}", v) for v in table["p50_ms"]]),
-        ("mean ms", [_cell("{:.1f}", v) for v in mean_ms]),
-        ("LM", [_cell("{:.2f}", v) for v in table["lm_calls"]]),
-    ]
-    if table["errors"].any():
-        columns.append(("errors", [str(int(v)) for v in table["errors"]]))
-    left_out: list[str] = []
-    while len(columns) > 2 and _text_width(columns) > width:
-        # per-intent recall goes last: the headline (accuracy, diverted, cost) must stay on screen
-        drop = next(
-            (
-                i
-                for i in range(len(columns) - 1, 1, -1)
-                if columns[i][0] in {_short(c.removeprefix("recall_")) for c in intents}
-            ),
-            len(columns) - 1,
-        )
-        left_out.insert(0, columns.pop(drop)[0])
-    widths = [max(len(head), *(len(v) for v in values)) for head, values in columns]
-    lines = [
-        "  ".join(
-            h.ljust(w) if i == 0 else h.rjust(w) for i, ((h, _), w) in enumerate(zip(columns, widths, strict=True))
-        )
-    ]
-    for k in range(len(table)):
-        cells = [values[k] for _, values in columns]
-        lines.append(
-            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
-        )
-    recall = f"recall per gold intent ({', '.join(c.removeprefix('recall_') for c in intents)})" if intents else ""
-    caption = (
-        "first-decision accuracy with a 95% bootstrap CI; macro: mean recall over the intents present; "
-        f"{recall + '; ' if recall else ''}divert: share of data questions sent away from SQL; "
-        "p50 / mean ms: wall time of one decision; LM: LM calls per decision"
-        + (f"; left out to fit {width} columns: {', '.join(left_out)}" if left_out else "")
-        + "; every figure: routerlab compare SESSION, --tracking-uri or --out (one row per decision)"
-    )
-    return "\n".join([*lines, *textwrap.wrap(caption, width=width, break_on_hyphens=False)])
-
-
-#: console headers of the longer intents (the caption names them in full)
-_SHORT_INTENT = {"explain": "expl", "clarify": "clar", "unanswerable": "unans"}
-
-
-def _short(intent: str) -> str:
-    return _SHORT_INTENT.get(intent, intent)
-
-
-def _cell(fmt: str, value: Any) -> str:
-    """``value`` formatted, ``-`` for a missing one (a NaN is never printed)."""
-    try:
-        return "-" if value is None or math.isnan(float(value)) else fmt.format(float(value))
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _text_width(columns: Sequence[tuple[str, Sequence[str]]]) -> int:
-    return sum(max(len(h), *(len(v) for v in vs)) for h, vs in columns) + 2 * (len(columns) - 1)
 
 
 #: the :func:`summary_table` columns logged as MLflow metrics, under these names (``recall_<intent>``
@@ -476,23 +367,3 @@ def route_metrics(decisions: Sequence[FirstDecision]) -> dict[str, float]:
 def decisions_frame(label: str, decisions: Sequence[FirstDecision]) -> pd.DataFrame:
     """One router's first decisions, one row each, with a ``router`` column (``--out``, ``decisions.csv``)."""
     return pd.DataFrame([d.__dict__ for d in decisions]).assign(router=label)
-
-
-def diversion_line(decisions: Sequence[FirstDecision]) -> str:
-    """The data questions ``decisions`` sent away from SQL, and where: ``0.04 [0.02, 0.06] (13/361): clarify 3, ...``.
-
-    The ``diverted`` column of :func:`summary_table` as a count with its interval and destinations
-    (:mod:`routerlab.eval.robustness`); ``n/a`` without data questions.
-    """
-    found = diversion((d.gold, d.predicted, d.correct) for d in decisions)
-    where = ", ".join(f"{intent} {n}" for intent, n in found.to.items() if n)
-    return found.fmt() + (f": {where}" if where else "")
-
-
-def intent_confusion(decisions: Sequence[FirstDecision]) -> pd.DataFrame:
-    """Counts of gold intent (rows) against predicted intent (columns; ``none``: no decision)."""
-    cols = [*INTENTS, "none"]
-    table = pd.DataFrame(0, index=list(INTENTS), columns=cols)
-    for d in decisions:
-        table.loc[d.gold, d.predicted or "none"] += 1
-    return table

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from routerlab._routing_eval.decisions import FirstDecision
     from routerlab._routing_eval.tracking import RouteTracking
     from routerlab.benchmarks.example import Example
+    from routerlab.eval.analysis.model import SessionComparison
 
 __all__ = ["RouteOutcome", "RouteProgress", "route"]
 
@@ -43,29 +45,41 @@ class RouteProgress(Protocol):
 
 @dataclass(frozen=True)
 class RouteOutcome:
-    """Every router's first decisions and their summary.
+    """Every router's first decisions and the session's comparison.
 
     Attributes:
         examples: The examples decided, in order.
         by_router: Each router's decisions, by display label.
-        table: One row per router: accuracy, recall per intent, latency... with CIs.
-        report: The compact table (:func:`~routerlab._routing_eval.decisions.summary_text`) and each router's
-            diversion line, as ``routerlab route`` prints them.
+        comparison: The session's comparison model (its routing part), built from the stored
+            decisions: what ``routerlab route`` prints, as ``routerlab compare`` and every other
+            view render it.
         history: ``gold`` or ``predicted`` earlier turns.
         tracking: The MLflow parent and child runs (None: not logged).
         session_id: The session the decisions are stored under (``routerlab compare <id>``,
             :func:`routerlab.load`); the MLflow parent's route id is the same.
-        store: The results store they are in (None: not stored).
+        store: The results store they are in (None: not kept).
     """
 
     examples: list[Example]
     by_router: dict[str, list[FirstDecision]]
-    table: pd.DataFrame
-    report: str
+    comparison: SessionComparison
     history: str
     tracking: RouteTracking | None
     session_id: str = ""
     store: str | None = None
+
+    def report(self, width: int | None = None) -> str:
+        """The verdict and rates as the run's closing table prints them, at most ``width`` columns wide."""
+        from routerlab.eval.analysis.console import render_console
+
+        return render_console(self.comparison, width=width, detail=False)
+
+    def rates(self) -> pd.DataFrame:
+        """One row per router: each measure's rate with ``_low``, ``_high``, ``_n``, then cost (the model's)."""
+        from routerlab.eval.analysis.frames import rates_frame
+        from routerlab.eval.store import ROUTING
+
+        return rates_frame(self.comparison, ROUTING)
 
     def conversation_line(self) -> str | None:
         """How conversation turns were decided, when the examples are conversations' turns."""
@@ -74,14 +88,18 @@ class RouteOutcome:
             return None
         return (
             f"{len(self.examples)} turns of {len(convs)} conversations, each decided with its earlier turns "
-            f"({self.history} history); CI: bootstrap over conversations; acc_first: turn 1, acc_followup: turns 2+"
+            f"({self.history} history); intervals: bootstrap over conversations"
         )
 
     def confusions(self) -> dict[str, pd.DataFrame]:
-        """Per router: gold intent (rows) x first-decision intent (columns), raw predictions."""
-        from routerlab._routing_eval.decisions import intent_confusion
+        """Per router: gold intent (rows) x first-decision intent (columns; ``none``: no decision), counts."""
+        import pandas as pd
 
-        return {label: intent_confusion(decisions) for label, decisions in self.by_router.items()}
+        from routerlab.eval.store import ROUTING
+
+        return {
+            r.router: pd.DataFrame(r.confusion).T.fillna(0).astype(int) for r in self.comparison.part(ROUTING).routers
+        }
 
     def write_csv(self, out: Path) -> None:
         """Every first decision of every router as one CSV."""
@@ -108,20 +126,6 @@ def _check_history(history: str) -> None:
         )
 
 
-def _report(by_router: dict[str, list[FirstDecision]]) -> str:
-    """The compact table (at most 120 columns, only the intents present) and the diversion lines.
-
-    The wide :func:`~routerlab._routing_eval.decisions.summary_table` stays in :attr:`RouteOutcome.table`,
-    MLflow's ``comparison.json`` and ``--out``: the console shows what fits a terminal.
-    """
-    from routerlab._routing_eval.decisions import diversion_line, summary_text
-
-    lines = [summary_text(by_router)]
-    lines.append("\ndata questions sent away from SQL (diverted: chat, refuse, clarify or abstain), with 95% CI")
-    lines += [f"  {label}: {diversion_line(decisions)}" for label, decisions in by_router.items()]
-    return "\n".join(lines)
-
-
 class _Silent:
     """No progress to show (the Python API's default)."""
 
@@ -136,16 +140,6 @@ class _Silent:
 
     def done(self, label: str, decision: FirstDecision) -> None:
         return None
-
-
-def _dashboard(store: Any, session_id: str, report: str) -> dict[str, Any]:
-    """The parent run's dashboard: the stored session's comparison, or (no store) the printed report."""
-    if store is None:
-        return {"texts": {"comparison.md": "```\n" + report + "\n```\n"}}
-    from routerlab.eval.analysis.build import build_comparison
-    from routerlab.eval.analysis.tracked import session_dashboard
-
-    return session_dashboard(build_comparison(store, session_id))
 
 
 def route(
@@ -167,24 +161,29 @@ def route(
         config_file: A YAML/JSON run config; ``settings`` given here win over it.
         history: A conversation's earlier turns as the router sees them: ``gold`` or ``predicted``.
         store: The DuckDB results store the decisions are kept in, as a session's routing part
-            (:mod:`routerlab._routing_eval.stored`); None: not stored.
+            (:mod:`routerlab._routing_eval.stored`); None: kept in a temporary store only until
+            the comparison is built.
         tracking_uri: The MLflow store; None: no MLflow logging.
         progress: Told of each decision (default: nothing shown).
         **settings: ``dataset``, ``dataset_path``, ``db_dir``, ``split``, ``limit``, ``lm``, ``lm_api_base``.
 
     Returns:
-        The decisions by router and their summary table.
+        The decisions by router and the session's comparison.
 
     Raises:
         ConfigError: Bad input, before the model loads and before anything is logged.
     """
     from routerlab import routers as registry
-    from routerlab._routing_eval.decisions import first_decisions, summary_table
+    from routerlab._routing_eval.decisions import first_decisions
+    from routerlab._routing_eval.stored import store_decisions
     from routerlab._routing_eval.tracking import RouteTracking
     from routerlab._runs.config import load_run_config
     from routerlab._runs.session import load_dataset, new_session_id, parse_routers, select
     from routerlab.agents.lm import resolve_lm
     from routerlab.agents.registry import component_spec
+    from routerlab.eval.analysis.build import build_comparison
+    from routerlab.eval.analysis.tracked import session_dashboard
+    from routerlab.eval.store import ResultsStore
 
     config = load_run_config(config_file, **settings)
     _check_history(history)  # refused before the model loads
@@ -196,11 +195,10 @@ def route(
         from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
 
         check_tracking_store(resolve_tracking_uri(tracking_uri))
-    results_store = None
-    if store is not None:
-        from routerlab.eval.store import ResultsStore
-
-        results_store = ResultsStore(store)  # a bad --store path is refused before the model loads
+    # no store asked for: the decisions go to a temporary one, so the comparison is built the one way
+    scratch = tempfile.TemporaryDirectory(prefix="routerlab-route-") if store is None else None
+    # a bad --store path is refused before the model loads
+    results_store = ResultsStore(Path(scratch.name) / "results.duckdb" if scratch else store)
     dataset = load_dataset(config)
     examples = select(dataset, config)
     model = resolve_lm(config.lm, api_base=config.lm_api_base)
@@ -238,23 +236,21 @@ def route(
             )
             if tracking is not None:
                 tracking.finish_router(name, label, by_router[label])
-        table = summary_table(by_router)
-        report = _report(by_router)
-        if results_store is not None:
-            from routerlab._routing_eval.stored import store_decisions
-
-            by_name = {name: by_router[registry.label(name)] for name, _ in chosen}
-            store_decisions(
-                results_store,
-                session_id,
-                dataset=dataset,
-                examples=examples,
-                settings=settings_logged,
-                specs={name: component_spec(built[name]) for name in built},
-                by_router=by_name,
-            )
+        by_name = {name: by_router[registry.label(name)] for name, _ in chosen}
+        store_decisions(
+            results_store,
+            session_id,
+            dataset=dataset,
+            examples=examples,
+            settings=settings_logged,
+            specs={name: component_spec(built[name]) for name in built},
+            by_router=by_name,
+        )
+        comparison = build_comparison(results_store, session_id)
+        if scratch is not None:
+            scratch.cleanup()
         if tracking is not None:
-            tracking.finish(_dashboard(results_store, session_id, report))
+            tracking.finish(session_dashboard(comparison))
     return RouteOutcome(
-        list(examples), by_router, table, report, history, tracking, session_id, None if store is None else str(store)
+        list(examples), by_router, comparison, history, tracking, session_id, None if store is None else str(store)
     )

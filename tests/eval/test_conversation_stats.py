@@ -130,8 +130,9 @@ def test_question_interaction_and_turn_buckets_case_by_case():
     )
     # the comparison's words for them (every view: console, report, API)
     from routerlab.eval.analysis.words import CONVERSATION_FIGURES, figure_text
+    from routerlab.eval.store import END_TO_END
 
-    names = dict(CONVERSATION_FIGURES)
+    names = dict(CONVERSATION_FIGURES[END_TO_END])
     assert names["conversation.ex"] == "interaction EX" and names["turn.4plus.ex"] == "turn 4+ EX"
     assert figure_text(metrics, "turn.4plus.ex").startswith("0.50")
 

@@ -170,10 +170,12 @@ def test_route_command_over_cosql_and_bad_history():
     base = ["route", "--dataset", "cosql", "--dataset-path", str(COSQL), "--lm", "scripted:basic", "--no-mlflow"]
     result = CliRunner().invoke(app, [*base, "--router", "rules", "--limit", "6", "--history", "predicted"])
     assert result.exit_code == 0, result.output
-    assert "predicted history" in result.output and "acc_followup" in result.output
-    # next to accuracy: the data questions sent away from SQL, counted with their interval
-    assert "data questions sent away from SQL" in result.output
-    assert re.search(r"^  rules: \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(\d+/\d+\)", result.output, re.M)
+    assert "predicted history" in result.output
+    # the session's comparison: routing accuracy per turn position and over whole conversations,
+    # and next to accuracy the data questions sent away from SQL
+    text = " ".join(result.output.split())
+    assert "Conversations (routing accuracy per turn position" in text and "turn 2" in text
+    assert "whole conversation" in text and re.search(r"rules \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \d\.\d\d", text)
     bad = CliRunner().invoke(app, [*base, "--router", "rules", "--history", "oracle"])
     assert bad.exit_code == 2
     assert "--history" in bad.output and "gold" in bad.output
@@ -191,20 +193,6 @@ def test_compare_of_a_route_session_over_conversations_shows_no_end_to_end_table
     assert "routing accuracy per gold intent" in shown.output and "routing accuracy" in shown.output
     assert "question EX" not in shown.output and "served" not in shown.output
     assert "n/a" not in shown.output
-
-
-def test_the_diversion_line_counts_data_questions_sent_away_and_where():
-    from routerlab._routing_eval.decisions import FirstDecision, diversion_line
-
-    def fd(i: int, gold: str, predicted: str | None) -> FirstDecision:
-        return FirstDecision(f"e{i}", gold, predicted, predicted == gold, "m", 0, 0, 0, 0.0, None)
-
-    decisions = [fd(0, "sql", "sql"), fd(1, "sql", "clarify"), fd(2, "sql", "unanswerable"), fd(3, "sql", "sql")]
-    decisions += [fd(4, "clarify", "clarify"), fd(5, "chat", "sql")]  # not data questions: not counted
-    line = diversion_line(decisions)
-    assert line.startswith("0.50 [") and "(2/4)" in line
-    assert line.endswith(": clarify 1, unanswerable 1")
-    assert diversion_line([fd(0, "chat", "chat")]) == "n/a"
 
 
 def test_a_turn_without_sql_has_every_key_of_a_turn_and_no_result():

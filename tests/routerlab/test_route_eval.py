@@ -8,7 +8,7 @@ import re
 import pytest
 
 from routerlab import routers
-from routerlab._routing_eval.decisions import first_decisions, intent_confusion, summary_table
+from routerlab._routing_eval.decisions import first_decisions, summary_table
 from routerlab._runs.selection import schedule
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.routers.baselines import OracleRouter
@@ -36,9 +36,6 @@ def test_rules_accuracy_is_the_share_of_accepted_intents(dev):
     assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
     sql = [d for d in ds if d.gold == "sql"]
     assert row["recall_sql"] == pytest.approx(sum(d.correct for d in sql) / len(sql))
-    confusion = intent_confusion(ds)
-    assert int(confusion.to_numpy().sum()) == len(ds)
-    assert confusion.loc["sql"].sum() == len(sql)
 
 
 def test_a_router_that_raises_is_a_scored_failure_not_a_crash(dev):
@@ -139,26 +136,37 @@ def test_route_reads_dataset_arguments_from_a_run_config(tmp_path):
     assert bad.exit_code == 2 and "sed" in bad.output
 
 
-def test_the_console_table_is_compact_and_leaves_out_absent_intents(dev):
-    """route's console table: one short line per router, no NaN, intents absent from the set left out."""
-    from routerlab._routing_eval.decisions import summary_text
+def test_route_prints_the_sessions_comparison_and_leaves_out_absent_intents(tmp_path):
+    """route's console is the run's closing table of the session's model; an intent absent from the set has no rate."""
+    import routerlab
+    from routerlab.eval.analysis.build import build_comparison
+    from routerlab.eval.analysis.console import render_console
+    from routerlab.eval.store import ROUTING, ResultsStore
 
-    no_chat = [e for e in dev if e.intent not in ("chat", "explain")]
-    by_router = {r: first_decisions(r, {}, no_chat, None) for r in ("rules", "oracle", "random")}
-    table = summary_table(by_router)
-    assert "recall_chat" not in table.columns and "recall_explain" not in table.columns
-    assert "recall_sql" in table.columns and not table.filter(like="recall_").isna().any().any()
-    text = summary_text(by_router)
-    lines = text.splitlines()
-    assert all(len(line) <= 120 for line in lines) and not re.search(r"\bnan\b", text, re.I)
-    header = lines[0].split()
-    assert header[:5] == ["router", "accuracy", "[95%", "CI]", "n"] and "chat" not in header and "sql" in header
-    rules = table.set_index("router").loc["rules"]
-    row = next(line for line in lines if line.startswith("rules "))
-    assert f"{rules['accuracy']:.2f} [{rules['ci_low']:.2f}, {rules['ci_high']:.2f}]" in row
-    assert "p50 ms" in lines[0] and "mean ms" in lines[0]
-    # narrower still: per-intent recall goes first, and the caption says so
-    narrow = summary_text(by_router, width=80)
-    assert all(len(line) <= 80 for line in narrow.splitlines())
-    assert "left out to fit 80 columns: clar, refuse, unans" in " ".join(narrow.split())
-    assert "accuracy [95% CI]" in narrow.splitlines()[0] and "p50 ms" in narrow.splitlines()[0]
+    store = tmp_path / "results.duckdb"
+    routed = ["rules", "oracle", "random"]
+    outcome = routerlab.route(routed, lm="scripted:basic", limit=9, store=str(store), tracking_uri=None)
+    model = build_comparison(ResultsStore(store, read_only=True), outcome.session_id)
+    assert outcome.comparison == model
+    text = outcome.report(width=80)
+    assert text == render_console(model, width=80, detail=False)
+    assert max(len(line) for line in text.splitlines()) <= 80 and not re.search(r"\bnan\b|n/a", text, re.I)
+    gold = {e.intent for e in outcome.examples}
+    part = model.part(ROUTING)
+    # the decisions are kept by display label (the progress bars', --out's), the model by router name
+    assert sorted(routers.label(r.router) for r in part.routers) == sorted(outcome.by_router)
+    for r in part.routers:
+        decided = outcome.by_router[routers.label(r.router)]
+        # the model's rates are the decisions', and only the intents present have a recall
+        assert r.rates["routing_accuracy"].value == pytest.approx(sum(d.correct for d in decided) / len(decided))
+        assert set(r.per_intent) == gold
+        confusion = outcome.confusions()[r.router]
+        assert int(confusion.to_numpy().sum()) == len(decided) and set(confusion.index) == gold
+        for intent in gold:
+            assert confusion.loc[intent].sum() == sum(d.gold == intent for d in decided)
+        # data questions sent away from SQL: the confusion's gold-sql row off its diagonal
+        diverted = r.rates["diverted"]
+        assert diverted.n == sum(d.gold == "sql" for d in decided)
+        assert diverted.count == sum(d.gold == "sql" and d.predicted != "sql" and not d.correct for d in decided)
+    assert part.router("oracle").rates["routing_accuracy"].value == 1.0
+    assert list(outcome.rates()["routing_accuracy"]) == [r.rates["routing_accuracy"].value for r in part.routers]

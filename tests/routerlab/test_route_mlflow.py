@@ -21,78 +21,21 @@ from routerlab._routing_eval.tracking import RouteTracking
 from routerlab._runs.runner import RunConfig
 from routerlab._runs.session import load_dataset
 from routerlab.cli import app
-from routerlab.eval.store import ResultsStore
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.console import render_console
+from routerlab.eval.analysis.model import SessionComparison
+from routerlab.eval.store import ROUTING, ResultsStore
 from routerlab.eval.tracking import DECISIONS_CSV, KIND_ROUTE_PARENT, KIND_ROUTE_RUN
 from tests.conftest import SPIDER_DEV_A
 
-#: summary_table column -> child metric (the rest of the mapping is route_eval._METRIC_OF_COLUMN)
-PRINTED = {
-    "n": "n_examples",
-    "accuracy": "routing_accuracy",
-    "ci_low": "routing_accuracy_low",
-    "ci_high": "routing_accuracy_high",
-    "diverted": "diverted",
-    "macro_recall": "macro_recall",
-    "acc_first": "acc_first",
-    "acc_followup": "acc_followup",
-    "n_first": "n_first",
-    "n_followup": "n_followup",
-    "lm_calls": "lm_calls_per_decision",
-    "p50_ms": "decision_p50_ms",
-}
-#: the compact console table's headers (route_eval.summary_text) -> summary_table column
-HEADER_COLUMN = {
-    "n": "n",
-    "macro": "macro_recall",
-    "divert": "diverted",
-    "turn 1": "acc_first",
-    "turns 2+": "acc_followup",
-    "p50 ms": "p50_ms",
-    "mean ms": "mean_ms",
-    "LM": "lm_calls",
-    "errors": "errors",
-    "expl": "recall_explain",
-    "clar": "recall_clarify",
-    "unans": "recall_unanswerable",
-    **{intent: f"recall_{intent}" for intent in ("sql", "fix", "chat", "refuse")},
-}
-#: decimals the console shows per column (2 unless named): a figure is checked at its printed precision
-DECIMALS = {"n": 0, "errors": 0, "p50_ms": 1, "mean_ms": 1}
 COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"
 
 
-def _printed_rows(output: str, labels: list[str]) -> dict[str, dict[str, float]]:
-    """The compact table as printed: {router label: {summary_table column: value}}.
-
-    Cells are separated by at least two spaces and a header holds single spaces only
-    (``accuracy [95% CI]``, ``p50 ms``); every header must be known, so a column added to the
-    console table without a check here fails this test.
-    """
-    lines = output.splitlines()
-    header = next(line for line in lines if re.match(r"^router\s+accuracy \[95% CI\]", line))
-    heads = re.split(r"\s{2,}", header.strip())
-    assert set(heads[2:]) <= set(HEADER_COLUMN), heads
-    rows = {}
-    for label in labels:
-        line = next(line for line in lines[lines.index(header) + 1 :] if line.startswith(label + " "))
-        cells = re.split(r"\s{2,}", line.strip())
-        assert cells[0] == label and len(cells) == len(heads), (heads, cells)
-        m = re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", cells[1])
-        assert m, cells[1]
-        row = {"accuracy": float(m[1]), "ci_low": float(m[2]), "ci_high": float(m[3])}
-        # "-" is a figure the table has no value for (never a NaN printed)
-        row |= {
-            HEADER_COLUMN[h]: float("nan") if v == "-" else float(v) for h, v in zip(heads[2:], cells[2:], strict=True)
-        }
-        rows[label] = row
-    return rows
-
-
-def _printed_diversion(output: str, label: str) -> tuple[float, float, float, int, int]:
-    """``share [low, high] (k/n)`` of the diversion line printed for ``label``."""
-    m = re.search(rf"^  {re.escape(label)}: (\S+) \[(\S+), (\S+)\] \((\d+)/(\d+)\)", output, re.M)
-    assert m, output
-    return float(m[1]), float(m[2]), float(m[3]), int(m[4]), int(m[5])
+def _model(store: Path, output: str) -> SessionComparison:
+    """The comparison of the session the command stored (its id printed last)."""
+    session = re.search(r"^session (\S+) \(store ", output, re.M)
+    assert session, output
+    return build_comparison(ResultsStore(store, read_only=True), session[1])
 
 
 def _runs(uri: str) -> list[mlflow.entities.Run]:
@@ -100,19 +43,17 @@ def _runs(uri: str) -> list[mlflow.entities.Run]:
     return client.search_runs([e.experiment_id for e in client.search_experiments()])
 
 
-def _close(logged: float, printed: float, column: str = "") -> bool:
-    """A logged figure is the printed one: equal at the decimals the table shows (2 unless :data:`DECIMALS` says)."""
-    return abs(logged - printed) <= 0.5 * 10 ** -DECIMALS.get(column, 2) + 1e-9
-
-
 def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    out_csv = tmp_path / "d.csv"
+    out_csv, store = tmp_path / "d.csv", tmp_path / "results.duckdb"
     args = ["route", "--router", "rules,llm", "--lm", "scripted:basic", "--split", "dev", "--limit", "14"]
     args += ["--router-arg", 'rules.without=["which_column"]', "--tracking-uri", uri, "--out", str(out_csv)]
-    result = CliRunner().invoke(app, args)
+    result = CliRunner().invoke(app, [*args, "--store", str(store)], env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
-    printed = _printed_rows(result.output, ["rules", "llm"])
+    # what the command printed is the stored session's comparison, as the run's closing table
+    model = _model(store, result.output)
+    assert render_console(model, width=100, detail=False) in result.output
+    part = model.part(ROUTING)
 
     runs = _runs(uri)
     parents = [r for r in runs if r.data.tags.get("routerlab.kind") == KIND_ROUTE_PARENT]
@@ -131,23 +72,22 @@ def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp
         assert params["dataset.name"] == "builtin" and params["dataset.split"] == "dev"
         assert params["config.limit"] == "14" and params["config.history"] == "gold"
         m = child.data.metrics
-        checked = set()
-        for column, metric in PRINTED.items():
-            if column in printed[name]:
-                assert _close(m[metric], printed[name][column], column), (
-                    name,
-                    metric,
-                    m[metric],
-                    printed[name][column],
-                )
-                checked.add(column)
-        for intent in ("sql", "chat", "clarify", "refuse", "explain", "fix", "unanswerable"):
-            assert _close(m[f"recall.{intent}"], printed[name][f"recall_{intent}"])
-            checked.add(f"recall_{intent}")
-        share, low, high, k, n = _printed_diversion(result.output, name)
-        assert _close(m["diverted"], share) and _close(m["diverted_ci_low"], low)
-        assert _close(m["diverted_ci_high"], high) and m["diverted_n"] == n
-        assert m["routing_accuracy_low"] <= m["routing_accuracy"] <= m["routing_accuracy_high"]
+        # every figure the console shows for the router is the child's: rates with their
+        # intervals, the median latency and the LM calls per decision
+        shown = part.router(name)
+        accuracy, diverted = shown.rates["routing_accuracy"], shown.rates["diverted"]
+        assert [m["routing_accuracy"], m["routing_accuracy_low"], m["routing_accuracy_high"]] == pytest.approx(
+            [accuracy.value, accuracy.low, accuracy.high]
+        )
+        assert [m["diverted"], m["diverted_ci_low"], m["diverted_ci_high"], m["diverted_n"]] == pytest.approx(
+            [diverted.value, diverted.low, diverted.high, diverted.n]
+        )
+        assert m["n_examples"] == shown.n == 14
+        assert m["decision_p50_ms"] == pytest.approx(shown.cost.p50)
+        assert m["lm_calls_per_decision"] == pytest.approx(shown.cost.lm_calls)
+        for intent, recall in shown.per_intent.items():
+            assert m[f"recall.{intent}"] == pytest.approx(recall.value), intent
+        assert m["calibration_ece"] == pytest.approx(shown.figures["calibration.ece"])
         # the session's parent carries the comparison's figures by part, so the runs table ranks
         # routers without a click: the child's own figures
         for key in ("routing_accuracy", "routing_accuracy_low", "routing_accuracy_high", "diverted"):
@@ -155,20 +95,15 @@ def test_route_logs_a_parent_and_a_child_per_router_with_the_printed_figures(tmp
         # the child's decisions are the rows --out wrote for that router
         local = Path(client.download_artifacts(child.info.run_id, DECISIONS_CSV, str(tmp_path / name)))
         logged = pd.read_csv(local)
-        # the mean wall time the console prints is the logged decisions' mean
-        assert _close(1000 * logged["seconds"].mean(), printed[name]["mean_ms"], "mean_ms")
-        checked.add("mean_ms")
-        if "errors" in printed[name]:
-            assert m["errors"] == printed[name]["errors"]
-            checked.add("errors")
-        # every figure the console shows was compared with MLflow
-        assert set(printed[name]) == checked, set(printed[name]) - checked
+        # the figures the console leaves to compare are the decisions': macro recall over the intents present
+        recalls = logged.groupby("gold")["correct"].mean()
+        assert m["macro_recall"] == pytest.approx(recalls.mean())
         mine = written[written["router"] == name].reset_index(drop=True)
         assert logged[["example_id", "gold", "predicted", "correct"]].equals(
             mine[["example_id", "gold", "predicted", "correct"]]
         )
         away = logged["predicted"].isin(["chat", "refuse", "clarify", "unanswerable"]) & ~logged["correct"]
-        assert k == int(((logged["gold"] == "sql") & away).sum())
+        assert diverted.count == int(((logged["gold"] == "sql") & away).sum())
     # constructor args with defaults applied, as `run` logs them; the one given on the command line
     assert children["rules"].data.params["router.args.without"] == '["which_column"]'
     assert "router.args.schema" in children["llm"].data.params
@@ -195,25 +130,26 @@ def test_route_over_conversations_logs_first_turn_and_follow_up_accuracy(tmp_pat
     store = tmp_path / "results.duckdb"
     result = CliRunner().invoke(app, [*args, "--store", str(store)])
     assert result.exit_code == 0, result.output
-    printed = _printed_rows(result.output, ["rules"])["rules"]
+    shown = _model(store, result.output).part(ROUTING).router("rules")
     (child,) = [r for r in _runs(uri) if r.data.tags.get("routerlab.kind") == KIND_ROUTE_RUN]
     m = child.data.metrics
     assert {"acc_first", "acc_followup", "n_first", "n_followup"} <= set(m)
-    for column in ("accuracy", "acc_first", "acc_followup", "macro_recall"):
-        assert _close(m[PRINTED[column]], printed[column]), column
-    # the turn counts are not on the console (the compact table shows the two accuracies): they
-    # are checked against the session the command stored, read through the Python API
-    session = re.search(r"^session (\S+) \(store ", result.output, re.M)
-    assert session, result.output
-    stored = ResultsStore(store, read_only=True).results(f"{session[1]}.routing.rules")
+    # the console's conversation table is the model's: turn 1 is the child's first-turn accuracy
+    assert m["acc_first"] == pytest.approx(shown.figures["turn.1.routing_accuracy"])
+    assert m["n_first"] == shown.figures["turn.1.routing_accuracy_n"]
+    assert "Conversations (routing accuracy per turn position" in " ".join(result.output.split())
+    assert m["routing_accuracy"] == pytest.approx(shown.rates["routing_accuracy"].value)
+    stored = ResultsStore(store, read_only=True).results(shown.run_id)
     assert m["n_first"] == sum(r.turn == 1 for r in stored) > 0
     assert m["n_followup"] == sum(r.turn > 1 for r in stored) > 0
-    assert m["n_first"] + m["n_followup"] == m["n_examples"] == len(stored) == printed["n"]
+    later = [r.value("first_decision") for r in stored if r.turn > 1]
+    assert m["acc_followup"] == pytest.approx(sum(later) / len(later))
+    assert m["n_first"] + m["n_followup"] == m["n_examples"] == len(stored) == shown.n
     assert child.data.params["config.history"] == "predicted" and child.data.params["dataset.name"] == "cosql"
-    # an intent with no example logs no figure, never a zero (and prints no column of NaN)
+    # an intent with no example logs no figure, never a zero (and has no per-intent rate)
     from routerlab.agents.state import INTENTS
 
-    absent = [i for i in INTENTS if f"recall_{i}" not in printed]
+    absent = [i for i in INTENTS if i not in shown.per_intent]
     assert absent and all(f"recall.{i}" not in m for i in absent)
 
 
@@ -300,18 +236,26 @@ def test_route_with_the_embedded_model_logs_its_lm_cost_and_the_printed_figures(
         "6",
         "--tracking-uri",
         uri,
+        "--store",
+        str(tmp_path / "results.duckdb"),
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    printed = _printed_rows(result.output, ["llm", "hybrid"])
+    part = _model(tmp_path / "results.duckdb", result.output).part(ROUTING)
     children = {
         r.data.tags["routerlab.router"]: r for r in _runs(uri) if r.data.tags["routerlab.kind"] == KIND_ROUTE_RUN
     }
     for name in ("llm", "hybrid"):
         m = children[name].data.metrics
         assert children[name].data.params["lm.spec"] == "local:0.5b"
-        for column in ("accuracy", "ci_low", "ci_high", "macro_recall", "lm_calls", "p50_ms"):
-            assert _close(m[PRINTED[column]], printed[name][column], column), (name, column)
+        shown = part.router(name)
+        accuracy = shown.rates["routing_accuracy"]
+        assert [m["routing_accuracy"], m["routing_accuracy_low"], m["routing_accuracy_high"]] == pytest.approx(
+            [accuracy.value, accuracy.low, accuracy.high]
+        )
+        assert [m["lm_calls_per_decision"], m["decision_p50_ms"]] == pytest.approx(
+            [shown.cost.lm_calls, shown.cost.p50]
+        )
     # every llm decision asks the model once; hybrid asks it only where its rules are unsure
     assert children["llm"].data.metrics["lm_calls_per_decision"] >= 1.0
     assert (

@@ -61,7 +61,7 @@ def route_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[SessionCompari
     store, uri = tmp / "results.duckdb", f"sqlite:///{tmp / 'mlflow.db'}"
     out = _invoke(
         "route", "--router", "rules,semantic,hybrid", "--lm", "scripted:basic", "--limit", "20",
-        "--store", str(store), "--tracking-uri", uri,
+        "--store", str(store), "--tracking-uri", uri, columns=80,
     )  # fmt: skip
     session = re.search(r"session (\S+) \(store", out).group(1)  # type: ignore[union-attr]
     return build_comparison(ResultsStore(store, read_only=True), session), store, uri, out
@@ -129,6 +129,20 @@ def test_the_main_jobs_closing_table_is_the_models(main_job) -> None:
     assert max(len(line) for line in closing.splitlines()) <= 80
     assert [p.key for p in model.parts] == [ROUTING, END_TO_END]
     assert sorted(r.router for r in model.part(ROUTING).routers) == sorted(ROUTERS)
+
+
+def test_routes_table_is_the_models_closing_table_and_compares_numbers(route_only) -> None:
+    """``routerlab route`` prints the run's closing table of its session: compare's numbers, not its own."""
+    model, store, _, printed = route_only
+    expected = render_console(model, width=80, detail=False)
+    assert expected in printed
+    shown = printed[printed.index(expected) : printed.index("\nMLflow: route")]
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    # every figure of the routing part route printed is one compare prints for the same session
+    compared = _invoke("compare", model.session, "--store", str(store), columns=80)
+    assert expected in compared
+    assert [p.key for p in model.parts] == [ROUTING]
+    _check_part_text(model.part(ROUTING), shown)
 
 
 def test_mlflow_holds_one_parent_per_session_with_the_models_figures(session) -> None:
