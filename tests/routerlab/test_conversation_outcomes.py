@@ -176,7 +176,7 @@ def test_outcomes_case_by_case(cosql, voter):
 
     figures = _figures(END_TO_END, oracle)
     assert figures["asks_per_served"] == 0.5 and figure_text(figures, "asks_per_served") == "0.50"
-    assert dict(CONVERSATION_FIGURES)["asks_per_served"] == "asks per served turn"
+    assert dict(CONVERSATION_FIGURES[END_TO_END])["asks_per_served"] == "asks per served turn"
     assert a.metrics()["asking.answered_directly"] == 1.0
     # a run without conversations has no outcome figures
     assert outcome_summary([dataclasses.replace(x, conversation=None) for x in always]) is None
