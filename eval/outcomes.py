@@ -40,7 +40,6 @@ from routerlab.eval.scoring import ExampleResult, did_run
 from routerlab.eval.stats import cluster_bootstrap_ci, cluster_bootstrap_ratio_ci
 
 __all__ = [
-    "BASELINE_ROUTER",
     "AskingAccount",
     "OutcomeSummary",
     "asked_back",
@@ -48,9 +47,6 @@ __all__ = [
     "outcome_summary",
     "served",
 ]
-
-#: the run every served rate is paired against: the same pipeline with every decision ``sql``
-BASELINE_ROUTER = "always_sql"
 
 _NONE = Rate(math.nan, 0, math.nan, math.nan)
 

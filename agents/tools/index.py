@@ -40,14 +40,12 @@ from routerlab.agents.tools.text_index import (
 )
 
 __all__ = [
-    "INDEX_KINDS",
     "TOOL_NAMESPACE",
     "BM25Index",
     "Embedder",
     "EmbeddingIndex",
     "FunctionIndex",
     "Hit",
-    "IndexKind",
     "MiniLMEmbedder",
     "Ranking",
     "RetrievalForm",
@@ -66,9 +64,6 @@ __all__ = [
     "tool_index",
     "tool_store",
 ]
-
-IndexKind = Literal["embedding", "bm25"]
-INDEX_KINDS: tuple[str, ...] = ("embedding", "bm25")
 
 
 @runtime_checkable

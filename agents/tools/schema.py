@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import re
 import types
-import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -276,7 +275,3 @@ def function_schema(
         properties[name] = prop
     schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
     return description, schema, tuple(hidden)
-
-
-# Re-exported for tools that want the marker under a familiar typing name.
-typing_Annotated = typing.Annotated

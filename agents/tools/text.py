@@ -28,11 +28,6 @@ def normalise_request(text: str) -> str:
 
 
 _SQL_START = re.compile(r"\b(SELECT|WITH)\b", re.I)
-_ERROR_MARK = re.compile(
-    r"(?:^|\n|\s)(?:error|exception|it fails with|fails with|failed with|i get|got)\s*[:\-]?\s*"
-    r"((?:[A-Za-z ]*(?:Error|Exception)\b.*|.*))$",
-    re.I | re.S,
-)
 _ENGINE_ERROR = re.compile(
     r"((?:Binder|Parser|Catalog|Conversion|Invalid Input|Syntax|Operational|Programming)\s*Error\b.*)", re.S
 )
