@@ -13,7 +13,75 @@ from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Registry
 from routerlab.benchmarks.example import SPLITS, Example
 
-__all__ = ["Dataset", "LayoutCheck", "dataset", "layout_loaders", "loaders_for", "recognizes"]
+__all__ = [
+    "Dataset",
+    "Draw",
+    "LayoutCheck",
+    "check_split",
+    "dataset",
+    "draws",
+    "draws_while_reading",
+    "layout_loaders",
+    "loaders_for",
+    "recognizes",
+]
+
+
+def check_split(name: str | None) -> str | None:
+    """Return ``name`` if it names a split (``None`` or ``"all"``: every example).
+
+    Raises:
+        ConfigError: Naming the splits there are.
+    """
+    if name not in (None, "all", *SPLITS):
+        raise ConfigError(
+            f"unknown split {name!r}",
+            expected=f"one of {', '.join(SPLITS)} or all",
+            found=repr(name),
+            fix="pass --split train, dev, test or all",
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A run's examples: one split, some intents, at most ``limit`` stratified by intent.
+
+    A run takes it from the loaded examples (``routerlab._runs.session_plan.select``: the split,
+    then :func:`~routerlab.benchmarks.selection.of_intents`, then
+    :func:`~routerlab.benchmarks.selection.stratified_subset`); a loader marked :func:`draws` takes
+    it while it reads (``draw=``), holding only the candidates, so a 1,000,000-record file with
+    ``--limit 5`` builds 5 examples, not a million. Both give the same examples.
+
+    Attributes:
+        limit: At most this many examples (a conversation is taken whole).
+        split: The split (None or ``"all"``: every example).
+        intents: The gold intents kept (None: all).
+        seed: Orders the databases conversations are drawn from.
+    """
+
+    limit: int
+    split: str | None = None
+    intents: tuple[str, ...] | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
+            raise ConfigError(
+                f"invalid draw limit {self.limit!r}",
+                expected="a positive number of examples",
+                found=repr(self.limit),
+                fix="pass --limit N with N >= 1 (0: every example, no draw)",
+            )
+        check_split(self.split)
+        if self.intents is not None:
+            # a recorded draw comes back from JSON with a list
+            object.__setattr__(self, "intents", tuple(self.intents))
+
+    @classmethod
+    def of(cls, value: Draw | dict[str, Any]) -> Draw:
+        """``value`` itself, or the draw its recorded form (a dict) describes."""
+        return value if isinstance(value, Draw) else cls(**value)
 
 
 @dataclass
@@ -32,18 +100,13 @@ class Dataset:
     examples: list[Example]
     source: str = ""
     meta: dict[str, str] = field(default_factory=dict)
+    #: the draw the loader took while reading (None: every example of the source)
+    drawn: Draw | None = None
 
     def split(self, name: str | None) -> list[Example]:
         """Examples of one split (``None`` or ``"all"``: every example)."""
-        if name in (None, "all"):
+        if check_split(name) in (None, "all"):
             return list(self.examples)
-        if name not in SPLITS:
-            raise ConfigError(
-                f"unknown split {name!r}",
-                expected=f"one of {', '.join(SPLITS)} or all",
-                found=repr(name),
-                fix="pass --split train, dev, test or all",
-            )
         return [e for e in self.examples if e.split == name]
 
     def digest(self) -> str:
@@ -87,6 +150,25 @@ def recognizes(check: LayoutCheck) -> Callable[[_F], _F]:
         return loader
 
     return mark
+
+
+#: attribute set on a loader that takes ``draw=`` (:func:`draws`)
+_DRAWS_ATTR = "draws"
+
+
+def draws(loader: _F) -> _F:
+    """Declare that a loader takes ``draw: Draw | None`` and then returns only that draw's examples.
+
+    Used under ``@dataset``, like :func:`recognizes`. The loader reads its source once and
+    builds only the drawn examples; the returned :class:`Dataset` has ``drawn`` set.
+    """
+    setattr(loader, _DRAWS_ATTR, True)
+    return loader
+
+
+def draws_while_reading(name: str) -> bool:
+    """Whether the registered loader ``name`` takes a draw (:func:`draws`)."""
+    return bool(getattr(dataset.get(name), _DRAWS_ATTR, False))
 
 
 def layout_loaders() -> dict[str, LayoutCheck]:

@@ -23,13 +23,13 @@ from pathlib import Path
 
 from routerlab._routing_eval.decisions import first_decisions
 from routerlab._runs.config import load_run_config
-from routerlab._runs.selection import schedule
 from routerlab._runs.session import load_dataset, select
 from routerlab.agents.db import open_database
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools import DEFAULT_TOOLS
+from routerlab.benchmarks.selection import schedule
 from routerlab.routers.support.schema_outline import schema_finding
 
 

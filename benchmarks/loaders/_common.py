@@ -10,7 +10,7 @@ import csv
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -27,6 +27,7 @@ __all__ = [
     "field_error",
     "get_str",
     "hardness",
+    "iter_jsonl",
     "read_csv",
     "read_json",
     "read_jsonl",
@@ -206,14 +207,22 @@ def read_jsonl(path: Path) -> list[tuple[int, Any]]:
     Raises:
         DatasetError: A line is not valid JSON (naming the line).
     """
-    out: list[tuple[int, Any]] = []
+    return list(iter_jsonl(path))
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """:func:`read_jsonl` one line at a time: a caller that keeps few records holds only those.
+
+    Raises:
+        DatasetError: A line is not valid JSON (naming the line).
+    """
     try:
         with path.open(encoding="utf-8-sig") as f:
             for lineno, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
                 try:
-                    out.append((lineno, json.loads(line)))
+                    value = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise DatasetError(
                         f"{path}: line {lineno}: invalid JSON (column {exc.colno})",
@@ -224,9 +233,9 @@ def read_jsonl(path: Path) -> list[tuple[int, Any]]:
                     ) from None
                 except (RecursionError, ValueError) as exc:
                     raise _unreadable_json(path, f"line {lineno}", exc) from None
+                yield lineno, value
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc, DatasetError, expected="a UTF-8 encoded JSON Lines file") from None
-    return out
 
 
 def read_csv(path: Path) -> list[tuple[int, dict[str, str | None]]]:

@@ -18,20 +18,32 @@ Recognised keys (CSV columns), all optional except ``question``:
   the earlier ones as history (docs/metrics.md §10). ``limit`` keeps whole conversations: a
   conversation with a record among the first ``limit`` loads with all its turns.
 
+A run's ``--limit`` reaches the loader as a :class:`~routerlab.benchmarks.dataset.Draw`: the file is
+read once and only the drawn records become examples, the same examples the run would take from
+the whole file. A single request is held while it is among the ``limit`` smallest ids of its
+intent and database (all a stratified draw can take from there); conversation records are all held
+(a conversation's turns can be anywhere in the file) but built only when drawn. The records left
+out are checked for what the draw reads (a JSON object; id, intent, split, database,
+conversation and turn); the checks that only building does (a duplicate id, the other fields) see
+the drawn records alone.
+
 Any other key is kept in the example's ``meta``. Empty CSV cells and JSON ``null`` count as missing.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import DatabaseError
-from routerlab.benchmarks.dataset import Dataset, LayoutCheck, dataset, recognizes
-from routerlab.benchmarks.example import Example
+from routerlab.agents.state import INTENTS
+from routerlab.benchmarks.dataset import Dataset, Draw, LayoutCheck, dataset, draws, recognizes
+from routerlab.benchmarks.example import SPLITS, Example
 from routerlab.benchmarks.loaders._common import (
     build_example,
     check_limit,
@@ -39,14 +51,15 @@ from routerlab.benchmarks.loaders._common import (
     field_error,
     get_str,
     hardness,
+    iter_jsonl,
     read_csv,
-    read_jsonl,
     require_file,
     require_object,
     require_records,
     require_str,
     take,
 )
+from routerlab.benchmarks.selection import of_intents, stratified_subset
 
 __all__ = ["KNOWN_KEYS", "load_csv", "load_jsonl"]
 
@@ -83,15 +96,19 @@ class _Databases:
         self.file = file
         self.default = str(Path(default).resolve()) if default else None
         self._dialects: dict[str, str] = {}
+        # raw db_path -> absolute path: a large file names few databases, resolved once each
+        self._resolved: dict[str, str] = {}
 
     def resolve(self, rec: dict[str, Any], label: str) -> tuple[str, str]:
         """Return ``(absolute db path, sqlglot dialect)`` of a record's database."""
         raw = get_str(rec, "db_path", self.file, label, required=False)
         field = "db_path"
         if raw is not None:
-            path = Path(raw)
-            # relative paths follow the data file so a dataset directory can be moved as a whole
-            resolved = self._resolve(path if path.is_absolute() else self.file.parent / path, label)
+            if raw not in self._resolved:
+                path = Path(raw)
+                # relative paths follow the data file so a dataset directory can be moved as a whole
+                self._resolved[raw] = self._resolve(path if path.is_absolute() else self.file.parent / path, label)
+            resolved = self._resolved[raw]
         elif self.default is not None:
             resolved, field = self.default, "db (loader argument)"
         else:
@@ -268,11 +285,29 @@ def _limited(rows: Sequence[tuple[int, Any]], limit: int) -> list[tuple[int, Any
 
 def _examples(rows: Sequence[tuple[int, Any]], file: Path, db: str | None, name: str) -> list[Example]:
     """Build the examples of a JSONL or CSV file from ``(line number, record)`` pairs."""
-    databases = _Databases(file, db)
+    items = [(index, lineno, raw) for index, (lineno, raw) in enumerate(rows)]
+    return _build(items, _turns(rows, file), _Databases(file, db), name)
+
+
+def _build(
+    items: Sequence[tuple[int, int, Any]],
+    positions: dict[int, tuple[str, int, int]],
+    databases: _Databases,
+    name: str,
+) -> list[Example]:
+    """Build examples from ``(index, line number, record)`` triples.
+
+    Args:
+        items: The records, each with its index among the file's records (the default id) and
+            its line.
+        positions: ``line -> (conversation, turn, turns)`` of the conversations' records.
+        databases: Resolves each record's database.
+        name: The dataset's name.
+    """
+    file = databases.file
     seen: dict[str, str] = {}
     examples: list[Example] = []
-    positions = _turns(rows, file)
-    for index, (lineno, raw) in enumerate(rows):
+    for index, lineno, raw in items:
         rec = require_object(raw, file, f"line {lineno}")
         example_id = _record_id(rec, index, file, f"line {lineno}")
         label = f"line {lineno} (id {example_id!r})"
@@ -316,15 +351,123 @@ def _examples(rows: Sequence[tuple[int, Any]], file: Path, db: str | None, name:
     return examples
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """A record as a draw reads it (a :class:`~routerlab.benchmarks.selection.Drawable`), and where it is."""
+
+    id: str
+    intent: str
+    db_id: str
+    split: str
+    conversation: str | None
+    index: int
+    lineno: int
+    record: dict[str, Any]
+    turn: int = 1
+
+
+def _candidate(index: int, lineno: int, raw: Any, databases: _Databases) -> _Candidate:
+    """What a draw reads of a record, checked as building its example would check it.
+
+    Raises:
+        DatasetError: The record is not an object, or its id, intent, split, database or
+            conversation is invalid.
+    """
+    file = databases.file
+    rec = require_object(raw, file, f"line {lineno}")
+    example_id = _record_id(rec, index, file, f"line {lineno}")
+    label = f"line {lineno} (id {example_id!r})"
+    values = {
+        "intent": get_str(rec, "intent", file, label, required=False) or "sql",
+        "split": get_str(rec, "split", file, label, required=False) or "dev",
+    }
+    for key, allowed in (("intent", INTENTS), ("split", SPLITS)):
+        if values[key] not in allowed:
+            raise field_error(
+                file,
+                label,
+                key,
+                f"invalid example: {key} must be one of {allowed}, got {values[key]!r}",
+                expected=f"one of {', '.join(allowed)}",
+                found=repr(values[key])[:120],
+                fix=f"correct {key!r} in the record",
+            )
+    db_path, _ = databases.resolve(rec, label)
+    return _Candidate(
+        id=example_id,
+        intent=values["intent"],
+        db_id=get_str(rec, "db_id", file, label, required=False) or Path(db_path).stem,
+        split=values["split"],
+        # as _turns reads it: present means a conversation, and then it must be a string
+        conversation=None if rec.get("conversation") is None else get_str(rec, "conversation", file, label),
+        index=index,
+        lineno=lineno,
+        record=rec,
+    )
+
+
+def _draw(
+    records: Iterable[tuple[int, Any]], limit: int, spec: Draw, databases: _Databases, name: str
+) -> tuple[list[Example], int]:
+    """Build only the examples ``spec`` draws, reading ``records`` once.
+
+    The draw is :func:`~routerlab.benchmarks.selection.draw` on the whole file, computed on
+    candidates. A single request of intent *i* and database *d* is drawn only if it is among the
+    ``spec.limit`` smallest ids of *(i, d)*: the round-robin takes at most ``spec.limit`` requests
+    in all, and from *(i, d)* always the smallest ids left (for single requests the first in id
+    order; with conversations, the least-drawn database's first). So each *(i, d)* holds at most
+    ``spec.limit`` candidates, and drawing from the candidates takes the same examples as drawing
+    from every record. Conversation records are all held: their turns are numbered by their
+    order in the file, which the last record can still change.
+
+    Args:
+        records: ``(line number, record)`` pairs, in file order.
+        limit: The loader's own limit: the first ``limit`` records and their conversations (0: all).
+        spec: The draw.
+        databases: Resolves each record's database.
+        name: The dataset's name.
+
+    Returns:
+        The drawn examples in file order, and the number of records in the file.
+    """
+    strata: dict[tuple[str, str], list[_Candidate]] = {}
+    talks: list[_Candidate] = []
+    started: set[str] = set()
+    index = count = 0
+    for count, (lineno, raw) in enumerate(records, start=1):
+        conversation = raw.get("conversation") if isinstance(raw, dict) else None
+        if limit and count > limit and not (isinstance(conversation, str) and conversation in started):
+            continue  # as _limited: past the loader's limit, only the turns of conversations begun
+        c = _candidate(index, lineno, raw, databases)
+        index += 1
+        if c.conversation is not None:
+            started.add(c.conversation)
+            talks.append(c)
+        elif spec.split in (None, "all", c.split) and (spec.intents is None or c.intent in spec.intents):
+            stratum = strata.setdefault((c.intent, c.db_id), [])
+            if len(stratum) < spec.limit or c.id < stratum[-1].id:
+                bisect.insort(stratum, c, key=lambda x: x.id)
+                del stratum[spec.limit :]
+    require_records(range(count), databases.file)
+    positions = _turns([(c.lineno, c.record) for c in talks], databases.file)
+    talks = [replace(c, turn=positions[c.lineno][1]) for c in talks if spec.split in (None, "all", c.split)]
+    drawn = stratified_subset(
+        [*of_intents(talks, spec.intents), *(c for s in strata.values() for c in s)], spec.limit, spec.seed
+    )
+    items = sorted((c.index, c.lineno, c.record) for c in drawn)
+    return _build(items, positions, databases, name), count
+
+
 def _load(
     name: str,
     path: str,
     db: str | None,
     limit: int,
     *,
-    read: Callable[[Path], Sequence[tuple[int, Any]]],
+    read: Callable[[Path], Iterable[tuple[int, Any]]],
     what: str,
     suffix: str,
+    draw: Draw | dict[str, Any] | None = None,
 ) -> Dataset:
     """Load a file of example records: the one body of the ``jsonl`` and ``csv`` loaders.
 
@@ -336,16 +479,23 @@ def _load(
         read: The file's reader, giving ``(line number, record)`` pairs.
         what: The file's kind, for the message when it is missing.
         suffix: Its usual suffix, for the fix.
+        draw: Build only this draw's examples (see :func:`_draw`); None: every record's.
     """
     limit = check_limit(limit)
+    spec = Draw.of(draw) if draw is not None else None
     file = require_file(Path(path), what=what, fix=f"pass an existing {suffix} file as path")
-    rows = require_records(read(file), file)
+    if spec is not None:
+        examples, records = _draw(read(file), limit, spec, _Databases(file, db), name)
+    else:
+        rows = require_records(list(read(file)), file)
+        examples, records = _examples(_limited(rows, limit), file, db, name), len(rows)
     return Dataset(
         name=name,
         version=data_version(file),
-        examples=_examples(_limited(rows, limit), file, db, name),
+        examples=examples,
         source=str(file.resolve()),
-        meta={"file": str(file.resolve()), "records": str(len(rows))},
+        meta={"file": str(file.resolve()), "records": str(records)},
+        drawn=spec,
     )
 
 
@@ -355,13 +505,15 @@ def _file_with_suffix(*suffixes: str) -> LayoutCheck:
 
 @dataset("jsonl")
 @recognizes(_file_with_suffix(".jsonl", ".ndjson"))
-def load_jsonl(path: str, db: str | None = None, limit: int = 0) -> Dataset:
+@draws
+def load_jsonl(path: str, db: str | None = None, limit: int = 0, draw: Draw | dict[str, Any] | None = None) -> Dataset:
     """Load a JSON Lines file of examples (keys in the module docstring).
 
     Args:
         path: The ``.jsonl`` file.
         db: Database used by records without ``db_path``.
         limit: Load only the first ``limit`` records (0: all).
+        draw: Build only the examples of this draw, reading the file once (a run's ``--limit``).
 
     Returns:
         The dataset ``jsonl``.
@@ -370,18 +522,21 @@ def load_jsonl(path: str, db: str | None = None, limit: int = 0) -> Dataset:
         DatasetError: Missing file or database, invalid JSON, or a malformed record.
         ConfigError: A negative limit.
     """
-    return _load("jsonl", path, db, limit, read=read_jsonl, what="JSON Lines dataset", suffix=".jsonl")
+    return _load("jsonl", path, db, limit, read=iter_jsonl, what="JSON Lines dataset", suffix=".jsonl", draw=draw)
 
 
 @dataset("csv")
 @recognizes(_file_with_suffix(".csv"))
-def load_csv(path: str, db: str | None = None, limit: int = 0) -> Dataset:
+@draws
+def load_csv(path: str, db: str | None = None, limit: int = 0, draw: Draw | dict[str, Any] | None = None) -> Dataset:
     """Load a CSV file of examples with a header row (columns in the module docstring).
 
     Args:
         path: The ``.csv`` file.
         db: Database used by rows without ``db_path``.
         limit: Load only the first ``limit`` rows (0: all).
+        draw: Build only the examples of this draw (a run's ``--limit``; the rows are parsed
+            whole, the examples built for the drawn rows alone).
 
     Returns:
         The dataset ``csv``.
@@ -390,4 +545,4 @@ def load_csv(path: str, db: str | None = None, limit: int = 0) -> Dataset:
         DatasetError: Missing file or database, malformed CSV, or a malformed row.
         ConfigError: A negative limit.
     """
-    return _load("csv", path, db, limit, read=read_csv, what="CSV dataset", suffix=".csv")
+    return _load("csv", path, db, limit, read=read_csv, what="CSV dataset", suffix=".csv", draw=draw)

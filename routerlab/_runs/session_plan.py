@@ -22,7 +22,6 @@ from rich.console import Console
 import routerlab.benchmarks.builtin
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the on-disk formats)
 from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
-from routerlab._runs.selection import of_intents, schedule, stratified_subset
 from routerlab._runs.session_spec import (
     session_runs,
     unknown_session,
@@ -33,10 +32,11 @@ from routerlab.agents.lm import resolve_lm
 from routerlab.agents.registry import component_spec
 from routerlab.agents.signals import shield
 from routerlab.agents.tools.sql_program import sql_program_record
-from routerlab.benchmarks.dataset import Dataset, dataset
+from routerlab.benchmarks.dataset import Dataset, Draw, dataset, draws_while_reading
 from routerlab.benchmarks.db_digest import check_database_digests, database_digests
 from routerlab.benchmarks.dbcheck import BadDatabase, bad_databases_error, check_databases
 from routerlab.benchmarks.example import Example
+from routerlab.benchmarks.selection import of_intents, schedule, stratified_subset
 from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.store import ResultsStore
@@ -50,6 +50,7 @@ __all__ = [
     "load_dataset",
     "new_session_id",
     "plan_session",
+    "run_draw",
     "select",
 ]
 
@@ -108,10 +109,24 @@ def new_session_id() -> str:
     return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(8)}"
 
 
+def run_draw(config: RunConfig) -> Draw | None:
+    """The examples a run takes of its dataset, when it takes a subset (``--limit``)."""
+    return Draw(config.limit, config.split, config.intents) if config.limit else None
+
+
 def load_dataset(config: RunConfig) -> Dataset:
-    """Build the configured dataset through the registry (importing the built-in loaders)."""
+    """Build the configured dataset through the registry (importing the built-in loaders).
+
+    With ``--limit``, a loader that draws while it reads (:func:`~routerlab.benchmarks.dataset.draws`)
+    builds only the run's examples: a large file is read once, its other records never become
+    examples.
+    """
+    spec = run_draw(config)
+    args = dict(config.dataset_args)
+    if spec is not None and "draw" not in args and draws_while_reading(config.dataset):
+        args["draw"] = spec
     try:
-        return dataset.build(config.dataset, **config.dataset_args)
+        return dataset.build(config.dataset, **args)
     except RunError as exc:
         # loaders name their argument ("pass ... as path"); the user typed --dataset-path
         fix = re.sub(r"\bas path\b", "as --dataset-path (dataset_args.path in a run config)", exc.fix or "")
@@ -122,6 +137,11 @@ def load_dataset(config: RunConfig) -> Dataset:
 
 def select(ds: Dataset, config: RunConfig) -> list[Example]:
     """The examples the run replays, scheduled by database."""
+    spec = run_draw(config)
+    if spec is not None and ds.drawn == spec:
+        # the loader drew this run's examples (drawing again could differ: the seeded database
+        # order of conversations depends on which databases are there)
+        return schedule(list(ds.examples))
     return schedule(stratified_subset(of_intents(ds.split(config.split), config.intents), config.limit))
 
 

@@ -41,11 +41,11 @@ import yaml
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers blend and the sources' loaders)
 from routerlab._routing_eval.decisions import first_decisions, summary_table
-from routerlab._runs.selection import schedule
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.example import Example
+from routerlab.benchmarks.selection import schedule
 from routerlab.eval.robustness import diversion
 from routerlab.eval.stats import paired_cluster_bootstrap_diff
 from routerlab.fit.objective import SAFETY_INTENTS, RoutingObjective, routing_score

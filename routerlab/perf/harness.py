@@ -12,9 +12,9 @@ import routerlab._runs.runner as runner_mod
 import routerlab.agents.db.database as database_mod
 import routerlab.agents.tools.subagents as subagents_mod
 from routerlab._runs.runner import RouterRun, RunConfig, build_scorers
-from routerlab._runs.selection import stratified_subset
 from routerlab.benchmarks.builtin import load_builtin
 from routerlab.benchmarks.dataset import Dataset
+from routerlab.benchmarks.selection import stratified_subset
 from routerlab.eval.store import ResultsStore
 from routerlab.perf._common import Clock, PerfFigure, zero_latency_lm
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
-from routerlab._runs.selection import stratified_subset
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.benchmarks.builtin import load_builtin
+from routerlab.benchmarks.selection import stratified_subset
 from routerlab.perf._common import PerfFigure, stub_server
 
 __all__ = ["router_replay"]

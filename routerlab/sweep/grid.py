@@ -126,8 +126,12 @@ class DatasetEntry:
 
     @property
     def load_key(self) -> str:
-        """What the loaded dataset depends on (name and arguments, not split or limit)."""
-        return json.dumps([self.name, self.args], sort_keys=True, default=str)
+        """What the loaded dataset depends on: name, arguments, split and limit.
+
+        Split and limit count: a loader that draws while it reads loads only the run's examples
+        (``routerlab._runs.session_plan.load_dataset``).
+        """
+        return json.dumps([self.name, self.args, self.split, self.limit], sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from mlflow import MlflowClient
 from typer.testing import CliRunner
 
 from routerlab._routing_eval.decisions import first_decisions, summary_table
-from routerlab._runs.selection import schedule
 from routerlab.benchmarks.builtin import load_builtin
+from routerlab.benchmarks.selection import schedule
 from routerlab.cli import app
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.console import render_console

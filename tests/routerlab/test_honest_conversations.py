@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
-from routerlab._runs.selection import stratified_subset
 from routerlab.agents.trace import Trace
 from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.example import Example
+from routerlab.benchmarks.selection import stratified_subset
 from routerlab.eval.conversation_metrics import conversation_summary
 from routerlab.eval.metrics import rate, summarize
 from routerlab.eval.scorers.execution import ExecutionAccuracy

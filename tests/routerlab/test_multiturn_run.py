@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 import routerlab.benchmarks.builtin  # noqa: F401  (registers the built-in datasets)
 from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, conversation_units, run_router
-from routerlab._runs.selection import of_intents, stratified_subset
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field, requested_field
 from routerlab.benchmarks.dataset import dataset
+from routerlab.benchmarks.selection import of_intents, stratified_subset
 from routerlab.cli import app
 from routerlab.eval.conversation_metrics import conversation_summary
 from routerlab.eval.metrics import summarize

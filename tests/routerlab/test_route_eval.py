@@ -9,8 +9,8 @@ import pytest
 
 from routerlab import routers
 from routerlab._routing_eval.decisions import first_decisions, summary_table
-from routerlab._runs.selection import schedule
 from routerlab.benchmarks.builtin import load_builtin
+from routerlab.benchmarks.selection import schedule
 from routerlab.routers.baselines import OracleRouter
 
 

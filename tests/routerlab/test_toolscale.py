@@ -12,12 +12,12 @@ import pytest
 from mlflow import MlflowClient
 from typer.testing import CliRunner
 
-from routerlab._runs.selection import schedule, stratified_subset
 from routerlab.agents.errors import ConfigError, ContractError, ToolError
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.tools.distractors import distractor_capacity, distractor_tools, is_distractor, tool_registry
 from routerlab.benchmarks.builtin import load_builtin
+from routerlab.benchmarks.selection import schedule, stratified_subset
 from routerlab.eval.toolscale_plots import load_toolscale, plot_toolscale
 from routerlab.toolscale import (
     EXPERIMENT,

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from routerlab._routing_eval.decisions import FirstDecision
-from routerlab._runs.selection import schedule
 from routerlab.benchmarks.builtin import load_builtin
+from routerlab.benchmarks.selection import schedule
 from routerlab.fit.hybrid_fit import fit_hybrid, hybrid_decisions, hybrid_grid
 
 

@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from routerlab.benchmarks.example import Example
 
-__all__ = ["of_intents", "schedule", "stratified_subset"]
+__all__ = ["Drawable", "of_intents", "schedule", "stratified_subset"]
 
 
-def of_intents(examples: list[Example], intents: tuple[str, ...] | None) -> list[Example]:
+class Drawable(Protocol):
+    """What the selection reads of an example (a loader drawing while it reads has only these)."""
+
+    id: str
+    intent: str
+    db_id: str
+    conversation: str | None
+    turn: int
+
+
+_E = TypeVar("_E", bound=Drawable)
+
+
+def of_intents(examples: Sequence[_E], intents: tuple[str, ...] | None) -> list[_E]:
     """The examples whose gold intent is one of ``intents`` (None: all), conversations whole.
 
     A conversation counts under the intent of its first turn, as in :func:`stratified_subset`,
@@ -18,14 +33,14 @@ def of_intents(examples: list[Example], intents: tuple[str, ...] | None) -> list
     """
     if intents is None:
         return list(examples)
-    first: dict[str, Example] = {}
+    first: dict[str, _E] = {}
     for e in examples:
         if e.conversation and (e.conversation not in first or e.turn < first[e.conversation].turn):
             first[e.conversation] = e
     return [e for e in examples if (first[e.conversation] if e.conversation else e).intent in intents]
 
 
-def stratified_subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Example]:
+def stratified_subset(examples: Sequence[_E], limit: int | None, seed: int = 0) -> list[_E]:
     """The first ``limit`` examples taken round-robin over intents (ids sorted), deterministic.
 
     A small default subset therefore still covers every intent of the split. A conversation
@@ -46,16 +61,16 @@ def stratified_subset(examples: list[Example], limit: int | None, seed: int = 0)
     """
     if limit is None or limit >= len(examples):
         return list(examples)
-    units: dict[str, list[Example]] = {}
+    units: dict[str, list[_E]] = {}
     for e in sorted(examples, key=lambda e: (e.conversation or e.id, e.turn)):
         units.setdefault(e.conversation or f"\0{e.id}", []).append(e)
-    by_intent: dict[str, list[list[Example]]] = defaultdict(list)
+    by_intent: dict[str, list[list[_E]]] = defaultdict(list)
     for unit in sorted(units.values(), key=lambda u: u[0].id):
         by_intent[unit[0].intent].append(unit)
     queues = [by_intent[k] for k in sorted(by_intent)]
     rank = _database_rank(list(units.values()), seed)
     taken: Counter[str] = Counter()
-    out: list[Example] = []
+    out: list[_E] = []
     i = 0
     while len(out) < limit:
         q = queues[i % len(queues)]
@@ -69,7 +84,7 @@ def stratified_subset(examples: list[Example], limit: int | None, seed: int = 0)
     return out
 
 
-def _database_rank(units: list[list[Example]], seed: int) -> dict[str, int] | None:
+def _database_rank(units: Sequence[Sequence[Drawable]], seed: int) -> dict[str, int] | None:
     """Each database's place in a seeded shuffle, or None when no unit is a conversation."""
     if not any(u[0].conversation for u in units):
         return None
@@ -79,7 +94,7 @@ def _database_rank(units: list[list[Example]], seed: int) -> dict[str, int] | No
     return {db: k for k, db in enumerate(order)}
 
 
-def _next_unit(queue: list[list[Example]], rank: dict[str, int] | None, taken: Counter[str]) -> int:
+def _next_unit(queue: Sequence[Sequence[Drawable]], rank: dict[str, int] | None, taken: Counter[str]) -> int:
     """Index of the unit to take next: the first, or for conversations the least-drawn database's."""
     if rank is None:
         return 0
