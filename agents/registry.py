@@ -385,12 +385,25 @@ class Registry(Generic[T]):
     @contextmanager
     def scoped(self, name: str, factory: Callable[..., T]) -> Iterator[None]:
         """Temporarily register ``factory`` (for tests and notebooks); restores on exit."""
-        previous = self._factories.get(name)
-        self._factories[name] = factory
+        with self.restoring(name):
+            self._factories[name] = factory
+            yield
+
+    @contextmanager
+    def restoring(self, *names: str) -> Iterator[None]:
+        """Put ``names`` back as they were on exit: unregistered, or under their factory then.
+
+        For tests and notebooks that register (or lift) components by name. Only these names are
+        put back: a component registered meanwhile by a module's first import stays, as the module
+        will not register it again (restoring a snapshot of the whole registry dropped those and
+        left later code an empty registry).
+        """
+        before = {name: self._factories.get(name) for name in names}
         try:
             yield
         finally:
-            if previous is None:
-                self._factories.pop(name, None)
-            else:
-                self._factories[name] = previous
+            for name, factory in before.items():
+                if factory is None:
+                    self._factories.pop(name, None)
+                else:
+                    self._factories[name] = factory

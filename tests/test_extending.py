@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -39,13 +40,13 @@ def registries():
     names are lifted for it and put back after (no global state leaks either way).
     """
     registry_of = {"router": router, "scorer": scorer, "loader": dataset}
-    saved = {reg: dict(reg._factories) for reg in registry_of.values()}
-    for kind, (_, _, _, name) in EXAMPLES.items():
-        registry_of[kind]._factories.pop(name, None)
-    yield
-    for reg, factories in saved.items():
-        reg._factories.clear()
-        reg._factories.update(factories)
+    with contextlib.ExitStack() as stack:
+        for kind, (_, _, _, name) in EXAMPLES.items():
+            # the page's names only: what an import registers meanwhile (the built-in loaders,
+            # say, on the CLI's first run) stays for the tests after this one
+            stack.enter_context(registry_of[kind].restoring(name))
+            registry_of[kind]._factories.pop(name, None)
+        yield
 
 
 def _run(name: str) -> dict:
@@ -234,6 +235,23 @@ def test_the_pages_files_are_the_whole_change(tmp_path):
         own = [t for t in outcomes if t.startswith(test.removesuffix(".py").replace("/", "."))]
         assert own and all(outcomes[t] == "passed" for t in own), f"{test} did not pass: {own}"
     assert outcomes["tests.routers.test_conformance::test_routers_command_lists_every_registered_router"] == "passed"
+
+
+#: a test whose page code imports the built-in loaders (its first import registers them), and a
+#: test that needs them registered: run after the first, it found an empty dataset registry
+_ORDERED = (
+    "tests/test_extending.py::test_loader_example",
+    "tests/routerlab/test_bad_input.py::test_malformed_jsonl_names_file_record_and_field[bad_json]",
+)
+
+
+@pytest.mark.skipif(os.environ.get(_IN_COPY) == "1", reason="runs this checkout's tests, not the copy's")
+@pytest.mark.parametrize("order", [_ORDERED, _ORDERED[::-1]], ids=["page-first", "page-last"])
+def test_the_page_tests_leave_the_registries_for_the_tests_after_them(order):
+    """In one process, either order: the ``registries`` fixture puts back the page's names only."""
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not model and not browser", *order]
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-1000:]
 
 
 def test_a_custom_scorer_reaches_the_table_compare_and_mlflow(registries, tmp_path):

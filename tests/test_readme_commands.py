@@ -86,14 +86,12 @@ def keyword_router():
     """
     from routerlab.routers import router
 
-    saved = dict(router._factories)
-    if "keyword" not in router:
-        page = (ROOT / "docs/extending.md").read_text()
-        code = re.search(r"```python\n# routers/keyword.py\n(.*?)```", page, re.S)
-        exec(compile(code.group(1), "routers/keyword.py", "exec"), {"__name__": "docs_keyword"})  # type: ignore[union-attr]
-    yield
-    router._factories.clear()
-    router._factories.update(saved)
+    with router.restoring("keyword"):
+        if "keyword" not in router:
+            page = (ROOT / "docs/extending.md").read_text()
+            code = re.search(r"```python\n# routers/keyword.py\n(.*?)```", page, re.S)
+            exec(compile(code.group(1), "routers/keyword.py", "exec"), {"__name__": "docs_keyword"})  # type: ignore[union-attr]
+        yield
 
 
 @pytest.mark.skipif(not SPIDER_DEV_A.exists(), reason="needs the spider-dev-a folder")

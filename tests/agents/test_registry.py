@@ -62,6 +62,16 @@ def test_scoped_override_restores(reg):
     assert "new" not in reg
 
 
+def test_restoring_puts_back_its_names_only(reg):
+    with reg.restoring("widget", "page"):
+        reg._factories.pop("widget")  # lifted for the block
+        reg("page")(dict)  # the block's own registration
+        reg("imported")(list)  # what a module's first import registers meanwhile
+    assert reg.get("widget") is Widget and "page" not in reg
+    # a module registers once, at its first import: the registration outlives the block
+    assert reg.get("imported") is list and reg.get("gadget") is Widget
+
+
 def test_rebuild_rejects_wrong_kind(reg):
     with pytest.raises(ConfigError):
         reg.rebuild({"kind": "router", "name": "widget", "args": {}})
