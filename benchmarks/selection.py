@@ -15,11 +15,31 @@ __all__ = ["Drawable", "of_intents", "schedule", "stratified_subset"]
 class Drawable(Protocol):
     """What the selection reads of an example (a loader drawing while it reads has only these)."""
 
-    id: str
-    intent: str
-    db_id: str
-    conversation: str | None
-    turn: int
+    # read-only properties: a frozen dataclass (Example) provides them
+    @property
+    def id(self) -> str:
+        """Unique within the dataset; the order of the draw."""
+        ...
+
+    @property
+    def intent(self) -> str:
+        """The gold intent: the stratum."""
+        ...
+
+    @property
+    def db_id(self) -> str:
+        """The database: conversations are spread over databases."""
+        ...
+
+    @property
+    def conversation(self) -> str | None:
+        """The conversation the example is a turn of (None: a single request)."""
+        ...
+
+    @property
+    def turn(self) -> int:
+        """Its position in the conversation, from 1."""
+        ...
 
 
 _E = TypeVar("_E", bound=Drawable)
