@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 import routerlab.benchmarks.loaders  # noqa: F401  (registers the loaders)
 from routerlab import routers
-from routerlab._routing_eval.decisions import gold_turn
 from routerlab.agents.db import open_database
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.messages import text_of
@@ -136,15 +135,34 @@ def _cosql_replies() -> list[tuple[str, list[Turn], str, str]]:
     """Every CoSQL clarification as (database, history ending with the question asked back, reply, gold SQL)."""
     if not (COSQL / "dev.json").is_file():
         pytest.skip("shared conversation data not found (set ROUTERLAB_SPIDER_DEV)")
-    examples = dataset.build("cosql", path=str(COSQL)).examples
-    out = []
-    for e in examples:
-        if e.intent != "clarify":
-            continue
-        earlier = [gold_turn(x) for x in examples if x.conversation == e.conversation and x.turn < e.turn]
-        history = [*earlier, _asked(e.question, str(e.meta["clarifying_question"]))]
-        out.append((e.db_path, history, str(e.user_reply), str(e.gold_sql)))
-    return out
+    # the cases scripts/reply_routing.py decides (the results page's figures)
+    cases = _script("reply_routing").reply_cases(dataset.build("cosql", path=str(COSQL)).examples)
+    return [(e.db_path, history, str(e.user_reply), str(e.gold_sql)) for e, history in cases]
+
+
+def _script(name: str) -> Any:
+    """A module of scripts/ (not a package), loaded from its file."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_the_reply_routing_script_counts_replies_before_and_after(tmp_path, capsys):
+    """``scripts/reply_routing.py`` on the shared CoSQL part: every reply to sql with its question pending."""
+    _cosql_replies()  # skips without the shared data
+    out = tmp_path / "replies.csv"
+    assert _script("reply_routing").main([str(COSQL), "--router", "rules", "--before", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "rules (pending): 39/39 to sql" in printed and "rules (settled): " in printed
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("router,reading,example_id") and len(lines) == 1 + 2 * 39
 
 
 def test_every_cosql_reply_goes_to_sql_for_every_router(bound):
@@ -262,19 +280,12 @@ def test_routers_that_choose_their_own_calls_continue_the_request_too(cache_dir)
 
 def test_the_cosql_exchanges_written_as_two_turns_are_replies_routed_to_sql(tmp_path):
     """``scripts/cosql_reply_turns.py``: each exchange becomes the question, then the reply as a turn."""
-    import importlib.util
     import json
-    import sys
-    from pathlib import Path
 
     from routerlab._routing_eval.decisions import first_decisions
     from routerlab.agents.lm import resolve_lm
 
-    script = Path(__file__).resolve().parents[2] / "scripts" / "cosql_reply_turns.py"
-    spec = importlib.util.spec_from_file_location("cosql_reply_turns", script)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules["cosql_reply_turns"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    module = _script("cosql_reply_turns")
     _cosql_replies()  # skips without the shared data
     out = tmp_path / "replies.jsonl"
     assert module.main([str(COSQL), str(out)]) == 0
