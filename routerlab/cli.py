@@ -421,13 +421,15 @@ def perf_cmd(
     databases: opt.DatabasesOpt = None,
     out: opt.PerfOutOpt = Path(".routerlab/perf.json"),
     tracking_uri: opt.OptionalTrackingUriOpt = None,
+    no_mlflow: opt.NoMlflowOpt = False,
     section: opt.PerfSectionOpt = None,
 ) -> None:
     """Measure the harness, EX scoring, concurrency and (with --model) the embedded model."""
     from routerlab.app.measure import perf
 
+    tracking = None if no_mlflow else tracking_uri
     figures = perf(
-        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking_uri, sections=section or ""
+        quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking, sections=section or ""
     )
     _out.print(perf_table(figures))
     _out.print(f"figures written to {out}", markup=False)

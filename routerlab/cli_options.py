@@ -332,7 +332,8 @@ PerfSectionOpt = Annotated[
     ),
 ]
 OptionalTrackingUriOpt = Annotated[
-    str | None, typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store (none: skip).")
+    str | None,
+    typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow store (not given: not logged)."),
 ]
 
 # serve

@@ -76,7 +76,8 @@ def check_tracking_store(uri: str, *, timeout_s: float = 5.0) -> None:
             "not a URI",
             "sqlite:///PATH, a database URI (postgresql://...) or an http(s):// tracking server",
             "no scheme (a plain path?)",
-            f"pass --tracking-uri sqlite:///{uri}" if uri else "pass --tracking-uri sqlite:///mlflow.db",
+            # "none" or "off" is read as a path: say how MLflow is switched off
+            f"pass --tracking-uri sqlite:///{uri or 'mlflow.db'} (a SQLite file), or --no-mlflow to log nothing",
         )
     if base == "sqlite":
         _check_sqlite_store(uri, rest)

@@ -90,7 +90,7 @@ def perf(
         lm: LM spec for ``model``.
         databases: A Spider-layout folder the first-decision cost is measured on (None: generated schemas).
         out: The JSON file written.
-        tracking_uri: The MLflow store; None: not logged.
+        tracking_uri: The MLflow store, checked before measuring; None: not logged.
         sections: Only these sections (``routerlab.perf.perf_section`` names, or one comma-separated
             string of them); empty: all.
 
@@ -98,7 +98,8 @@ def perf(
         The figures.
 
     Raises:
-        ConfigError: ``databases`` is not a Spider-layout folder (said before any measurement).
+        ConfigError: ``databases`` is not a Spider-layout folder, or ``tracking_uri`` names no
+            store this process can write (both said before any measurement).
         UnknownComponentError: A section that does not exist (said before any measurement).
     """
     from routerlab.perf import figures_json, perf_section, run_perf
@@ -112,6 +113,12 @@ def perf(
         from routerlab.benchmarks.loaders.spider import load_spider
 
         load_spider(str(databases), limit=1)  # a wrong folder is said now, not after minutes of measuring
+    if tracking_uri:
+        from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
+
+        # as run does: a store that cannot take the figures is said before measuring, not after
+        tracking_uri = resolve_tracking_uri(tracking_uri)
+        check_tracking_store(tracking_uri)
     figures = run_perf(quick=quick, model=model, lm=lm, databases=databases, sections=sections)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(figures_json(figures))

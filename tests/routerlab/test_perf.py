@@ -82,6 +82,23 @@ def test_a_wrong_databases_folder_stops_perf_before_measuring(tmp_path):
     assert "not found" in out.output and not (tmp_path / "x.json").exists()
 
 
+def test_a_tracking_uri_that_is_no_store_stops_perf_before_measuring(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from routerlab import cli
+
+    out = tmp_path / "x.json"
+    args = ["perf", "--quick", "--section", "router replay", "--out", str(out)]
+    refused = CliRunner().invoke(cli.app, [*args, "--tracking-uri", "none"])
+    assert refused.exit_code == 2 and not out.exists(), refused.output
+    assert "tracking store 'none': not a URI" in refused.output and "--no-mlflow" in refused.output
+    # as for run: --no-mlflow logs nothing, whatever the environment names
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "none")
+    done = CliRunner().invoke(cli.app, [*args, "--no-mlflow"])
+    assert done.exit_code == 0 and json.loads(out.read_text()), done.output
+    assert not (tmp_path / "none").exists() and not (tmp_path / "mlruns").exists()
+
+
 @pytest.mark.model
 def test_first_decision_section_restores_each_database_prefix_from_disk(spider_dev_a, tmp_path, monkeypatch):
     from tests.conftest import SPIDER_DEV_A
