@@ -7,13 +7,37 @@ reads the tracking package: this one reads neither.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pandas as pd
 from matplotlib.figure import Figure
 
 from routerlab.eval.plot_layout import fit_texts_to_canvas
-from routerlab.eval.risk import format_aurc
+from routerlab.eval.risk import format_aurc, risk_coverage, risk_summary
+from routerlab.eval.scoring import ExampleResult
 
-__all__ = ["plot_risk_coverage", "router_colours"]
+__all__ = ["plot_risk_coverage", "risk_coverage_frame", "router_colours"]
+
+
+def risk_coverage_frame(results: Mapping[str, Sequence[ExampleResult]]) -> pd.DataFrame:
+    """Each router's risk-coverage curve (:func:`routerlab.eval.risk.risk_coverage`) in long form.
+
+    Args:
+        results: ``router -> its results``.
+
+    Returns:
+        One row per point: ``router, threshold, coverage, risk, aurc`` (``aurc`` repeated per
+        router, the figure :func:`routerlab.eval.risk.risk_summary` reports). Routers without
+        answered data questions have no rows.
+    """
+    rows = []
+    for label, rs in results.items():
+        aurc = risk_summary(list(rs)).aurc
+        rows += [
+            {"router": label, "threshold": t, "coverage": c, "risk": k, "aurc": aurc}
+            for t, c, k in risk_coverage(list(rs))
+        ]
+    return pd.DataFrame(rows, columns=["router", "threshold", "coverage", "risk", "aurc"])
 
 
 def router_colours(n: int) -> list[str]:
@@ -29,7 +53,7 @@ def plot_risk_coverage(curves: pd.DataFrame) -> Figure:
     gives each router's AURC (docs/metrics.md section 8).
 
     Args:
-        curves: :func:`routerlab.eval.analysis.risk_coverage_frame` output.
+        curves: :func:`risk_coverage_frame` output.
     """
     fig = Figure(figsize=(7, 5), layout="constrained")
     ax = fig.add_subplot()

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from routerlab.eval.analysis.loading import load_store
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.stats import cluster_bootstrap_ci, paired_sign_flip_p
+from routerlab.eval.store import ResultsStore
 
 __all__ = ["main"]
 
@@ -99,12 +99,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bad run {item!r}: expected LABEL=RUN_ID (e.g. edit=20261128-...oracle)", file=sys.stderr)
             return 2
         pairs.append((label, run_id))
-    data = load_store(args.store, run_ids=[r for _, r in pairs])
-    by_id = dict(zip(data.runs["run_id"], data.results.values(), strict=True))
-    missing = [r for _, r in pairs if r not in by_id]
+    store = ResultsStore(args.store, read_only=True)  # a mistyped path is an error, never a new store
+    known = set(store.runs()["run_id"])
+    missing = [r for _, r in pairs if r not in known]
     if missing:
         print(f"runs not in {args.store}: {missing}; `routerlab runs --store ...` lists them", file=sys.stderr)
         return 2
+    by_id = {r: store.results(r) for _, r in pairs}
     runs = [(label, _turns(by_id[r])) for label, r in pairs]
     ref = runs[0][1]
     print(

@@ -69,8 +69,8 @@ def compare_link(run_ids: list[str], experiment_ids: list[str]) -> str:
 
 
 #: ``routerlab.kind`` of the runs ``routerlab route`` logs: one parent per invocation, one child
-#: per router. Not ``comparison`` / ``router-run``: those carry example tables that
-#: ``load_mlflow`` and the report read, and first decisions are not example results.
+#: per router. Not ``comparison`` / ``router-run``: those carry per-example tables of whole
+#: turns, and first decisions are not example results.
 KIND_ROUTE_PARENT = "route-comparison"
 KIND_ROUTE_RUN = "route-run"
 #: a ``routerlab route`` child run's first decisions (the rows ``route --out`` writes)

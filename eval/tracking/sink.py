@@ -37,7 +37,6 @@ from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.confidence_calibration import calibration_metrics, first_confidence
 from routerlab.eval.metrics import gold_failures, metric_name, summarize
 from routerlab.eval.outcomes import outcome_summary
-from routerlab.eval.risk import risk_coverage, risk_summary
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.tracking.address import one_line_store_errors, resolve_tracking_uri
 from routerlab.eval.tracking.artifacts import experiment_folder, experiment_location
@@ -575,16 +574,14 @@ class MlflowSink:
     def _log_risk_coverage(self, run_id: str, results: Sequence[ExampleResult]) -> None:
         """``risk_coverage.json`` (the curve's points) and its figure, when the run answered data questions."""
         # imported here: matplotlib costs seconds at import and only a run with a risk curve draws one
-        from routerlab.eval.risk_figure import plot_risk_coverage
+        from routerlab.eval.risk_figure import plot_risk_coverage, risk_coverage_frame
 
-        points = risk_coverage(list(results))
-        if not points:
+        frame = risk_coverage_frame({results[0].router: results} if results else {})
+        if frame.empty:
             return
-        aurc = risk_summary(list(results)).aurc
-        rows = [{"threshold": t, "coverage": c, "risk": k} for t, c, k in points]
+        aurc = float(frame["aurc"].iloc[0])
+        rows = frame[["threshold", "coverage", "risk"]].to_dict("records")
         self.client.log_dict(run_id, {"aurc": aurc if math.isfinite(aurc) else None, "points": rows}, RISK_CURVE)
-        label = results[0].router
-        frame = pd.DataFrame([{**r, "router": label, "aurc": aurc} for r in rows])
         self.client.log_figure(run_id, plot_risk_coverage(frame), RISK_FIGURE)
 
     def _log_examples_table(self, run_id: str, frame: pd.DataFrame) -> None:

@@ -10,7 +10,6 @@ import pytest
 from matplotlib.figure import Figure
 
 from routerlab._runs.demo import make_demo_session
-from routerlab.eval import analysis
 from routerlab.eval.plot_layout import (
     TextBox,
     clipped_texts,
@@ -18,12 +17,8 @@ from routerlab.eval.plot_layout import (
     fit_texts_to_canvas,
     overlapping_texts,
 )
-from routerlab.eval.risk_figure import plot_risk_coverage
-
-
-def _all_figures(results: analysis.ResultsByRouter) -> dict[str, Figure]:
-    return {"risk-coverage": plot_risk_coverage(analysis.risk_coverage_frame(results))}
-
+from routerlab.eval.risk_figure import plot_risk_coverage, risk_coverage_frame
+from routerlab.eval.store import ResultsStore
 
 # -- the check ---------------------------------------------------------------------------------
 
@@ -110,9 +105,9 @@ def crowded(make_result):
 
 
 def test_crowded_figures_have_no_overlapping_labels(crowded):
-    for name, fig in _all_figures(crowded).items():
-        assert overlapping_texts(fig) == [], name
-        assert clipped_texts(fig) == [], name
+    fig = plot_risk_coverage(risk_coverage_frame(crowded))
+    assert overlapping_texts(fig) == []
+    assert clipped_texts(fig) == []
 
 
 def _inside_canvas(fig: Figure) -> list[str]:
@@ -152,7 +147,9 @@ def test_fitting_grows_a_figure_until_a_long_y_label_fits_and_leaves_a_fitting_o
 def test_figures_of_a_scripted_session_have_no_overlapping_labels(tmp_path_factory):
     # the directory the other demo tests use: one demo per pytest run
     store, _, session = make_demo_session(tmp_path_factory.getbasetemp() / "routerlab-demo")
-    data = analysis.load_store(store, session=session)
-    for name, fig in _all_figures(data).items():
-        assert overlapping_texts(fig) == [], name
-        assert clipped_texts(fig) == [], name
+    source = ResultsStore(store, read_only=True)
+    runs = [r for r in source.runs()["run_id"] if r.startswith(session)]
+    data = {r: source.results(r) for r in runs}
+    fig = plot_risk_coverage(risk_coverage_frame(data))
+    assert overlapping_texts(fig) == []
+    assert clipped_texts(fig) == []

@@ -168,8 +168,7 @@ def test_mlflow_summary_carries_the_figures(rules_results):
 
 
 def test_the_curve_frame_and_figure(rules_results, oracle_results):
-    from routerlab.eval.analysis import risk_coverage_frame
-    from routerlab.eval.risk_figure import plot_risk_coverage
+    from routerlab.eval.risk_figure import plot_risk_coverage, risk_coverage_frame
 
     frame = risk_coverage_frame({"rules": rules_results, "oracle": oracle_results})
     rules = frame[frame["router"] == "rules"]

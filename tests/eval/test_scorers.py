@@ -318,7 +318,7 @@ def test_docs_metrics_names_exactly_the_default_scorers() -> None:
     import re
     from pathlib import Path
 
-    from routerlab.eval.scorers import DEFAULT_SCORERS, HEADLINE_SCORERS
+    from routerlab.eval.scorers import DEFAULT_SCORERS
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
     sentence = doc[doc.index("**Default scorers**") :].split("\n\n")[0]
@@ -326,7 +326,6 @@ def test_docs_metrics_names_exactly_the_default_scorers() -> None:
     listed = re.findall(r"`([^`]*)`", sentence.replace("\n", " "))
     names = [[n.strip() for n in group.split(",")] for group in listed if "," in group]
     assert names[0] == list(DEFAULT_SCORERS)
-    assert names[1] == list(HEADLINE_SCORERS)
     # every default scorer has a section (or a section naming it as its scorer)
     headings = [line for line in doc.splitlines() if line.startswith("#")]
     for name in DEFAULT_SCORERS:

@@ -9,7 +9,8 @@ import pytest
 
 from routerlab._runs.demo import make_demo_session
 from routerlab.agents.errors import ConfigError
-from routerlab.eval import analysis
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.store import ResultsStore
 from routerlab.project import candidates, locate
 
 
@@ -46,7 +47,7 @@ def test_relative_paths_resolve_to_the_project_from_a_subfolder(project) -> None
     assert Path(store) == root / ".routerlab" / "results.duckdb"
     assert uri == f"sqlite:///{root / 'mlflow.db'}"
     # and the session is there, read as the notebook reads it
-    assert len(analysis.load_store(store, session=session).results) == 3
+    assert len(build_comparison(ResultsStore(store, read_only=True), session).parts[0].routers) == 3
     # a tracking server or no MLflow at all pass through unchanged
     assert locate(".routerlab/results.duckdb", None, start=root)[1] is None
     assert locate(".routerlab/results.duckdb", "http://127.0.0.1:5000", start=root)[1] == "http://127.0.0.1:5000"
@@ -67,7 +68,7 @@ def test_nothing_found_is_an_error_and_creates_nothing(project, tmp_path) -> Non
         locate(".routerlab/results.duckdb", "sqlite:///no-mlflow-here.db", start=root / "notebooks")
     # a store path that does not exist, and a session that does not: errors, no new file anywhere
     with pytest.raises(ConfigError):
-        analysis.load_store(tmp_path / "missing.duckdb", session=session)
+        build_comparison(ResultsStore(tmp_path / "missing.duckdb", read_only=True), session)
     with pytest.raises(ConfigError, match="no session"):
-        analysis.load_store(root / ".routerlab" / "results.duckdb", session="20990101-000000-0000")
+        build_comparison(ResultsStore(root / ".routerlab" / "results.duckdb", read_only=True), "20990101-000000-0000")
     assert _files(root) | _files(tmp_path) == before
