@@ -275,8 +275,11 @@ def _limited(rows: Sequence[tuple[int, Any]], limit: int) -> list[tuple[int, Any
     if not limit:
         return first
 
-    def conversation(record: Any) -> Any:
-        return record.get("conversation") if isinstance(record, dict) else None
+    def conversation(record: Any) -> str | None:
+        # a conversation that is no string (a list, say) is refused by _turns, naming its line;
+        # here it would be an unhashable set member
+        value = record.get("conversation") if isinstance(record, dict) else None
+        return value if isinstance(value, str) else None
 
     started = {c for _, r in first if (c := conversation(r)) is not None}
     kept = {lineno for lineno, _ in first}

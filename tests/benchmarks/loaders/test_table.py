@@ -261,6 +261,19 @@ def test_turn_defaults_to_file_order_and_limit_keeps_conversations_whole(tmp_pat
     assert [e.id for e in load_jsonl(str(jsonl), limit=1).examples] == ["c-0000", "c-0001", "c-0002"]
 
 
+@pytest.mark.parametrize("limit", [0, 1])
+@pytest.mark.parametrize("draw", [None, {"limit": 2}])
+def test_a_conversation_that_is_no_string_is_named_with_or_without_a_limit(tmp_path, shop_db, limit, draw):
+    # with a limit it was a set member first: TypeError, unhashable type: 'list'
+    rows = _conv_rows(shop_db)
+    rows[0] = {**rows[0], "conversation": ["c1"]}
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    with pytest.raises(DatasetError, match="not a string") as err:
+        load_jsonl(str(jsonl), limit=limit, draw=draw)
+    assert err.value.details["field"] == "conversation" and "line 1" in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("change", "field", "needle"),
     [
