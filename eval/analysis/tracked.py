@@ -2,7 +2,8 @@
 
 One parent run per session carries both parts: its metrics are ``<part>.<router>.<measure>``
 (``routing.hybrid.routing_accuracy``, ``end_to_end.hybrid.served``) with ``_low`` and ``_high``
-beside, and ``<part>.<router>.p50`` / ``.p95`` (the part's cost unit); its artifacts are the
+beside, and ``<part>.<router>.p50`` / ``.p95`` (the part's cost unit), rounded to 3 decimals as
+the runs table shows them; its artifacts are the
 comparison as Markdown (``comparison.md``), the verdict (``verdict.md``, also the run's
 description), a table rounded as shown (``comparison.json``) and each part's rates figure. The
 children are named by part and router (:func:`child_name`). Computes nothing: the sink logs it.
@@ -19,6 +20,9 @@ from routerlab.eval.analysis.model import SessionComparison
 from routerlab.eval.analysis.words import interval_text, num
 
 __all__ = ["child_name", "parent_name", "session_dashboard"]
+
+#: decimals of the parent's metrics (the model and its JSON keep every digit)
+_DIGITS = 3
 
 
 def child_name(part: str, router: str) -> str:
@@ -60,7 +64,8 @@ def session_dashboard(model: SessionComparison, *, figures: bool = True) -> dict
                 }
             )
     out: dict[str, Any] = {
-        "metrics": metrics,
+        # MLflow's runs table prints a metric as text, cut to its column: 0.559, never 0.55855855…
+        "metrics": {key: round(value, _DIGITS) for key, value in metrics.items()},
         "texts": {"comparison.md": document(model), "verdict.md": verdict_md(model)},
         "table": pd.DataFrame(rows).fillna(""),
     }
