@@ -9,7 +9,7 @@ from routerlab.agents.errors import ContractError, RouterlabError
 from routerlab.agents.registry import Registry
 from routerlab.agents.routing import Router, RouterEnv
 
-__all__ = ["BASELINES", "require_tools", "router", "turn_database"]
+__all__ = ["BASELINES", "require_lm", "require_tools", "router", "turn_database"]
 
 #: routers that bound a comparison instead of competing in it; labelled "(baseline)" everywhere
 BASELINES: frozenset[str] = frozenset({"always_sql", "oracle", "random", "single_call", "single_call_fields"})
@@ -36,6 +36,15 @@ def require_tools(router_name: str, needs: Sequence[str], env: RouterEnv) -> Non
             found=f"missing {missing}",
             fix="build the pipeline with the default tools",
         )
+
+
+_LM_FIX = "pass --lm local (the default) or another LM spec"
+
+
+def require_lm(env: RouterEnv, what: str, *, expected: str = "a pipeline built with an LM", fix: str = _LM_FIX) -> None:
+    """Raise ``ContractError`` at bind time if ``what`` (``"the llm router"``) gets no LM."""
+    if env.lm is None:
+        raise ContractError(f"{what} needs a language model", expected=expected, found="lm=None", fix=fix)
 
 
 def turn_database(env: RouterEnv | None, state: Any) -> Any:

@@ -25,7 +25,7 @@ from routerlab.agents.lm.usage import usage_scope
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import Intent, PipelineState
 from routerlab.agents.turn_history import history_of, history_text
-from routerlab.routers.base import router, turn_database
+from routerlab.routers.base import require_lm, router, turn_database
 from routerlab.routers.rules import RulesRouter
 from routerlab.routers.support.history_window import DEFAULT_WINDOW, check_window, window_of
 from routerlab.routers.support.intent import Classification, IntentRouter
@@ -415,13 +415,7 @@ class DSPyRouter(IntentRouter):
     def bind(self, env: RouterEnv) -> None:
         """Needs an LM and the plan's tools."""
         super().bind(env)
-        if env.lm is None:
-            raise ContractError(
-                "the dspy router needs a language model",
-                expected="a pipeline built with an LM",
-                found="lm=None",
-                fix="pass --lm local (the default) or another LM spec",
-            )
+        require_lm(env, "the dspy router")
 
     def classify(self, state: PipelineState) -> Classification:
         """The program's intent, through the schema gate when ``abstain_check`` is on."""

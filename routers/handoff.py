@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from routerlab.agents.errors import ConfigError, ContractError
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState
@@ -35,7 +35,7 @@ from routerlab.agents.swarm import (
     SwarmResponse,
     Terminator,
 )
-from routerlab.routers.base import require_tools, router, turn_database
+from routerlab.routers.base import require_lm, require_tools, router, turn_database
 from routerlab.routers.llm import to_openai_messages
 from routerlab.routers.support.swarm_decision import (
     TRIAGE,
@@ -228,13 +228,7 @@ class HandoffRouter(Router):
 
     def bind(self, env: RouterEnv) -> None:
         """Build the team from the pipeline's tools; needs an LM and every tool the agents call."""
-        if env.lm is None:
-            raise ContractError(
-                "the handoff router needs a language model",
-                expected="a pipeline built with an LM",
-                found="lm=None",
-                fix="pass --lm local (the default) or another LM spec",
-            )
+        require_lm(env, "the handoff router")
         require_tools(self.name, sorted({n for names in SPECIALIST_TOOLS.values() for n in names}), env)
         available = {t.name: t for t in env.tools}
         team: dict[str, Agent] = {}

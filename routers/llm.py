@@ -19,7 +19,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from routerlab.agents.errors import ContractError
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.lm.local import tools_prompt
 from routerlab.agents.lm.messages import request_to_chat, to_request
@@ -31,7 +30,7 @@ from routerlab.agents.state import Intent, PipelineState, ToolCallRecord
 from routerlab.agents.tools.text import extract_error, extract_sql
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import HISTORY_TURNS, assistant_said, history_of
-from routerlab.routers.base import router, turn_database
+from routerlab.routers.base import require_lm, router, turn_database
 from routerlab.routers.support.history_window import Window, check_window, window_of
 from routerlab.routers.support.reply import continue_pending
 from routerlab.routers.support.schema_outline import abstains_on_gap, check_view, request_note, schema_view
@@ -239,13 +238,7 @@ class LLMRouter:
 
     def bind(self, env: RouterEnv) -> None:
         """Needs an LM."""
-        if env.lm is None:
-            raise ContractError(
-                "the llm router needs a language model",
-                expected="a pipeline built with an LM",
-                found="lm=None",
-                fix="pass --lm local (the default) or another LM spec",
-            )
+        require_lm(env, "the llm router")
         self.env = env
 
     def decide(self, state: PipelineState) -> RouteDecision:

@@ -50,7 +50,7 @@ from routerlab.agents.tools.distractors import tool_registry
 from routerlab.agents.tools.index import ToolIndex, index_factory
 from routerlab.agents.tools.schema import INJECTED, function_schema
 from routerlab.agents.trace import Usage
-from routerlab.routers.base import router, turn_database
+from routerlab.routers.base import require_lm, router, turn_database
 from routerlab.routers.llm import SYSTEM_PROMPT as LLM_POLICY
 from routerlab.routers.llm import to_openai_messages
 from routerlab.routers.support.reply import continue_pending
@@ -204,13 +204,7 @@ class RetrievalRouter:
 
     def bind(self, env: RouterEnv) -> None:
         """Build the toolset (pipeline tools plus distractors) and its index; needs an LM."""
-        if env.lm is None:
-            raise ContractError(
-                "the retrieval router needs a language model",
-                expected="a pipeline built with an LM",
-                found="lm=None",
-                fix="pass --lm local (the default) or another LM spec",
-            )
+        require_lm(env, "the retrieval router")
         if any(t.name == RETRIEVE_TOOL.name for t in env.tools):
             raise ContractError(
                 "a pipeline tool shadows the retrieval router's own tool",

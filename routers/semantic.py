@@ -46,14 +46,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from routerlab.agents.errors import ConfigError, ContractError, DatasetError
+from routerlab.agents.errors import ConfigError, DatasetError
 from routerlab.agents.routing import RouterEnv
 from routerlab.agents.state import INTENTS, PipelineState
 from routerlab.agents.tools.index import Embedder, load_embedder
 from routerlab.agents.tools.text import normalise_request
 from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import history_of
-from routerlab.routers.base import router
+from routerlab.routers.base import require_lm, router
 from routerlab.routers.llm import intent_by_tool_call
 from routerlab.routers.rules import RulesRouter
 from routerlab.routers.support.embedding_cache import embed_cached
@@ -412,13 +412,8 @@ class SemanticRouter(IntentRouter):
 
     def bind(self, env: RouterEnv) -> None:
         """Check tools (and the LM for the LM fallback), embed the exemplars, calibrate."""
-        if self.fallback == "llm" and env.lm is None:
-            raise ContractError(
-                "the semantic router's LM fallback needs a language model",
-                expected="a pipeline built with an LM",
-                found="lm=None",
-                fix="pass --lm local, or semantic.fallback=rules",
-            )
+        if self.fallback == "llm":
+            require_lm(env, "the semantic router's LM fallback", fix="pass --lm local, or semantic.fallback=rules")
         super().bind(env)
         self._rules.bind(env)
         self._labels = tuple(i for i in INTENTS if i in set(self._intents))

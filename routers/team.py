@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from routerlab.agents.errors import ConfigError, ContractError
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
@@ -42,7 +42,7 @@ from routerlab.agents.swarm import (
     SwarmResponse,
     Terminator,
 )
-from routerlab.routers.base import require_tools, router, turn_database
+from routerlab.routers.base import require_lm, require_tools, router, turn_database
 from routerlab.routers.handoff import SPECIALIST_TOOLS, TRIAGE, HandoffDecision
 from routerlab.routers.llm import to_openai_messages
 from routerlab.routers.support.swarm_decision import (
@@ -175,13 +175,9 @@ class TeamRouter(Router):
 
     def bind(self, env: RouterEnv) -> None:
         """Build the members, add the pipeline's tools to them, resolve per-member LMs."""
-        if env.lm is None and set(self.agent_lms) != set(self.order):
-            raise ContractError(
-                "the team router needs a language model",
-                expected="a pipeline built with an LM (or an agent_lms entry for every member)",
-                found="lm=None",
-                fix="pass --lm local (the default) or another LM spec",
-            )
+        if set(self.agent_lms) != set(self.order):
+            expected = "a pipeline built with an LM (or an agent_lms entry for every member)"
+            require_lm(env, "the team router", expected=expected)
         require_tools(self.name, sorted({n for m in self.order for n in SPECIALIST_TOOLS[m]}), env)
         available = {t.name: t for t in env.tools}
         members = ", ".join(self.order)
