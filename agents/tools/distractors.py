@@ -48,15 +48,17 @@ class _Object:
 
     key: str
     noun: str
-    plural: str
-    article: str
-    gloss: str
+    gloss: str  # opens with the noun's article: "An ML model is ..."
     category: Literal["content", "data", "access"]
     readonly: bool = False
+    plural: str = ""  # "": the noun and an "s"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plural", self.plural or f"{self.noun}s")
 
     @property
     def a(self) -> str:
-        return f"{self.article} {self.noun}"
+        return f"{self.gloss.split()[0].lower()} {self.noun}"
 
     @property
     def the(self) -> str:
@@ -79,134 +81,45 @@ class _Verb:
 
 
 _OBJECTS: tuple[_Object, ...] = (
-    _Object(
-        "dashboard",
-        "dashboard",
-        "dashboards",
-        "a",
-        "A dashboard is a saved page of charts a team looks at together.",
-        "content",
-    ),
-    _Object(
-        "report",
-        "report",
-        "reports",
-        "a",
-        "A report is a formatted summary of figures sent to stakeholders.",
-        "content",
-    ),
-    _Object("chart", "chart", "charts", "a", "A chart is one visualisation of a saved query's result.", "content"),
-    _Object(
-        "notebook",
-        "notebook",
-        "notebooks",
-        "a",
-        "A notebook mixes code, queries and notes for one analysis.",
-        "content",
-    ),
+    _Object("dashboard", "dashboard", "A dashboard is a saved page of charts a team looks at together.", "content"),
+    _Object("report", "report", "A report is a formatted summary of figures sent to stakeholders.", "content"),
+    _Object("chart", "chart", "A chart is one visualisation of a saved query's result.", "content"),
+    _Object("notebook", "notebook", "A notebook mixes code, queries and notes for one analysis.", "content"),
     _Object(
         "saved_query",
         "saved query",
-        "saved queries",
-        "a",
         "A saved query is a SQL statement kept in the shared query library.",
         "content",
+        plural="saved queries",
     ),
-    _Object("alert", "alert", "alerts", "an", "An alert notifies people when a metric crosses a threshold.", "content"),
-    _Object("folder", "folder", "folders", "a", "A folder groups dashboards, reports and notebooks.", "content"),
-    _Object("comment", "comment", "comments", "a", "A comment is a note left on a dashboard or a report.", "content"),
-    _Object("dataset", "dataset", "datasets", "a", "A dataset is a table registered in the data catalog.", "data"),
+    _Object("alert", "alert", "An alert notifies people when a metric crosses a threshold.", "content"),
+    _Object("folder", "folder", "A folder groups dashboards, reports and notebooks.", "content"),
+    _Object("comment", "comment", "A comment is a note left on a dashboard or a report.", "content"),
+    _Object("dataset", "dataset", "A dataset is a table registered in the data catalog.", "data"),
+    _Object("column", "column", "A column belongs to a catalog table and has a type and a description.", "data"),
+    _Object("snapshot", "table snapshot", "A table snapshot is a point-in-time copy of a table's rows.", "data"),
+    _Object("view", "view", "A view is a stored query exposed as a virtual table.", "data"),
+    _Object("pipeline", "pipeline", "A pipeline loads data from a source system into the warehouse.", "data"),
+    _Object("job", "job", "A job is a scheduled transformation run by the orchestrator.", "data"),
     _Object(
-        "column",
-        "column",
-        "columns",
-        "a",
-        "A column belongs to a catalog table and has a type and a description.",
-        "data",
+        "data_source", "data source", "A data source is a connection to an external database or file store.", "data"
     ),
+    _Object("metric", "metric", "A metric is a business measure defined once in the semantic layer.", "data"),
+    _Object("warehouse", "warehouse", "A warehouse is a compute cluster that runs queries.", "data"),
+    _Object("partition", "partition", "A partition is a slice of a large table, usually by date.", "data"),
+    _Object("ml_model", "ML model", "An ML model is a trained model kept in the model registry.", "data"),
+    _Object("glossary_term", "glossary term", "A glossary term defines a business word for everyone.", "data"),
+    _Object("quality_check", "quality check", "A quality check is a rule a table's data must satisfy.", "data"),
     _Object(
-        "snapshot",
-        "table snapshot",
-        "table snapshots",
-        "a",
-        "A table snapshot is a point-in-time copy of a table's rows.",
-        "data",
+        "lineage_graph", "lineage graph", "A lineage graph records which tables feed which.", "data", readonly=True
     ),
-    _Object("view", "view", "views", "a", "A view is a stored query exposed as a virtual table.", "data"),
-    _Object(
-        "pipeline",
-        "pipeline",
-        "pipelines",
-        "a",
-        "A pipeline loads data from a source system into the warehouse.",
-        "data",
-    ),
-    _Object("job", "job", "jobs", "a", "A job is a scheduled transformation run by the orchestrator.", "data"),
-    _Object(
-        "data_source",
-        "data source",
-        "data sources",
-        "a",
-        "A data source is a connection to an external database or file store.",
-        "data",
-    ),
-    _Object(
-        "metric", "metric", "metrics", "a", "A metric is a business measure defined once in the semantic layer.", "data"
-    ),
-    _Object("warehouse", "warehouse", "warehouses", "a", "A warehouse is a compute cluster that runs queries.", "data"),
-    _Object(
-        "partition", "partition", "partitions", "a", "A partition is a slice of a large table, usually by date.", "data"
-    ),
-    _Object(
-        "ml_model", "ML model", "ML models", "an", "An ML model is a trained model kept in the model registry.", "data"
-    ),
-    _Object(
-        "glossary_term",
-        "glossary term",
-        "glossary terms",
-        "a",
-        "A glossary term defines a business word for everyone.",
-        "data",
-    ),
-    _Object(
-        "quality_check",
-        "quality check",
-        "quality checks",
-        "a",
-        "A quality check is a rule a table's data must satisfy.",
-        "data",
-    ),
-    _Object(
-        "lineage_graph",
-        "lineage graph",
-        "lineage graphs",
-        "a",
-        "A lineage graph records which tables feed which.",
-        "data",
-        readonly=True,
-    ),
-    _Object("user", "user", "users", "a", "A user is a person with an account on the platform.", "access"),
-    _Object("team", "team", "teams", "a", "A team is a group of users that share content.", "access"),
-    _Object("role", "role", "roles", "a", "A role bundles permissions that can be given to users.", "access"),
-    _Object("api_key", "API key", "API keys", "an", "An API key lets a program call the platform.", "access"),
-    _Object(
-        "service_account",
-        "service account",
-        "service accounts",
-        "a",
-        "A service account is a non-human identity used by jobs.",
-        "access",
-    ),
-    _Object(
-        "audit_log",
-        "audit log",
-        "audit logs",
-        "an",
-        "An audit log records who did what on the platform.",
-        "access",
-        readonly=True,
-    ),
-    _Object("quota", "quota", "quotas", "a", "A quota caps how much compute or storage a team may use.", "access"),
+    _Object("user", "user", "A user is a person with an account on the platform.", "access"),
+    _Object("team", "team", "A team is a group of users that share content.", "access"),
+    _Object("role", "role", "A role bundles permissions that can be given to users.", "access"),
+    _Object("api_key", "API key", "An API key lets a program call the platform.", "access"),
+    _Object("service_account", "service account", "A service account is a non-human identity used by jobs.", "access"),
+    _Object("audit_log", "audit log", "An audit log records who did what on the platform.", "access", readonly=True),
+    _Object("quota", "quota", "A quota caps how much compute or storage a team may use.", "access"),
 )
 
 _ALL = ("content", "data", "access")
