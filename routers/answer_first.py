@@ -31,7 +31,7 @@ from routerlab.routers.base import router
 from routerlab.routers.rules import RulesRouter
 from routerlab.routers.support.attempt import Attempt, read_attempt
 from routerlab.routers.support.intent import DONE_ANSWER, Classification, IntentRouter
-from routerlab.routers.support.reply import REPLY_OVERRIDES, Reply, as_reply, read_reply
+from routerlab.routers.support.reply import Reply, as_reply, read_reply
 
 __all__ = ["AnswerFirstRouter"]
 
@@ -99,11 +99,11 @@ class AnswerFirstRouter(IntentRouter):
         """The first step's classification and, for a draft, what the words alone suggested.
 
         A reply to the assistant's pending question (``routers/support/reply.py``) is drafted as
-        the pending request whatever the words alone suggest, unless they call for a refusal,
-        a fix or an explanation.
+        the pending request whatever the words alone suggest, unless they call for a refusal, or
+        a fix or an explanation of SQL the reply holds.
         """
         words = Classification(*self._rules.classify(state))
-        answers = reply is not None and words.intent in REPLY_OVERRIDES
+        answers = reply is not None and reply.replaces(words.intent)
         if not answers and (words.intent in _NOT_DATA or words.method.removeprefix("rule:") in _SECURITY_RULES):
             return Classification(words.intent, words.confidence, f"answer_first:{words.method}", Usage()), {}
         # what the words suggested is kept as evidence, never as the decision

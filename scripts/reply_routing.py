@@ -58,7 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cases = reply_cases(dataset.build("cosql", path=args.cosql_dir).examples)
     lm = resolve_lm(args.lm)
-    rows = []
+    rows: list[dict] = []
+    fields = ["router", "reading", "example_id", "reply", "intent", "method", "lm_calls"]
+    # each decision is written as it is made: a stopped model job keeps what it decided
+    out = open(args.out, "w", newline="", encoding="utf-8") if args.out else None  # noqa: SIM115
+    writer = csv.DictWriter(out, fieldnames=fields) if out else None
+    if writer is not None:
+        writer.writeheader()
     for name in args.router.split(","):
         r = router.build(name)
         r.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
@@ -68,15 +74,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     history = [*history[:-1], Turn(**{k: v for k, v in history[-1].items() if k != "asked"},
                                                    replied=str(e.user_reply))]  # fmt: skip
                 d = r.decide(initial_state(str(e.user_reply), e.db_path, history=history))
-                rows.append({"router": name, "reading": reading, "example_id": e.id, "reply": e.user_reply,
-                             "intent": d.intent, "method": d.method, "lm_calls": d.usage.lm_calls})  # fmt: skip
+                rows.append(dict(zip(fields, (name, reading, e.id, e.user_reply, d.intent, d.method, d.usage.lm_calls),
+                                     strict=True)))  # fmt: skip
+                if writer is not None and out is not None:
+                    writer.writerow(rows[-1])
+                    out.flush()
             got = Counter(x["intent"] for x in rows if x["router"] == name and x["reading"] == reading)
             print(f"{name} ({reading}): {got.get('sql', 0)}/{len(cases)} to sql; {dict(got)}", flush=True)
-    if args.out:
-        with open(args.out, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+    if out is not None:
+        out.close()
     return 0
 
 

@@ -14,7 +14,7 @@ from routerlab.agents.trace import Usage
 from routerlab.agents.turn_history import history_of, last_data_turn
 from routerlab.routers.base import require_tools, turn_database
 from routerlab.routers.support.ambiguity import AMBIGUITY_KINDS, clarifying_question, find_ambiguities
-from routerlab.routers.support.reply import REPLY_OVERRIDES, as_reply, read_reply
+from routerlab.routers.support.reply import as_reply, read_reply
 
 __all__ = ["DONE_ANSWER", "TOOL_INTENT", "Classification", "IntentRouter"]
 
@@ -98,7 +98,7 @@ class IntentRouter:
             intent, conf, method, usage = route["intent"], route.get("confidence", 1.0), "plan", Usage()
         else:
             intent, conf, method, usage = self.classify(state)
-            if self.reads_replies and reply is not None and intent in REPLY_OVERRIDES:
+            if self.reads_replies and reply is not None and reply.replaces(intent):
                 # the user answers the assistant's own question: the pending request goes on
                 intent, method = "sql", f"{method}:reply-{reply.kind}"
             elif intent == "clarify" and self.follow_up_settles_clarify and self._settled_by_conversation(state):

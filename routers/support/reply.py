@@ -8,7 +8,7 @@ restated question all continue the pending request: the turn is a data question 
 reading the reply settles), never chat, a clarification or a declared gap.
 
 Every router reads a reply here, in one place: :func:`read_reply` says whether the turn is one
-and of which kind, :data:`REPLY_OVERRIDES` which first decisions it replaces with ``sql``, and
+and of which kind, :meth:`Reply.replaces` which first decisions it replaces with ``sql``, and
 :func:`as_reply` the state the plan builds its calls from (the pending request with the reply,
 so schema linking and SQL generation read the request with the question asked back and the
 reply, not "yes" alone: :func:`routerlab.agents.turn_history.reply_in_context`).
@@ -16,7 +16,7 @@ reply, not "yes" alone: :func:`routerlab.agents.turn_history.reply_in_context`).
 A turn after a pending question is not a reply when it closes the conversation ("thanks, bye",
 "never mind") or asks for something the turn checks recognise as no data request (an action,
 small talk, general knowledge; ``routers/support/turns.py``), and thanks alone answer nothing.
-A refusal, a fix or an explanation a router decides is never replaced.
+A refusal a router decides is never replaced, nor a fix or an explanation of SQL the reply holds.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Literal
 from routerlab.agents.plan import next_call, request_text
 from routerlab.agents.routing import RouteDecision
 from routerlab.agents.state import PipelineState
-from routerlab.agents.tools.text import normalise_request
+from routerlab.agents.tools.text import extract_sql, normalise_request
 from routerlab.agents.turn_history import PendingQuestion, chosen_reading, reply_in_context
 from routerlab.routers.support.turns import TURN_CHECKS, split_social
 
@@ -39,8 +39,11 @@ ReplyKind = Literal["affirm", "deny", "choice", "answer"]
 
 #: first decisions a reply turns into ``sql`` (method ``...:reply-<kind>``): the ones that would leave
 #: the request unanswered for no reason the reply gives, and ``sql`` itself (marked as a reply); a
-#: refusal, a fix or an explanation stands
+#: refusal stands, and a fix or an explanation when the reply holds SQL to fix or explain
+#: (:meth:`Reply.replaces`)
 REPLY_OVERRIDES: frozenset[str] = frozenset({"sql", "chat", "clarify", "unanswerable"})
+#: decisions about SQL the user gives: a reply that holds none ("yes") gives nothing to fix or explain
+_ABOUT_GIVEN_SQL = frozenset({"fix", "explain"})
 
 _AFFIRM = re.compile(
     r"^\W*(?:yes|yeah|yea|yep|yup|ya|sure|ok(?:ay)?|correct|right|exactly|indeed|absolutely|definitely|certainly"
@@ -76,6 +79,16 @@ class Reply:
     pending: PendingQuestion
     text: str
     chosen: str | None = None
+
+    def replaces(self, intent: str | None) -> bool:
+        """Whether a first decision ``intent`` gives way to the pending request's SQL.
+
+        :data:`REPLY_OVERRIDES` do, and a fix or an explanation of SQL the reply does not hold (an
+        LM's reading of "yes" after a question that showed SQL); a refusal never does.
+        """
+        if intent in REPLY_OVERRIDES:
+            return True
+        return intent in _ABOUT_GIVEN_SQL and extract_sql(self.text) is None
 
 
 def read_reply(state: PipelineState, db: Any = None) -> Reply | None:
@@ -144,11 +157,11 @@ def continue_pending(decision: RouteDecision, state: PipelineState, db: Any = No
     """
     if state.get("tool_calls"):
         return _on_request(decision, state, db)
-    if decision.intent is not None and decision.intent not in REPLY_OVERRIDES:
-        return decision  # a refusal, a fix or an explanation stands; no call the model made is valid: go on
     reply = read_reply(state, db)
-    call = next_call(as_reply(state, reply), "sql") if reply is not None else None
-    if reply is None or call is None:
+    if reply is None or (decision.intent is not None and not reply.replaces(decision.intent)):
+        return decision  # a refusal stands (a fix or an explanation of SQL given); no valid call: go on
+    call = next_call(as_reply(state, reply), "sql")
+    if call is None:
         return decision
     return dataclasses.replace(
         decision,

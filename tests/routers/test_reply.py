@@ -357,3 +357,19 @@ def test_the_swarm_routers_continue_the_pending_request(name, cache_dir):
     assert repr(reply) in second.tool_calls[0]["args"]["question"]
     # the same model without a pending question: chat, as it says
     assert r.decide(initial_state(reply, db)).intent == "chat"
+
+
+def test_an_explanation_or_a_fix_of_no_sql_gives_way_to_the_pending_request(cache_dir):
+    """The embedded model read 2 of CoSQL's 39 replies as SQL to explain: "yes" holds none, so the request goes on."""
+    db, history, reply, _ = _cosql_replies()[0]
+    lm = scripted_lm(lambda request: {"name": "explain_sql", "args": {"sql": "SELECT 1"}})
+    llm = routers.router.build("llm", one_pass=False)
+    llm.bind(RouterEnv(tools=DEFAULT_TOOLS, lm=lm, open_db=open_database))
+    d = llm.decide(initial_state(reply, db, history=history))
+    assert d.intent == "sql" and d.method.endswith(":reply-affirm") and d.tool_calls[0]["name"] == "data_discovery"
+    state = initial_state(reply, db, history=history)
+    said = read_reply(state)
+    assert said is not None and said.replaces("explain") and said.replaces("fix") and not said.replaces("refuse")
+    # a reply that holds SQL may ask for it to be explained or fixed: that decision stands
+    with_sql = read_reply(initial_state("yes, SELECT name FROM singer", db, history=history))
+    assert with_sql is not None and not with_sql.replaces("explain") and with_sql.replaces("chat")
