@@ -48,6 +48,8 @@ _TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 /* a header breaks between words, never inside one ("hybri d"); a long cell (a question, SQL) wraps */
 .jp-RenderedHTMLCommon th { white-space: nowrap; }
 .jp-RenderedHTMLCommon td { white-space: normal; overflow-wrap: break-word; min-width: 4em; }
+/* a figure (right-aligned: a rate with its interval, a count) is never broken across lines */
+.jp-RenderedHTMLCommon td[style*="right"] { white-space: nowrap; }
 .jp-OutputArea-output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .jp-RenderedImage img { max-width: 100%; height: auto; }
 </style>

@@ -8,6 +8,8 @@ compare says so once.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 
 from routerlab.eval.analysis.measures import PART_NAMES, measure
@@ -21,6 +23,7 @@ from routerlab.eval.analysis.words import (
     part_title,
     verdict_sentences,
 )
+from routerlab.eval.store import ROUTING
 
 __all__ = [
     "conversations_md",
@@ -39,12 +42,19 @@ __all__ = [
 SHOWN = 5
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, text: int = 1) -> str:
+    """A Markdown table: the first ``text`` columns (words) left-aligned, the rest (figures) right-aligned."""
+
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
-    align = "| " + " | ".join("---" if i == 0 else "---:" for i in range(len(header))) + " |"
+    align = "| " + " | ".join("---" if i < text else "---:" for i in range(len(header))) + " |"
     return "\n".join([line(header), align, *(line(r) for r in rows)])
+
+
+def _text(text: str) -> str:
+    """A request's words as they were typed: no Markdown or HTML read into them (``COUNT(*)`` is no emphasis)."""
+    return html.escape(re.sub(r"([\\`*_\[\]#~])", r"\\\1", text), quote=False)
 
 
 def _n(p: Part) -> int:
@@ -149,12 +159,16 @@ def failures_md(p: Part) -> str:
             summary += f" ({head} {num(rate.value)})"
         out.append(summary)
         if wrong:
+            # a first decision's reason is the decision itself, already in the row
+            reason = p.key != ROUTING
             rows = [
-                [f.example_id, f.intent, f.decision or "none", f.method, f.question, f.reason]
+                [f.example_id, f.intent, f.decision or "none", f.method, _text(f.question)]
+                + ([f.reason] if reason else [])
                 for f in r.failures[:SHOWN]
             ]
+            header = ["example", "gold", "decided", "how", "question", *(["reason"] if reason else [])]
             out.append("")
-            out.append(_table(["example", "gold", "decided", "how", "question", "reason"], rows))
+            out.append(_table(header, rows, text=len(header)))
             if wrong > SHOWN:
                 out.append(f"\n… and {wrong - SHOWN} more (`routerlab.load(id).failures(part)`).")
         out.append("")
@@ -167,7 +181,7 @@ def disagreements_md(p: Part) -> str:
         return ""
     routers = list(p.disagreements[0].decisions)
     rows = [
-        [d.example_id, d.intent, d.question, *(_decision(x) for x in d.decisions.values())]
+        [d.example_id, d.intent, _text(d.question), *(_decision(x) for x in d.decisions.values())]
         for d in p.disagreements[: 3 * SHOWN]
     ]
     more = len(p.disagreements) - len(rows)
@@ -175,7 +189,7 @@ def disagreements_md(p: Part) -> str:
     return (
         f"{len(p.disagreements)} requests on which {', '.join(routers)} decided differently "
         f"(decision, how it decided and its confidence; ✓ right):\n\n"
-        + _table(["example", "gold", "question", *routers], rows)
+        + _table(["example", "gold", "question", *routers], rows, text=3 + len(routers))
         + tail
         + "\n"
     )
