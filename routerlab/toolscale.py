@@ -374,23 +374,11 @@ def toolscale_json(result: ToolscaleResult) -> str:
     return json.dumps(_jsonable(doc), indent=2, allow_nan=False)
 
 
-def _experiment_id(client: Any, name: str, tracking_uri: str) -> str:
-    """The experiment's id, created with its artifacts relative to a SQLite store (as runs do)."""
-    exp = client.get_experiment_by_name(name)
-    if exp is not None:
-        if exp.lifecycle_stage == "deleted":
-            client.restore_experiment(exp.experiment_id)
-        return exp.experiment_id
-    # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
-    from routerlab.eval.tracking.artifacts import experiment_location
-
-    return client.create_experiment(name, artifact_location=experiment_location(tracking_uri, name))
-
-
 def log_toolscale(result: ToolscaleResult, tracking_uri: str, *, experiment: str = EXPERIMENT) -> dict[str, str]:
     """Log one MLflow run per (size, router): parameters, the table row as metrics, decisions as JSON.
 
-    Uses its own client, so the process's MLflow tracking URI is left as it was.
+    Through a trace-less :class:`~routerlab.eval.tracking.MlflowSink`, so the experiment is created
+    (or restored) as a run's is and the process's MLflow tracking URI is left as it was.
 
     Args:
         result: What :func:`run_toolscale` measured.
@@ -401,11 +389,11 @@ def log_toolscale(result: ToolscaleResult, tracking_uri: str, *, experiment: str
         ``"router@size" -> run id``.
     """
     # imported here: MLflow costs seconds at import, and a run without MLflow never loads it
-    from routerlab.eval.tracking import metric_name, resolve_tracking_uri, store_client
+    from routerlab.eval.tracking import MlflowSink
 
-    uri = resolve_tracking_uri(tracking_uri)
-    client = store_client(uri)
-    experiment_id = _experiment_id(client, experiment, uri)
+    sink = MlflowSink(tracking_uri, experiment, traces=False)
+    client = sink.client
+    experiment_id = sink.experiment(experiment)
     session = str(result.params.get("session", ""))
     common = {k: v for k, v in result.params.items() if k not in ("sizes", "routers", "example_ids")}
     ids: dict[str, str] = {}
@@ -420,17 +408,14 @@ def log_toolscale(result: ToolscaleResult, tracking_uri: str, *, experiment: str
             params = {**common, "router": router_name, "size": size, "n_examples": int(row["n"])}
             for name, value in params.items():
                 client.log_param(run_id, name, json.dumps(value) if isinstance(value, list | dict) else value)
-            for col in TABLE_COLUMNS[2:]:
-                value = row[col]
-                # an empty measure (no retrieval, no overflow) is absent rather than a fake 0
-                if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                    client.log_metric(run_id, metric_name(col), float(value))
+            # an empty measure (no retrieval, no overflow: NaN) is left out rather than a fake 0
+            sink.log_metrics(run_id, {col: row[col] for col in TABLE_COLUMNS[2:] if row[col] is not None})
             mine = [asdict(d) for d in result.decisions if d.size == size and d.router == router_name]
             client.log_dict(run_id, _jsonable(mine), "decisions.json")
-        except Exception:
-            client.set_terminated(run_id, status="FAILED")
+        except Exception as exc:
+            sink.close_run(run_id, "FAILED", error=f"{type(exc).__name__}: {exc}")
             raise
-        client.set_terminated(run_id, status="FINISHED")
+        sink.close_run(run_id, "FINISHED")
         ids[key] = run_id
     return ids
 
