@@ -349,7 +349,7 @@ class Database:
                 note = ""
                 if example_values and c.examples:
                     note = "  -- e.g. " + ", ".join(repr(v) for v in c.examples[:example_values])
-                decl = f"  {_ident(c.name)} {c.type}".rstrip()
+                decl = f"  {sql_ident(c.name)} {c.type}".rstrip()
                 items.append((decl + (" PRIMARY KEY" if c.primary_key else ""), note))
             for col, ref_t, ref_c in dict.fromkeys(t.foreign_keys if foreign_keys else ()):  # SQLite lists some twice
                 target = by_lower.get(ref_t.lower())
@@ -357,10 +357,10 @@ class Database:
                     ref_t = target.name
                     if not ref_c:
                         ref_c = next((c.name for c in target.columns if c.primary_key), "")
-                ref = f"{_ident(ref_t)}({_ident(ref_c)})" if ref_c else _ident(ref_t)
-                items.append((f"  FOREIGN KEY ({_ident(col)}) REFERENCES {ref}", ""))
+                ref = f"{sql_ident(ref_t)}({sql_ident(ref_c)})" if ref_c else sql_ident(ref_t)
+                items.append((f"  FOREIGN KEY ({sql_ident(col)}) REFERENCES {ref}", ""))
             body = "\n".join(f"{d}{',' if i < len(items) - 1 else ''}{n}" for i, (d, n) in enumerate(items))
-            parts.append(f"CREATE TABLE {_ident(t.name)} (  -- {t.row_count} rows\n{body}\n);")
+            parts.append(f"CREATE TABLE {sql_ident(t.name)} (  -- {t.row_count} rows\n{body}\n);")
         return "\n".join(parts)
 
     # -- execution -----------------------------------------------------------------------------
@@ -502,11 +502,6 @@ _RESERVED = frozenset(
 
 
 def sql_ident(name: str) -> str:
-    """``name`` as a query must write it: bare when it is a plain word, else double-quoted."""
-    return _ident(name)
-
-
-def _ident(name: str) -> str:
     """``name`` as a query must write it: bare when it is a plain word, else double-quoted."""
     plain = bool(name) and name.isascii() and (name[0].isalpha() or name[0] == "_")
     if plain and all(ch.isalnum() or ch == "_" for ch in name) and name.upper() not in _RESERVED:

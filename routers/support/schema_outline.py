@@ -103,17 +103,13 @@ def schema_view(env: RouterEnv | None, state: PipelineState, view: SchemaView) -
     return schema_outline(db)
 
 
-def _turn_db(env: RouterEnv | None, state: PipelineState) -> Database | None:
-    return turn_database(env, state)
-
-
 def ambiguity_finding(env: RouterEnv | None, state: PipelineState) -> str:
     """The ambiguity check's question about the turn's request as one line, or ``""`` when it found nothing.
 
     ``Ambiguity check: Which one do you mean: Qinling North or Qinling South?``
     (:func:`~routerlab.routers.support.ambiguity.find_ambiguities`); without a database there is no finding.
     """
-    db = _turn_db(env, state)
+    db = turn_database(env, state)
     if db is None:
         return ""
     text = normalise_request(str(state.get("question", "") or ""))
@@ -163,7 +159,7 @@ def schema_finding(env: RouterEnv | None, state: PipelineState) -> str:
     The request is checked as the ``rules`` router's ``schema_gap`` rule checks it (data requests
     only, :func:`~routerlab.routers.support.schema_gap.schema_gaps`); without a database there is no finding.
     """
-    db = _turn_db(env, state)
+    db = turn_database(env, state)
     if db is None:
         return ""
     gaps = schema_gaps(str(state.get("question", "") or ""), db)
