@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Annotated
 
 from routerlab.agents.db import check_sql
 from routerlab.agents.errors import GuardViolation, LMError, ToolError
@@ -29,11 +30,6 @@ from routerlab.agents.tools.selection import Candidate, Repair, Selection, selec
 from routerlab.agents.tools.value_linking import value_hits, value_notes_text
 from routerlab.agents.tools.views import render_schema
 from routerlab.agents.turn_history import history_of, last_data_turn, question_in_context
-
-try:  # Annotated lives in typing; imported here so get_type_hints resolves the marker
-    from typing import Annotated
-except ImportError:  # pragma: no cover
-    from typing import Annotated
 
 __all__ = [
     "SQL_PRODUCERS",
