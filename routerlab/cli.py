@@ -3,8 +3,9 @@
 Each command is its options (declared once in :mod:`routerlab.cli_options`) and a few lines of
 wiring; what a command does lives in the application layer (:mod:`routerlab.app`), which the
 notebook and the Python API (``routerlab.run``...) call too, and the longer messages in
-:mod:`routerlab.cli_output`. Imports of what a command runs stay inside the command, so
-``routerlab --help`` loads no model, no DuckDB and no MLflow.
+:mod:`routerlab.cli_output`. A command reaches its application module as an attribute of
+:mod:`routerlab.app`, which loads it on first use, so ``routerlab --help`` loads no model, no
+DuckDB and no MLflow.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Any, TypeVar
 import typer
 from rich.markup import escape
 
+from routerlab import app as application
 from routerlab import cli_options as opt
 from routerlab import cli_output as show
-from routerlab._runs.resume import resume_command
 from routerlab.agents.errors import RouterlabError
 from routerlab.app.defaults import DEFAULT_ROUTERS, DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 from routerlab.cli_output import CountBar, deprecated, perf_table, print_plain, split_names
@@ -69,9 +70,7 @@ def _table(frame: Any) -> str:
 @_clean_errors
 def lm_check_cmd(lm: opt.LMOpt = "local", lm_api_base: opt.ApiBaseOpt = None) -> None:
     """Load the LM, make one completion and one tool call, and print timings."""
-    from routerlab.agents.lm.check import format_report, lm_check
-
-    _out.print(format_report(lm_check(lm, api_base=lm_api_base)), highlight=False, markup=False)
+    _out.print(application.measure.check_lm(lm, api_base=lm_api_base), highlight=False, markup=False)
 
 
 @app.command("ask")
@@ -89,10 +88,8 @@ def ask_cmd(
     shared_conversations: opt.AskSharedOpt = False,
 ) -> None:
     """Answer one request, printing the pipeline's progress events live."""
-    from routerlab.app.ask import ask
-
     raise typer.Exit(
-        ask(
+        application.ask.ask(
             question, db, router_name, lm, lm_api_base, agent, reply, _out,
             conversation=conversation, user=user, shared_conversations=shared_conversations,
         )
@@ -151,21 +148,20 @@ def run_cmd(
         replay=replay or None, lm_cache=False if no_cache else None, scorers=split_names(scorer_names),
     )  # fmt: skip
     if router_names is None and config_file is None and resume is None and not router_arg:
-        from routerlab.app.main_job import main_job
-
         show.end_main_job(
-            main_job(store=store, tracking_uri=tracking, console=_out, settings=settings), store, tracking
+            application.main_job.main_job(store=store, tracking_uri=tracking, console=_out, settings=settings),
+            store,
+            tracking,
         )
         return
-    from routerlab.app.run import plan_session, run_planned, size_line
-
-    spec = plan_session(
+    runs = application.run
+    spec = runs.plan_session(
         routers=router_names, router_args=router_arg or (), config_file=config_file, resume=resume, store=store,
         tracking_uri=tracking, skip_bad_databases=skip_bad_databases, **settings,
     )  # fmt: skip
     if not resume:
-        _out.print(size_line(spec), highlight=False, soft_wrap=True, markup=False)
-    show.end_planned(run_planned(spec, console=_out, resume=resume, on_summary=show.print_summary))
+        _out.print(runs.size_line(spec), highlight=False, soft_wrap=True, markup=False)
+    show.end_planned(runs.run_planned(spec, console=_out, resume=resume, on_summary=show.print_summary))
 
 
 @app.command("compare")
@@ -182,14 +178,17 @@ def compare_cmd(
     --format table (fits the terminal), markdown or json prints it; --format csv or parquet with
     --out-dir DIR writes every part's tables, one file each (csv alone prints the rates).
     """
-    from routerlab.app.compare import compare, export_compared, render_compared
-
-    model = compare(run_ids, store=store)
+    compared = application.compare
+    model = compared.compare(run_ids, store=store)
     where = deprecated("--out", out_old, "--out-dir", out_dir)
-    if fmt in ("csv", "parquet"):
-        show.write_tables(model, fmt, where, export_compared)
+    if fmt in ("csv", "parquet") and where is None:
+        print(compared.rates_csv(model, fmt), end="")
+        print_plain(_err, "every table of every part: pass --out-dir DIR")
+    elif fmt in ("csv", "parquet"):
+        for path in compared.export_compared(model, where, fmt):
+            print_plain(_err, f"wrote {path}")
     else:
-        print(render_compared(model, fmt), end="")
+        print(compared.render_compared(model, fmt), end="")
     for note in model.notes:
         print_plain(_err, f"note: {note}")
 
@@ -223,12 +222,9 @@ def route_cmd(
     per-intent recall and the verdict; logged to MLflow as a parent run and a child run per router
     with its decisions.csv. Exit codes: 0 done; 2 bad input, checked before any decision.
     """
-    from routerlab.app.route import route
-    from routerlab.cli_output import RouteBars
-
-    outcome = route(
+    outcome = application.route.route(
         router_names, router_args=router_arg or (), config_file=config_file, history=history,
-        store=store, tracking_uri=None if no_mlflow else tracking_uri, progress=RouteBars(), dataset=dataset_name,
+        store=store, tracking_uri=None if no_mlflow else tracking_uri, progress=show.RouteBars(), dataset=dataset_name,
         dataset_path=dataset_path, db_dir=db_dir, split=split, limit=limit, lm=lm, lm_api_base=lm_api_base,
     )  # fmt: skip
     show.print_route(outcome, out)
@@ -245,9 +241,7 @@ def linking_cmd(
     config_file: opt.LinkingConfigOpt = None,
 ) -> None:
     """Schema-linking recall: gold tables/columns (from the gold SQL, with sqlglot) inside the linked schema."""
-    from routerlab.app.measure import linking
-
-    table = linking(
+    table = application.measure.linking(
         dataset=dataset_name, dataset_path=dataset_path, split=split, limit=limit, modes=split_names(modes) or [],
         config_file=config_file,
     )  # fmt: skip
@@ -275,21 +269,15 @@ def toolscale_cmd(
     no_mlflow: opt.NoMlflowOpt = False,
 ) -> None:
     """First-decision routing as the toolset grows: llm (all tools bound) vs retrieval (search, then bind)."""
-    from routerlab.app.measure import toolscale
-
     with CountBar("toolscale") as bar:
-        result = toolscale(
+        result = application.measure.toolscale(
             sizes=sizes, routers=router_names, dataset=dataset_name, dataset_path=dataset_path, split=split,
             limit=limit, lm=lm, lm_api_base=lm_api_base, on_start=bar.start, k=k, index=index, seed=seed,
-            max_tokens=max_tokens, tracking_uri=None if no_mlflow else tracking_uri, out=out,
+            max_tokens=max_tokens, tracking_uri=None if no_mlflow else tracking_uri, out=out, plot=plot,
         )  # fmt: skip
     print(_table(result.table))
     _out.print(f"results written to {out}  (MLflow {'off' if no_mlflow else tracking_uri})", markup=False)
     if plot is not None:
-        from routerlab.eval.toolscale_plots import plot_toolscale
-
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        plot_toolscale(result.table).savefig(plot, dpi=120)
         _out.print(f"figure written to {plot}", markup=False)
 
 
@@ -321,11 +309,9 @@ def optimize_cmd(
     tracking_uri: opt.PlainTrackingUriOpt = DEFAULT_TRACKING_URI,
 ) -> None:
     """Compile the dspy router's program on train (fit / held-out), or score a saved one (--evaluate)."""
-    from routerlab.app.optimize import check_target, evaluate_program, optimize, parse_optimizer_args
-    from routerlab.fit.optimize import report_json
-
-    check_target(router_name, split)
-    args = parse_optimizer_args(optimizer_arg or [], budget)
+    fit = application.optimize
+    fit.check_target(router_name, split)
+    args = fit.parse_optimizer_args(optimizer_arg or [], budget)
     common: dict[str, Any] = {
         "dataset": dataset_name,
         "dataset_path": dataset_path,
@@ -335,14 +321,14 @@ def optimize_cmd(
     }
     common |= {"lm_api_base": lm_api_base, "tracking_uri": tracking_uri}
     if evaluate is not None:
-        print(report_json(evaluate_program(evaluate, on=on, one_pass=one_pass, **common)))
+        print(fit.report_json(fit.evaluate_program(evaluate, on=on, one_pass=one_pass, **common)))
         return
-    report = optimize(
+    report = fit.optimize(
         optimizer=optimizer, optimizer_args=args, seed=seed, heldout_fraction=heldout, safety=safety,
         one_pass=one_pass, schema=schema, train_limit=train_limit, out=out, zero_shot=zero_shot,
         score_fit=score_fit, **common,
     )  # fmt: skip
-    print(report_json(report))
+    print(fit.report_json(report))
 
 
 @app.command("ui")
@@ -353,10 +339,8 @@ def ui_cmd(
     workers: opt.UiWorkersOpt = 1,
 ) -> None:
     """Start the MLflow UI on the same store, print its URL; Ctrl-C (or SIGTERM) stops its server too."""
-    from routerlab.app.ui import run_mlflow_ui
-
     ready = show.ui_ready(tracking_uri)
-    raise typer.Exit(run_mlflow_ui(tracking_uri, host=host, port=port, workers=workers, on_ready=ready))
+    raise typer.Exit(application.ui.run_mlflow_ui(tracking_uri, host=host, port=port, workers=workers, on_ready=ready))
 
 
 @server_app.command("mlflow")
@@ -371,11 +355,9 @@ def server_mlflow_cmd(
     allowed_hosts: opt.AllowedHostsOpt = None,
 ) -> None:
     """Start an MLflow tracking server (database + served artifacts) for a team and print its URI."""
-    from routerlab.sweep.mlflow_server import serve_mlflow
-
     uri = deprecated("--backend-store-uri", backend_store_uri, "--tracking-uri", None) or tracking_uri
     raise typer.Exit(
-        serve_mlflow(
+        application.ui.serve_mlflow(
             backend_store_uri=uri, host=host, port=port, artifacts_destination=artifacts_destination,
             workers=workers, allowed_hosts=allowed_hosts, on_ready=show.mlflow_server_ready,
         )
@@ -399,17 +381,15 @@ def sweep_cmd(
     2 bad input (nothing ran); 130 interrupted. After 1 or 130 the command that finishes the sweep
     is printed.
     """
-    from routerlab.app.sweep import sweep
-
     tracking = None if no_mlflow else tracking_uri
-    result = sweep(
+    result = application.sweep.sweep(
         config_file, resume=resume, executor=executor, address=address, store=store, tracking_uri=tracking,
         console=_out,
     )  # fmt: skip
-    options = f" --executor {executor}" + (f" --address {address}" if address else "")
-    show.end_sweep(
-        result, store, tracking, resume_command(result.sweep_id, store, tracking, command="sweep", options=options)
+    again = application.sweep.again(
+        result.sweep_id, store=store, tracking_uri=tracking, executor=executor, address=address
     )
+    show.end_sweep(result, store, tracking, again)
 
 
 @app.command("perf")
@@ -425,10 +405,8 @@ def perf_cmd(
     section: opt.PerfSectionOpt = None,
 ) -> None:
     """Measure the harness, EX scoring, concurrency and (with --model) the embedded model."""
-    from routerlab.app.measure import perf
-
     tracking = None if no_mlflow else tracking_uri
-    figures = perf(
+    figures = application.measure.perf(
         quick=quick, model=model, lm=lm, databases=databases, out=out, tracking_uri=tracking, sections=section or ""
     )
     _out.print(perf_table(figures))
@@ -449,15 +427,11 @@ def serve_cmd(
     register_file: opt.RegisterFileOpt = None,
 ) -> None:
     """Serve the streaming API (/api/v0/ask_agent[_stream]) and the live progress page at /."""
-    from routerlab.serve import ServeSettings, serve
-    from routerlab.serve.files import parse_registrations
-
-    settings = ServeSettings(
-        host=host, port=port, router=router_name, lm_spec=lm, lm_api_base=lm_api_base, database=db,
-        conversations=conversations, shared_conversations=shared_conversations,
-        files=parse_registrations(register_file or []),
+    application.serve.serve(
+        host=host, port=port, router=router_name, lm=lm, lm_api_base=lm_api_base, database=db,
+        conversations=conversations, shared_conversations=shared_conversations, register_files=register_file or [],
+        on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False),
     )  # fmt: skip
-    serve(settings, on_ready=lambda url: _out.print(f"routerlab serve: open {url}", highlight=False))
 
 
 @app.command("report")
@@ -471,16 +445,13 @@ def report_cmd(
     with_code: opt.WithCodeOpt = False,
 ) -> None:
     """Run the comparison notebook for a session and write one self-contained HTML report."""
-    from rich.markup import escape
-
-    from routerlab.report import ReportCellError, make_report
-
+    report = application.report
     try:
-        result = make_report(
+        result = report.make_report(
             session, out, store=store, tracking_uri=tracking_uri, no_mlflow=no_mlflow, with_code=with_code,
             progress=lambda line: typer.echo(f"report: {line}", err=True),
         )  # fmt: skip
-    except ReportCellError as exc:
+    except report.ReportCellError as exc:
         # the input was fine but the analysis broke: exit 1, not the bad-input code; a traceback's
         # brackets are text, not rich markup
         _err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
@@ -495,10 +466,8 @@ def report_cmd(
 @app.command("routers")
 def routers_cmd() -> None:
     """List the registered routers."""
-    from routerlab import routers
-
-    for name in routers.router.names():
-        _out.print(routers.label(name))
+    for line in application.route.router_labels():
+        _out.print(line)
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m routerlab.cli`

@@ -15,6 +15,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from routerlab._runs.resume import store_option
+
 __all__ = [
     "STORE_BUSY_EXIT",
     "CountBar",
@@ -32,7 +34,6 @@ __all__ = [
     "print_route",
     "print_summary",
     "split_names",
-    "write_tables",
 ]
 
 # no emoji codes anywhere: a ':x:' in a question or an answer is text
@@ -59,7 +60,9 @@ def deprecated(old: str, old_value: Any, new: str, new_value: Any) -> Any:
     return new_value if new_value is not None else old_value
 
 
-def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None, again: str) -> None:
+def end_session(
+    result: Any, stopped: Any, store: str, tracking_uri: str | None, again: str, stored: Any = None
+) -> None:
     """Print the session id and, after an interruption, failure or deadline, the exit code and resume command.
 
     Args:
@@ -68,6 +71,7 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
         store: The results store.
         tracking_uri: The MLflow store; None: MLflow was off.
         again: The command that finishes the session.
+        stored: After a stop, the results stored per run (:func:`routerlab.app.run.stored_runs`).
 
     Raises:
         typer.Exit: 1 a run FAILED, 3 examples crashed, 124 the deadline ran out, or the stop signal's code.
@@ -78,7 +82,7 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
         f"  (store {escape(str(store))}; MLflow {escape(tracking_uri or 'off')})"
     )
     if result.interrupted:
-        stop_message(result, stopped, again, store)
+        stop_message(result, stopped, again, stored)
         raise typer.Exit(stopped.exit_code)
     for run_id, why in result.failed.items():
         print_plain(
@@ -107,18 +111,15 @@ def end_session(result: Any, stopped: Any, store: str, tracking_uri: str | None,
         raise typer.Exit(3)
 
 
-def stop_message(result: Any, stopped: Any, again: str, store: str | None = None) -> None:
+def stop_message(result: Any, stopped: Any, again: str, stored: dict[str, tuple[int, str]] | None = None) -> None:
     """After a stop signal: what the session saved, run by run, and the command that finishes it.
-
-    The counts are read from the results store: every run the session registered (a stop before
-    a router began still leaves its run, closed KILLED), with every result stored for it, those
-    of an earlier invocation that this one resumed included.
 
     Args:
         result: The stopped session's :class:`~routerlab._runs.session.SessionResult`.
         stopped: The signal watch (its ``name``).
         again: The command that finishes the session.
-        store: The results store (None: count what this process delivered).
+        stored: The results stored and status per run (:func:`routerlab.app.run.stored_runs`);
+            None: what this process delivered.
     """
     if not result.registered:
         print_plain(
@@ -127,7 +128,6 @@ def stop_message(result: Any, stopped: Any, again: str, store: str | None = None
             "run the same command again",
         )
         return
-    stored = _stored_runs(store, result.session_id) if store is not None else None
     if stored is None:
         stored = {run_id: (len(result.results.get(run_id, [])), "KILLED") for run_id in result.run_ids}
     # a run that ended before the signal stays FINISHED: say so rather than count it as cut off
@@ -140,55 +140,6 @@ def stop_message(result: Any, stopped: Any, again: str, store: str | None = None
         f"stopped by {stopped.name}; runs closed KILLED; saved: {', '.join(saved) or 'no results yet'}",
     )
     print_plain(err, f"interrupted: resume with  {again}")
-
-
-def _stored_runs(store: str, session_id: str) -> dict[str, tuple[int, str]] | None:
-    """Results stored and status per end-to-end run of a session (None: the store cannot be read now)."""
-    from routerlab._runs.session_spec import session_runs
-    from routerlab.eval.store import ResultsStore
-
-    try:
-        reader = ResultsStore(store, read_only=True)
-        run_ids = session_runs(reader, session_id)
-        if not run_ids:
-            return {}
-        marks = ", ".join("?" for _ in run_ids)
-        rows = reader.query(
-            f"SELECT r.run_id, r.status, count(e.run_id) AS n FROM runs r LEFT JOIN examples e USING (run_id) "
-            f"WHERE r.run_id IN ({marks}) GROUP BY r.run_id, r.status",
-            run_ids,
-        )
-    except Exception:  # the message must print whatever the store's state: fall back to what was delivered
-        return None
-    stored = {
-        run_id: (int(n), str(status))
-        for run_id, status, n in zip(rows["run_id"], rows["status"], rows["n"], strict=True)
-    }
-    return {run_id: stored.get(run_id, (0, "KILLED")) for run_id in run_ids}
-
-
-def write_tables(model: Any, fmt: str, where: Path | None, export: Any) -> None:
-    """``compare --format csv|parquet``: every part's tables as files in ``where``; csv alone prints the rates."""
-    if where is None:
-        if fmt == "parquet":
-            from routerlab.agents.errors import ConfigError
-
-            raise ConfigError(
-                "--format parquet writes files",
-                expected="--out-dir DIR",
-                found="no --out-dir",
-                fix="pass --out-dir DIR (or --format csv to print the rates)",
-            )
-        import pandas as pd
-
-        from routerlab.eval.analysis.frames import rates_frame
-
-        frames = [rates_frame(model, p.key).reset_index().assign(part=p.key) for p in model.parts]
-        print(pd.concat(frames).to_csv(index=False), end="")
-        err.print("every table of every part: pass --out-dir DIR", markup=False)
-        return
-    for path in export(model, where, fmt):
-        err.print(f"wrote {path}", markup=False, highlight=False)
 
 
 class RouteBars:
@@ -230,8 +181,6 @@ def end_sweep(result: Any, store: str, tracking_uri: str | None, again: str) -> 
     Raises:
         typer.Exit: 130 interrupted, 1 a cell did not finish.
     """
-    from routerlab._runs.resume import store_option
-
     summary = result.summary.assign(error=result.summary["error"].str.slice(0, 80))
     # plain print: rich would wrap the wide table at 80 columns when stdout is not a terminal
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"), flush=True)
@@ -284,7 +233,7 @@ STORE_BUSY_EXIT = 75
 
 def end_main_job(ended: Any, store: str, tracking_uri: str | None) -> None:
     """The main job's ending (:func:`routerlab.app.main_job.main_job`): its session id and exit code."""
-    end_session(ended.job.session, ended.stop, store, tracking_uri, ended.again)
+    end_session(ended.job.session, ended.stop, store, tracking_uri, ended.again, ended.stored)
 
 
 def print_summary(summary: Any) -> None:
@@ -316,7 +265,7 @@ def end_planned(ended: Any) -> None:
             f"stopped: the results store stayed locked; what finished is stored, the rest resumes with  {ended.again}",
         )
         raise typer.Exit(STORE_BUSY_EXIT)
-    end_session(ended.result, ended.stop, ended.spec.store_path, ended.spec.tracking_uri, ended.again)
+    end_session(ended.result, ended.stop, ended.spec.store_path, ended.spec.tracking_uri, ended.again, ended.stored)
 
 
 def print_route(outcome: Any, csv_file: Path | None) -> None:

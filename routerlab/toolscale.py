@@ -39,7 +39,6 @@ from routerlab import routers
 from routerlab import routers as registry
 from routerlab._routing_eval.decisions import implied_intent
 from routerlab.agents.errors import ConfigError
-from routerlab.agents.graph import Pipeline
 from routerlab.agents.state import initial_state
 from routerlab.agents.tools.distractors import is_distractor, tool_registry
 from routerlab.benchmarks.example import Example
@@ -223,10 +222,9 @@ def _build_pipeline(router_name: str, router_args: Mapping[str, Any], size: int,
     """
     if _searches_its_own_tools(router_name):
         router = routers.router.build(router_name, **{**router_args, "tool_scale": size, "seed": seed})
-        return Pipeline(router, lm)
-    router = routers.router.build(router_name, **router_args)
+        return routers.build_pipeline(router, lm)
     # first decisions only: nothing runs, so the distractors never execute
-    return Pipeline(router, lm, tools=tool_registry(size, seed=seed))
+    return routers.build_pipeline(router_name, lm, router_args=router_args, tools=tool_registry(size, seed=seed))
 
 
 def scale_decisions(

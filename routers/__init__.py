@@ -13,7 +13,7 @@ from routerlab.agents.plan import TOOL_INTENT, next_call
 from routerlab.agents.registry import import_submodules
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.routers.always_sql import AlwaysSqlRouter
-from routerlab.routers.base import BASELINES, router
+from routerlab.routers.base import BASELINES, build_pipeline, router
 from routerlab.routers.baselines import OracleRouter, RandomRouter
 from routerlab.routers.dspy_router import DSPyRouter
 from routerlab.routers.handoff import HandoffRouter
@@ -43,6 +43,7 @@ __all__ = [
     "Rule",
     "RulesRouter",
     "TeamRouter",
+    "build_pipeline",
     "label",
     "next_call",
     "router",

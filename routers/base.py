@@ -1,15 +1,21 @@
-"""The ``@router`` registry and the baseline names; the protocol lives in ``routerlab.agents.routing``."""
+"""The ``@router`` registry, the baseline names and the one pipeline builder.
+
+The protocol lives in ``routerlab.agents.routing``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from routerlab.agents.errors import ContractError, RouterlabError
+from routerlab.agents.faults import FaultInjector, FaultyPipeline
+from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.registry import Registry
 from routerlab.agents.routing import Router, RouterEnv
+from routerlab.agents.tools import Tool
 
-__all__ = ["BASELINES", "require_lm", "require_tools", "router", "turn_database"]
+__all__ = ["BASELINES", "build_pipeline", "require_lm", "require_tools", "router", "turn_database"]
 
 #: routers that bound a comparison instead of competing in it; labelled "(baseline)" everywhere
 BASELINES: frozenset[str] = frozenset({"always_sql", "oracle", "random", "single_call", "single_call_fields"})
@@ -17,6 +23,36 @@ BASELINES: frozenset[str] = frozenset({"always_sql", "oracle", "random", "single
 
 router: Registry[Router] = Registry("router", returns=Router, name_attr="name")
 """Decorator/registry: ``@router("rules") class RulesRouter: ...``."""
+
+
+def build_pipeline(
+    which: str | Router,
+    lm: Any,
+    *,
+    router_args: Mapping[str, Any] | None = None,
+    config: PipelineConfig | None = None,
+    tools: Sequence[Tool] | None = None,
+    injector: FaultInjector | None = None,
+) -> Pipeline:
+    """The one place a pipeline is built: a run's, a request's, a measurement's.
+
+    Args:
+        which: A registered router name (built here with ``router_args``) or a built router.
+        lm: The resolved LM its sub-agents call.
+        router_args: The named router's constructor arguments (checked by the registry).
+        config: Pipeline bounds and settings (None: the defaults).
+        tools: The sub-agents bound (None: the default tools).
+        injector: Faults to inject into its LM and databases (None: none), for reliability runs.
+
+    Raises:
+        UnknownComponentError: An unknown router name.
+        ConfigError: Arguments the router does not take.
+    """
+    built = router.build(which, **dict(router_args or {})) if isinstance(which, str) else which
+    settings: dict[str, Any] = {"config": config} if tools is None else {"config": config, "tools": tools}
+    if injector is not None:
+        return FaultyPipeline(built, lm, injector=injector, **settings)
+    return Pipeline(built, lm, **settings)
 
 
 def require_tools(router_name: str, needs: Sequence[str], env: RouterEnv) -> None:

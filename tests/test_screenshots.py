@@ -24,7 +24,7 @@ from typing import Any
 import mlflow
 import pytest
 
-from routerlab._runs.demo import make_demo_session
+from routerlab.app.demo import make_demo_session
 from tests.browser import chromium, need_browser
 from tests.servers import routerlab_ui
 

@@ -46,7 +46,6 @@ from routerlab import routers
 from routerlab._runs.runner import conversation_units
 from routerlab.agents.db import open_database
 from routerlab.agents.errors import RouterlabError
-from routerlab.agents.graph import Pipeline
 from routerlab.agents.plan import CHAINS, TOOL_INTENT
 from routerlab.agents.state import INTENTS, initial_state
 from routerlab.agents.tools.subagents import result_summary
@@ -252,7 +251,7 @@ def first_decisions(
     """
     keep = HISTORIES[check_choice("history", history, tuple(HISTORIES))]
     built = router if router is not None else routers.router.build(router_name, **router_args)
-    pipeline = Pipeline(built, lm)
+    pipeline = routers.build_pipeline(built, lm)
     engine = getattr(lm, "engine", None)
     out: list[FirstDecision] = []
     for unit in conversation_units(examples):

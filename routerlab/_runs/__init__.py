@@ -5,9 +5,7 @@
   ``session_spec``: routers parsed, a recorded session resumed;
 * :mod:`~routerlab._runs.runner`: one router's run over examples (``RunConfig``, ``RouterRun``);
   ``config``: run settings from options and a config file; ``selection``: which examples, in
-  what order; ``resume``: the resume command, built once;
-* :mod:`~routerlab._runs.main_job`: ``routerlab run`` with no options (routing, end to end, verdict);
-  ``demo``: a small scripted session for the notebook and the tests.
+  what order; ``resume``: the resume command, built once.
 
 Private: the public entry points are :mod:`routerlab.app` and ``routerlab``'s own names.
 """

@@ -17,7 +17,7 @@ from typing import Any
 
 from routerlab.agents.db import engine_scope
 from routerlab.agents.errors import ConfigError
-from routerlab.agents.faults import FaultInjector, FaultSpec, FaultyPipeline, fault_scope
+from routerlab.agents.faults import FaultInjector, FaultSpec, fault_scope
 from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.lm.deadline import deadline_scope
@@ -28,6 +28,7 @@ from routerlab.agents.turn_history import Turn, turn_from_trace
 from routerlab.benchmarks.example import Example
 from routerlab.eval.scorers import DEFAULT_SCORERS
 from routerlab.eval.scoring import NOT_RUN, NOT_RUN_ERROR_CLASS, ExampleResult, Score, Scorer, scorer
+from routerlab.routers import build_pipeline
 from routerlab.routers import router as router_registry
 
 __all__ = [
@@ -219,12 +220,9 @@ class RouterRun:
         faults = self.config.faults
         #: the run's fault injector (None without ``faults``); tests read its decisions
         self.injector = FaultInjector(faults) if faults is not None else None
-        if self.injector is not None:
-            self.pipeline: Pipeline = FaultyPipeline(
-                self.router, self.lm, injector=self.injector, config=self.config.pipeline
-            )
-        else:
-            self.pipeline = Pipeline(self.router, self.lm, config=self.config.pipeline)
+        self.pipeline: Pipeline = build_pipeline(
+            self.router, self.lm, config=self.config.pipeline, injector=self.injector
+        )
 
     def params(self) -> dict[str, Any]:
         """Recorded arguments of the router and pipeline."""

@@ -1,8 +1,8 @@
 """``routerlab ask``: one request through the pipeline, progress shown live.
 
 The request is checked as the HTTP API checks its body (:func:`check_request`), its pipeline
-built and its agent checked as the server builds and checks them (:func:`request_pipeline`,
-:func:`check_agent`, which :mod:`routerlab.serve.app` calls too).
+built by :func:`routerlab.routers.build_pipeline` and its agent checked as the server builds and
+checks them (:func:`check_agent`, which :mod:`routerlab.serve.app` calls too).
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from rich.table import Table
 from routerlab import routers
 from routerlab.agents.capture import build_trace
 from routerlab.agents.errors import ConfigError, DatabaseError, UnknownComponentError
-from routerlab.agents.graph import Pipeline
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.tools import tools as tool_registry
 from routerlab.agents.turn_history import turn_from_trace
 from routerlab.benchmarks.builtin import builtin_database_path
 from routerlab.conversation_store import ConversationStore, default_path, new_conversation_id
 
-__all__ = ["ask", "check_agent", "check_request", "print_event", "request_pipeline"]
+__all__ = ["ask", "check_agent", "check_request", "print_event"]
 
 #: the command-line option of each field of the HTTP API's request body
 _OPTIONS = {
@@ -97,18 +96,6 @@ def check_agent(pipeline: Any, agent: str, *, option: str | None = None) -> None
         )
 
 
-def request_pipeline(router: str, lm: Any, *, router_args: dict[str, Any] | None = None, config: Any = None) -> Any:
-    """The pipeline a request runs on: the router built from the registry with its arguments.
-
-    Args:
-        router: The router's registered name.
-        lm: The resolved LM.
-        router_args: The router's constructor arguments (checked by the registry).
-        config: Pipeline bounds and settings (None: the defaults).
-    """
-    return Pipeline(routers.router.build(router, **(router_args or {})), lm, config=config)
-
-
 def print_event(console: Console, ev: dict[str, Any]) -> None:
     """Print one progress / completed / error event as a line."""
     style = {"progress": "cyan", "completed": "green", "error": "red"}.get(ev["type"], "white")
@@ -164,7 +151,7 @@ def ask(
         store.close()
         raise
     lm = resolve_lm(lm_spec, api_base=api_base)
-    pipeline = request_pipeline(router_name, lm)
+    pipeline = routers.build_pipeline(router_name, lm)
     if agent is not None:
         check_agent(pipeline, agent, option="--agent")
 

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import pandas as pd
+
+from routerlab.agents.errors import ConfigError
 from routerlab.app.defaults import DEFAULT_STORE_PATH
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.console import render_console
+from routerlab.eval.analysis.frames import export, rates_frame
+from routerlab.eval.analysis.markdown import document
+from routerlab.eval.analysis.model import SessionComparison
+from routerlab.eval.store import ResultsStore
 
-if TYPE_CHECKING:
-    from routerlab.eval.analysis.model import SessionComparison
-
-__all__ = ["FORMATS", "compare", "export_compared", "render_compared"]
+__all__ = ["FORMATS", "compare", "export_compared", "rates_csv", "render_compared"]
 
 #: what ``routerlab compare --format`` takes: text to print, or files to write
 FORMATS: tuple[str, ...] = ("table", "markdown", "json", "csv", "parquet")
@@ -30,9 +35,6 @@ def compare(ids: str | Sequence[str], *, store: str = DEFAULT_STORE_PATH) -> Ses
     Raises:
         ConfigError: No such store, session or run.
     """
-    from routerlab.eval.analysis.build import build_comparison
-    from routerlab.eval.store import ResultsStore
-
     return build_comparison(ResultsStore(store, read_only=True), [ids] if isinstance(ids, str) else list(ids))
 
 
@@ -42,10 +44,6 @@ def render_compared(model: SessionComparison, fmt: str = "table", *, width: int 
     Raises:
         ConfigError: Another format.
     """
-    from routerlab.agents.errors import ConfigError
-    from routerlab.eval.analysis.console import render_console
-    from routerlab.eval.analysis.markdown import document
-
     if fmt == "table":
         return render_console(model, width=width)
     if fmt == "markdown":
@@ -65,6 +63,21 @@ def export_compared(model: SessionComparison, out_dir: str | Path, fmt: str = "c
 
     See :func:`routerlab.eval.analysis.frames.export`.
     """
-    from routerlab.eval.analysis.frames import export
-
     return export(model, out_dir, fmt)
+
+
+def rates_csv(model: SessionComparison, fmt: str = "csv") -> str:
+    """Every part's rates as one CSV text (a ``part`` column): ``compare --format csv`` without ``--out-dir``.
+
+    Raises:
+        ConfigError: ``parquet``, which only writes files.
+    """
+    if fmt != "csv":
+        raise ConfigError(
+            f"--format {fmt} writes files",
+            expected="--out-dir DIR",
+            found="no --out-dir",
+            fix="pass --out-dir DIR (or --format csv to print the rates)",
+        )
+    frames = [rates_frame(model, p.key).reset_index().assign(part=p.key) for p in model.parts]
+    return str(pd.concat(frames).to_csv(index=False))

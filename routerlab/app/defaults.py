@@ -6,9 +6,6 @@ defaults before it imports anything else.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
 
 __all__ = [
@@ -17,7 +14,6 @@ __all__ = [
     "DEFAULT_STORE_PATH",
     "DEFAULT_TRACKING_URI",
     "LOCAL_SECONDS_PER_EXAMPLE",
-    "run_defaults",
 ]
 
 #: the routers ``run``, ``route`` and the main job compare when none is named, chosen from the
@@ -36,24 +32,3 @@ LOCAL_SECONDS_PER_EXAMPLE = 13.0
 #: ``run --router ...``'s default sample of the built-in benchmark: one request per intent
 #: (``route`` and the main job's routing part decide every request: a first decision is cheap)
 DEFAULT_LIMIT = 7
-
-
-def run_defaults(dataset: str | None, config_file: Path | None) -> dict[str, Any]:
-    """The defaults of a new session, under the config file's and the caller's settings.
-
-    The main job's short stratified subset is for the built-in benchmark; a dataset the user points
-    at (Spider, BIRD, a mixed set) is scored whole unless ``limit`` or the config file says
-    otherwise, so its figures are the dataset's and not a 7-question sample's.
-
-    Args:
-        dataset: The dataset named by the caller (None: the config file's, else ``builtin``).
-        config_file: A run config file, read for its ``dataset``.
-
-    Returns:
-        ``{"limit": DEFAULT_LIMIT}`` for the built-in benchmark, else no default.
-    """
-    from routerlab._runs.config import read_mapping_file  # imported here: it imports the run config's types
-
-    file_values = read_mapping_file(config_file) if config_file else {}
-    chosen = dataset or file_values.get("dataset") or "builtin"
-    return {"limit": DEFAULT_LIMIT} if chosen == "builtin" else {}

@@ -12,13 +12,27 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
+from routerlab.app.compare import compare
 from routerlab.app.defaults import DEFAULT_STORE_PATH
+from routerlab.eval.analysis.console import render_console
+from routerlab.eval.analysis.frames import (
+    disagreements_frame,
+    failures_frame,
+    pairs_frame,
+    per_intent_frame,
+    rates_frame,
+    results_frame,
+)
+from routerlab.eval.analysis.measures import measure
+from routerlab.eval.analysis.model import SessionComparison
+from routerlab.eval.analysis.words import interval_text, num, part_title, verdict_sentences
+from routerlab.eval.store import ResultsStore
+from routerlab.project import locate
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from routerlab._runs.session import SessionResult
-    from routerlab.eval.analysis.model import SessionComparison
 
 __all__ = ["LoadedSession", "load"]
 
@@ -61,8 +75,6 @@ class LoadedSession:
         return list(dict.fromkeys(r.router for p in self.comparison.parts for r in p.routers))
 
     def _per_part(self, make: Any, part: str | None) -> pd.DataFrame:
-        import pandas as pd
-
         if part is not None or len(self.parts) == 1:
             return make(self.comparison, part or self.parts[0])
         return pd.concat({p: make(self.comparison, p) for p in self.parts}, names=["part"])
@@ -73,55 +85,37 @@ class LoadedSession:
         Args:
             part: ``routing`` or ``end_to_end``; None: the only part, or every part (a ``part`` index level).
         """
-        from routerlab.eval.analysis.frames import rates_frame
-
         return self._per_part(rates_frame, part)
 
     def pairs(self, part: str | None = None) -> pd.DataFrame:
         """The paired tests of ``part``: one per pair of distinct routers and verdict measure."""
-        from routerlab.eval.analysis.frames import pairs_frame
-
         return self._per_part(pairs_frame, part)
 
     def per_intent(self, part: str | None = None) -> pd.DataFrame:
         """The verdict measure per gold intent of ``part`` (recall per intent for routing), with intervals."""
-        from routerlab.eval.analysis.frames import per_intent_frame
-
         return self._per_part(per_intent_frame, part)
 
     def failures(self, part: str | None = None) -> pd.DataFrame:
         """Every failure on the verdict measure of ``part``: the request's text, the decision and how it was made."""
-        from routerlab.eval.analysis.frames import failures_frame
-
         return self._per_part(failures_frame, part)
 
     def disagreements(self, part: str | None = None) -> pd.DataFrame:
         """The requests the routers of ``part`` decided differently, each router's decision, method and confidence."""
-        from routerlab.eval.analysis.frames import disagreements_frame
-
         return self._per_part(disagreements_frame, part)
 
     def results(self) -> pd.DataFrame:
         """One row per stored result: part, router, question, gold intent, decision, method, confidence, scores."""
-        from routerlab.eval.analysis.frames import results_frame
-        from routerlab.eval.store import ResultsStore
-
         store = ResultsStore(self.store, read_only=True)
         parts = {r.run_id: p.key for p in self.comparison.parts for r in p.routers}
         return results_frame({rid: store.results(rid) for rid in parts}, parts)
 
     def __repr__(self) -> str:
         """The verdict and each part's rates, as ``routerlab run`` closes (no wider than 100 columns)."""
-        from routerlab.eval.analysis.console import render_console
-
         methods = ".rates(part), .pairs(part), .per_intent(part), .failures(part), .disagreements(part), .results()"
         return render_console(self.comparison, width=_REPR_WIDTH, detail=False) + methods
 
     def _repr_html_(self) -> str:
         """The verdict and each part's rates as an HTML block (Jupyter)."""
-        from routerlab.eval.analysis.measures import measure
-        from routerlab.eval.analysis.words import interval_text, num, part_title, verdict_sentences
-
         c = self.comparison
         out = [f"<h4>Session {html.escape(c.session)}</h4><p>{html.escape(f'{c.dataset}/{c.split}, lm {c.lm}')}</p>"]
         for p in c.parts:
@@ -173,9 +167,6 @@ def load(
     Raises:
         ConfigError: No such store, or no such session in it.
     """
-    from routerlab.app.compare import compare
-    from routerlab.project import locate
-
     store, tracking_uri = locate(store, tracking_uri)
     return LoadedSession(
         session_id=session,

@@ -1,21 +1,30 @@
-"""Measurements: ``perf``'s figures (and their MLflow run), ``toolscale``'s run, schema-linking recall."""
+"""Measurements: ``perf``'s figures (and their MLflow run), ``toolscale``'s run, schema-linking recall, ``lm check``."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["linking", "log_perf", "perf", "toolscale"]
+from routerlab._runs.config import load_run_config
+from routerlab._runs.session import load_dataset, select
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.lm.check import format_report, lm_check
+from routerlab.benchmarks.loaders.spider import load_spider
+from routerlab.eval.metrics import metric_name
+from routerlab.linking_recall import link_examples, linking_table
+from routerlab.perf import figures_json, perf_section, run_perf
+from routerlab.toolscale import parse_sizes, run_toolscale
+
+__all__ = ["check_lm", "linking", "log_perf", "perf", "toolscale"]
 
 
 def log_perf(
     figures: Sequence[Any], out: Path, tracking_uri: str, *, quick: bool, model: bool, lm: str, databases: Path | None
 ) -> None:
     """Log ``routerlab perf``'s figures (and their JSON file) as one run of ``routerlab/perf``."""
-    import mlflow
-
-    from routerlab.eval.tracking import metric_name
+    import mlflow  # imported here: it costs seconds, and a perf without MLflow never loads it
 
     mlflow.set_tracking_uri(tracking_uri)
     mlflow.set_experiment("routerlab/perf")
@@ -37,6 +46,7 @@ def toolscale(
     lm: str,
     lm_api_base: str | None,
     on_start: Callable[[int], Callable[[Any], None]],
+    plot: Path | None = None,
     **settings: Any,
 ) -> Any:
     """First-decision routing as the toolset grows (``routerlab toolscale``).
@@ -52,24 +62,27 @@ def toolscale(
         lm_api_base: API base URL of an OpenAI-compatible server.
         on_start: Told the number of decisions to come once the model is loaded; returns the
             callback told of each one.
+        plot: Where its figure goes (PNG, SVG...; None: no figure).
         **settings: :func:`~routerlab.toolscale.run_toolscale`'s ``k``, ``index``, ``seed``,
             ``max_tokens``, ``tracking_uri`` and ``out``.
 
     Returns:
         The :func:`~routerlab.toolscale.run_toolscale` result (its ``table``).
     """
-    from routerlab._runs.config import load_run_config
-    from routerlab._runs.session import load_dataset, select
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.toolscale import parse_sizes, run_toolscale
-
     size_list = parse_sizes(sizes)
     names = [n.strip() for n in routers.split(",") if n.strip()]
     config = load_run_config(None, dataset=dataset, dataset_path=dataset_path, split=split, limit=limit or None, lm=lm)
     examples = select(load_dataset(config), config)
     model = resolve_lm(lm, api_base=lm_api_base)
     on_done = on_start(len(examples) * len(size_list) * len(names))
-    return run_toolscale(examples, model, sizes=size_list, routers=names, lm_spec=lm, on_done=on_done, **settings)
+    result = run_toolscale(examples, model, sizes=size_list, routers=names, lm_spec=lm, on_done=on_done, **settings)
+    if plot is not None:
+        # imported here: matplotlib costs a second at import, and only a figure needs it
+        from routerlab.eval.toolscale_plots import plot_toolscale
+
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        plot_toolscale(result.table).savefig(plot, dpi=120)
+    return result
 
 
 def perf(
@@ -102,16 +115,12 @@ def perf(
             store this process can write (both said before any measurement).
         UnknownComponentError: A section that does not exist (said before any measurement).
     """
-    from routerlab.perf import figures_json, perf_section, run_perf
-
     if isinstance(sections, str):
         sections = [n.strip() for n in sections.split(",") if n.strip()]
     for name in sections:
         perf_section.get(name)
 
     if databases is not None:
-        from routerlab.benchmarks.loaders.spider import load_spider
-
         load_spider(str(databases), limit=1)  # a wrong folder is said now, not after minutes of measuring
     if tracking_uri:
         from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
@@ -141,15 +150,14 @@ def linking(
     Raises:
         ConfigError: An unknown mode (before any database is opened) or bad dataset settings.
     """
-    import dataclasses
-
-    from routerlab._runs.config import load_run_config
-    from routerlab._runs.session import load_dataset, select
-    from routerlab.linking_recall import link_examples, linking_table
-
     config = load_run_config(config_file, dataset=dataset, dataset_path=dataset_path, split=split, limit=limit or None)
     examples = select(load_dataset(config), config)
     settings = config.pipeline.tools
     for m in modes:  # an unknown mode is refused before any database is opened
         dataclasses.replace(settings, linking=m)
     return linking_table(link_examples(examples, settings, list(modes)))
+
+
+def check_lm(lm: str = "local", *, api_base: str | None = None) -> str:
+    """Load the LM, make one completion and one tool call: its timings as lines of text (``routerlab lm check``)."""
+    return format_report(lm_check(lm, api_base=api_base))

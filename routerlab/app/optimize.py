@@ -14,9 +14,24 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from routerlab._runs.config import load_run_config
+from routerlab._runs.session import load_dataset
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.lm import resolve_lm
 from routerlab.app.defaults import DEFAULT_TRACKING_URI
+from routerlab.fit.optimize import optimize_router, report_json, score_program
+from routerlab.fit.optimizers import optimizer as optimizer_registry
+from routerlab.routers.dspy_router import check_checks
+from routerlab.routers.support.schema_outline import check_view
 
-__all__ = ["check_target", "evaluate_program", "figure_metrics", "optimize", "parse_optimizer_args"]
+__all__ = [
+    "check_target",
+    "evaluate_program",
+    "figure_metrics",
+    "optimize",
+    "parse_optimizer_args",
+    "report_json",
+]
 
 
 def parse_optimizer_args(items: Sequence[str], budget: int | None = None) -> dict[str, object]:
@@ -25,8 +40,6 @@ def parse_optimizer_args(items: Sequence[str], budget: int | None = None) -> dic
     Raises:
         ConfigError: An item without ``=`` or without a name.
     """
-    from routerlab.agents.errors import ConfigError
-
     args: dict[str, object] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -58,8 +71,6 @@ def figure_metrics(prefix: str, figures: dict[str, Any]) -> dict[str, float]:
 
 def check_target(router: str, split: str) -> None:
     """Refuse any router but ``dspy`` and any split but ``train`` (the only program compiled)."""
-    from routerlab.agents.errors import ConfigError
-
     if router != "dspy" or split != "train":
         raise ConfigError(
             "only the dspy router is compiled, on the train split",
@@ -70,9 +81,6 @@ def check_target(router: str, split: str) -> None:
 
 
 def _dataset(name: str, path: str | None, lm: str, lm_api_base: str | None) -> Any:
-    from routerlab._runs.config import load_run_config
-    from routerlab._runs.session import load_dataset
-
     return load_dataset(load_run_config(None, dataset=name, dataset_path=path, lm=lm, lm_api_base=lm_api_base))
 
 
@@ -104,10 +112,6 @@ def evaluate_program(
     Returns:
         The program's figures (:class:`~routerlab.fit.optimize.Figures`).
     """
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.fit.optimize import score_program
-    from routerlab.routers.dspy_router import check_checks
-
     check_target(router, split)
     ds = _dataset(dataset, dataset_path, lm, lm_api_base)
     check_checks(checks)
@@ -193,12 +197,6 @@ def optimize(
     Raises:
         ConfigError: Bad settings, before the model loads.
     """
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.fit.optimize import optimize_router
-    from routerlab.fit.optimizers import optimizer as optimizer_registry
-    from routerlab.routers.dspy_router import check_checks
-    from routerlab.routers.support.schema_outline import check_view
-
     check_target(router, split)
     args = dict(optimizer_args or {})
     ds = _dataset(dataset, dataset_path, lm, lm_api_base)

@@ -16,17 +16,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import pandas as pd
+
+from routerlab import routers as registry
+from routerlab._routing_eval.decisions import HISTORIES, FirstDecision, decisions_frame, first_decisions
+from routerlab._routing_eval.stored import store_decisions
+from routerlab._runs.config import load_run_config
+from routerlab._runs.session import load_dataset, new_session_id, parse_routers, select
+from routerlab.agents.errors import ConfigError
+from routerlab.agents.lm import resolve_lm
+from routerlab.agents.registry import component_spec
 from routerlab.app.defaults import DEFAULT_ROUTERS, DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.console import render_console
+from routerlab.eval.analysis.frames import rates_frame
+from routerlab.eval.analysis.model import SessionComparison
+from routerlab.eval.analysis.tracked import session_dashboard
+from routerlab.eval.store import ROUTING, ResultsStore
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from routerlab._routing_eval.decisions import FirstDecision
     from routerlab._routing_eval.tracking import RouteTracking
     from routerlab.benchmarks.example import Example
-    from routerlab.eval.analysis.model import SessionComparison
 
-__all__ = ["RouteOutcome", "RouteProgress", "route"]
+__all__ = ["RouteOutcome", "RouteProgress", "route", "router_labels"]
 
 
 class RouteProgress(Protocol):
@@ -70,15 +82,10 @@ class RouteOutcome:
 
     def report(self, width: int | None = None) -> str:
         """The verdict and rates as the run's closing table prints them, at most ``width`` columns wide."""
-        from routerlab.eval.analysis.console import render_console
-
         return render_console(self.comparison, width=width, detail=False)
 
     def rates(self) -> pd.DataFrame:
         """One row per router: each measure's rate with ``_low``, ``_high``, ``_n``, then cost (the model's)."""
-        from routerlab.eval.analysis.frames import rates_frame
-        from routerlab.eval.store import ROUTING
-
         return rates_frame(self.comparison, ROUTING)
 
     def conversation_line(self) -> str | None:
@@ -93,29 +100,18 @@ class RouteOutcome:
 
     def confusions(self) -> dict[str, pd.DataFrame]:
         """Per router: gold intent (rows) x first-decision intent (columns; ``none``: no decision), counts."""
-        import pandas as pd
-
-        from routerlab.eval.store import ROUTING
-
         return {
             r.router: pd.DataFrame(r.confusion).T.fillna(0).astype(int) for r in self.comparison.part(ROUTING).routers
         }
 
     def write_csv(self, out: Path) -> None:
         """Every first decision of every router as one CSV."""
-        import pandas as pd
-
-        from routerlab._routing_eval.decisions import decisions_frame
-
         out.parent.mkdir(parents=True, exist_ok=True)
         frames = [decisions_frame(label, ds) for label, ds in self.by_router.items()]
         pd.concat(frames).to_csv(out, index=False)
 
 
 def _check_history(history: str) -> None:
-    from routerlab._routing_eval.decisions import HISTORIES
-    from routerlab.agents.errors import ConfigError
-
     if history not in HISTORIES:
         raise ConfigError(
             f"invalid --history {history!r}",
@@ -173,18 +169,6 @@ def route(
     Raises:
         ConfigError: Bad input, before the model loads and before anything is logged.
     """
-    from routerlab import routers as registry
-    from routerlab._routing_eval.decisions import first_decisions
-    from routerlab._routing_eval.stored import store_decisions
-    from routerlab._routing_eval.tracking import RouteTracking
-    from routerlab._runs.config import load_run_config
-    from routerlab._runs.session import load_dataset, new_session_id, parse_routers, select
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.agents.registry import component_spec
-    from routerlab.eval.analysis.build import build_comparison
-    from routerlab.eval.analysis.tracked import session_dashboard
-    from routerlab.eval.store import ResultsStore
-
     config = load_run_config(config_file, **settings)
     _check_history(history)  # refused before the model loads
     chosen = parse_routers(routers if isinstance(routers, str) else ",".join(routers), router_args)
@@ -192,6 +176,8 @@ def route(
     # loads: bad input exits 2 with nothing logged
     built = {name: registry.router.build(name, **args) for name, args in chosen}
     if tracking_uri is not None:
+        # imported here: MLflow costs seconds at import, and a route without MLflow never loads it
+        from routerlab._routing_eval.tracking import RouteTracking
         from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
 
         check_tracking_store(resolve_tracking_uri(tracking_uri))
@@ -254,3 +240,8 @@ def route(
     return RouteOutcome(
         list(examples), by_router, comparison, history, tracking, session_id, None if store is None else str(store)
     )
+
+
+def router_labels() -> list[str]:
+    """Every registered router, as ``routerlab routers`` lists them (name and what it is)."""
+    return [registry.label(name) for name in registry.router.names()]

@@ -15,22 +15,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+
+from routerlab._runs.config import load_run_config, read_mapping_file
+from routerlab._runs.resume import resume_command
+from routerlab._runs.session import (
+    SessionResult,
+    SessionSpec,
+    check_resume,
+    load_dataset,
+    parse_routers,
+    recorded_session,
+    run_session,
+    select,
+)
+from routerlab._runs.session_spec import session_runs
+from routerlab.agents.signals import stop_signals
 from routerlab.app.defaults import (
+    DEFAULT_LIMIT,
     DEFAULT_ROUTERS,
     DEFAULT_STORE_PATH,
     DEFAULT_TRACKING_URI,
     LOCAL_SECONDS_PER_EXAMPLE,
-    run_defaults,
 )
+from routerlab.app.loaded import LoadedSession, load
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.console import render_console
+from routerlab.eval.store import ResultsStore, StoreBusyError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from routerlab._runs.runner import RunConfig
-    from routerlab._runs.session import SessionResult, SessionSpec
     from routerlab.agents.signals import StopSignal
-    from routerlab.app.loaded import LoadedSession
-    from routerlab.eval.store import StoreBusyError
 
 __all__ = [
     "PlannedRun",
@@ -38,16 +53,37 @@ __all__ = [
     "execute",
     "plan_session",
     "run",
+    "run_defaults",
     "run_planned",
     "session_spec",
     "session_summary",
     "size_line",
+    "stored_runs",
 ]
 
 
 def _router_text(routers: str | Sequence[str] | None) -> str | None:
     """``"rules,llm"`` or ``["rules", "llm"]`` as the comma-separated text ``--router`` takes."""
     return routers if routers is None or isinstance(routers, str) else ",".join(routers)
+
+
+def run_defaults(dataset: str | None, config_file: Path | None) -> dict[str, Any]:
+    """The defaults of a new session, under the config file's and the caller's settings.
+
+    The main job's short stratified subset is for the built-in benchmark; a dataset the user points
+    at (Spider, BIRD, a mixed set) is scored whole unless ``limit`` or the config file says
+    otherwise, so its figures are the dataset's and not a 7-question sample's.
+
+    Args:
+        dataset: The dataset named by the caller (None: the config file's, else ``builtin``).
+        config_file: A run config file, read for its ``dataset``.
+
+    Returns:
+        ``{"limit": DEFAULT_LIMIT}`` for the built-in benchmark, else no default.
+    """
+    file_values = read_mapping_file(config_file) if config_file else {}
+    chosen = dataset or file_values.get("dataset") or "builtin"
+    return {"limit": DEFAULT_LIMIT} if chosen == "builtin" else {}
 
 
 def plan_session(
@@ -64,7 +100,7 @@ def plan_session(
     """The session to run, every setting checked, before anything runs or is written.
 
     A resumed session starts from the routers and settings it recorded, and options that would
-    change what it computes are refused; a new one starts from :func:`~routerlab.app.defaults.run_defaults`.
+    change what it computes are refused; a new one starts from :func:`run_defaults`.
 
     Args:
         routers: Router names (comma-separated text or a list); default: the resumed session's,
@@ -84,9 +120,6 @@ def plan_session(
     Raises:
         ConfigError: Bad settings, an unknown session, or a resume that changes the session.
     """
-    from routerlab._runs.config import load_run_config
-    from routerlab._runs.session import check_resume, parse_routers, recorded_session
-
     recorded_routers, defaults = (
         recorded_session(store, resume) if resume else ([], run_defaults(settings.get("dataset"), config_file))
     )
@@ -120,8 +153,6 @@ def session_spec(
         skip_bad_databases: Leave out the examples of a database that does not open.
         traces: Log one MLflow trace per example.
     """
-    from routerlab._runs.session import SessionSpec
-
     return SessionSpec(
         routers=[(name, dict(args)) for name, args in routers],
         config=config,
@@ -153,8 +184,6 @@ def execute(
     Returns:
         The session's run ids and results (see :func:`~routerlab._runs.session.run_session`).
     """
-    from routerlab._runs.session import run_session
-
     return run_session(spec, console=console, resume=resume, lm=lm, session_id=session_id)
 
 
@@ -164,8 +193,6 @@ def size_line(spec: SessionSpec) -> str:
     A named dataset is scored whole by default; a full Spider dev folder on a CPU model runs for
     hours, and the person who started it should know that before it starts, not after.
     """
-    from routerlab._runs.session import load_dataset, select
-
     config = spec.config
     n = len(select(load_dataset(config), config))
     line = f"{n} example(s) x {len(spec.routers)} router(s)"
@@ -192,10 +219,6 @@ class SessionSummary:
 
 def session_summary(spec: SessionSpec, result: SessionResult, *, width: int | None = None) -> SessionSummary:
     """The verdict and rates of a session's runs, read from the store (the same model ``compare`` renders)."""
-    from routerlab.eval.analysis.build import build_comparison
-    from routerlab.eval.analysis.console import render_console
-    from routerlab.eval.store import ResultsStore
-
     if not result.run_ids:
         return SessionSummary("")
     model = build_comparison(ResultsStore(spec.store_path, read_only=True), result.run_ids)
@@ -213,6 +236,7 @@ class PlannedRun:
         busy: The results store was locked by another process before the session began.
         summary: The comparison and verdict (None when none could be read).
         again: The command that finishes the session ("" with no session).
+        stored: After a stop, the results stored and the status per run (:func:`stored_runs`).
     """
 
     spec: SessionSpec
@@ -221,6 +245,7 @@ class PlannedRun:
     busy: StoreBusyError | None = None
     summary: SessionSummary | None = None
     again: str = ""
+    stored: dict[str, tuple[int, str]] | None = None
 
 
 def run_planned(
@@ -244,10 +269,6 @@ def run_planned(
     Returns:
         How it ended, for the caller to report.
     """
-    from routerlab._runs.resume import resume_command
-    from routerlab.agents.signals import stop_signals
-    from routerlab.eval.store import StoreBusyError
-
     with stop_signals() as stopped:
         outcome = PlannedRun(spec=spec, stop=stopped)
         try:
@@ -267,7 +288,37 @@ def run_planned(
         except KeyboardInterrupt:
             # every run is closed and stored; only the summary was cut short
             result.interrupted = True
+    if result.interrupted:
+        outcome.stored = stored_runs(spec.store_path, result)
     return outcome
+
+
+def stored_runs(store: str, result: SessionResult) -> dict[str, tuple[int, str]]:
+    """After a stop: the results stored and the status of each run the session registered.
+
+    Read from the results store: every run registered (a stop before a router began still leaves
+    its run, closed KILLED), with every result stored for it, those of an earlier invocation that
+    this one resumed included. When the store cannot be read now (another process holds it), what
+    this process delivered, each run KILLED.
+    """
+    try:
+        reader = ResultsStore(store, read_only=True)
+        run_ids = session_runs(reader, result.session_id)
+        if not run_ids:
+            return {}
+        marks = ", ".join("?" for _ in run_ids)
+        rows = reader.query(
+            f"SELECT r.run_id, r.status, count(e.run_id) AS n FROM runs r LEFT JOIN examples e USING (run_id) "
+            f"WHERE r.run_id IN ({marks}) GROUP BY r.run_id, r.status",
+            run_ids,
+        )
+    except Exception:  # the stop message must print whatever the store's state: what was delivered
+        return {run_id: (len(result.results.get(run_id, [])), "KILLED") for run_id in result.run_ids}
+    stored = {
+        run_id: (int(n), str(status))
+        for run_id, status, n in zip(rows["run_id"], rows["status"], rows["n"], strict=True)
+    }
+    return {run_id: stored.get(run_id, (0, "KILLED")) for run_id in run_ids}
 
 
 def run(
@@ -307,10 +358,6 @@ def run(
     Raises:
         ConfigError: Bad settings (nothing runs). RunError: the results store stayed locked.
     """
-    from rich.console import Console
-
-    from routerlab.app.loaded import load
-
     spec = plan_session(
         routers=routers,
         router_args=router_args,

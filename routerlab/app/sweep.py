@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from routerlab.app.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
+from rich.console import Console
 
-__all__ = ["sweep"]
+from routerlab._runs.resume import resume_command
+from routerlab.agents.errors import ConfigError
+from routerlab.app.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
+from routerlab.sweep import load_sweep, make_executor, recorded_sweep, run_sweep
+
+__all__ = ["again", "sweep"]
 
 
 def sweep(
@@ -37,11 +42,6 @@ def sweep(
     Raises:
         ConfigError: Neither a file nor a sweep to resume, or a bad file (nothing runs).
     """
-    from rich.console import Console
-
-    from routerlab.agents.errors import ConfigError
-    from routerlab.sweep import load_sweep, make_executor, recorded_sweep, run_sweep
-
     runner = make_executor(executor, address=address)
     if config_file is None and resume is None:
         raise ConfigError(
@@ -60,3 +60,11 @@ def sweep(
         console=console if console is not None else Console(quiet=True),
         resume=resume,
     )
+
+
+def again(
+    sweep_id: str, *, store: str, tracking_uri: str | None, executor: str = "local", address: str | None = None
+) -> str:
+    """The command that finishes a sweep (its cells that did not finish), on the same executor."""
+    options = f" --executor {executor}" + (f" --address {address}" if address else "")
+    return resume_command(sweep_id, store, tracking_uri, command="sweep", options=options)

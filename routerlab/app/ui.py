@@ -1,14 +1,19 @@
-"""The MLflow UI on a project's store, as a child process stopped with its caller."""
+"""The MLflow UI on a project's store, as a child process stopped with its caller; a team's tracking server."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from routerlab.eval.tracking.landing import LandingPage
+from routerlab.eval.tracking.address import resolve_tracking_uri
+from routerlab.eval.tracking.artifacts import artifacts_folder
+from routerlab.eval.tracking.landing import LandingPage, share_landing_views
+from routerlab.sweep.mlflow_server import mlflow_command, mlflow_env, serve_mlflow
 
-__all__ = ["run_mlflow_ui"]
+__all__ = ["run_mlflow_ui", "serve_mlflow"]
 
 
 def run_mlflow_ui(
@@ -30,15 +35,6 @@ def run_mlflow_ui(
     Returns:
         The UI's exit code (0 after Ctrl-C or SIGTERM).
     """
-    import os
-    import signal
-    import subprocess
-
-    from routerlab.eval.tracking.address import resolve_tracking_uri
-    from routerlab.eval.tracking.artifacts import artifacts_folder
-    from routerlab.eval.tracking.landing import share_landing_views
-    from routerlab.sweep.mlflow_server import mlflow_command, mlflow_env
-
     # artifacts are stored relative to a SQLite store (mlflow-artifacts:/...): serve them from its
     # folder, wherever the store was copied to and whatever the working directory
     folder = artifacts_folder(tracking_uri)

@@ -10,7 +10,7 @@ from typing import Any
 from unittest import mock
 
 from routerlab import routers
-from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.graph import PipelineConfig
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.tools import ToolSettings
 from routerlab.benchmarks.builtin import load_builtin
@@ -98,7 +98,7 @@ def pipeline_split(
     figures: list[PerfFigure] = []
     p50: dict[str, float] = {}
     for name in routers_:
-        pipe = Pipeline(routers.router.build(name), lm, config=config)
+        pipe = routers.build_pipeline(name, lm, config=config)
         splits, totals = [], []
         # every router starts cold: without this the second one finds the first one's schema
         # prefixes evaluated (in memory or on disk) and its figures depend on the run order

@@ -19,17 +19,22 @@ from sse_starlette import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from routerlab import routers
 from routerlab.agents.capture import build_trace
 from routerlab.agents.errors import ConfigError, DatabaseError, RunError, UnknownComponentError
 from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.lm import resolve_lm
 from routerlab.agents.paths import cache_writes
+from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.turn_history import turn_from_trace
-from routerlab.app.ask import check_agent, request_pipeline
+from routerlab.app.ask import check_agent
+from routerlab.benchmarks.builtin import builtin_database_path
 from routerlab.conversation_store import ConversationForbidden, ConversationStore, new_conversation_id
 from routerlab.serve.body_limit import BodyLimit, BodyTooLarge
 from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
 from routerlab.serve.files import FileAllowList
+from routerlab.serve.header_timeout import header_timeout_protocol
 from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_body_error, describe_validation_errors
 from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
 
@@ -101,8 +106,6 @@ class _Runtime:
             UnknownComponentError: An unknown router name.
             ConfigError: Arguments the router does not take, or a router that needs an LM.
         """
-        from routerlab import routers
-
         # a file argument takes an allow-listed name only: no path from a request is ever read
         router_args = FileAllowList(self.settings.files).resolve(router, routers.router.get(router), router_args)
         key = json.dumps([router, router_args], sort_keys=True, default=str)
@@ -113,7 +116,9 @@ class _Runtime:
                     self._pipelines.pop(next(iter(self._pipelines)))
                 # and what a request makes the server compute leaves no file behind
                 with cache_writes(False):
-                    built = request_pipeline(router, self.lm, router_args=router_args, config=self.settings.config)
+                    built = routers.build_pipeline(
+                        router, self.lm, router_args=router_args, config=self.settings.config
+                    )
                 self._pipelines[key] = built
             return self._pipelines[key]
 
@@ -178,10 +183,6 @@ def _page() -> str:
 
 def _runtime(settings: ServeSettings) -> _Runtime:
     """The app's runtime: its database checked, its default router known, its LM loaded."""
-    from routerlab import routers
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.benchmarks.builtin import builtin_database_path
-
     database = Path(settings.database) if settings.database is not None else builtin_database_path()
     if not database.is_file():
         raise DatabaseError(
@@ -357,9 +358,6 @@ class _Requests:
 
 def _add_info_routes(app: FastAPI, runtime: _Runtime) -> None:
     """``/health`` and the router list."""
-    from routerlab import routers
-    from routerlab.agents.tools import DEFAULT_TOOLS
-
     settings = runtime.settings
 
     @app.get("/health")
@@ -516,8 +514,6 @@ def serve(settings: ServeSettings, *, log_level: str = "info", on_ready: Callabl
         ) from None
     if on_ready is not None:
         on_ready(f"http://{settings.host}:{settings.port}/")
-    from routerlab.serve.header_timeout import header_timeout_protocol
-
     # a client that never finishes its headers is cut off instead of holding a connection forever
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, http=header_timeout_protocol()))
     try:

@@ -20,19 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from routerlab.agents.errors import ConfigError
+from routerlab.routers.dspy_router import program_names
+from routerlab.routers.semantic import exemplar_names
 
 __all__ = ["FILE_KINDS", "FileAllowList", "parse_registrations"]
 
 
 def _programs() -> list[str]:
-    from routerlab.routers.dspy_router import program_names
-
     return [*program_names(), "none"]
 
 
 def _exemplars() -> list[str]:
-    from routerlab.routers.semantic import exemplar_names
-
     return exemplar_names()
 
 

@@ -22,8 +22,13 @@ from typing import Any
 
 from rich.console import Console
 
+from routerlab._runs.session import load_dataset
+from routerlab.agents.lm import resolve_lm
 from routerlab.agents.registry import component_spec
+from routerlab.app.run import execute, session_spec
 from routerlab.eval.scoring import ExampleResult
+from routerlab.eval.store import ResultsStore
+from routerlab.routers import router as router_registry
 from routerlab.sweep.grid import Cell
 from routerlab.sweep.limits import ProviderSlotCallback, Slots
 
@@ -132,15 +137,6 @@ def run_cell(
     Returns:
         The outcome, with every result stored for the run.
     """
-    from mlflow.entities import Param
-
-    from routerlab._runs.session import load_dataset
-    from routerlab.agents.lm import resolve_lm
-    from routerlab.app.run import execute, session_spec
-    from routerlab.eval.store import ResultsStore
-    from routerlab.eval.tracking import MlflowSink, flatten_params
-    from routerlab.routers import router as router_registry
-
     console = console or Console(quiet=True)
     run_id, session_id = cell.run_id(sweep_id), cell.session_id(sweep_id)
     config = cell.run_config()
@@ -164,6 +160,11 @@ def run_cell(
             params=params,
         )
         if tracking is not None:
+            from mlflow.entities import Param
+
+            # imported here: MLflow costs seconds at import; a cell without tracking never loads it
+            from routerlab.eval.tracking import MlflowSink, flatten_params
+
             sink = MlflowSink(tracking.tracking_uri, experiment=tracking.experiment, traces=False)
             outcome.mlflow_run_id = sink.start_run(
                 router,

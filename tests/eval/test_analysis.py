@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from routerlab._runs.demo import make_demo_session
+from routerlab.app.demo import make_demo_session
 from routerlab.agents.errors import ConfigError
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.model import Part, SessionComparison

@@ -9,7 +9,7 @@ matplotlib.use("Agg")  # non-interactive: tests never open a window
 import pytest
 from matplotlib.figure import Figure
 
-from routerlab._runs.demo import make_demo_session
+from routerlab.app.demo import make_demo_session
 from routerlab.eval.plot_layout import (
     TextBox,
     clipped_texts,

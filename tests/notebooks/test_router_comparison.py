@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from routerlab._runs.demo import make_demo_session
+from routerlab.app.demo import make_demo_session
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "router_comparison.ipynb"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from typer.testing import CliRunner
 
-from routerlab._runs.main_job import E2E_INTENTS, E2E_LIMIT, ROUTERS
+from routerlab.app.main_job import E2E_INTENTS, E2E_LIMIT, ROUTERS
 from routerlab.cli import app
 from routerlab.eval.store import ResultsStore
 

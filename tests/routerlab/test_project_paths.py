@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from routerlab._runs.demo import make_demo_session
 from routerlab.agents.errors import ConfigError
+from routerlab.app.demo import make_demo_session
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.store import ResultsStore
 from routerlab.project import candidates, locate

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 import routerlab.cli as cli
 import routerlab.report as report
-from routerlab._runs.demo import make_demo_session
 from routerlab.agents.errors import ConfigError, RouterlabError
+from routerlab.app.demo import make_demo_session
 from tests.browser import (
     CHROMEDRIVER,
     CHROMIUM,

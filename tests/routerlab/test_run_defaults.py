@@ -9,7 +9,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import routerlab.cli as cli
-from routerlab.app.defaults import DEFAULT_LIMIT, run_defaults
+from routerlab.app.defaults import DEFAULT_LIMIT
+from routerlab.app.run import run_defaults
 from routerlab.eval.store import ResultsStore
 
 

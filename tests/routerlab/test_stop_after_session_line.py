@@ -27,6 +27,7 @@ from routerlab._runs.runner import RunConfig
 from routerlab._runs.session import SessionSpec, run_session
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field
+from routerlab.app.run import stored_runs
 from routerlab.eval.store import ResultsStore
 
 ROUTERLAB = str(Path(sys.executable).with_name("routerlab"))
@@ -124,6 +125,8 @@ def test_the_stop_message_counts_what_is_stored(tmp_path, capsys) -> None:
     class Stopped:
         name = "SIGTERM"
 
-    cli_output.stop_message(this_process, Stopped(), "routerlab run --resume X", spec.store_path)
+    cli_output.stop_message(
+        this_process, Stopped(), "routerlab run --resume X", stored_runs(spec.store_path, this_process)
+    )
     text = " ".join(capsys.readouterr().err.split())
     assert f"saved: {done.run_ids[0]} 4 result(s)" in text

@@ -202,10 +202,10 @@ def test_unknown_router_or_index_fails_before_any_call(examples):
 
 
 def test_cli_command(monkeypatch, tmp_path):
-    import routerlab.agents.lm
+    import routerlab.app.measure
     from routerlab.cli import app
 
-    monkeypatch.setattr(routerlab.agents.lm, "resolve_lm", lambda spec, **_: overflowing_router_lm())
+    monkeypatch.setattr(routerlab.app.measure, "resolve_lm", lambda spec, **_: overflowing_router_lm())
     out, plot = tmp_path / "ts.json", tmp_path / "ts.png"
     args = ["toolscale", "--sizes", "9,64", "--limit", "2", "--index", "bm25", "--no-mlflow", "--out", str(out)]
     result = CliRunner().invoke(app, [*args, "--plot", str(plot)])

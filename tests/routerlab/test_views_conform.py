@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 import routerlab
-from routerlab._runs.main_job import ROUTERS
+from routerlab.app.main_job import ROUTERS
 from routerlab.cli import app
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.console import render_console

@@ -1,4 +1,4 @@
-"""A small scripted comparison session for the notebook and the tests (no model needed)."""
+"""A small scripted comparison session for the notebook and the tests (no model needed), run as every session is."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from routerlab._runs.runner import RunConfig
 from routerlab.agents.lm import scripted_lm
+from routerlab.app.run import execute, session_spec
 from routerlab.eval.store import ResultsStore
 
 __all__ = ["DEMO_ROUTERS", "make_demo_session"]
@@ -74,11 +77,6 @@ def make_demo_session(
     directory.mkdir(parents=True, exist_ok=True)
     if reuse and (found := _reusable_demo(directory, routers)) is not None:
         return found
-    from rich.console import Console
-
-    # the application's one door to a run (session_spec, execute): a layer above this package
-    from routerlab.app.run import execute, session_spec
-
     store_path = str(directory / "results.duckdb")
     tracking_uri = f"sqlite:///{directory / 'mlflow.db'}"
     spec = session_spec(
