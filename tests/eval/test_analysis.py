@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from routerlab.app.demo import make_demo_session
 from routerlab.agents.errors import ConfigError
+from routerlab.app.demo import make_demo_session
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.model import Part, SessionComparison
 from routerlab.eval.metrics import cold_latency
