@@ -25,6 +25,7 @@ from typing import Any
 
 from routerlab.agents.errors import ConfigError, RunError
 from routerlab.eval.defaults import DEFAULT_STORE_PATH, DEFAULT_TRACKING_URI
+from routerlab.eval.store import ResultsStore, session_of
 
 __all__ = ["NOTEBOOK", "ReportCellError", "ReportResult", "make_report"]
 
@@ -97,8 +98,6 @@ def _session_runs(store: Path, session: str) -> list[dict[str, Any]]:
             found="no such file" if not store.exists() else "a directory",
             fix="pass --store PATH (as given to `routerlab run --store`), or run `routerlab run` first",
         )
-    from routerlab.eval.store import ResultsStore, session_of
-
     try:
         runs = ResultsStore(store).runs()
     except Exception as exc:  # duckdb raises its own types for a file that is not a store
@@ -125,6 +124,7 @@ def _tracking_for(runs: list[dict[str, Any]], tracking_uri: str | None, no_mlflo
     """The MLflow store the session was logged to: None when it was not logged there."""
     if no_mlflow or not any(r.get("mlflow_run_id") for r in runs):
         return None
+    # imported here: MLflow costs seconds at import, and a session logged without it never loads it
     from routerlab.eval.tracking import resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
