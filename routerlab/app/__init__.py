@@ -5,12 +5,13 @@ place), :mod:`~routerlab.app.run` (a comparison: planned, run, summarised),
 :mod:`~routerlab.app.main_job` (``routerlab run`` with no options), :mod:`~routerlab.app.route`
 (first decisions only, tracked), :mod:`~routerlab.app.compare` (stored runs compared),
 :mod:`~routerlab.app.loaded` (a stored session with a short repr and pandas frames),
-:mod:`~routerlab.app.ask` (one request), :mod:`~routerlab.app.optimize` (the ``dspy`` program
-compiled or scored as an MLflow run), :mod:`~routerlab.app.measure` (``perf``, ``toolscale``,
-``linking``, ``lm check``), :mod:`~routerlab.app.sweep`, :mod:`~routerlab.app.serve`,
-:mod:`~routerlab.app.report`, :mod:`~routerlab.app.ui` (the MLflow UI and a team's tracking
-server) and :mod:`~routerlab.app.demo`. The command line (:mod:`routerlab.cli`) only parses
-options and prints what these return; ``import routerlab`` exposes :func:`~routerlab.app.run.run`,
+:mod:`~routerlab.app.ask` (one request, checked as :mod:`~routerlab.app.ask_request` says, as
+the server checks it), :mod:`~routerlab.app.optimize` (the ``dspy`` program compiled or scored as
+an MLflow run), :mod:`~routerlab.app.measure` (``perf``, ``toolscale``, ``linking``, ``lm
+check``), :mod:`~routerlab.app.sweep`, :mod:`~routerlab.app.serve`, :mod:`~routerlab.app.report`,
+:mod:`~routerlab.app.ui` (the MLflow UI and a team's tracking server) and
+:mod:`~routerlab.app.demo`. The command line (:mod:`routerlab.cli`) only parses options and
+prints what these return; ``import routerlab`` exposes :func:`~routerlab.app.run.run`,
 :func:`~routerlab.app.route.route`, :func:`~routerlab.app.compare.compare` and
 :func:`~routerlab.app.loaded.load`.
 
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from routerlab.app import (
         ask,
+        ask_request,
         compare,
         defaults,
         demo,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 #: the modules of the layer, each loaded on first access
 __all__ = [
     "ask",
+    "ask_request",
     "compare",
     "defaults",
     "demo",

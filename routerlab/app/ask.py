@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -21,6 +22,7 @@ from routerlab.agents.errors import ConfigError, DatabaseError, UnknownComponent
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.tools import tools as tool_registry
 from routerlab.agents.turn_history import turn_from_trace
+from routerlab.app.ask_request import AskRequest, describe_validation_errors
 from routerlab.benchmarks.builtin import builtin_database_path
 from routerlab.conversation_store import ConversationStore, default_path, new_conversation_id
 
@@ -47,11 +49,6 @@ def check_request(
     Raises:
         ConfigError: Naming the option, what was expected and what was found.
     """
-    from pydantic import ValidationError
-
-    # here, not at the top: importing the serve package imports its server, which calls this module
-    from routerlab.serve.models import AskRequest, describe_validation_errors
-
     try:
         AskRequest(
             question=question,

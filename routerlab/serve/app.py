@@ -28,6 +28,7 @@ from routerlab.agents.paths import cache_writes
 from routerlab.agents.tools import DEFAULT_TOOLS
 from routerlab.agents.turn_history import turn_from_trace
 from routerlab.app.ask import check_agent
+from routerlab.app.ask_request import ROUTING_MODES, AskRequest, describe_body_error, describe_validation_errors
 from routerlab.benchmarks.builtin import builtin_database_path
 from routerlab.conversation_store import ConversationForbidden, ConversationStore, new_conversation_id
 from routerlab.serve.body_limit import BodyLimit, BodyTooLarge
@@ -35,7 +36,6 @@ from routerlab.serve.contract import routing_mode_used
 from routerlab.serve.envelope import ErrorCode, dump_json, envelope, error_envelope
 from routerlab.serve.files import FileAllowList
 from routerlab.serve.header_timeout import header_timeout_protocol
-from routerlab.serve.models import ROUTING_MODES, AskRequest, describe_body_error, describe_validation_errors
 from routerlab.serve.runs import ConversationBusyError, Run, RunRegistry, stream_run
 
 __all__ = ["API_PREFIX", "ServeSettings", "create_app", "serve"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from routerlab.serve.models import ROUTING_MODES
+from routerlab.app.ask_request import ROUTING_MODES
 
 __all__ = [
     "ICONS",

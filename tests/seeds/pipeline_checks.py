@@ -423,7 +423,7 @@ def _app_stream(db: str, question: str) -> list[dict[str, Any]]:
 
 def c002_request(ctx: dict[str, Any]) -> None:
     """``process_question_stream``: a request's progress events, then one completed event."""
-    from routerlab.serve.models import AskRequest
+    from routerlab.app.ask_request import AskRequest
 
     assert {"question", "conversation_id", "context_type", "routing_mode"} <= set(AskRequest.model_fields)
     events = list(Pipeline(routers.router.build("rules"), resolve_lm("scripted:basic")).stream(QUESTION, ctx["__db__"]))

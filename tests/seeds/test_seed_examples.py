@@ -779,7 +779,7 @@ SEED_002: dict[int, Status] = {
         "names",
         names={
             "process_question_stream": "routerlab.agents.graph:Pipeline.stream",
-            "conversation_id": "routerlab.serve.models:AskRequest",
+            "conversation_id": "routerlab.app.ask_request:AskRequest",
         },
         check=checks.c002_request,
     ),

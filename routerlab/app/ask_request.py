@@ -1,4 +1,8 @@
-"""The request body of the ask endpoints, and how its validation errors are reported."""
+"""A request to ``ask``: the body of the HTTP API's ask endpoints and ``routerlab ask``'s options, checked alike.
+
+How its validation errors are reported is here too; the server (:mod:`routerlab.serve`) and
+:mod:`routerlab.app.ask` both read it.
+"""
 
 from __future__ import annotations
 
