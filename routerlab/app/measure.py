@@ -123,6 +123,7 @@ def perf(
     if databases is not None:
         load_spider(str(databases), limit=1)  # a wrong folder is said now, not after minutes of measuring
     if tracking_uri:
+        # imported here: MLflow costs seconds at import, and a perf without MLflow never loads it
         from routerlab.eval.tracking import check_tracking_store, resolve_tracking_uri
 
         # as run does: a store that cannot take the figures is said before measuring, not after
