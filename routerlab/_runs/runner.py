@@ -342,6 +342,7 @@ class RouterRun:
             run_name=f"{self.router_name} {example.id}",
         )
         in_turn = example.conversation is None
+        later: dict[str, Any] = {"history": history} if history else {}  # a conversation's earlier turns
         trace = self.pipeline.run(
             example.question,
             example.db_path,
@@ -349,7 +350,7 @@ class RouterRun:
             oracle_intent=example.intent,
             clarification=_clarification(example),
             **common,
-            **({"history": history} if history else {}),
+            **later,
         )
         asked = turn_from_trace(example.question, trace)
         if in_turn or not example.user_reply or "asked" not in asked:

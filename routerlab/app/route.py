@@ -182,9 +182,12 @@ def route(
 
         check_tracking_store(resolve_tracking_uri(tracking_uri))
     # no store asked for: the decisions go to a temporary one, so the comparison is built the one way
-    scratch = tempfile.TemporaryDirectory(prefix="routerlab-route-") if store is None else None
-    # a bad --store path is refused before the model loads
-    results_store = ResultsStore(Path(scratch.name) / "results.duckdb" if scratch else store)
+    scratch: tempfile.TemporaryDirectory[str] | None = None
+    where = store
+    if where is None:
+        scratch = tempfile.TemporaryDirectory(prefix="routerlab-route-")
+        where = str(Path(scratch.name) / "results.duckdb")
+    results_store = ResultsStore(where)  # a bad --store path is refused before the model loads
     dataset = load_dataset(config)
     examples = select(dataset, config)
     model = resolve_lm(config.lm, api_base=config.lm_api_base)
