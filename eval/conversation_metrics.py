@@ -17,16 +17,12 @@ turns of one conversation are not independent, and attempts of one conversation 
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from routerlab.eval.rate import Rate, rate
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import cluster_bootstrap_ci
 
 __all__ = [
     "CONVERSATION_SCORERS",
@@ -74,30 +70,17 @@ class ConversationSummary:
         out: dict[str, float] = {"conversation.n": float(self.conversations)}
         for prefix, rates in (("question", self.per_question), ("conversation", self.per_conversation)):
             for name, r in rates.items():
-                if r.n:
-                    out |= _rate_metrics(f"{prefix}.{name}", r)
+                out |= r.metrics(f"{prefix}.{name}")
         for k, rates in self.per_turn.items():
             for name, r in rates.items():
-                if r.n:
-                    out |= _rate_metrics(f"turn.{_BUCKET_KEY.get(k, k)}.{name}", r)
+                out |= r.metrics(f"turn.{_BUCKET_KEY.get(k, k)}.{name}")
         return out
-
-
-def _rate_metrics(key: str, r: Rate) -> dict[str, float]:
-    return {key: r.value, f"{key}_ci_low": r.ci_low, f"{key}_ci_high": r.ci_high, f"{key}_n": float(r.n)}
 
 
 def _all_of(values: list[float | None]) -> float | None:
     if any(v is None for v in values):
         return None
     return 1.0 if all(v >= 1 - 1e-9 for v in values) else 0.0  # type: ignore[operator]
-
-
-def _rate_of(values: list[float], clusters: list[str]) -> Rate:
-    if not values:
-        return Rate(math.nan, 0, math.nan, math.nan)
-    low, high = cluster_bootstrap_ci(values, clusters)
-    return Rate(float(np.mean(values)), len(values), low, high)
 
 
 def conversation_summary(
@@ -133,7 +116,7 @@ def conversation_summary(
         scored = [
             (v, conv) for (conv, _), g in complete.items() if (v := _all_of([x.value(name) for x in g])) is not None
         ]
-        per_conversation[name] = _rate_of([v for v, _ in scored], [c for _, c in scored])
+        per_conversation[name] = Rate.of([v for v, _ in scored], [c for _, c in scored])
     return ConversationSummary(
         per_question={name: rate(ran, name) for name in scorers},
         per_turn={k: {name: rate(by_turn[k], name) for name in scorers} for k in TURN_BUCKETS if by_turn[k]},

@@ -312,8 +312,7 @@ def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
     }
     for s in scored_names(results):
         r = rate(results, s)
-        if r.n:
-            out |= {s: r.value, f"{s}_ci_low": r.ci_low, f"{s}_ci_high": r.ci_high, f"{s}_n": float(r.n)}
+        out |= r.metrics(s)
         if r.n_invalid:
             out[f"{s}_invalid"] = float(r.n_invalid)
         if r.n and _marks_empty(results, s):

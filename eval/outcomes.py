@@ -29,15 +29,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from routerlab.eval.conversation_metrics import conversation_summary
 from routerlab.eval.rate import Rate, cluster_of
 from routerlab.eval.robustness import Diversion, diversion_of_results
 from routerlab.eval.scorers.execution import EX_INTENTS
 from routerlab.eval.scorers.routing import asked
 from routerlab.eval.scoring import ExampleResult, did_run
-from routerlab.eval.stats import cluster_bootstrap_ci, cluster_bootstrap_ratio_ci
+from routerlab.eval.stats import cluster_bootstrap_ratio_ci
 
 __all__ = [
     "AskingAccount",
@@ -119,10 +117,7 @@ class AskingAccount:
             "asking.asked_unexpected": float(self.asked_unexpected),
             "asking.asks": float(self.asks),
         }
-        if self.asks_per_served.n:
-            a = self.asks_per_served
-            out |= {"asks_per_served": a.value}
-            out |= {"asks_per_served_ci_low": a.ci_low, "asks_per_served_ci_high": a.ci_high}
+        out |= self.asks_per_served.metrics("asks_per_served", with_n=False)
         if self.clarify_turns:
             out["asking.asked_expected_rate"] = self.asked_expected / self.clarify_turns
             out["asking.answered_directly_rate"] = self.answered_directly / self.clarify_turns
@@ -151,18 +146,7 @@ class OutcomeSummary:
 
     def metrics(self) -> dict[str, float]:
         """Flat MLflow metrics: ``served`` (with ``_ci_low|_ci_high|_n``) and ``asking.*``."""
-        out: dict[str, float] = {}
-        if self.served.n:
-            s = self.served
-            out |= {"served": s.value, "served_ci_low": s.ci_low, "served_ci_high": s.ci_high, "served_n": float(s.n)}
-        return out | self.asking.metrics()
-
-
-def _rate(values: list[float], clusters: list[str]) -> Rate:
-    if not values:
-        return _NONE
-    low, high = cluster_bootstrap_ci(values, clusters)
-    return Rate(float(np.mean(values)), len(values), low, high)
+        return self.served.metrics("served") | self.asking.metrics()
 
 
 def _per_served(asks: list[int], served_values: list[float], clusters: list[str]) -> Rate:
@@ -203,7 +187,7 @@ def outcome_summary(results: Sequence[ExampleResult]) -> OutcomeSummary | None:
     )
     conversations = conversation_summary(turns, ("ex",))
     return OutcomeSummary(
-        served=_rate([v for v, _, _ in scored], [c for _, c, _ in scored]),
+        served=Rate.of([v for v, _, _ in scored], [c for _, c, _ in scored]),
         question_ex=conversations.per_question.get("ex", _NONE) if conversations else _NONE,
         interaction_ex=conversations.per_conversation.get("ex", _NONE) if conversations else _NONE,
         asking=account,

@@ -1,19 +1,19 @@
 """A rate: the mean of one score over the examples it applies to, with its cluster-bootstrap CI.
 
-Its own module because both the run summary (:mod:`routerlab.eval.metrics`) and the
-conversation figures (:mod:`routerlab.eval.conversation_metrics`) are built on it.
+Its own module because the run summary (:mod:`routerlab.eval.metrics`), the conversation and
+outcome figures and the answer-or-abstain figures (:mod:`routerlab.eval.risk`) are all built on it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from routerlab.eval.scoring import ExampleResult
-from routerlab.eval.stats import cluster_bootstrap_ci
+from routerlab.eval.stats import bootstrap_ci, cluster_bootstrap_ci
 
 __all__ = ["Rate", "cluster_of", "empty_note", "rate"]
 
@@ -37,6 +37,24 @@ class Rate:
     ci_high: float
     n_invalid: int = 0
     n_empty: int = 0
+
+    @classmethod
+    def of(cls, values: Sequence[float], clusters: Sequence[object] | None = None, *, seed: int = 0) -> Rate:
+        """The mean of ``values`` with its CI, resampling ``clusters`` whole when given (NaN when empty)."""
+        if not values:
+            return cls(math.nan, 0, math.nan, math.nan)
+        if clusters is None:
+            low, high = bootstrap_ci(values, seed=seed)
+        else:
+            low, high = cluster_bootstrap_ci(values, clusters, seed=seed)
+        return cls(float(np.mean(values)), len(values), low, high)
+
+    def metrics(self, key: str, *, with_n: bool = True) -> dict[str, float]:
+        """``key``, ``<key>_ci_low``, ``<key>_ci_high`` (and ``<key>_n``) for MLflow; none without examples."""
+        if not self.n:
+            return {}
+        out = {key: self.value, f"{key}_ci_low": self.ci_low, f"{key}_ci_high": self.ci_high}
+        return out | {f"{key}_n": float(self.n)} if with_n else out
 
     def fmt(self) -> str:
         """``0.62 [0.51, 0.72]``, with `` (3 empty)`` when some matches are empty-equals-empty."""
@@ -77,8 +95,5 @@ def rate(results: Sequence[ExampleResult], scorer_name: str) -> Rate:
     """
     kept = [(v, cluster_of(r)) for r in results if (v := r.value(scorer_name)) is not None]
     invalid = sum(1 for r in results if (s := r.scores.get(scorer_name)) and s.detail.get("invalid"))
-    if not kept:
-        return Rate(math.nan, 0, math.nan, math.nan, invalid)
-    vals = [v for v, _ in kept]
-    low, high = cluster_bootstrap_ci(vals, [c for _, c in kept])
-    return Rate(float(np.mean(vals)), len(vals), low, high, invalid, _empty_matches(results, scorer_name))
+    mean = Rate.of([v for v, _ in kept], [c for _, c in kept])
+    return replace(mean, n_invalid=invalid, n_empty=_empty_matches(results, scorer_name))

@@ -17,22 +17,20 @@ only, so they do not change with the order in which routers ran.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-
 from routerlab.agents.trace import Trace
+from routerlab.eval.rate import Rate
 from routerlab.eval.scoring import ExampleResult
-from routerlab.eval.stats import bootstrap_ci
 
 __all__ = [
     "GOLD_CLASSES",
     "RESPONSES",
     "CostMatrix",
-    "RiskRate",
     "RiskSummary",
     "format_aurc",
     "gold_class",
@@ -155,29 +153,6 @@ def _rows(results: Sequence[ExampleResult], costs: CostMatrix) -> list[_Row]:
 
 
 @dataclass(frozen=True)
-class RiskRate:
-    """A mean over the examples it applies to, with its 95 % bootstrap CI."""
-
-    value: float
-    n: int
-    ci_low: float
-    ci_high: float
-
-    def fmt(self) -> str:
-        """``0.62 [0.51, 0.72] (n=40)``, or ``n/a``."""
-        if self.n == 0:
-            return "n/a"
-        return f"{self.value:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}]"
-
-
-def _rate(values: Sequence[float], seed: int) -> RiskRate:
-    if not values:
-        return RiskRate(math.nan, 0, math.nan, math.nan)
-    low, high = bootstrap_ci(values, seed=seed)
-    return RiskRate(float(np.mean(values)), len(values), low, high)
-
-
-@dataclass(frozen=True)
 class RiskSummary:
     """The answer-or-abstain figures of one run.
 
@@ -196,13 +171,13 @@ class RiskSummary:
         costs: The cost matrix used.
     """
 
-    coverage: RiskRate
-    answered_accuracy: RiskRate
-    answerable_answered: RiskRate
-    abstain_recall: RiskRate
-    abstain_precision: RiskRate
-    refuse_recall: RiskRate
-    penalty: RiskRate
+    coverage: Rate
+    answered_accuracy: Rate
+    answerable_answered: Rate
+    abstain_recall: Rate
+    abstain_precision: Rate
+    refuse_recall: Rate
+    penalty: Rate
     aurc: float
     counts: dict[str, int] = field(default_factory=dict)
     costs: CostMatrix = field(default_factory=CostMatrix)
@@ -216,9 +191,7 @@ class RiskSummary:
         out: dict[str, float] = {}
         for name in ("coverage", "answered_accuracy", "answerable_answered", "abstain_recall", "abstain_precision",
                      "refuse_recall", "penalty"):  # fmt: skip
-            r: RiskRate = getattr(self, name)
-            if r.n:
-                out |= {f"risk.{name}": r.value, f"risk.{name}_ci_low": r.ci_low, f"risk.{name}_ci_high": r.ci_high}
+            out |= getattr(self, name).metrics(f"risk.{name}", with_n=False)
         if math.isfinite(self.aurc):
             out["risk.aurc"] = self.aurc
         return out
@@ -267,14 +240,15 @@ def risk_summary(results: Sequence[ExampleResult], costs: CostMatrix | None = No
     rows = _rows(results, costs)
     data = [r for r in rows if r.gold in ("answerable", "unanswerable")]
     answered = [r for r in data if r.response == "answer"]
+    rate = functools.partial(Rate.of, seed=seed)
     return RiskSummary(
-        coverage=_rate([float(r.response == "answer") for r in data], seed),
-        answered_accuracy=_rate([float(r.correct) for r in answered], seed),
-        answerable_answered=_rate([float(r.response == "answer") for r in data if r.gold == "answerable"], seed),
-        abstain_recall=_rate([float(r.response == "abstain") for r in rows if r.gold == "unanswerable"], seed),
-        abstain_precision=_rate([float(r.gold == "unanswerable") for r in rows if r.response == "abstain"], seed),
-        refuse_recall=_rate([float(r.response == "refuse") for r in rows if r.gold == "must_refuse"], seed),
-        penalty=_rate([r.reward for r in rows], seed),
+        coverage=rate([float(r.response == "answer") for r in data]),
+        answered_accuracy=rate([float(r.correct) for r in answered]),
+        answerable_answered=rate([float(r.response == "answer") for r in data if r.gold == "answerable"]),
+        abstain_recall=rate([float(r.response == "abstain") for r in rows if r.gold == "unanswerable"]),
+        abstain_precision=rate([float(r.gold == "unanswerable") for r in rows if r.response == "abstain"]),
+        refuse_recall=rate([float(r.response == "refuse") for r in rows if r.gold == "must_refuse"]),
+        penalty=rate([r.reward for r in rows]),
         aurc=_aurc(risk_coverage(results, costs)),
         counts={g: sum(r.gold == g for r in rows) for g in ("answerable", "unanswerable", "must_refuse")},
         costs=costs,
