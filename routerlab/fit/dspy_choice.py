@@ -413,17 +413,14 @@ def _report(program: str, examples: Sequence[Example], lm: Any) -> dict[str, dic
             )
     for source, decisions in decided.items():
         row = summary_table({source: decisions}).iloc[0]
-        recalls = [float(v) for k, v in row.items() if str(k).startswith("recall_") and not math.isnan(float(v))]
         keep = {
             k: v
             for k, v in row.items()
-            if k == "n"
-            or k in ("accuracy", "ci_low", "ci_high", "diverted")
+            if k in ("n", "accuracy", "ci_low", "ci_high", "diverted", "macro_recall")
             or str(k).startswith(("recall_", "acc_", "n_"))
         }
         # an intent absent from the source has no recall (NaN): left out, so choice.json stays JSON
-        kept = {str(k): float(v) for k, v in keep.items() if not math.isnan(float(v))}
-        out[source] = kept | {"macro_recall": sum(recalls) / len(recalls) if recalls else math.nan}
+        out[source] = {str(k): float(v) for k, v in keep.items() if not math.isnan(float(v))}
     return out
 
 
