@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "hybrid_decisions": "hybrid_fit",
     "hybrid_grid": "hybrid_fit",
     "intent_correct": "objective",
+    "intent_weights": "objective",
     "load_choice_config": "dspy_choice",
     "new_program": "optimize",
     "optimize_router": "optimize",

@@ -48,7 +48,7 @@ from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.selection import schedule
 from routerlab.eval.robustness import diversion
 from routerlab.eval.stats import paired_cluster_bootstrap_diff
-from routerlab.fit.objective import SAFETY_INTENTS, RoutingObjective, routing_score
+from routerlab.fit.objective import RoutingObjective, intent_weights, routing_score
 from routerlab.fit.optimize import holdout_split, new_program, route_set, schema_texts, to_dspy_examples
 from routerlab.fit.optimizers import optimizer
 from routerlab.routers.dspy_router import check_checks, load_program, program_path, save_meta
@@ -158,9 +158,7 @@ def _correct(table: SelectionTable, name: str) -> list[bool]:
 
 def _contributions(gold: Sequence[str], correct: Sequence[bool], safety: float) -> list[float]:
     """Per-example terms whose mean is :func:`routing_score` (weights from ``gold``, docs/metrics.md §9)."""
-    n, counts = len(gold), Counter(gold)
-    total = sum(safety if k in SAFETY_INTENTS else 1.0 for k in counts)
-    weight = {k: 0.5 + 0.5 * n * (safety if k in SAFETY_INTENTS else 1.0) / (c * total) for k, c in counts.items()}
+    weight = intent_weights(gold, safety=safety)
     return [weight[g] * float(c) for g, c in zip(gold, correct, strict=True)]
 
 

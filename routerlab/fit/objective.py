@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SAFETY_INTENTS", "RoutingObjective", "intent_correct", "routing_score"]
+__all__ = ["SAFETY_INTENTS", "RoutingObjective", "intent_correct", "intent_weights", "routing_score"]
 
 SAFETY_INTENTS: tuple[str, ...] = ("clarify", "refuse")
 """Intents whose recall counts ``safety`` times as much in the balanced half of the score."""
@@ -33,6 +33,13 @@ SAFETY_INTENTS: tuple[str, ...] = ("clarify", "refuse")
 
 def _multiplier(intent: str, safety: float) -> float:
     return safety if intent in SAFETY_INTENTS else 1.0
+
+
+def intent_weights(gold: Sequence[str], *, safety: float = 2.0) -> dict[str, float]:
+    """Gold intent -> ``N * w_k`` (module docstring): the routing score is the mean of the right examples' weights."""
+    counts = Counter(gold)
+    total_m = sum(_multiplier(k, safety) for k in counts)
+    return {k: 0.5 + 0.5 * len(gold) * _multiplier(k, safety) / (c * total_m) for k, c in counts.items()}
 
 
 def routing_score(gold: Sequence[str], correct: Sequence[bool], *, safety: float = 2.0) -> float:
@@ -95,10 +102,7 @@ class RoutingObjective:
             raise ValueError("the objective needs a non-empty split to weigh its intents")
         if safety <= 0:
             raise ValueError(f"safety must be positive, got {safety}")
-        counts = Counter(intents)
-        n = len(intents)
-        total_m = sum(_multiplier(k, safety) for k in counts)
-        raw = {k: 0.5 / n + 0.5 * _multiplier(k, safety) / (c * total_m) for k, c in counts.items()}
+        raw = intent_weights(intents, safety=safety)
         top = max(raw.values())
         return cls({k: v / top for k, v in sorted(raw.items())}, safety)
 
