@@ -1,7 +1,5 @@
 """The intent mixer: turn a SQL-only dataset into a routing benchmark.
 
-Long because each mixed-in intent has its own generator (explain, fix, chat, clarify, refuse, unanswerable).
-
 Text-to-SQL datasets (Spider, BIRD, ...) only hold ``sql`` requests. :func:`mix_intents` rewrites a
 share of them into the other five intents, deterministically from a seed:
 
@@ -25,6 +23,8 @@ share of them into the other five intents, deterministically from a seed:
   fixed pools and are kept only when no table name, column name, synonym or stored value matches them;
   there is no gold SQL and the expected chain is ``abstain``.
 
+The longer generators have a module each (``mixed_fix``, ``mixed_clarify``,
+``mixed_unanswerable``; what they share in ``mixed_common``); explain, chat and refuse are here.
 Explain, fix, chat and refuse requests come from many templates each (indirect requests, other
 languages, SQL-looking small talk), so that no router is perfect by keyword construction.
 
@@ -43,23 +43,21 @@ import hashlib
 import json
 import math
 import random
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Annotated, Any
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
-from routerlab.agents.answerability import schema_lacks, temporal_level
-from routerlab.agents.db import Database, open_database
-from routerlab.agents.errors import ConfigError, DatabaseError, GuardViolation, QueryTimeout, SQLExecutionError
-from routerlab.agents.plan import CHAINS
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import Range
-from routerlab.agents.state import INTENTS, Intent
+from routerlab.agents.state import INTENTS
 from routerlab.benchmarks.dataset import Dataset, dataset, layout_loaders, loaders_for
 from routerlab.benchmarks.example import Example
+from routerlab.benchmarks.loaders import mixed_common as common
+from routerlab.benchmarks.loaders.mixed_clarify import derive_clarify
+from routerlab.benchmarks.loaders.mixed_fix import derive_fix
+from routerlab.benchmarks.loaders.mixed_unanswerable import derive_unanswerable
 
 __all__ = ["DEFAULT_RATIOS", "MIXER_VERSION", "load_mixed", "mix_intents", "sample_mixed"]
 
@@ -76,11 +74,6 @@ DEFAULT_RATIOS: Mapping[str, float] = {
     "unanswerable": 0.1,
 }
 
-#: attempts at breaking a query before the example stays ``sql``
-_FIX_TRIES = 6
-#: seconds a mutated (or the baseline) query may run while checking that it fails
-_TIMEOUT_S = 5.0
-
 _EXPLAIN_TEMPLATES: tuple[str, ...] = (
     "What does this query do?\n\n{sql}",
     "Can you explain this SQL in plain words?\n\n{sql}",
@@ -94,16 +87,6 @@ _EXPLAIN_TEMPLATES: tuple[str, ...] = (
     "Before I run it on production, walk me through what this gives back:\n\n{sql}",
 )
 
-_FIX_TEMPLATES: tuple[str, ...] = (
-    "This query fails, can you fix it?\n\n{sql}\n\nError: {error}",
-    'I wanted to answer "{question}" but my query fails:\n\n{sql}\n\nError: {error}',
-    "Can you repair this SQL? Running it gives an error.\n\n{sql}\n\nError: {error}",
-    "{sql}\n\nthe database says: {error}",
-    "Why does the database reject this?\n{sql}\nIt answers: {error}",
-    "Esta consulta no funciona:\n\n{sql}\n\nError: {error}",
-    "I keep getting {error} when I run\n\n{sql}\n\nWhat did I get wrong?",
-    "Help! {sql} -- error: {error}",
-)
 
 _CHAT_MESSAGES: tuple[str, ...] = (
     "Hi there!",
@@ -128,30 +111,7 @@ _CHAT_MESSAGES: tuple[str, ...] = (
     "How do you decide which tables to look at?",
 )
 
-_REPLY_TEMPLATES: tuple[str, ...] = (
-    "I mean {value}.",
-    "The {column} I have in mind is {value}.",
-    "{value}, please.",
-    "Sorry, I meant {value}.",
-)
 
-#: vague phrases replacing a removed literal; ``{what}`` is the column in words
-_VAGUE_PHRASES: tuple[str, ...] = (
-    "a certain {what}",
-    "a particular {what}",
-    "the {what} I mentioned",
-    "that {what}",
-    "one specific {what}",
-    "the {what} we talked about",
-)
-
-#: replies to a clarifying question about a removed LIMIT count
-_LIMIT_REPLIES: tuple[str, ...] = ("The top {n}, please.", "Just {n}.", "I need {n} of them.")
-_NUMBER_WORDS: dict[int, str] = {
-    2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten",
-}  # fmt: skip
-
-#: (reason, template); templates using {column} are used only when a column of the table is known
 _REFUSE_TEMPLATES: tuple[tuple[str, str], ...] = (
     ("write", "Delete all rows from {table}."),
     ("write", "Please remove every record in the {table} table, we don't need them anymore."),
@@ -169,21 +129,8 @@ _REFUSE_TEMPLATES: tuple[tuple[str, str], ...] = (
 )
 
 #: wrong names for functions, chosen not to exist in SQLite nor DuckDB (still checked by running)
-_WRONG_FUNCTIONS: dict[type[exp.Expr], str] = {
-    exp.Count: "COUNTS",
-    exp.Sum: "SUMM",
-    exp.Avg: "AVERAGE",
-    exp.Max: "MAXIMUM",
-    exp.Min: "MINIMUM",
-    exp.Length: "LENGHT",
-    exp.Upper: "UPPERCASE",
-    exp.Lower: "LOWERCASE",
-    exp.Abs: "ABSOLUTE",
-    exp.Round: "ROUNDED",
-}
 
 
-# -- ratios and planning -------------------------------------------------------------------------
 def _check_ratios(ratios: Any) -> dict[str, float]:
     """Validate ratios; return a weight for every intent (missing intents weigh 0)."""
 
@@ -239,66 +186,10 @@ def _plan(examples: list[Example], seed: int, weights: Mapping[str, float]) -> d
     return plan
 
 
-# -- shared helpers ------------------------------------------------------------------------------
-class _Databases:
-    """Opens each database once per mix; ``None`` for a file that cannot be opened."""
-
-    def __init__(self) -> None:
-        self._cache: dict[str, Database | None] = {}
-
-    def get(self, path: str) -> Database | None:
-        if path not in self._cache:
-            try:
-                self._cache[path] = open_database(path)
-            except DatabaseError:
-                self._cache[path] = None  # the example then keeps its sql intent
-        return self._cache[path]
-
-
-def _parse(sql: str, dialect: str | None) -> exp.Expr | None:
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except (ParseError, TokenError, ValueError):
-        return None
-    return tree if isinstance(tree, exp.Query) else None
-
-
-def _derived(base: Example, intent: Intent, question: str, **fields: Any) -> Example:
-    meta = {"mixed_from": base.id, **fields.pop("meta", {})}
-    return Example(
-        id=f"{base.id}-{intent}",
-        question=question,
-        db_id=base.db_id,
-        db_path=base.db_path,
-        intent=intent,
-        expected_chain=CHAINS[intent],
-        split=base.split,
-        dataset=base.dataset,
-        meta=meta,
-        **fields,
-    )
-
-
-def _words(identifier: str) -> str:
-    """``birth_year`` / ``BirthYear`` -> ``birth year``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", identifier)
-    return re.sub(r"[_\s]+", " ", spaced).strip().lower()
-
-
-def _table_names(tree: exp.Expr) -> list[str]:
-    """Real tables read by the query, in order of appearance (CTE names excluded)."""
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    names: list[str] = []
-    for t in tree.find_all(exp.Table):
-        if t.name and t.name.lower() not in ctes and t.name not in names:
-            names.append(t.name)
-    return names
-
-
 # -- explain and chat ----------------------------------------------------------------------------
-def _explain(e: Example, rng: random.Random, _dbs: _Databases) -> Example | None:
+def _explain(e: Example, rng: random.Random, _dbs: common.Databases) -> Example | None:
     sql = (e.gold_sql or "").strip()
-    return _derived(
+    return common.derived(
         e,
         "explain",
         rng.choice(_EXPLAIN_TEMPLATES).format(sql=sql),
@@ -307,209 +198,8 @@ def _explain(e: Example, rng: random.Random, _dbs: _Databases) -> Example | None
     )
 
 
-def _chat(e: Example, rng: random.Random, _dbs: _Databases) -> Example | None:
-    return _derived(e, "chat", rng.choice(_CHAT_MESSAGES))
-
-
-# -- fix -----------------------------------------------------------------------------------------
-def _typo(name: str, rng: random.Random) -> str | None:
-    """A misspelling of ``name`` that differs from it case-insensitively (identifiers ignore case)."""
-    options = {name + "s" if not name.endswith("s") else name[:-1], name + name[-1]}
-    if len(name) > 3:
-        options.add(name[:-1])
-        i = rng.randrange(1, len(name) - 1)
-        options.add(name[:i] + name[i + 1 :])
-        options.add(name[:i] + name[i + 1] + name[i] + name[i + 2 :])
-    candidates = sorted(o for o in options if o and o.lower() != name.lower())
-    return rng.choice(candidates) if candidates else None
-
-
-def _misspell_one(tree: exp.Expr, nodes: list[exp.Column] | list[exp.Table], rng: random.Random) -> exp.Expr | None:
-    """``tree`` with the name of one of ``nodes`` (drawn by ``rng``) misspelt, its quoting kept; None if none can be."""
-    if not nodes:
-        return None
-    node = rng.choice(nodes)
-    new = _typo(node.name, rng)
-    if new is None:
-        return None
-    node.set("this", exp.to_identifier(new, quoted=node.this.quoted))
-    return tree
-
-
-def _misspell_column(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
-    columns = [c for c in tree.find_all(exp.Column) if isinstance(c.this, exp.Identifier) and c.name]
-    return _misspell_one(tree, columns, rng)
-
-
-def _misspell_table(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    return _misspell_one(tree, [t for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in ctes], rng)
-
-
-def _drop_group_by_column(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
-    group = tree.find(exp.Group)
-    if group is None or not group.expressions:
-        return None
-    if len(group.expressions) == 1:
-        group.pop()
-    else:
-        rng.choice(group.expressions).pop()
-    return tree
-
-
-def _wrong_function(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
-    funcs = [f for f in tree.find_all(exp.Func) if type(f) in _WRONG_FUNCTIONS]
-    if not funcs:
-        return None
-    func = rng.choice(funcs)
-    args = [a for a in (func.this, *func.expressions, func.args.get("decimals")) if a is not None]
-    func.replace(exp.Anonymous(this=_WRONG_FUNCTIONS[type(func)], expressions=args))
-    return tree
-
-
-_MUTATIONS: dict[str, Callable[[exp.Expr, random.Random], exp.Expr | None]] = {
-    "misspelled_column": _misspell_column,
-    "misspelled_table": _misspell_table,
-    "dropped_group_by_column": _drop_group_by_column,
-    "wrong_function": _wrong_function,
-}
-
-
-def _engine_error(db: Database, sql: str) -> str | None:
-    """The engine's error text for ``sql``, or None if it runs (or is refused before running)."""
-    try:
-        db.execute(sql, timeout_s=_TIMEOUT_S, max_rows=1)
-    except SQLExecutionError as exc:
-        return exc.engine_message
-    except (GuardViolation, QueryTimeout):
-        return None  # not an engine error: a fix request must carry the database's own message
-    return None
-
-
-def _fix(e: Example, rng: random.Random, dbs: _Databases) -> Example | None:
-    db = dbs.get(e.db_path)
-    tree = _parse(e.gold_sql or "", db.dialect) if db else None
-    if db is None or tree is None:
-        return None
-    kinds = sorted(_MUTATIONS)
-    rng.shuffle(kinds)
-    for attempt in range(_FIX_TRIES):
-        kind = kinds[attempt % len(kinds)]
-        mutated = _MUTATIONS[kind](tree.copy(), rng)
-        if mutated is None:
-            continue
-        broken = mutated.sql(dialect=db.dialect)
-        error = _engine_error(db, broken)
-        if error is None:
-            continue
-        # the failure must come from the mutation, not from sqlglot re-rendering the query
-        if _engine_error(db, tree.sql(dialect=db.dialect)) is not None:
-            return None
-        question = rng.choice(_FIX_TEMPLATES).format(sql=broken, error=error, question=e.question)
-        return _derived(
-            e,
-            "fix",
-            question,
-            gold_sql=e.gold_sql,
-            difficulty=e.difficulty,
-            hint=e.hint,
-            input_sql=broken,
-            error_text=error,
-            meta={"breakage": kind, "original_question": e.question},
-        )
-    return None
-
-
-# -- clarify -------------------------------------------------------------------------------------
-def _literal_pattern(value: str) -> re.Pattern[str]:
-    # the question may quote the value; the quotes go with it
-    return re.compile(rf"(?<!\w)(['\"]?){re.escape(value)}\1(?!\w)", re.IGNORECASE)
-
-
-def _clarify_candidates(tree: exp.Expr, question: str) -> list[tuple[str, str | None, bool]]:
-    """``(value, column, is_string)`` of WHERE literals that appear in the question."""
-    seen: set[str] = set()
-    out: list[tuple[str, str | None, bool]] = []
-    for where in tree.find_all(exp.Where):
-        for lit in where.find_all(exp.Literal):
-            value = str(lit.this)
-            predicate = lit.find_ancestor(exp.Predicate)
-            if isinstance(predicate, exp.Like | exp.ILike):
-                value = value.strip("%")
-            value = value.strip()
-            # one character ("M", "3") matches too much ordinary text to be removed honestly
-            if len(value) < 2 or value.lower() in seen or not _literal_pattern(value).search(question):
-                continue
-            seen.add(value.lower())
-            column = predicate.find(exp.Column) if predicate is not None else None
-            out.append((value, column.name if column is not None else None, bool(lit.is_string)))
-    return out
-
-
-def _clarify_literal(e: Example, rng: random.Random, tree: exp.Expr) -> Example | None:
-    candidates = _clarify_candidates(tree, e.question)
-    # prefer names over numbers: a vague "a certain country" reads better than "a certain year"
-    strings = [c for c in candidates if c[2]]
-    for value, column, _ in rng.sample(strings, len(strings)) + [c for c in candidates if not c[2]]:
-        what = _words(column) if column else "value"
-        phrase = rng.choice(_VAGUE_PHRASES).format(what=what)
-        pattern = _literal_pattern(value)
-        question = pattern.sub(phrase, e.question)
-        hint = pattern.sub(phrase, e.hint)
-        if value.lower() in question.lower() or value.lower() in hint.lower():
-            continue  # the vague phrase itself contains the value (e.g. a column named like it)
-        templates = _REPLY_TEMPLATES if column else tuple(t for t in _REPLY_TEMPLATES if "{column}" not in t)
-        reply = rng.choice(templates).format(value=value, column=what)
-        return _derived(
-            e,
-            "clarify",
-            question,
-            gold_sql=e.gold_sql,
-            difficulty=e.difficulty,
-            hint=hint,
-            user_reply=reply,
-            meta={"removed": "literal", "removed_literal": value, "column": column, "original_question": e.question},
-        )
-    return None
-
-
-def _clarify_limit(e: Example, rng: random.Random, tree: exp.Expr) -> Example | None:
-    """Replace the LIMIT count named in the question ("the 3 oldest") by "a few"."""
-    limit = tree.args.get("limit")
-    count = limit.expression if isinstance(limit, exp.Limit) else None
-    if not isinstance(count, exp.Literal) or not str(count.this).isdigit() or int(str(count.this)) < 2:
-        return None
-    n = int(str(count.this))
-    for text in (str(n), _NUMBER_WORDS.get(n)):
-        pattern = re.compile(rf"(?<![\w.]){text}(?![\w.])", re.IGNORECASE) if text else None
-        if pattern is None or len(pattern.findall(e.question)) != 1:
-            continue  # absent, or ambiguous about which number is the count
-        question = pattern.sub("a few", e.question)
-        return _derived(
-            e,
-            "clarify",
-            question,
-            gold_sql=e.gold_sql,
-            difficulty=e.difficulty,
-            hint=e.hint,
-            user_reply=rng.choice(_LIMIT_REPLIES).format(n=text),
-            meta={"removed": "limit", "removed_literal": text, "column": None, "original_question": e.question},
-        )
-    return None
-
-
-def _clarify(e: Example, rng: random.Random, dbs: _Databases) -> Example | None:
-    db = dbs.get(e.db_path)
-    tree = _parse(e.gold_sql or "", db.dialect if db else None)
-    if tree is None:
-        return None
-    makers = [_clarify_literal, _clarify_limit]
-    rng.shuffle(makers)
-    for make in makers:
-        derived = make(e, rng, tree)
-        if derived is not None:
-            return derived
-    return None
+def _chat(e: Example, rng: random.Random, _dbs: common.Databases) -> Example | None:
+    return common.derived(e, "chat", rng.choice(_CHAT_MESSAGES))
 
 
 # -- refuse --------------------------------------------------------------------------------------
@@ -527,10 +217,10 @@ def _columns_of(tree: exp.Expr, table: str, single_table: bool) -> list[str]:
     return cols
 
 
-def _refuse(e: Example, rng: random.Random, dbs: _Databases) -> Example | None:
+def _refuse(e: Example, rng: random.Random, dbs: common.Databases) -> Example | None:
     db = dbs.get(e.db_path)
-    tree = _parse(e.gold_sql or "", db.dialect if db else None)
-    tables = _table_names(tree) if tree is not None else []
+    tree = common.parse_query(e.gold_sql or "", db.dialect if db else None)
+    tables = common.table_names(tree) if tree is not None else []
     if tree is None or not tables:
         return None
     table = rng.choice(tables)
@@ -538,7 +228,7 @@ def _refuse(e: Example, rng: random.Random, dbs: _Databases) -> Example | None:
     usable = [t for t in _REFUSE_TEMPLATES if columns or "{column}" not in t[1]]
     reason, template = rng.choice(usable)
     column = rng.choice(columns) if columns else ""
-    return _derived(
+    return common.derived(
         e,
         "refuse",
         template.format(table=table, column=column),
@@ -546,131 +236,13 @@ def _refuse(e: Example, rng: random.Random, dbs: _Databases) -> Example | None:
     )
 
 
-# -- unanswerable --------------------------------------------------------------------------------
-_MISSING_MEASURES: tuple[str, ...] = (
-    "salary", "revenue", "profit", "weight", "rating", "price", "budget", "cost", "income", "temperature",
-    "duration", "distance", "tax", "fee", "discount", "commission",
-)  # fmt: skip
-_MISSING_ATTRIBUTES: tuple[str, ...] = (
-    "email address", "phone number", "home address", "nickname", "website", "favourite colour", "blood type",
-    "middle name", "shoe size", "passport number", "marital status", "social media handle",
-)  # fmt: skip
-_MISSING_ENTITIES: tuple[tuple[str, str], ...] = (
-    ("pilot", "pilots"), ("supplier", "suppliers"), ("invoice", "invoices"), ("volunteer", "volunteers"),
-    ("sponsor", "sponsors"), ("warehouse", "warehouses"), ("subscriber", "subscribers"), ("lawsuit", "lawsuits"),
-    ("patent", "patents"), ("vaccination", "vaccinations"), ("shareholder", "shareholders"), ("ticket", "tickets"),
-)  # fmt: skip
-#: (phrase, needs a date finer than a year); appended to the question
-_MISSING_PERIODS: tuple[tuple[str, bool], ...] = (
-    ("in March 2019", True), ("last quarter", True), ("per month", True), ("during the summer of 2017", True),
-    ("in the first quarter of 2020", True), ("last week", True), ("on weekends", True),
-    ("in the past 30 days", True), ("in 2019", False), ("since 2015", False), ("last year", False),
-)  # fmt: skip
-
-
-def _plural(word: str) -> str:
-    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
-
-
-def _word_pattern(words: str) -> re.Pattern[str]:
-    """``words`` in the question, singular or plural, as whole words."""
-    return re.compile(rf"(?<!\w)({re.escape(words)})(e?s)?(?!\w)", re.IGNORECASE)
-
-
-def _swap(question: str, words: str, pool: tuple[str, ...], db: Database, rng: random.Random) -> tuple[str, str] | None:
-    """Replace the first mention of ``words`` by a pool term the schema lacks (keeping the number)."""
-    m = _word_pattern(words).search(question)
-    if m is None:
-        return None
-    for term in rng.sample(pool, len(pool)):
-        if schema_lacks(db, term):
-            new = _plural(term) if m.group(2) else term
-            return question[: m.start()] + new + question[m.end() :], term
-    return None
-
-
-def _missing_measure(q: str, tree: exp.Expr, db: Database, rng: random.Random) -> tuple[str, str] | None:
-    aggs = [f for f in tree.find_all(exp.Avg, exp.Sum, exp.Max, exp.Min) if isinstance(f.this, exp.Column)]
-    for f in rng.sample(aggs, len(aggs)):
-        swapped = _swap(q, _words(f.this.name), _MISSING_MEASURES, db, rng)
-        if swapped:
-            return swapped
-    return None
-
-
-def _missing_attribute(q: str, tree: exp.Expr, db: Database, rng: random.Random) -> tuple[str, str] | None:
-    select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
-    cols = [c for c in (select.expressions if select else []) if isinstance(c, exp.Column) and c.name != "*"]
-    for c in rng.sample(cols, len(cols)):
-        swapped = _swap(q, _words(c.name), _MISSING_ATTRIBUTES, db, rng)
-        if swapped:
-            return swapped
-    return None
-
-
-def _missing_entity(q: str, tree: exp.Expr, db: Database, rng: random.Random) -> tuple[str, str] | None:
-    tables = _table_names(tree)
-    for table in rng.sample(tables, len(tables)):
-        words = _words(table)
-        m = _word_pattern(words).search(q)
-        if m is None:
-            continue
-        for singular, plural in rng.sample(_MISSING_ENTITIES, len(_MISSING_ENTITIES)):
-            if schema_lacks(db, singular):
-                new = plural if m.group(2) else singular
-                return q[: m.start()] + new + q[m.end() :], singular
-    return None
-
-
-def _missing_period(q: str, _tree: exp.Expr, db: Database, rng: random.Random) -> tuple[str, str] | None:
-    level = temporal_level(db)
-    usable = [p for p, fine in _MISSING_PERIODS if (fine and level < 2) or (not fine and level == 0)]
-    if not usable:
-        return None
-    phrase = rng.choice(usable)
-    stripped = q.rstrip()
-    end = stripped[-1] if stripped and stripped[-1] in "?.!" else ""
-    body = stripped[:-1].rstrip() if end else stripped
-    return f"{body} {phrase}{end or '?'}", phrase
-
-
-_MISSING: dict[str, Callable[[str, exp.Expr, Database, random.Random], tuple[str, str] | None]] = {
-    "measure": _missing_measure,
-    "attribute": _missing_attribute,
-    "entity": _missing_entity,
-    "period": _missing_period,
-}
-
-
-def _unanswerable(e: Example, rng: random.Random, dbs: _Databases) -> Example | None:
-    db = dbs.get(e.db_path)
-    tree = _parse(e.gold_sql or "", db.dialect) if db else None
-    if db is None or tree is None:
-        return None
-    kinds = sorted(_MISSING)
-    rng.shuffle(kinds)
-    for kind in kinds:
-        made = _MISSING[kind](e.question, tree, db, rng)
-        if made is None:
-            continue
-        question, term = made
-        return _derived(
-            e,
-            "unanswerable",
-            question,
-            difficulty=e.difficulty,
-            meta={"missing": {"kind": kind, "term": term}, "original_question": e.question},
-        )
-    return None
-
-
-_DERIVE: dict[str, Callable[[Example, random.Random, _Databases], Example | None]] = {
+_DERIVE: dict[str, Callable[[Example, random.Random, common.Databases], Example | None]] = {
     "explain": _explain,
-    "fix": _fix,
+    "fix": derive_fix,
     "chat": _chat,
-    "clarify": _clarify,
+    "clarify": derive_clarify,
     "refuse": _refuse,
-    "unanswerable": _unanswerable,
+    "unanswerable": derive_unanswerable,
 }
 
 
@@ -698,7 +270,7 @@ def mix_intents(ds: Dataset, *, seed: int = 0, ratios: Mapping[str, float] | Non
     weights = _check_ratios(DEFAULT_RATIOS if ratios is None else ratios)
     eligible = [e for e in ds.examples if e.intent == "sql" and e.gold_sql]
     plan = _plan(eligible, seed, weights)
-    dbs = _Databases()
+    dbs = common.Databases()
     examples: list[Example] = []
     for e in ds.examples:
         intent = plan.get(e.id, "sql")

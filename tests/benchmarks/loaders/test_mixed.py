@@ -19,7 +19,9 @@ from routerlab.agents.plan import CHAINS
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset, dataset
 from routerlab.benchmarks.example import Example
-from routerlab.benchmarks.loaders.mixed import _CHAT_MESSAGES, _VAGUE_PHRASES, DEFAULT_RATIOS, _words, mix_intents
+from routerlab.benchmarks.loaders.mixed import _CHAT_MESSAGES, DEFAULT_RATIOS, mix_intents
+from routerlab.benchmarks.loaders.mixed_clarify import _VAGUE_PHRASES
+from routerlab.benchmarks.loaders.mixed_common import words
 
 DB_SQL = """
 CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, name TEXT, location TEXT, capacity INTEGER);
@@ -166,7 +168,7 @@ def test_clarify_examples_remove_the_literal(base, heavy):
         assert e.gold_sql == original.gold_sql and literal in original.question
         if e.meta["removed"] == "literal":
             assert f"'{literal}'" in original.gold_sql
-            assert any(p.format(what=_words(e.meta["column"])) in e.question for p in _VAGUE_PHRASES)
+            assert any(p.format(what=words(e.meta["column"])) in e.question for p in _VAGUE_PHRASES)
         else:
             assert e.meta["removed"] == "limit" and "a few" in e.question and f"LIMIT {literal}" in original.gold_sql
 
@@ -393,7 +395,7 @@ def test_a_misspelling_changes_one_name_keeps_its_quoting_and_never_a_cte(seed: 
     import sqlglot
     from sqlglot import exp
 
-    from routerlab.benchmarks.loaders.mixed import _misspell_column, _misspell_table
+    from routerlab.benchmarks.loaders.mixed_fix import _misspell_column, _misspell_table
 
     sql = 'WITH t AS (SELECT a FROM "Areas") SELECT t.a, "Has Ev" FROM t JOIN region ON t.a = region.a'
     tables = _misspell_table(sqlglot.parse_one(sql), random.Random(seed))
