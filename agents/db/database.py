@@ -271,7 +271,7 @@ class Database:
             q = _quote(name)
             count = int(self._raw(f"SELECT count(*) FROM {q}")[0][0])
             cols = tuple(
-                ColumnInfo(c.name, c.type, c.primary_key, tuple(self._examples(name, c.name, 3))) for c in bare
+                ColumnInfo(c.name, c.type, c.primary_key, tuple(self.example_values(name, c.name))) for c in bare
             )
             out.append(TableInfo(name, cols, tuple(fks), count))
         return out
@@ -314,17 +314,14 @@ class Database:
         ]
         return cols, fks
 
-    def _examples(self, table: str, column: str, k: int) -> list[Any]:
+    def example_values(self, table: str, column: str, k: int = 3) -> list[Any]:
+        """Distinct non-null values of a column, most frequent first (ties by text)."""
         q, c = _quote(table), _quote(column)
         rows = self._raw(
             f"SELECT {c}, count(*) AS n FROM {q} WHERE {c} IS NOT NULL GROUP BY {c} "
             f"ORDER BY n DESC, CAST({c} AS VARCHAR) LIMIT {int(k)}"
         )
         return [_jsonable(r[0], 40) for r in rows]
-
-    def example_values(self, table: str, column: str, k: int = 3) -> list[Any]:
-        """Distinct non-null values of a column, most frequent first (ties by text)."""
-        return self._examples(table, column, k)
 
     def schema_text(
         self, tables: list[str] | None = None, example_values: int = 3, *, foreign_keys: bool = True
