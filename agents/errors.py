@@ -11,6 +11,7 @@ Two branches hang off :class:`RouterlabError`:
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "ToolError",
     "UnknownComponentError",
     "not_utf8",
+    "reject_unknown_keys",
 ]
 
 
@@ -118,6 +120,18 @@ class ContractError(RunError):
     """A component or graph breaks a contract checked when it is built."""
 
     error_class = "contract_error"
+
+
+def reject_unknown_keys(what: str, given: Mapping[str, Any], allowed: Collection[str]) -> None:
+    """Raise ``ContractError`` when ``given`` has keys outside ``allowed`` (``what``: ``retry_policy``...)."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ContractError(
+            f"unknown {what} keys {unknown}",
+            expected=f"keys among {sorted(allowed)}",
+            found=str(sorted(given)),
+            fix="drop or rename them",
+        )
 
 
 def not_utf8(

@@ -29,7 +29,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ValidationError
 
-from routerlab.agents.errors import ContractError
+from routerlab.agents.errors import ContractError, reject_unknown_keys
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.prebuilt_messages import ToolCall, add_messages, merged, to_chat, to_messages
 from routerlab.agents.prebuilt_tools import BaseTool, StructuredTool, tool, tool_content
@@ -112,14 +112,7 @@ def _retry(policy: Mapping[str, Any] | None) -> RetryPolicy:
 
 def _config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     given = dict(config or {})
-    unknown = sorted(set(given) - RUNNABLE_CONFIG_KEYS)
-    if unknown:
-        raise ContractError(
-            f"unknown RunnableConfig keys {unknown}",
-            expected=f"keys among {sorted(RUNNABLE_CONFIG_KEYS)}",
-            found=str(sorted(given)),
-            fix="drop or rename them",
-        )
+    reject_unknown_keys("RunnableConfig", given, RUNNABLE_CONFIG_KEYS)
     return given
 
 

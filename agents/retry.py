@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 
 from langgraph.types import RetryPolicy as LangGraphRetryPolicy
 
-from routerlab.agents.errors import ContractError
+from routerlab.agents.errors import ContractError, reject_unknown_keys
 
 __all__ = [
     "RETRY_KEYS",
@@ -75,14 +75,7 @@ def merge_retry_policy(given: Mapping[str, Any] | None, defaults: RetryPolicy) -
             ``retry_on`` that is neither exception types nor a function.
     """
     given = dict(given or {})
-    unknown = sorted(set(given) - RETRY_KEYS)
-    if unknown:
-        raise ContractError(
-            f"unknown retry_policy keys {unknown}",
-            expected=f"keys among {sorted(RETRY_KEYS)}",
-            found=str(sorted(given)),
-            fix="drop or rename them",
-        )
+    reject_unknown_keys("retry_policy", given, RETRY_KEYS)
     merged: dict[str, Any] = {**defaults, **given}
     if int(merged["max_attempts"]) < 1 or float(merged["initial_interval"]) < 0:
         raise ContractError(

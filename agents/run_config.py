@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from routerlab.agents.errors import ContractError
+from routerlab.agents.errors import ContractError, reject_unknown_keys
 
 __all__ = ["RUNNABLE_CONFIG_KEYS", "langgraph_run_config"]
 
@@ -46,14 +46,7 @@ def langgraph_run_config(
         ContractError: For an unknown key, or a ``configurable`` that is not a dict.
     """
     cfg_in = dict(given or {})
-    unknown = sorted(set(cfg_in) - RUNNABLE_CONFIG_KEYS)
-    if unknown:
-        raise ContractError(
-            f"unknown RunnableConfig keys {unknown}",
-            expected=f"keys among {sorted(RUNNABLE_CONFIG_KEYS)}",
-            found=str(sorted(cfg_in)),
-            fix="drop or rename them",
-        )
+    reject_unknown_keys("RunnableConfig", cfg_in, RUNNABLE_CONFIG_KEYS)
     configurable = cfg_in.get("configurable") or {}
     if not isinstance(configurable, Mapping):
         raise ContractError(

@@ -24,7 +24,7 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self
 
-from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.errors import ContractError, ToolError, reject_unknown_keys
 from routerlab.agents.swarm.tools import FunctionTool
 from routerlab.agents.tools.base import Tool
 
@@ -46,14 +46,7 @@ def _check_params(params: Any) -> dict[str, Any]:
             fix="give exactly one of command and url",
         )
     allowed = _STDIO_KEYS if "command" in params else _HTTP_KEYS
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise ContractError(
-            f"unknown MCPServer keys {unknown}",
-            expected=f"keys among {sorted(allowed)}",
-            found=str(sorted(params)),
-            fix="drop or rename them",
-        )
+    reject_unknown_keys("MCPServer", params, allowed)
     return dict(params)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from routerlab.agents.errors import ContractError, ToolError
+from routerlab.agents.errors import ContractError, ToolError, reject_unknown_keys
 from routerlab.agents.tools.schema import InjectedStore
 from routerlab.agents.tools.text_index import Embedder, Ranking, load_embedder, rank_texts
 
@@ -207,14 +207,7 @@ class MemoryStore:
         self._data: dict[str, dict[str, Any]] = copy.deepcopy({k: dict(v) for k, v in (snapshot or {}).items()})
         self.changed = False
         config = dict(index or {})
-        unknown = sorted(set(config) - {"embed", "dims", "fields"})
-        if unknown:
-            raise ContractError(
-                f"unknown store index keys {unknown}",
-                expected="keys among embed, dims, fields",
-                found=str(sorted(config)),
-                fix="drop or rename them",
-            )
+        reject_unknown_keys("store index", config, ("embed", "dims", "fields"))
         embed = config.get("embed")
         if embed is not None and not callable(getattr(embed, "embed", None)):
             raise ContractError(
