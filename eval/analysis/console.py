@@ -183,10 +183,11 @@ def _quoted(text: str) -> str:
 def _disagreements(p: Part, width: int) -> list[str]:
     if not p.disagreements:
         return []
-    routers = list(p.disagreements[0].decisions)
+    routers, n = list(p.disagreements[0].decisions), len(p.disagreements)
+    shown = "" if n <= _SHOWN else f"first {_SHOWN}; "
     out = _wrap(
-        f"Where {', '.join(routers)} disagree: {len(p.disagreements)} requests "
-        f"(first {min(_SHOWN, len(p.disagreements))}; each router's decision and how it decided; + right):",
+        f"Where {', '.join(routers)} disagree: {n} request{'s' if n != 1 else ''} "
+        f"({shown}each router's decision and how it decided; + right):",
         width,
     )
     for d in p.disagreements[:_SHOWN]:
