@@ -16,10 +16,10 @@ from typing import Any
 from routerlab.eval.analysis.figures import rates_figure
 from routerlab.eval.analysis.markdown import document, verdict_md
 from routerlab.eval.analysis.measures import PART_NAMES, measure
-from routerlab.eval.analysis.model import SessionComparison
+from routerlab.eval.analysis.model import RouterFigures, SessionComparison
 from routerlab.eval.analysis.words import interval_text, num
 
-__all__ = ["child_name", "parent_name", "session_dashboard"]
+__all__ = ["child_metrics", "child_name", "parent_name", "session_dashboard"]
 
 #: decimals of the parent's metrics (the model and its JSON keep every digit)
 _DIGITS = 3
@@ -28,6 +28,30 @@ _DIGITS = 3
 def child_name(part: str, router: str) -> str:
     """``routing · hybrid``, ``end to end · hybrid``: a child run's name, by part and router."""
     return f"{PART_NAMES.get(part, part)} · {router}"
+
+
+def child_metrics(r: RouterFigures) -> dict[str, float]:
+    """A first-decision child run's metrics: the router's figures in the model, rounded as the runs table shows them.
+
+    ``n_examples``; each rate with ``_low``, ``_high`` and ``_n`` (``routing_accuracy``,
+    ``diverted``); ``recall.<intent>``; ``decision_p50_ms`` / ``decision_p95_ms``,
+    ``lm_calls_per_decision``, ``router_lm_ms_per_decision``, ``tokens_per_decision``; and the
+    further figures as the model names them (``calibration.ece``, over conversations
+    ``turn.<k>.routing_accuracy`` and ``conversation.routing_accuracy`` with their intervals).
+    """
+    out: dict[str, float] = {"n_examples": float(r.n)}
+    for key, x in r.rates.items():
+        out |= {key: x.value, f"{key}_low": x.low, f"{key}_high": x.high, f"{key}_n": float(x.n)}
+    out |= {f"recall.{intent}": x.value for intent, x in r.per_intent.items()}
+    c = r.cost
+    out |= {
+        "decision_p50_ms": c.p50,
+        "decision_p95_ms": c.p95,
+        "lm_calls_per_decision": c.lm_calls,
+        "router_lm_ms_per_decision": c.router_lm,
+        "tokens_per_decision": c.tokens,
+    }
+    return {key: round(value, _DIGITS) for key, value in (out | r.figures).items()}
 
 
 def parent_name(session: str) -> str:

@@ -64,7 +64,6 @@ __all__ = [
     "gold_turn",
     "implied_intent",
     "predicted_turn",
-    "route_metrics",
     "runs_sql",
     "summary_table",
 ]
@@ -322,45 +321,6 @@ def summary_table(by_router: dict[str, list[FirstDecision]]) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     absent = [c for c in table.columns if c.startswith("recall_") and table[c].isna().all()]
     return table.drop(columns=absent)
-
-
-#: the :func:`summary_table` columns logged as MLflow metrics, under these names (``recall_<intent>``
-#: becomes ``recall.<intent>``; ``diverted`` comes with its interval from :meth:`Diversion.metrics`)
-_METRIC_OF_COLUMN: dict[str, str] = {
-    "n": "n_examples",
-    "accuracy": "routing_accuracy",
-    "ci_low": "routing_accuracy_low",
-    "ci_high": "routing_accuracy_high",
-    "macro_recall": "macro_recall",
-    "n_first": "n_first",
-    "acc_first": "acc_first",
-    "n_followup": "n_followup",
-    "acc_followup": "acc_followup",
-    "confidence": "mean_confidence",
-    "ece": "calibration_ece",
-    "lm_calls": "lm_calls_per_decision",
-    "prompt_tokens": "prompt_tokens_per_decision",
-    "completion_tokens": "completion_tokens_per_decision",
-    "scored_tokens": "scored_tokens_per_decision",
-    "p50_ms": "decision_p50_ms",
-    "lm_p50_ms": "lm_decision_p50_ms",
-    "errors": "errors",
-}
-
-
-def route_metrics(decisions: Sequence[FirstDecision]) -> dict[str, float]:
-    """One router's first-decision figures as flat metrics: its :func:`summary_table` row, renamed.
-
-    ``routing_accuracy`` with ``_low`` / ``_high``, ``macro_recall``, ``recall.<intent>``,
-    ``diverted`` with its interval, count and destinations, ``acc_first`` / ``acc_followup`` (with
-    their counts) for conversations, ``decision_p50_ms``, ``lm_calls_per_decision`` and the rest of
-    the cost and calibration columns. The same computation as the printed table, so a logged
-    figure is the printed one; NaN (no example of that kind) is kept here and left out by the sink.
-    """
-    row = summary_table({"_": list(decisions)}).iloc[0]
-    out = {name: float(row[col]) for col, name in _METRIC_OF_COLUMN.items() if col in row.index}
-    out |= {f"recall.{col.removeprefix('recall_')}": float(row[col]) for col in row.index if col.startswith("recall_")}
-    return out | diversion((d.gold, d.predicted, d.correct) for d in decisions).metrics()
 
 
 def decisions_frame(label: str, decisions: Sequence[FirstDecision]) -> pd.DataFrame:

@@ -10,8 +10,9 @@ same experiment (``routerlab/<dataset>``), under the session's one parent:
   ``<part>.<router>.<measure>``, the comparison, the verdict);
 * a **child** per router (``routing · <router>``, tag ``routerlab.kind = route-run``, run key
   ``<session>.routing.<router>`` as in the results store): params as ``run`` logs them plus
-  ``config.*``; metrics :func:`routerlab._routing_eval.decisions.route_metrics` (``routing_accuracy`` with
-  ``_low`` / ``_high``, ``diverted``...); artifact ``decisions.csv``.
+  ``config.*``; artifact ``decisions.csv``; metrics, once the session's comparison is built,
+  its figures for that router (:func:`routerlab.eval.analysis.tracked.child_metrics`:
+  ``routing_accuracy`` with ``_low`` / ``_high``, ``diverted``...).
 
 A child is closed as soon as its router has decided every example; an error or Ctrl-C closes the
 open runs FAILED or KILLED instead of leaving them RUNNING.
@@ -23,9 +24,10 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from routerlab._routing_eval.decisions import FirstDecision, decisions_frame, route_metrics
+from routerlab._routing_eval.decisions import FirstDecision, decisions_frame
 from routerlab.benchmarks.dataset import Dataset
-from routerlab.eval.analysis.tracked import child_name, parent_name
+from routerlab.eval.analysis.model import SessionComparison
+from routerlab.eval.analysis.tracked import child_metrics, child_name, parent_name, session_dashboard
 from routerlab.eval.store import ROUTING, part_run_id
 from routerlab.eval.tracking import (
     DECISIONS_CSV,
@@ -108,14 +110,10 @@ class RouteTracking:
         self._open = child
         return child
 
-    def finish_router(self, name: str, label: str, decisions: Sequence[FirstDecision]) -> dict[str, float]:
-        """Log a router's metrics and ``decisions.csv`` on its child run and close it; returns the metrics."""
+    def finish_router(self, name: str, label: str, decisions: Sequence[FirstDecision]) -> None:
+        """Log a router's ``decisions.csv`` on its child run and close it (its metrics come with :meth:`finish`)."""
         child = self.children[name]
-        # in the results store's order (by example id): the same bootstrap draws give the same
-        # intervals there, so compare, the report and MLflow print one figure
-        metrics = route_metrics(sorted(decisions, key=lambda d: d.example_id))
         try:
-            self.sink.log_metrics(child, metrics)
             self.sink.log_texts(child, {DECISIONS_CSV: decisions_frame(label, decisions).to_csv(index=False)})
         except Exception as exc:
             self._open = None
@@ -123,14 +121,23 @@ class RouteTracking:
             raise
         self._open = None
         self.sink.close_run(child, "FINISHED", tags={"routerlab.n_decisions": str(len(decisions))})
-        return metrics
 
-    def finish(self, dashboard: Mapping[str, Any]) -> None:
-        """Close the parent with the session's dashboard (:func:`routerlab.eval.analysis.tracked.session_dashboard`)."""
+    def finish(self, model: SessionComparison) -> None:
+        """Log each child's figures and close the parent with the session's dashboard, both from ``model``.
+
+        Args:
+            model: The session's comparison (its routing part holds every child's router).
+        """
         self._parent_open = False
         try:
+            by_key = {part_run_id(self.route_id, name, ROUTING): child for name, child in self.children.items()}
+            for r in model.part(ROUTING).routers:
+                if r.run_id in by_key:
+                    self.sink.log_metrics(by_key[r.run_id], child_metrics(r))
             # the description links the router runs' compare page, under the verdict
-            self.sink.finish_parent(self.parent, "FINISHED", children=list(self.children.values()), **dashboard)
+            self.sink.finish_parent(
+                self.parent, "FINISHED", children=list(self.children.values()), **session_dashboard(model)
+            )
         finally:
             self.sink.close()
 

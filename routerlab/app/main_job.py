@@ -56,7 +56,6 @@ from routerlab.app.run import execute, session_spec, stored_runs
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.console import render_console, terminal_width
 from routerlab.eval.analysis.model import SessionComparison
-from routerlab.eval.analysis.tracked import session_dashboard
 from routerlab.eval.store import ResultsStore
 from routerlab.routers import router as registry
 
@@ -201,7 +200,7 @@ def run_main_job(
             by_router=decisions,
         )
         if tracking is not None:
-            tracking.finish(session_dashboard(build_comparison(writer, routing_ids)))
+            tracking.finish(build_comparison(writer, routing_ids))
     say(f"routing part stored ({len(routing_ids)} routers); now end to end")
     spec = session_spec([(r, {}) for r in ROUTERS], e2e_config, store=store, tracking_uri=tracking_uri)
     session = execute(spec, console=console, lm=model, session_id=session_id)

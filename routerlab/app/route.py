@@ -31,7 +31,6 @@ from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.console import render_console
 from routerlab.eval.analysis.frames import rates_frame
 from routerlab.eval.analysis.model import SessionComparison
-from routerlab.eval.analysis.tracked import session_dashboard
 from routerlab.eval.store import ROUTING, ResultsStore
 
 if TYPE_CHECKING:
@@ -239,7 +238,7 @@ def route(
         if scratch is not None:
             scratch.cleanup()
         if tracking is not None:
-            tracking.finish(session_dashboard(comparison))
+            tracking.finish(comparison)
     return RouteOutcome(
         list(examples), by_router, comparison, history, tracking, session_id, None if store is None else str(store)
     )
