@@ -204,7 +204,6 @@ class Member:
                 fix="pass text, a pathlib.Path or a function",
             )
         self.tools: tuple[FunctionTool | Tool, ...] = ()
-        self._by_name: dict[str, FunctionTool | Tool] = {}
         self._inbox: list[dict[str, Any]] = []
         self.add_tools(*tools, *functions)
         for server in mcp_server:
@@ -223,9 +222,8 @@ class Member:
                 found=repr(server)[:80],
                 fix="build the agent inside `async with MCPServer(...) as server:`",
             )
-        local = set(self._by_name)
+        local = {t.name for t in self.tools}
         self.tools = (*self.tools, *(t for t in server.tools if t.name not in local))
-        self._by_name = {t.name: t for t in self.tools}
         return self
 
     def add_assistant_message(self, message: str) -> Self:
@@ -281,7 +279,6 @@ class Member:
                 fix="rename or drop the duplicates",
             )
         self.tools = (*kept, *built)
-        self._by_name = {t.name: t for t in self.tools}
         return self
 
     def add_tool_functions(self, *functions: Callable[..., Any]) -> Self:
@@ -329,7 +326,7 @@ class Member:
 
     def get_tool(self, name: str) -> FunctionTool | Tool | None:
         """The tool called ``name``, or None."""
-        return self._by_name.get(name)
+        return next((t for t in self.tools if t.name == name), None)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, tools={[t.name for t in self.tools]})"
