@@ -32,6 +32,7 @@ __all__ = [
     "UnknownComponentError",
     "not_utf8",
     "reject_unknown_keys",
+    "require_positive",
 ]
 
 
@@ -132,6 +133,14 @@ def reject_unknown_keys(what: str, given: Mapping[str, Any], allowed: Collection
             found=str(sorted(given)),
             fix="drop or rename them",
         )
+
+
+def require_positive(what: str, **values: float) -> None:
+    """Raise ``ConfigError`` for the first of ``values`` not above 0 (``what``: ``"the team router"``)."""
+    for name, value in values.items():
+        if value <= 0:
+            problem = f"{what} needs a positive {name}"
+            raise ConfigError(problem, expected=f"{name} > 0", found=repr(value), fix=f"pass a positive {name}")
 
 
 def not_utf8(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from routerlab.agents.errors import ConfigError
+from routerlab.agents.errors import ConfigError, require_positive
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
 from routerlab.agents.state import PipelineState
@@ -206,13 +206,7 @@ class HandoffRouter(Router):
     """
 
     def __init__(self, max_tokens: int = 256, instructions: dict[str, str] | None = None) -> None:
-        if max_tokens <= 0:
-            raise ConfigError(
-                "the handoff router needs a positive max_tokens",
-                expected="max_tokens > 0",
-                found=repr(max_tokens),
-                fix="pass a completion budget such as 256",
-            )
+        require_positive("the handoff router", max_tokens=max_tokens)
         unknown = sorted(set(instructions or {}) - set(AGENTS))
         if unknown:
             raise ConfigError(

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from routerlab.agents.errors import ConfigError, ContractError, RunError
+from routerlab.agents.errors import ConfigError, ContractError, RunError, require_positive
 from routerlab.agents.lm.chat import chat
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import PlannedCall, RouteDecision, RouterEnv
@@ -157,14 +157,7 @@ class RetrievalRouter:
         seed: int = 0,
         system_prompt: str | None = None,
     ) -> None:
-        for label, value in (("k", k), ("tool_scale", tool_scale), ("max_tokens", max_tokens)):
-            if value <= 0:
-                raise ConfigError(
-                    f"the retrieval router needs a positive {label}",
-                    expected=f"{label} > 0",
-                    found=repr(value),
-                    fix=f"pass a positive {label}",
-                )
+        require_positive("the retrieval router", k=k, tool_scale=tool_scale, max_tokens=max_tokens)
         if max_retrievals < 1:
             raise ConfigError(
                 "the retrieval router must be allowed at least one search",

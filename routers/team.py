@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from routerlab.agents.errors import ConfigError
+from routerlab.agents.errors import ConfigError, require_positive
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.plan import TOOL_INTENT
 from routerlab.agents.routing import RouteDecision, Router, RouterEnv
@@ -155,14 +155,7 @@ class TeamRouter(Router):
                     fix=f"name members among {list(DEFAULT_ORDER)}",
                 )
         max_turns = 2 * rounds * len(members) if max_turns is None else max_turns
-        for label, value in (("rounds", rounds), ("max_turns", max_turns), ("max_tokens", max_tokens)):
-            if value <= 0:
-                raise ConfigError(
-                    f"the team router needs a positive {label}",
-                    expected=f"{label} > 0",
-                    found=repr(value),
-                    fix=f"pass a positive {label}",
-                )
+        require_positive("the team router", rounds=rounds, max_turns=max_turns, max_tokens=max_tokens)
         self.order = members
         self.rounds = rounds
         self.max_turns = max_turns

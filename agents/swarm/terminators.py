@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from routerlab.agents.errors import ConfigError
+from routerlab.agents.errors import ConfigError, require_positive
 
 __all__ = [
     "AllOf",
@@ -65,16 +65,6 @@ class Terminator(ABC):
         return AnyOf((self, other))
 
 
-def _positive(kind: str, name: str, value: float) -> None:
-    if value <= 0:
-        raise ConfigError(
-            f"{kind} needs a positive {name}",
-            expected=f"{name} > 0",
-            found=repr(value),
-            fix=f"pass a positive {name}",
-        )
-
-
 @dataclass(frozen=True)
 class MaxTurns(Terminator):
     """Stop once ``max_turns`` turns (model replies and tool executions) were taken.
@@ -86,7 +76,7 @@ class MaxTurns(Terminator):
     max_turns: int
 
     def __post_init__(self) -> None:
-        _positive("MaxTurns", "max_turns", self.max_turns)
+        require_positive("MaxTurns", max_turns=self.max_turns)
 
     def should_stop(self, status: RunStatus) -> bool:
         """True once ``status.turns`` reaches the limit."""
@@ -107,7 +97,7 @@ class MaxActivations(Terminator):
     max_activations: int
 
     def __post_init__(self) -> None:
-        _positive("MaxActivations", "max_activations", self.max_activations)
+        require_positive("MaxActivations", max_activations=self.max_activations)
 
     def should_stop(self, status: RunStatus) -> bool:
         """True once more agents were activated than allowed."""
@@ -128,7 +118,7 @@ class Timeout(Terminator):
     seconds: float
 
     def __post_init__(self) -> None:
-        _positive("Timeout", "seconds", self.seconds)
+        require_positive("Timeout", seconds=self.seconds)
 
     def should_stop(self, status: RunStatus) -> bool:
         """True once ``status.elapsed_s`` reaches the budget."""
