@@ -12,9 +12,10 @@ tracking server (:mod:`~routerlab.sweep.mlflow_server`).
 from routerlab.sweep.cell import CellOutcome, CellTracking, run_cell
 from routerlab.sweep.driver import SweepResult, new_sweep_id, recorded_sweep, run_sweep, summary_frame, sweep_dir
 from routerlab.sweep.executors import EXECUTORS, LocalExecutor, RayExecutor, executor, make_executor
-from routerlab.sweep.grid import Cell, DatasetEntry, LMEntry, RayOptions, SweepSpec, lm_provider, load_sweep
+from routerlab.sweep.grid import Cell, DatasetEntry, LMEntry, RayOptions, SweepSpec, lm_provider
 from routerlab.sweep.limits import LocalSlots, ProviderSlotCallback, RaySlots, SlotTable
 from routerlab.sweep.merge import merge_outcome, sweep_results
+from routerlab.sweep.sweep_file import load_sweep
 
 __all__ = [
     "EXECUTORS",

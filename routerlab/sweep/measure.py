@@ -27,7 +27,7 @@ from routerlab.perf import PerfFigure
 from routerlab.stub_lm import LatencyServer
 from routerlab.sweep.driver import run_sweep
 from routerlab.sweep.executors import Executor, LocalExecutor, RayExecutor
-from routerlab.sweep.grid import load_sweep
+from routerlab.sweep.sweep_file import load_sweep
 
 __all__ = ["sweep_wall_times"]
 
