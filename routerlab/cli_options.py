@@ -111,7 +111,10 @@ RunLMOpt = Annotated[
     ),
 ]
 ConcurrencyOpt = Annotated[
-    int | None, typer.Option("--concurrency", min=1, help="Worker threads (remote LMs). \\[default: 1]")
+    int | None,
+    typer.Option(
+        "--concurrency", min=1, help="Examples run at once (the local model decodes them together). \\[default: 1]"
+    ),
 ]
 RunRouterArgOpt = Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")]
 ScorersOpt = Annotated[
@@ -319,7 +322,8 @@ DatabasesOpt = Annotated[
     typer.Option(
         "--databases",
         help="Spider-layout folder whose databases the first-decision cost (cold vs warm) is measured on "
-        "(default: generated schemas).",
+        "(default: generated schemas); turns per hour takes SParC and CoSQL conversations from the "
+        "sparc*/cosql* folders beside it (default: the built-in conversations).",
     ),
 ]
 PerfOutOpt = Annotated[Path, typer.Option("--out", help="Where the figures go as JSON.")]

@@ -7,6 +7,7 @@ from routerlab.agents.lm.local import LlamaEngine, tool_call_schema
 from routerlab.agents.lm.resolve import SPEC_FORMS, resolve_lm
 from routerlab.agents.lm.scripted import ScriptedEngine, adapter_reply, scripted_lm
 from routerlab.agents.lm.speculative import Drafter, drafter, speculative_greedy
+from routerlab.agents.lm.together import decode_together
 from routerlab.agents.lm.usage import UsageCallback, UsageLog, record_usage, usage_scope
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "assemble",
     "candidate_sampler",
     "chat",
+    "decode_together",
     "drafter",
     "model_path",
     "record_usage",

@@ -30,6 +30,7 @@ from routerlab.agents.lm.messages import INVALID_MARKER, request_to_chat
 from routerlab.agents.lm.onepass import Continuation, PrefixStore, continue_reply, render, score_labels, tokenize
 from routerlab.agents.lm.scoring import ChoiceScores
 from routerlab.agents.lm.speculative import OFF, Decoded, Drafter, drafter, speculative_greedy
+from routerlab.agents.lm.together import CallEnded, together, together_slots
 from routerlab.agents.signals import native_call, raise_held_stop, stop_requested
 
 __all__ = [
@@ -76,6 +77,33 @@ def clear_models() -> None:
 # Close models while the interpreter is still whole: a Llama left to the final garbage collection
 # runs its destructor after llama_cpp's module globals are gone and prints a TypeError per model.
 atexit.register(clear_models)
+
+
+# engine call counts are bumped outside the call lock by calls decoded together
+_COUNT_LOCK = threading.Lock()
+
+
+def _prompt_tokens(llm: Any, messages: Sequence[dict[str, Any]]) -> list[int]:
+    """The prompt as llama-cpp-python's chat handler builds it.
+
+    The GGUF's template, special tokens parsed, no BOS added (the template writes its own).
+    """
+    text = render(llm, messages, generation_prompt=True)
+    return [int(t) for t in llm.tokenize(text.encode(), add_bos=False, special=True)]
+
+
+@contextmanager
+def _fits(llm: Any) -> Iterator[None]:
+    """A prompt longer than the context window, said as an :class:`LMError` with what to do."""
+    try:
+        yield
+    except ValueError as exc:
+        raise LMError(
+            "the prompt does not fit the local model's context window",
+            expected=f"at most {llm.n_ctx() - 1} prompt tokens",
+            found=str(exc)[:200],
+            fix="shorten the prompt (a smaller schema view) or raise n_ctx",
+        ) from None
 
 
 @contextmanager
@@ -510,7 +538,10 @@ class LlamaEngine:
             kwargs["response_format"] = dict(cfg.response_format)
         llm = self.llama()
         model = f"local/{Path(self.model_path).name}"
-        if (drafts := self._drafter) is not None and kwargs["temperature"] == 0 and "response_format" not in kwargs:
+        greedy_text = kwargs["temperature"] == 0 and "response_format" not in kwargs
+        if greedy_text and (slots := together_slots()) > 1:
+            return self._together(llm, messages, kwargs, model, slots)
+        if greedy_text and (drafts := self._drafter) is not None:
             return self._speculative(llm, messages, kwargs, model, drafts)
         with _bounded(llm, "embedded model call"):
             self.calls += 1
@@ -526,30 +557,46 @@ class LlamaEngine:
             return _response(out.get("id"), model, usage, L.TextPart(text=text), finish=finish)
         return self._tool_response(text, tools, request, model, usage, out.get("id"))
 
+    def _together(
+        self, llm: Any, messages: list[dict[str, Any]], kwargs: dict[str, Any], model: str, slots: int
+    ) -> L.Response:
+        """A greedy text reply decoded beside the other threads' (:mod:`routerlab.agents.lm.together`).
+
+        The call is not serialised: it waits for its reply while the shared context's thread runs
+        every running call's next token in one pass. Its deadline binds it as it binds a plain call.
+        """
+        where = "embedded model call"
+        prompt = _prompt_tokens(llm, messages)
+        budget = call_budget(where)
+        with _COUNT_LOCK:
+            self.calls += 1
+        try:
+            with _fits(llm):
+                out = together(llm, slots, _CALL_LOCK).decode(
+                    prompt,
+                    max_tokens=kwargs["max_tokens"],
+                    stop=kwargs.get("stop", ()),
+                    at=budget.started + budget.seconds,
+                )
+        except CallEnded as ended:
+            if ended.why == "stop":
+                raise_held_stop()
+            raise budget.exceeded(where) from None
+        return self._text_response(prompt, out, model)
+
     def _speculative(
         self, llm: Any, messages: list[dict[str, Any]], kwargs: dict[str, Any], model: str, drafts: Drafter
     ) -> L.Response:
         """A greedy text reply decoded speculatively: the same prompt, rules and bounds as a plain call."""
-        # the prompt as llama-cpp-python's chat handler builds it: the GGUF's template, special
-        # tokens parsed, no BOS added (the template writes its own)
-        prompt = [
-            int(t)
-            for t in llm.tokenize(render(llm, messages, generation_prompt=True).encode(), add_bos=False, special=True)
-        ]
-        with _bounded(llm, "embedded model call"):
+        prompt = _prompt_tokens(llm, messages)
+        with _bounded(llm, "embedded model call"), _fits(llm):
             self.calls += 1
-            try:
-                out = speculative_greedy(
-                    llm, prompt, drafts, max_tokens=kwargs["max_tokens"], stop=kwargs.get("stop", ())
-                )
-            except ValueError as exc:
-                raise LMError(
-                    "the prompt does not fit the local model's context window",
-                    expected=f"at most {llm.n_ctx() - 1} prompt tokens",
-                    found=str(exc)[:200],
-                    fix="shorten the prompt (a smaller schema view) or raise n_ctx",
-                ) from None
+            out = speculative_greedy(llm, prompt, drafts, max_tokens=kwargs["max_tokens"], stop=kwargs.get("stop", ()))
         self.last_decoded = out
+        return self._text_response(prompt, out, model)
+
+    def _text_response(self, prompt: list[int], out: Decoded, model: str) -> L.Response:
+        """The reply of a greedy text call decoded in the project's own loop."""
         n_out = len(out.tokens)
         usage = L.Usage(input_tokens=len(prompt), output_tokens=n_out, total_tokens=len(prompt) + n_out)
         rid = "cmpl-" + hashlib.sha256(repr((prompt, out.tokens)).encode()).hexdigest()[:24]

@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_SPECULATIVE",
     "NEAR_TIE",
     "OFF",
+    "CompletionRules",
     "Decoded",
     "Drafter",
     "PromptLookup",
@@ -50,6 +51,7 @@ __all__ = [
     "evaluate_batch",
     "prompt_lookup",
     "speculative_greedy",
+    "top2_margin",
     "truncate_context",
 ]
 
@@ -185,12 +187,13 @@ class Decoded:
     margins: list[float] = field(default_factory=list)
 
 
-def _margin(logits: np.ndarray) -> float:
+def top2_margin(logits: np.ndarray) -> float:
+    """The top-1 minus the top-2 logit: how near the greedy choice was to a tie."""
     top2 = np.partition(logits, -2)[-2:]
     return float(top2[1] - top2[0])
 
 
-class _Completion:
+class CompletionRules:
     """llama-cpp-python's per-token completion rules (``Llama._create_completion``), one token at a time."""
 
     def __init__(self, llm: Any, prompt: list[int], max_tokens: int, stop: Sequence[str]) -> None:
@@ -316,7 +319,7 @@ def speculative_greedy(
     if max_tokens <= 0 or max_tokens + len(prompt) >= n_ctx:
         max_tokens = n_ctx - len(prompt)
     eos = llm._model.token_get_text(llm.token_eos()) if llm.token_eos() != -1 else ""
-    done = _Completion(llm, prompt, max_tokens, [*stop, *([eos] if eos else [])])
+    done = CompletionRules(llm, prompt, max_tokens, [*stop, *([eos] if eos else [])])
     out = Decoded(text="", tokens=done.tokens, finish="length", prompt_tokens=len(prompt), evaluated_prompt_tokens=0)
     try:
         kept = _reuse_prefix(llm, prompt)
@@ -325,7 +328,7 @@ def speculative_greedy(
         n_vocab = llm.n_vocab()
         logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(n_vocab,))
         token = int(np.argmax(logits))
-        out.margins.append(_margin(logits))
+        out.margins.append(top2_margin(logits))
         while not done.push(token):
             # the token just chosen is evaluated with the drafts after it: a step never drafts
             # past the budget or the context window
@@ -338,7 +341,7 @@ def speculative_greedy(
             ended = False
             for i, row in enumerate(rows):
                 token = int(np.argmax(row))
-                out.margins.append(_margin(row))
+                out.margins.append(top2_margin(row))
                 if i == len(guess) or token != guess[i]:
                     truncate_context(llm, base + i)
                     break

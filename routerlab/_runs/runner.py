@@ -19,6 +19,7 @@ from routerlab.agents.db import engine_scope
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.faults import FaultInjector, FaultSpec, fault_scope
 from routerlab.agents.graph import Pipeline, PipelineConfig
+from routerlab.agents.lm import decode_together
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.lm.deadline import deadline_scope
 from routerlab.agents.registry import component_spec
@@ -73,7 +74,8 @@ class RunConfig:
         lm: LM spec (``local``, ``local:0.5b``, ``openai/...``).
         lm_api_base: API base for OpenAI-compatible servers.
         lm_cache: Use the LM response cache (``--no-cache`` turns it off: every call is computed).
-        concurrency: Worker threads (useful for remote LMs; the local model serialises calls).
+        concurrency: Worker threads: a remote LM answers their calls side by side; the local model
+            decodes their greedy calls together, one batch per forward pass.
         scorers: Scorer names.
         scorer_args: Per-scorer constructor arguments.
         pipeline: Pipeline bounds and tool settings.
@@ -426,7 +428,8 @@ def run_router(
                 break
             start(unit, a, live=True)
         return done
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="routerlab") as pool:
+    # the embedded model's greedy calls of the workers are decoded together, one batch per pass
+    with decode_together(concurrency), ThreadPoolExecutor(concurrency, thread_name_prefix="routerlab") as pool:
         futures = {pool.submit(in_worker, u, a): (u, a) for u, a in jobs}
         try:
             for fut in as_completed(futures):

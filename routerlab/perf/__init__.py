@@ -23,6 +23,7 @@ from routerlab.perf.schema_scaling import schema_scaling
 from routerlab.perf.sections import figures_json, perf_section, run_perf
 from routerlab.perf.sql_candidates import candidate_decoding
 from routerlab.perf.sql_decoding import sql_decoding
+from routerlab.perf.turns_per_hour import turns_per_hour
 
 __all__ = [
     "RULES_WORST_TEXTS",
@@ -44,4 +45,5 @@ __all__ = [
     "schema_scaling",
     "sql_decoding",
     "stage_seconds",
+    "turns_per_hour",
 ]

@@ -28,6 +28,7 @@ from routerlab.perf.rules_scaling import rules_scaling
 from routerlab.perf.schema_scaling import schema_scaling
 from routerlab.perf.sql_candidates import candidate_decoding
 from routerlab.perf.sql_decoding import sql_decoding
+from routerlab.perf.turns_per_hour import turns_per_hour
 
 __all__ = ["figures_json", "perf_section", "run_perf"]
 
@@ -77,6 +78,11 @@ _SECTIONS: tuple[tuple[str, bool, _Measure], ...] = (
         "sql candidates",
         True,
         lambda z: candidate_decoding(z.lm, 2 if z.quick else 4, (1, 4) if z.quick else (1, 2, 4, 8)),
+    ),
+    (
+        "turns per hour",
+        True,
+        lambda z: turns_per_hour(z.lm, z.databases, 4 if z.quick else 12, 2 if z.quick else 3),
     ),
     ("pipeline split", True, lambda z: pipeline_split(z.lm, z.databases, 4 if z.quick else 12)),
 )

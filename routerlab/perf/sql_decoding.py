@@ -35,7 +35,7 @@ from routerlab.agents.tools.programs import SQLPrograms
 from routerlab.benchmarks.builtin import builtin_database_path, load_builtin
 from routerlab.perf._common import PerfFigure
 
-__all__ = ["median_interval", "sql_decoding"]
+__all__ = ["first_difference", "median_interval", "sql_decoding"]
 
 _SECTION = "sql decoding"
 
@@ -77,7 +77,7 @@ class _Call:
     reply: str
 
 
-def _first_difference(llm: Any, plain: str, decoded: Any) -> tuple[int, str, float]:
+def first_difference(llm: Any, plain: str, decoded: Any) -> tuple[int, str, float]:
     """The first token of the speculative reply that leaves the plain reply, and its top-2 margin."""
     for j in range(len(decoded.tokens)):
         if not plain.startswith(llm.detokenize(decoded.tokens[: j + 1]).decode(errors="ignore")):
@@ -176,7 +176,7 @@ def sql_decoding(spec: str = "local", questions: int = 6, drafter: str = "prompt
             )
         )
         if a.reply != b.reply:
-            j, piece, margin = _first_difference(llm, a.reply, d)
+            j, piece, margin = first_difference(llm, a.reply, d)
             ties = ties and margin < NEAR_TIE
             label = f"q{i}: replies part at token {j} ({piece!r}): top-2 logit margin"
             figures.append(PerfFigure(_SECTION, label, round(margin, 4), "logit"))
