@@ -42,10 +42,23 @@ from routerlab.agents.errors import RouterlabError
 from routerlab.agents.lm.speculative import CompletionRules, Decoded, top2_margin
 from routerlab.agents.signals import stop_requested
 
-__all__ = ["HELD", "LOGGED", "CallEnded", "Together", "decode_together", "start_from", "together", "together_slots"]
+__all__ = [
+    "HELD",
+    "LOGGED",
+    "WAIT_FOR",
+    "CallEnded",
+    "Together",
+    "decode_together",
+    "start_from",
+    "together",
+    "together_slots",
+]
 
 #: sequences beyond the running ones whose tokens stay in the cache for later calls to start from
 HELD = 2
+
+#: shared prompt tokens that make a call wait for another call's prompt rather than evaluate them too
+WAIT_FOR = 64
 
 #: calls whose prompt and record :attr:`Together.log` keeps (to show where replies part at a near-tie)
 LOGGED = 256
@@ -251,8 +264,10 @@ class Together:
                 if not self._queue and not self._running:
                     self._thread = None
                     return False
-            while self._queue and len(self._running) < self.slots:
-                self._admit(self._queue.pop(0))
+            for call in list(self._queue):
+                if len(self._running) < self.slots and not self._worth_waiting(call):
+                    self._queue.remove(call)
+                    self._admit(call)
             running = list(self._running)
         now = time.monotonic()
         for call in running:
@@ -281,6 +296,19 @@ class Together:
         call.seq, call.pending = seq, call.prompt[keep:]
         call.record.evaluated_prompt_tokens = len(call.pending)
         self._running.append(call)
+
+    def _worth_waiting(self, call: _Call) -> bool:
+        """Whether ``call`` should wait for a starting call's prompt to be evaluated and start from it.
+
+        Calls of one run arrive together, often on one schema: starting both at once would
+        evaluate the shared prefix twice. A call waits (at most as long as the other's prompt
+        takes) when it shares at least :data:`WAIT_FOR` more tokens with a prompt being
+        evaluated than with anything the cache holds.
+        """
+        want = call.prompt[:-1]
+        held = max(_shared(h, want) for h in self.held)
+        starting = [c for c in self._running if len(c.pending) > 1]
+        return any(_shared(c.prompt, want) >= held + WAIT_FOR for c in starting)
 
     def _end(self, call: _Call, error: BaseException | None = None) -> None:
         with self._cond:

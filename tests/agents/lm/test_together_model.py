@@ -86,7 +86,8 @@ def test_calls_decoded_together_reply_as_plain_calls_and_share_the_schema_prefix
         assert isinstance(got[i], str), got[i]
         assert got[i] == text or _parts_at_near_tie(llm, text, got[i]), (QUESTIONS[i], text, got[i])
     log = list(llm._routerlab_together.log)[-len(QUESTIONS) :]
-    # every call after the first started from the schema another call had evaluated
+    # every call after the first started from the schema another call had evaluated, even the
+    # one that arrived with it (it waited for the first one's prompt)
     later = sorted(log, key=lambda item: item[1].evaluated_prompt_tokens)[: len(QUESTIONS) - 1]
     assert all(d.evaluated_prompt_tokens < d.prompt_tokens / 2 for _, d in later), [
         (d.evaluated_prompt_tokens, d.prompt_tokens) for _, d in log
@@ -115,7 +116,8 @@ def test_a_deadline_ends_its_own_call_and_not_the_one_beside_it(lm):
         got = _pairs(work, ["long", "short"])
         cut, elapsed = got[0]
         assert isinstance(cut, CallDeadlineExceeded) and cut.bound == "turn" and elapsed < 6.0, got[0]
-        assert got[1] == expected
+        llm = lm._engine_spec.llama()
+        assert got[1] == expected or _parts_at_near_tie(llm, expected, got[1]), (expected, got[1])
         # the shared context goes on: the next call answers normally
         assert lm(messages=_ask(QUESTIONS[2]))[0]
 
