@@ -152,7 +152,7 @@ def turns_per_hour(
     figures = [PerfFigure(_SECTION, label, float(turns.sum()), "turns")]
     rate = {}
     for k in settings:
-        rate[k] = 3600 * turns.sum() / seconds[k].sum()
+        rate[k] = float(3600 * turns.sum() / seconds[k].sum())
         low, high = _interval(turns, seconds[k])
         label = f"K={k}: turns per hour (95% interval {low:.0f}-{high:.0f}; {seconds[k].sum():.0f} s)"
         figures.append(PerfFigure(_SECTION, label, round(rate[k], 1), "turns/h"))
@@ -178,7 +178,7 @@ def turns_per_hour(
                 round(speedup, 2),
                 "x",
                 f">= {_GOAL}x",
-                speedup >= _GOAL,
+                bool(speedup >= _GOAL),
             ),
         ]
         for eid in differing:
