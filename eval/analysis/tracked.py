@@ -16,8 +16,9 @@ from typing import Any
 from routerlab.eval.analysis.figures import rates_figure
 from routerlab.eval.analysis.markdown import document, verdict_md
 from routerlab.eval.analysis.measures import PART_NAMES, measure
-from routerlab.eval.analysis.model import RouterFigures, SessionComparison
+from routerlab.eval.analysis.model import Part, RouterFigures, SessionComparison
 from routerlab.eval.analysis.words import interval_text, num
+from routerlab.eval.store import ROUTING
 
 __all__ = ["child_metrics", "child_name", "parent_name", "session_dashboard"]
 
@@ -30,26 +31,30 @@ def child_name(part: str, router: str) -> str:
     return f"{PART_NAMES.get(part, part)} · {router}"
 
 
-def child_metrics(r: RouterFigures) -> dict[str, float]:
-    """A first-decision child run's metrics: the router's figures in the model, rounded as the runs table shows them.
+def child_metrics(p: Part, r: RouterFigures) -> dict[str, float]:
+    """A child run's metrics: the router's figures in the model, rounded as the runs table shows them.
 
-    ``n_examples``; each rate with ``_low``, ``_high`` and ``_n`` (``routing_accuracy``,
-    ``diverted``); ``recall.<intent>``; ``decision_p50_ms`` / ``decision_p95_ms``,
-    ``lm_calls_per_decision``, ``router_lm_ms_per_decision``, ``tokens_per_decision``; and the
-    further figures as the model names them (``calibration.ece``, over conversations
-    ``turn.<k>.routing_accuracy`` and ``conversation.routing_accuracy`` with their intervals).
+    ``n_examples``; each rate of the part with ``_low``, ``_high`` and ``_n`` (``routing_accuracy``,
+    ``success``, ``ex``, ``diverted``...); ``recall.<intent>`` (routing) or ``<verdict measure>.<intent>``
+    (end to end, ``success.sql``); the cost per decision in ms (``decision_p50_ms``, ``decision_p95_ms``,
+    ``lm_calls_per_decision``, ``router_lm_ms_per_decision``, ``tokens_per_decision``) or per
+    request in s (``request_p50_s``...); and the further figures as the model names them
+    (``calibration.ece``, ``turn.<k>.<measure>``, ``risk.*``, ``asking.*``, ``gold_failed``).
     """
-    out: dict[str, float] = {"n_examples": float(r.n)}
+    # the part's measures first, verdict measure first: MLflow's compare page plots a run's first metric
+    out: dict[str, float] = {}
     for key, x in r.rates.items():
         out |= {key: x.value, f"{key}_low": x.low, f"{key}_high": x.high, f"{key}_n": float(x.n)}
-    out |= {f"recall.{intent}": x.value for intent, x in r.per_intent.items()}
-    c = r.cost
+    out["n_examples"] = float(r.n)
+    name = "recall" if p.key == ROUTING else p.verdict_measures[0]
+    out |= {f"{name}.{intent}": x.value for intent, x in r.per_intent.items()}
+    c, (each, unit) = r.cost, (("decision", "ms") if p.key == ROUTING else ("request", "s"))
     out |= {
-        "decision_p50_ms": c.p50,
-        "decision_p95_ms": c.p95,
-        "lm_calls_per_decision": c.lm_calls,
-        "router_lm_ms_per_decision": c.router_lm,
-        "tokens_per_decision": c.tokens,
+        f"{each}_p50_{unit}": c.p50,
+        f"{each}_p95_{unit}": c.p95,
+        f"lm_calls_per_{each}": c.lm_calls,
+        f"router_lm_{unit}_per_{each}": c.router_lm,
+        f"tokens_per_{each}": c.tokens,
     }
     return {key: round(value, _DIGITS) for key, value in (out | r.figures).items()}
 

@@ -10,7 +10,8 @@ Layout:
   ``router.args.threshold``...), ``lm.spec``, ``dataset.{name,version,digest,split}``,
   ``git.commit``, ``routerlab.version`` and ``config.*``;
 * the replayed examples as a **dataset input** (``mlflow.data.from_pandas``, context = split);
-* **metrics** from :func:`routerlab.eval.metrics.summarize` (rates, CI bounds, latency percentiles...);
+* **metrics**: the session comparison's figures for the run's router
+  (:func:`routerlab.eval.analysis.tracked.child_metrics`: rates with their intervals, cost...);
 * the per-example **table** ``examples.json`` (``mlflow.log_table``);
 * one **trace** per example: a root span for the example, a CHAIN span per graph node, a span
   per router decision, an AGENT span per agent activation and a TOOL span per tool call, linked

@@ -13,7 +13,6 @@ __all__ = [
     "DECISIONS_CSV",
     "EXAMPLES_TABLE",
     "FINAL_STATUSES",
-    "HEADLINE_METRICS",
     "KIND_ROUTE_PARENT",
     "KIND_ROUTE_RUN",
     "PARAM_ROUTER",
@@ -28,7 +27,6 @@ __all__ = [
     "TAG_STATUS",
     "check_status",
     "compare_link",
-    "headline_first",
     "search_literal",
 ]
 
@@ -46,19 +44,9 @@ TAG_DATASET = "routerlab.dataset"
 #: MLflow's run description (Markdown, the Description section of the run's Overview tab)
 TAG_DESCRIPTION = "mlflow.note.content"
 
-#: the rates a comparison is judged on, logged first (each with its interval) in every router run:
-#: MLflow's compare page plots the first metric the runs report (in logging order) against their
-#: params, and the run page lists metrics in that order
-HEADLINE_METRICS: tuple[str, ...] = ("success", "route", "ex", "chain_valid")
 #: a param naming the router, spelled so it sorts before every other param (upper case comes
 #: first): the compare page's parallel plot takes the first three differing params in sorted order
 PARAM_ROUTER = "Router"
-
-
-def headline_first(metrics: dict[str, float]) -> dict[str, float]:
-    """``metrics`` reordered: each headline rate then its interval bounds, then the rest as they came."""
-    order = [k for m in HEADLINE_METRICS for k in (m, f"{m}_ci_low", f"{m}_ci_high") if k in metrics]
-    return {k: metrics[k] for k in [*order, *(k for k in metrics if k not in order)]}
 
 
 def compare_link(run_ids: list[str], experiment_ids: list[str]) -> str:

@@ -34,9 +34,8 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_PARENT_RUN_I
 from routerlab.agents.errors import ConfigError
 from routerlab.agents.registry import component_spec
 from routerlab.benchmarks.dataset import Dataset
-from routerlab.eval.confidence_calibration import calibration_metrics, first_confidence
-from routerlab.eval.metrics import gold_failures, metric_name, summarize
-from routerlab.eval.outcomes import outcome_summary
+from routerlab.eval.confidence_calibration import first_confidence
+from routerlab.eval.metrics import gold_failures, metric_name
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.tracking.address import one_line_store_errors, resolve_tracking_uri
 from routerlab.eval.tracking.artifacts import experiment_folder, experiment_location
@@ -55,7 +54,6 @@ from routerlab.eval.tracking.layout import (
     TAG_STATUS,
     check_status,
     compare_link,
-    headline_first,
     search_literal,
 )
 from routerlab.eval.tracking.provenance import git_commit, routerlab_version
@@ -500,7 +498,10 @@ class MlflowSink:
         *,
         error: str | None = None,
     ) -> None:
-        """Log a run's metrics and per-example table, then close it with ``status``.
+        """Log a run's per-example table and risk curve, then close it with ``status``.
+
+        Its metrics are the comparison model's figures for the router, logged by whoever builds
+        the model (:func:`routerlab.eval.analysis.tracked.child_metrics`), never computed here.
 
         Args:
             run_id: The MLflow run.
@@ -516,12 +517,6 @@ class MlflowSink:
         try:
             self.flush()
             if results:
-                metrics = {metric_name(k): float(v) for k, v in summarize(list(results)).items()}
-                metrics |= {metric_name(k): v for k, v in calibration_metrics(results).items()}
-                if (outcomes := outcome_summary(list(results))) is not None:
-                    metrics |= {metric_name(k): v for k, v in outcomes.metrics().items()}
-                # logging order is display order in MLflow's compare page and run page
-                self.log_metrics(run_id, headline_first(metrics))
                 self._log_examples_table(run_id, examples_frame(results))
                 self._log_risk_coverage(run_id, results)
         except Exception:

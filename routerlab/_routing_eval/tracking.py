@@ -131,9 +131,10 @@ class RouteTracking:
         self._parent_open = False
         try:
             by_key = {part_run_id(self.route_id, name, ROUTING): child for name, child in self.children.items()}
-            for r in model.part(ROUTING).routers:
+            part = model.part(ROUTING)
+            for r in part.routers:
                 if r.run_id in by_key:
-                    self.sink.log_metrics(by_key[r.run_id], child_metrics(r))
+                    self.sink.log_metrics(by_key[r.run_id], child_metrics(part, r))
             # the description links the router runs' compare page, under the verdict
             self.sink.finish_parent(
                 self.parent, "FINISHED", children=list(self.children.values()), **session_dashboard(model)

@@ -16,9 +16,9 @@ from routerlab._runs.session_plan import Live, SessionResult, SessionSpec
 from routerlab.agents.errors import ConfigError, RouterlabError
 from routerlab.agents.signals import is_stop, shield
 from routerlab.eval.analysis.build import build_comparison
-from routerlab.eval.analysis.tracked import session_dashboard
+from routerlab.eval.analysis.tracked import child_metrics, session_dashboard
 from routerlab.eval.scoring import ExampleResult
-from routerlab.eval.store import session_of
+from routerlab.eval.store import END_TO_END, session_of
 
 __all__ = [
     "close_quietly",
@@ -115,7 +115,7 @@ def finish_parent(live: Live) -> None:
         return
     final = "KILLED" if out.interrupted or out.skipped else "FAILED" if out.failed else "FINISHED"
     try:
-        dashboard = parent_dashboard(live.store, out)
+        dashboard = parent_dashboard(live.store, out, sink)
         with shield():
             sink.finish_parent(live.parent, status=final, **dashboard)
     except BaseException as exc:
@@ -136,22 +136,27 @@ def finish_parent(live: Live) -> None:
             sink.finish_parent(live.parent, status="KILLED")
 
 
-def parent_dashboard(store: Any, out: SessionResult) -> dict[str, Any]:
+def parent_dashboard(store: Any, out: SessionResult, sink: Any) -> dict[str, Any]:
     """What a session's MLflow parent run shows: the session's comparison, both parts (docs/metrics.md §6).
 
     Metrics ``<part>.<router>.<measure>`` with their interval bounds and cost, the comparison and
     verdict as Markdown, a rounded table and each part's rates figure
     (:func:`routerlab.eval.analysis.tracked.session_dashboard`); the description links the router
-    runs' compare page. A failure here never fails the session: the child runs hold every figure.
+    runs' compare page. Each end-to-end child gets the same model's figures for its router
+    (:func:`routerlab.eval.analysis.tracked.child_metrics`). A failure here never fails the
+    session: the child runs keep every example.
     """
     if not [r for r in out.run_ids if store.results(r)]:
         return {}
     try:
-        dashboard = session_dashboard(build_comparison(store, out.session_id))
+        model = build_comparison(store, out.session_id)
         runs = store.runs()
         mine = [r for r in runs["run_id"] if session_of(str(r)) == out.session_id]
         mlflow_ids = runs.set_index("run_id").reindex(mine)["mlflow_run_id"].dropna()
-        return dashboard | {"children": [str(m) for m in mlflow_ids if m]}
+        for part in (p for p in model.parts if p.key == END_TO_END):
+            for r in (r for r in part.routers if mlflow_ids.get(r.run_id)):
+                sink.log_metrics(str(mlflow_ids[r.run_id]), child_metrics(part, r))
+        return session_dashboard(model) | {"children": [str(m) for m in mlflow_ids if m]}
     except Exception as exc:  # the dashboard is a summary: the session's results stand without it
         logging.getLogger(__name__).warning("parent run summary not logged: %s", exc)
         return {}

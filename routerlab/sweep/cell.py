@@ -26,6 +26,8 @@ from routerlab._runs.session import load_dataset
 from routerlab.agents.lm import resolve_lm
 from routerlab.agents.registry import component_spec
 from routerlab.app.run import execute, session_spec
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.analysis.tracked import child_metrics
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.store import ResultsStore
 from routerlab.routers import router as router_registry
@@ -197,6 +199,9 @@ def run_cell(
         outcome.run = store.run(run_id)
     if sink is not None and outcome.mlflow_run_id is not None:
         try:
+            if outcome.results:  # the cell's figures are its run's in the comparison model
+                (part,) = build_comparison(store, [run_id]).parts
+                sink.log_metrics(outcome.mlflow_run_id, child_metrics(part, part.routers[0]))
             sink.finish_run(outcome.mlflow_run_id, outcome.results, status=outcome.status, error=outcome.error)
         except Exception as exc:  # the results are stored; the outcome still says what happened
             outcome.error = outcome.error or f"MLflow: {type(exc).__name__}: {exc}"

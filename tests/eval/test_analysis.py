@@ -211,7 +211,7 @@ def test_demo_session_builds_from_the_store_and_matches_mlflow(demo):
     for r in part.routers:
         metrics = logged[r.run_id]
         assert metrics["success"] == pytest.approx(r.rates["success"].value)
-        assert metrics["route"] == pytest.approx(r.rates["pipeline_route"].value)
+        assert metrics["pipeline_route"] == pytest.approx(r.rates["pipeline_route"].value)
     # the oracle routes by the gold label: its confusion is a diagonal of 6
     oracle = part.router("oracle").confusion
     assert sum(oracle[g].get(g, 0) for g in oracle) == 6

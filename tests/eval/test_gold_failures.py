@@ -106,5 +106,5 @@ def test_the_probe_reports_two_of_five_in_console_compare_and_mlflow(five: Path)
     client = MlflowClient(uri)
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     child = next(r for r in runs if r.data.tags.get("routerlab.kind") == "router-run")
-    assert child.data.metrics["ex_gold_failed"] == 2.0 and child.data.metrics["ex_n"] == 5.0
+    assert child.data.metrics["gold_failed"] == 2.0 and child.data.metrics["ex_n"] == 5.0
     assert "DROP" in child.data.tags["routerlab.ex_gold_failed_first"].upper()

@@ -191,7 +191,8 @@ def test_parent_and_child_runs_with_params_tags_and_dataset_input(sink, uri, mak
     assert frame.loc[0, "params.router.args.threshold"] == "0.7"
 
 
-def test_finish_run_logs_metrics_and_the_example_table(sink, uri, make_dataset, make_result):
+def test_finish_run_logs_the_example_table_and_computes_no_metric(sink, uri, make_dataset, make_result):
+    """A run's metrics are the comparison model's (logged by whoever builds it), never the sink's own."""
     ds = make_dataset(name="metrics-ds")
     run_id = sink.start_run("toy-hybrid", "scripted", ds, {"split": "dev"})
     results = _results(make_result)
@@ -199,11 +200,7 @@ def test_finish_run_logs_metrics_and_the_example_table(sink, uri, make_dataset, 
     run = MlflowClient(uri).get_run(run_id)
     assert run.info.status == "FINISHED"
     assert run.data.tags["routerlab.status"] == "FINISHED"
-    m = run.data.metrics
-    assert m["ex"] == pytest.approx(0.25)
-    assert m["ex_ci_low"] <= m["ex"] <= m["ex_ci_high"]
-    assert {"route", "route_ci_low", "route_ci_high", "success"} <= set(m)
-    assert any("p50" in k for k in m) and any("p95" in k for k in m)
+    assert run.data.metrics == {}
 
     table = load_examples(run_id, uri)
     assert table["example_id"].tolist() == ["e0", "e1", "e2", "e3"]
@@ -211,7 +208,6 @@ def test_finish_run_logs_metrics_and_the_example_table(sink, uri, make_dataset, 
     assert table["outcome"].tolist()[-1] == "error"
     assert table["sql"].tolist()[0] == "SELECT 1"
     frame = load_runs(uri, run_ids=[run_id])
-    assert frame.loc[0, "metrics.ex"] == pytest.approx(0.25)
     assert frame.loc[0, "params.router.name"] == "toy-hybrid"
 
 
@@ -454,26 +450,3 @@ def test_a_stopped_ping_pong_shows_its_stopped_activation_as_an_error_span(sink,
     assert all(s.status.status_code == SpanStatusCode.OK for s in agents[:-1])
     root = next(s for s in trace.data.spans if s.parent_id is None)
     assert root.status.status_code == SpanStatusCode.ERROR
-
-
-def test_finish_run_logs_the_outcome_scores_of_conversation_turns(sink, uri, make_dataset, make_result):
-    """A run over conversations gets ``served`` and the ``asking.*`` account in MLflow; one without gets neither."""
-    import dataclasses
-
-    ds = make_dataset(name="outcomes-ds")
-    turns = [
-        dataclasses.replace(r, conversation="c1", turn=i + 1, turns=4) for i, r in enumerate(_results(make_result))
-    ]
-    # turn 2 expected a question and was answered directly and right: served, success 0
-    turns[1] = dataclasses.replace(turns[1], intent="clarify", scores={**turns[1].scores})
-    turns[1].scores["success"] = dataclasses.replace(turns[1].scores["ex"], name="success", value=0.0)
-    run_id = sink.start_run("toy-hybrid", "scripted", ds, {"split": "dev"})
-    sink.finish_run(run_id, turns)
-    m = MlflowClient(uri).get_run(run_id).data.metrics
-    assert m["served"] == pytest.approx(1 / 4) and m["served_n"] == 4
-    assert m["asking.clarify_turns"] == 1 and m["asking.answered_directly"] == 1 and m["asking.asked_expected"] == 0
-    assert m["asking.other_turns"] == 3 and m["asking.asked_unexpected"] == 0
-
-    plain = sink.start_run("toy-hybrid", "scripted", ds, {"split": "dev"})
-    sink.finish_run(plain, _results(make_result))
-    assert not any(k == "served" or k.startswith("asking.") for k in MlflowClient(uri).get_run(plain).data.metrics)

@@ -31,7 +31,8 @@ def test_parent_run_carries_headline_metrics_and_the_comparison(tmp_path: Path) 
     assert parent.info.run_name == f"session {out.session_id}"
     from routerlab.eval.analysis.build import build_comparison
 
-    shown = [r.router for r in build_comparison(store, out.session_id).part("end_to_end").routers if not r.same_as]
+    part = build_comparison(store, out.session_id).part("end_to_end")
+    shown = [r.router for r in part.routers if not r.same_as]
     assert "rules" in shown  # a baseline that decided as rules did is shown once, as "= rules"
     for router in shown:
         results = store.results(f"{out.session_id}.{router}")
@@ -60,8 +61,9 @@ def test_parent_run_carries_headline_metrics_and_the_comparison(tmp_path: Path) 
         and f'experiments=["{children[0].info.experiment_id}"]' in link
     )
     for child in children:
-        # the headline rate comes first (the compare page plots a run's first metric) and the
-        # router is named by the param that sorts first (it takes the first differing params)
-        assert list(child.data.metrics)[:3] == ["success", "success_ci_low", "success_ci_high"]
+        # the part's verdict measure comes first (the compare page plots a run's first metric)
+        # and the router is named by the param that sorts first (it takes the first differing params)
+        headline = part.verdict_measures[0]
+        assert list(child.data.metrics)[:3] == [headline, f"{headline}_low", f"{headline}_high"]
         assert child.data.params["Router"] == child.data.tags["routerlab.router"]
         assert sorted(child.data.params)[0] == "Router"

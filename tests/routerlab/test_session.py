@@ -74,7 +74,7 @@ def test_mlflow_runs_metrics_table_and_tool_spans(session):
     rules = next(c for c in children if c.data.tags["routerlab.router"] == "rules")
     assert rules.data.params["router.name"] == "rules" and "router.args.fix_budget" in rules.data.params
     assert rules.data.params["dataset.name"] == "builtin" and len(rules.data.params["dataset.digest"]) == 64
-    assert {"route", "route_ci_low", "route_ci_high", "chain_valid"} <= set(rules.data.metrics)
+    assert {"pipeline_route", "pipeline_route_low", "pipeline_route_high", "chain_valid"} <= set(rules.data.metrics)
     assert rules.info.status == "FINISHED"
     from routerlab.eval.tracking import load_examples
 

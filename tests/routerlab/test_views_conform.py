@@ -26,6 +26,7 @@ from routerlab.eval.analysis.console import render_console
 from routerlab.eval.analysis.markdown import part_heading, verdict_md
 from routerlab.eval.analysis.measures import measure
 from routerlab.eval.analysis.model import Part, SessionComparison
+from routerlab.eval.analysis.tracked import child_metrics
 from routerlab.eval.analysis.words import count_text, interval_text, num, part_title, verdict_sentences
 from routerlab.eval.store import END_TO_END, ROUTING, ResultsStore
 
@@ -179,13 +180,17 @@ def test_mlflow_holds_one_parent_per_session_with_the_models_figures(session) ->
         # a part's metrics name only that part's measures
         mine = [k.rpartition(".")[2] for k in metrics if k.startswith(f"{p.key}.")]
         assert {k.removesuffix("_low").removesuffix("_high") for k in mine} <= {*p.measures, "p50", "p95"}
-    # each routing child's own routing accuracy is the model's
-    for r in model.part(ROUTING).routers:
-        child = children[f"routing · {r.router}"].data.metrics
-        assert child["routing_accuracy"] == pytest.approx(r.rates["routing_accuracy"].value)
-        assert [child["routing_accuracy_low"], child["routing_accuracy_high"]] == pytest.approx(
-            [r.rates["routing_accuracy"].low, r.rates["routing_accuracy"].high]
-        )
+    # each child's metrics, routing and end to end, are the model's figures for its router,
+    # rounded as the runs table shows them: its rates with their intervals, cost, further figures
+    for p in model.parts:
+        for r in p.routers:
+            child = children[f"{'routing' if p.key == ROUTING else 'end to end'} · {r.router}"].data.metrics
+            assert child == child_metrics(p, r)
+            for key, rate in r.rates.items():
+                assert [child[key], child[f"{key}_low"], child[f"{key}_high"], child[f"{key}_n"]] == pytest.approx(
+                    [rate.value, rate.low, rate.high, rate.n], abs=5e-4
+                )
+            assert child["n_examples"] == r.n and all(child[k] == round(v, 3) for k, v in r.figures.items())
     # the verdict the parent shows (artifact and description) is the model's
     verdict = Path(client.download_artifacts(parent.info.run_id, "verdict.md")).read_text()
     assert verdict == verdict_md(model)
