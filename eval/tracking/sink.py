@@ -556,8 +556,8 @@ class MlflowSink:
     ) -> None:
         """End a run with ``status`` (also its ``routerlab.status`` tag), keeping ``error`` as ``routerlab.error``.
 
-        For runs whose figures were logged some other way than :meth:`finish_run` (``routerlab
-        route`` logs first decisions, not example results).
+        For runs without an example table, which :meth:`finish_run` writes (``routerlab route``
+        logs first decisions, not example results).
         """
         check_status(status)
         run_tags = {TAG_STATUS: status, **(tags or {})}
