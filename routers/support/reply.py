@@ -24,10 +24,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from routerlab.agents.plan import next_call, request_text
-from routerlab.agents.routing import RouteDecision
+from routerlab.agents.routing import PlannedCall, RouteDecision
 from routerlab.agents.state import PipelineState
 from routerlab.agents.tools.text import extract_sql, normalise_request
 from routerlab.agents.turn_history import PendingQuestion, chosen_reading, reply_in_context
@@ -44,6 +44,9 @@ ReplyKind = Literal["affirm", "deny", "choice", "answer"]
 REPLY_OVERRIDES: frozenset[str] = frozenset({"sql", "chat", "clarify", "unanswerable"})
 #: decisions about SQL the user gives: a reply that holds none ("yes") gives nothing to fix or explain
 _ABOUT_GIVEN_SQL = frozenset({"fix", "explain"})
+
+#: a router's own decision type (a swarm's HandoffDecision stays one when continued)
+_D = TypeVar("_D", bound=RouteDecision)
 
 _AFFIRM = re.compile(
     r"^\W*(?:yes|yeah|yea|yep|yup|ya|sure|ok(?:ay)?|correct|right|exactly|indeed|absolutely|definitely|certainly"
@@ -140,7 +143,7 @@ def as_reply(state: PipelineState, reply: Reply | None) -> PipelineState:
 _REQUEST_CALLS = frozenset({"data_discovery", "generate_sql"})
 
 
-def continue_pending(decision: RouteDecision, state: PipelineState, db: Any = None) -> RouteDecision:
+def continue_pending(decision: _D, state: PipelineState, db: Any = None) -> _D:
     """``decision``, or the pending request's first SQL call when the turn answers the assistant's question.
 
     For routers that choose tool calls themselves (``llm``, ``retrieval``, ``handoff``, ``team``),
@@ -173,7 +176,7 @@ def continue_pending(decision: RouteDecision, state: PipelineState, db: Any = No
     )
 
 
-def _on_request(decision: RouteDecision, state: PipelineState, db: Any) -> RouteDecision:
+def _on_request(decision: _D, state: PipelineState, db: Any) -> _D:
     """A later step's ``decision`` with its data calls asking about the pending request (a reply turn's SQL path)."""
     if (state.get("route") or {}).get("intent") != "sql" or not any(
         c["name"] in _REQUEST_CALLS for c in decision.tool_calls
@@ -183,7 +186,7 @@ def _on_request(decision: RouteDecision, state: PipelineState, db: Any) -> Route
     if reply is None:
         return decision
     request = request_text(as_reply(state, reply))
-    calls = [
+    calls: list[PlannedCall] = [
         {**c, "args": {**c["args"], "question": request}} if c["name"] in _REQUEST_CALLS else c
         for c in decision.tool_calls
     ]

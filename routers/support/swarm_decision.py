@@ -177,5 +177,5 @@ def answering_pending(decision: HandoffDecision, state: PipelineState, db: Any =
     """
     continued = continue_pending(decision, state, db)
     if continued is decision or state.get("tool_calls"):
-        return continued  # type: ignore[return-value]
-    return dataclasses.replace(continued, agent="sql")  # type: ignore[arg-type]
+        return continued
+    return dataclasses.replace(continued, agent="sql")
