@@ -113,7 +113,7 @@ RunLMOpt = Annotated[
 ConcurrencyOpt = Annotated[
     int | None,
     typer.Option(
-        "--concurrency", min=1, help="Examples run at once (the local model decodes them together). \\[default: 1]"
+        "--concurrency", min=1, help="Worker threads (the local model serialises their calls). \\[default: 1]"
     ),
 ]
 RunRouterArgOpt = Annotated[list[str] | None, typer.Option("--router-arg", help="ROUTER.PARAM=VALUE, repeatable.")]

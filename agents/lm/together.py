@@ -28,6 +28,7 @@ parts from the plain call's can be shown to part there.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from routerlab.agents.errors import RouterlabError
+from routerlab.agents.errors import ConfigError, RouterlabError
 from routerlab.agents.lm.speculative import CompletionRules, Decoded, top2_margin
 from routerlab.agents.signals import stop_requested
 
@@ -52,6 +53,7 @@ __all__ = [
     "start_from",
     "together",
     "together_slots",
+    "together_wanted",
 ]
 
 #: sequences beyond the running ones whose tokens stay in the cache for later calls to start from
@@ -84,6 +86,27 @@ def decode_together(slots: int) -> Iterator[None]:
     finally:
         with _SLOTS_LOCK:
             _SLOTS = before
+
+
+def together_wanted() -> bool:
+    """Whether a run with several workers decodes the embedded model's calls together.
+
+    Off unless ``ROUTERLAB_DECODE_TOGETHER=on``: measured on the reference machine (2 cores), two
+    examples decoded together ran at 0.76x the turns per hour of one at a time on the 0.5B model
+    (docs/results/2026-12-06-decoded-together.md), so the workers' calls stay serialised.
+
+    Raises:
+        ConfigError: A value other than ``on`` or ``off``.
+    """
+    value = os.environ.get("ROUTERLAB_DECODE_TOGETHER", "off").strip().lower() or "off"
+    if value not in ("on", "off"):
+        raise ConfigError(
+            f"unknown ROUTERLAB_DECODE_TOGETHER setting {value!r}",
+            expected="on or off",
+            found=repr(value),
+            fix="set ROUTERLAB_DECODE_TOGETHER to on or off",
+        )
+    return value == "on"
 
 
 def together_slots() -> int:

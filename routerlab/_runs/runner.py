@@ -22,6 +22,7 @@ from routerlab.agents.graph import Pipeline, PipelineConfig
 from routerlab.agents.lm import decode_together
 from routerlab.agents.lm.adapter import lm_context
 from routerlab.agents.lm.deadline import deadline_scope
+from routerlab.agents.lm.together import together_wanted
 from routerlab.agents.registry import component_spec
 from routerlab.agents.state import INTENTS
 from routerlab.agents.trace import Trace, answered_by_reply
@@ -75,7 +76,8 @@ class RunConfig:
         lm_api_base: API base for OpenAI-compatible servers.
         lm_cache: Use the LM response cache (``--no-cache`` turns it off: every call is computed).
         concurrency: Worker threads: a remote LM answers their calls side by side; the local model
-            decodes their greedy calls together, one batch per forward pass.
+            serialises them, or decodes their greedy calls together with
+            ``ROUTERLAB_DECODE_TOGETHER=on``.
         scorers: Scorer names.
         scorer_args: Per-scorer constructor arguments.
         pipeline: Pipeline bounds and tool settings.
@@ -428,8 +430,10 @@ def run_router(
                 break
             start(unit, a, live=True)
         return done
-    # the embedded model's greedy calls of the workers are decoded together, one batch per pass
-    with decode_together(concurrency), ThreadPoolExecutor(concurrency, thread_name_prefix="routerlab") as pool:
+    # with ROUTERLAB_DECODE_TOGETHER=on the embedded model decodes the workers' greedy calls
+    # together, one batch per pass (off by default: slower on 2 cores, see agents/lm/together.py)
+    slots = concurrency if together_wanted() else 1
+    with decode_together(slots), ThreadPoolExecutor(concurrency, thread_name_prefix="routerlab") as pool:
         futures = {pool.submit(in_worker, u, a): (u, a) for u, a in jobs}
         try:
             for fut in as_completed(futures):

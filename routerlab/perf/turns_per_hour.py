@@ -17,10 +17,12 @@ the plain one and its top-2 logit margin (re-decoded plainly from the same promp
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -144,7 +146,8 @@ def turns_per_hour(
         for k in order:
             got: list[ExampleResult] = []
             t = time.perf_counter()
-            run_router(run, [e for c in block for e in c], on_result=got.append, concurrency=k)
+            with mock.patch.dict(os.environ, {"ROUTERLAB_DECODE_TOGETHER": "on"}):
+                run_router(run, [e for c in block for e in c], on_result=got.append, concurrency=k)
             seconds[k][b] = time.perf_counter() - t
             results[k].update({r.example_id: r for r in got})
     base = settings[0]

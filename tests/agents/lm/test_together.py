@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import routerlab.benchmarks.builtin  # noqa: F401  (registers the built-in datasets)
 from routerlab._runs.runner import RouterRun, RunConfig, build_scorers, run_router
+from routerlab.agents.errors import ConfigError
 from routerlab.agents.lm import scripted_lm
 from routerlab.agents.lm.scripts import answer_field
-from routerlab.agents.lm.together import decode_together, start_from, together_slots
+from routerlab.agents.lm.together import decode_together, start_from, together_slots, together_wanted
 from routerlab.benchmarks.dataset import dataset
 
 _tokens = st.lists(st.integers(0, 3), max_size=12)
@@ -52,8 +54,6 @@ def test_a_call_starts_from_the_longest_held_start_on_a_free_sequence(held, prom
 
 
 def test_every_sequence_busy_is_refused():
-    import pytest
-
     with pytest.raises(ValueError, match="every sequence"):
         start_from([[1], [2]], [0.0, 0.0], {0, 1}, [1, 2])
 
@@ -72,7 +72,7 @@ def test_the_setting_nests_and_is_restored():
         assert together_slots() == 1
 
 
-def test_a_run_decodes_together_only_with_more_than_one_worker():
+def test_a_run_decodes_together_only_when_asked_and_with_more_than_one_worker(monkeypatch):
     seen: list[tuple[int, str]] = []
     lock = threading.Lock()
 
@@ -84,10 +84,16 @@ def test_a_run_decodes_together_only_with_more_than_one_worker():
     config = RunConfig(dataset="builtin", lm="scripted:reply")
     run = RouterRun("oracle", {}, scripted_lm(reply), config, build_scorers(config))
     examples = [e for e in dataset.build("builtin").split("dev") if e.intent == "sql"][:4]
-    for concurrency in (1, 2):
+    for setting, concurrency, slots in (("off", 2, 1), ("on", 1, 1), ("on", 2, 2)):
+        monkeypatch.setenv("ROUTERLAB_DECODE_TOGETHER", setting)
         seen.clear()
         out: list = []
         assert run_router(run, examples, on_result=out.append, concurrency=concurrency) == 4
-        assert seen and {slots for slots, _ in seen} == {concurrency}
+        assert seen and {s for s, _ in seen} == {slots}
         assert all(name.startswith("routerlab") for _, name in seen) == (concurrency > 1)
     assert together_slots() == 1  # the run's block is closed
+    monkeypatch.delenv("ROUTERLAB_DECODE_TOGETHER")
+    assert not together_wanted()  # off unless asked
+    monkeypatch.setenv("ROUTERLAB_DECODE_TOGETHER", "sometimes")
+    with pytest.raises(ConfigError, match="on or off"):
+        run_router(run, examples, on_result=lambda _r: None, concurrency=2)
