@@ -69,7 +69,7 @@ def conversation_sample(databases: Path | None, conversations: int) -> list[list
         for e in loaded:
             by.setdefault(str(e.conversation), []).append(e)
         pools.append([sorted(c, key=lambda e: e.turn) for c in by.values()])
-    tune = set(sorted_alternate({c[0].db_id for pool in pools for c in pool})[0])
+    tune = set(sorted_alternate([c[0].db_id for pool in pools for c in pool])[0])
     pools = [[c for c in pool if c[0].db_id in tune] for pool in pools]
     out: list[list[Example]] = []
     while len(out) < conversations and any(pools):
@@ -164,10 +164,11 @@ def turns_per_hour(
         differing: list[str] = []
         for eid, r in results[base].items():
             other = results[k][eid]
-            a, b = (r.trace.sql if r.trace else "") or "", (other.trace.sql if other.trace else "") or ""
-            same_sql += a == b
+            plain_sql = (r.trace.sql if r.trace else "") or ""
+            together_sql = (other.trace.sql if other.trace else "") or ""
+            same_sql += plain_sql == together_sql
             same_ex += r.value("ex") == other.value("ex")
-            if a != b:
+            if plain_sql != together_sql:
                 differing.append(eid)
         n = len(results[base])
         low, high = _ratio_interval(seconds[base], seconds[k])
@@ -185,7 +186,8 @@ def turns_per_hour(
             ),
         ]
         for eid in differing:
-            where = _parting(engine, results[k][eid].trace.sql or "")
+            trace = results[k][eid].trace
+            where = _parting(engine, (trace.sql if trace else "") or "")
             figures.append(PerfFigure(_SECTION, f"K={k}: {eid} differs: {where}", 0, ""))
     clear_models()
     return figures
