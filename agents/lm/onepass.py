@@ -36,7 +36,16 @@ import numpy as np
 from routerlab.agents.lm.prefix_disk import configured_prefix_disk, prefix_key
 from routerlab.agents.lm.scoring import ChoiceScores, normalise
 
-__all__ = ["Continuation", "PrefixStore", "continue_reply", "label_tokens", "render", "score_labels", "tokenize"]
+__all__ = [
+    "Continuation",
+    "PrefixStore",
+    "continue_reply",
+    "label_tokens",
+    "render",
+    "score_labels",
+    "shared_prefix",
+    "tokenize",
+]
 
 _HEADS = 16  # tokenized heads kept per model: one per routing prompt in use
 
@@ -165,7 +174,7 @@ def label_tokens(
     """
     alone = tokenize(llm, text, head)
     joint = {c: tokenize(llm, text + c, head) for c in choices}
-    n = min([len(alone), *(_common(alone, toks) for toks in joint.values())])
+    n = min([len(alone), *(shared_prefix(alone, toks) for toks in joint.values())])
     labels = {c: toks[n:] for c, toks in joint.items()}
     for a, ta in labels.items():
         if not ta:
@@ -242,7 +251,8 @@ def tokenize(llm: Any, text: str, head: _Head | None = None) -> list[int]:
     return [int(t) for t in llm.tokenize(text.encode(), special=True)]
 
 
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
+def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -265,7 +275,7 @@ def _head_of(llm: Any, prefix: Sequence[dict[str, Any]], messages: Sequence[dict
 
 def _stable_length(head: _Head, prompt: list[int]) -> int:
     """How many leading tokens of ``prompt`` every request sharing ``head`` shares."""
-    return min(_common(prompt, head.tokens), len(prompt) - 1)
+    return min(shared_prefix(prompt, head.tokens), len(prompt) - 1)
 
 
 def _start(llm: Any, store: PrefixStore, prompt: list[int], stable: int) -> tuple[str, int]:
@@ -278,7 +288,7 @@ def _start(llm: Any, store: PrefixStore, prompt: list[int], stable: int) -> tupl
     last digits, sometimes in the decision) depend on what ran before it. Returns the source and
     the tokens evaluated to get there.
     """
-    live = _common([int(t) for t in llm.input_ids[: llm.n_tokens]], prompt[:stable])
+    live = shared_prefix([int(t) for t in llm.input_ids[: llm.n_tokens]], prompt[:stable])
     if live == stable and stable > 0:
         llm.n_tokens = stable  # the next eval drops the KV entries past the prefix
         return "live", 0

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from routerlab.agents.errors import ConfigError, RouterlabError
+from routerlab.agents.lm.onepass import shared_prefix
 from routerlab.agents.lm.speculative import CompletionRules, Decoded, top2_margin
 from routerlab.agents.signals import stop_requested
 
@@ -150,15 +151,6 @@ class _Clock:
         return time.monotonic() >= self.at or stop_requested()
 
 
-def _shared(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def start_from(
     held: Sequence[Sequence[int]], used: Sequence[float], busy: set[int], prompt: Sequence[int]
 ) -> tuple[int, int, int]:
@@ -177,10 +169,10 @@ def start_from(
     if not free:
         raise ValueError("every sequence is running a call")
     want = prompt[:-1]
-    seq = max(free, key=lambda s: (_shared(held[s], want), -used[s]))
-    src = max(range(len(held)), key=lambda s: (_shared(held[s], want), s == seq))
-    keep = _shared(held[src], want)
-    return seq, (src if keep > _shared(held[seq], want) else seq), keep
+    seq = max(free, key=lambda s: (shared_prefix(held[s], want), -used[s]))
+    src = max(range(len(held)), key=lambda s: (shared_prefix(held[s], want), s == seq))
+    keep = shared_prefix(held[src], want)
+    return seq, (src if keep > shared_prefix(held[seq], want) else seq), keep
 
 
 class Together:
@@ -329,9 +321,9 @@ class Together:
         evaluated than with anything the cache holds.
         """
         want = call.prompt[:-1]
-        held = max(_shared(h, want) for h in self.held)
+        held = max(shared_prefix(h, want) for h in self.held)
         starting = [c for c in self._running if len(c.pending) > 1]
-        return any(_shared(c.prompt, want) >= held + WAIT_FOR for c in starting)
+        return any(shared_prefix(c.prompt, want) >= held + WAIT_FOR for c in starting)
 
     def _end(self, call: _Call, error: BaseException | None = None) -> None:
         with self._cond:
