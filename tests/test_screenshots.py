@@ -3,7 +3,7 @@
 A scripted session (no model) is logged to a real MLflow store; ``routerlab ui`` serves it on
 loopback. The MLflow runs page must list the session's runs with their headline rates, the
 compare page of the session (linked from the parent run's description) must plot the router
-against end-to-end success, and the comparison notebook, rendered to HTML by nbconvert from the
+against the end-to-end verdict measure (served), and the comparison notebook, rendered to HTML by nbconvert from the
 ``notebooks/`` folder as the README opens it, must show its verdict. Each page is screenshotted
 into the test's tmp folder and checked for MLflow's or Jupyter's error banners. (The report's
 layout at two page widths is checked in tests/routerlab/test_report.py.)
@@ -121,7 +121,7 @@ def test_compare_page_of_the_session_plots_router_against_success(demo, ui, brow
     link = re.search(r"\((#/compare-runs\?[^)]+)\)", parent.data.tags["mlflow.note.content"])
     assert link, parent.data.tags["mlflow.note.content"]
     browser.get(f"{ui}/{link[1]}")
-    # the parallel-coordinates plot: its axes are the router param and end-to-end success
+    # the parallel-coordinates plot: its axes are the router param and the end-to-end verdict measure
     axes = _wait(
         browser,
         lambda d: d.execute_script(
@@ -129,7 +129,8 @@ def test_compare_page_of_the_session_plots_router_against_success(demo, ui, brow
         ),
         "the parallel coordinates plot",
     )
-    assert axes[0] == "Router" and axes[-1] == "success", axes
+    # the last axis is the first metric each child logs: its part's verdict measure (served, end to end)
+    assert axes[0] == "Router" and axes[-1] == "served", axes
     text = _text(browser)
     assert all(c.info.run_name in text or c.info.run_id[:8] in text for c in children), text[:2000]
     _no_error_banner(browser)

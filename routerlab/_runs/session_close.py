@@ -158,5 +158,10 @@ def parent_dashboard(store: Any, out: SessionResult, sink: Any) -> dict[str, Any
                 sink.log_metrics(str(mlflow_ids[r.run_id]), child_metrics(part, r))
         return session_dashboard(model) | {"children": [str(m) for m in mlflow_ids if m]}
     except Exception as exc:  # the dashboard is a summary: the session's results stand without it
+        # imported here: MLflow costs seconds at import, and a run without MLflow never gets here
+        from routerlab.eval.tracking import tracking_store_failure
+
+        if tracking_store_failure(sink.tracking_uri, exc) is not None:
+            raise  # a full or damaged store stops the session (exit 2 and its resume), never a silent gap
         logging.getLogger(__name__).warning("parent run summary not logged: %s", exc)
         return {}

@@ -253,11 +253,12 @@ def test_route_with_the_embedded_model_logs_its_lm_cost_and_the_printed_figures(
         assert children[name].data.params["lm.spec"] == "local:0.5b"
         shown = part.router(name)
         accuracy = shown.rates["routing_accuracy"]
+        # logged rounded to 3 decimals, as MLflow's tables show them
         assert [m["routing_accuracy"], m["routing_accuracy_low"], m["routing_accuracy_high"]] == pytest.approx(
-            [accuracy.value, accuracy.low, accuracy.high]
+            [accuracy.value, accuracy.low, accuracy.high], abs=5e-4
         )
         assert [m["lm_calls_per_decision"], m["decision_p50_ms"]] == pytest.approx(
-            [shown.cost.lm_calls, shown.cost.p50]
+            [shown.cost.lm_calls, shown.cost.p50], abs=5e-4
         )
     # every llm decision asks the model once; hybrid asks it only where its rules are unsure
     assert children["llm"].data.metrics["lm_calls_per_decision"] >= 1.0
