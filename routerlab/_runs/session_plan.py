@@ -67,6 +67,8 @@ class SessionSpec:
         traces: Log one MLflow trace per example.
         skip_bad_databases: Leave the examples of a bad database out as ``not_run`` (error class
             ``bad_database``) instead of refusing the run (see :mod:`routerlab.benchmarks.dbcheck`).
+        dataset: The dataset already loaded from ``config`` (``routerlab run``'s size line loads
+            it): the plan takes it instead of reading the source again. None: the plan loads it.
     """
 
     routers: list[tuple[str, dict[str, Any]]]
@@ -75,6 +77,7 @@ class SessionSpec:
     store_path: str = DEFAULT_STORE_PATH
     traces: bool = True
     skip_bad_databases: bool = False
+    dataset: Dataset | None = None
 
 
 @dataclass
@@ -188,7 +191,7 @@ def plan_session(spec: SessionSpec, resume: str | None, lm: Any, session_id: str
     existing = set(session_runs(reader, session_id)) if reader is not None else set()
     if reader is not None and not existing:
         raise unknown_session(reader, session_id)
-    ds = load_dataset(config)
+    ds = spec.dataset if spec.dataset is not None else load_dataset(config)
     examples = select(ds, config)
     # every database opens and has its examples' tables, or the run stops here (exit 2)
     bad = check_databases(examples)

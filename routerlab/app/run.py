@@ -191,10 +191,13 @@ def size_line(spec: SessionSpec) -> str:
     """How many examples a new session runs and, on the embedded model, about how long it takes.
 
     A named dataset is scored whole by default; a full Spider dev folder on a CPU model runs for
-    hours, and the person who started it should know that before it starts, not after.
+    hours, and the person who started it should know that before it starts, not after. The
+    dataset loaded for the count is kept in ``spec.dataset``: the plan takes it, so a large file
+    is read once, not once for this line and again for the run.
     """
     config = spec.config
-    n = len(select(load_dataset(config), config))
+    spec.dataset = load_dataset(config)
+    n = len(select(spec.dataset, config))
     line = f"{n} example(s) x {len(spec.routers)} router(s)"
     if str(config.lm).startswith("local"):
         minutes = n * len(spec.routers) * LOCAL_SECONDS_PER_EXAMPLE / 60

@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
+import pytest
+from typer.testing import CliRunner
+
+from routerlab import cli
 from routerlab._runs.config import load_run_config
 from routerlab._runs.session_plan import load_dataset, run_draw, select
 from routerlab.benchmarks.dataset import Draw
+from routerlab.eval.store import ResultsStore
 from routerlab.sweep.grid import DatasetEntry
 from tests.benchmarks.loaders.conftest import make_sqlite
 
@@ -40,6 +46,34 @@ def test_a_limited_run_loads_only_its_draw_and_selects_what_the_whole_file_gives
     whole = load_dataset(whole_config)
     assert whole.drawn is None and len(whole.examples) == 400
     assert select(ds, config) == select(whole, config)  # the same examples in the same schedule
+
+
+def test_routerlab_run_with_a_limit_reads_its_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the size line and the plan share one load: the records are parsed once, not once per step
+    path = _file(tmp_path)
+    opened: list[str] = []
+    real_open = Path.open
+
+    def counted(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if self.resolve() == path.resolve():
+            opened.append(mode)
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counted)
+    config = load_run_config(None, dataset="jsonl", dataset_path=str(path), split="dev", limit=5, lm="scripted:basic")
+    drawn = select(load_dataset(config), config)
+    one_load, opened[:] = sorted(opened), []
+    store = tmp_path / "r.duckdb"
+    args = ["run", "--dataset", "jsonl", "--dataset-path", str(path), "--split", "dev", "--limit", "5"]
+    args += ["--router", "rules", "--lm", "scripted:basic", "--no-mlflow", "--store", str(store)]
+    result = CliRunner().invoke(cli.app, args)
+    assert result.exit_code == 0, result.output
+    # one load opens the file twice: its records read as text, its bytes hashed for the version
+    assert one_load == ["r", "rb"] and sorted(opened) == one_load, opened
+    assert result.output.splitlines()[0].strip() == "5 example(s) x 1 router(s)"
+    (run_id,) = ResultsStore(store, read_only=True).runs()["run_id"]
+    stored = ResultsStore(store, read_only=True).results(run_id)
+    assert sorted(r.example_id for r in stored) == sorted(e.id for e in drawn)  # the same sample
 
 
 def test_a_sweep_loads_a_dataset_once_per_draw() -> None:
