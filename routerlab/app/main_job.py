@@ -23,35 +23,33 @@ parts are one session of the results store: the routing part's first decisions a
 ``<session>.<router>``, under one MLflow parent ``session <session>``, so ``routerlab compare
 <session>``, the report, MLflow and :func:`routerlab.load` show all of it with the numbers printed
 here. The routers and sizes are the constants below; :func:`main_job` runs it under a stop-signal
-watch, its end-to-end part a session built and run by :func:`routerlab.app.run.session_spec` and
-:func:`routerlab.app.run.execute`, as every session is. Options that pick the data or the LM
+watch, its routing part decided by :func:`routerlab.app.route.decide_routers` as ``routerlab
+route``'s is, its end-to-end part a session built and run by :func:`routerlab.app.run.session_spec`
+and :func:`routerlab.app.run.execute`, as every session is. Options that pick the data or the LM
 (``--dataset``, ``--split``, ``--limit``, ``--lm``...) keep this shape on what they pick; only
 ``--router``, ``--config`` or ``--resume`` run a plain comparison instead.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from routerlab._routing_eval.decisions import FirstDecision, first_decisions
-from routerlab._routing_eval.stored import store_decisions
+from routerlab._routing_eval.decisions import FirstDecision
 from routerlab._runs.config import load_run_config
 from routerlab._runs.resume import resume_command
 from routerlab._runs.session import SessionResult, load_dataset, new_session_id, select
 from routerlab.agents.lm import resolve_lm
-from routerlab.agents.registry import component_spec
 from routerlab.agents.signals import StopSignal, stop_signals
 from routerlab.app.defaults import DEFAULT_ROUTERS
+from routerlab.app.route import decide_routers
 from routerlab.app.run import execute, session_spec, stored_runs
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.console import render_console, terminal_width
@@ -166,41 +164,19 @@ def run_main_job(
     }
     # the session's one MLflow parent: the end-to-end part reopens it by the session id
     tracking = RouteTracking(tracking_uri, session_id, dataset, logged, list(ROUTERS)) if tracking_uri else None
-    decisions: dict[str, list[FirstDecision]] = {}
-    columns = (TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    writer = ResultsStore(store)
-    with (
-        tracking if tracking is not None else contextlib.nullcontext(),
-        Progress(*columns, console=console, disable=not console.is_terminal) as progress,
-    ):
-        for name in ROUTERS:
-            task = progress.add_task(name, total=len(examples))
-            if tracking is not None:
-                tracking.start_router(name, built[name])
-            decisions[name] = first_decisions(
-                name,
-                {},
-                examples,
-                model,
-                on_done=functools.partial(lambda t, _d: progress.advance(t), task),
-                router=built[name],
-            )
-            if tracking is not None:
-                tracking.finish_router(name, name, decisions[name])
-            if not console.is_terminal:  # a log gets one line per router
-                ds = decisions[name]
-                say(f"routing {name}: {sum(d.correct for d in ds)}/{len(ds)} right")
-        routing_ids = store_decisions(
-            writer,
-            session_id,
-            dataset=dataset,
-            examples=examples,
-            settings=logged,
-            specs={name: component_spec(built[name]) for name in built},
-            by_router=decisions,
-        )
-        if tracking is not None:
-            tracking.finish(build_comparison(writer, routing_ids))
+    decisions, routing_ids, _ = decide_routers(
+        {name: ({}, built[name]) for name in ROUTERS},
+        examples,
+        model,
+        history="gold",
+        progress=_Bars(console, say),
+        tracking=tracking,
+        store=ResultsStore(store),
+        session_id=session_id,
+        dataset=dataset,
+        settings=logged,
+        label=str,
+    )
     say(f"routing part stored ({len(routing_ids)} routers); now end to end")
     spec = session_spec([(r, {}) for r in ROUTERS], e2e_config, store=store, tracking_uri=tracking_uri)
     session = execute(spec, console=console, lm=model, session_id=session_id)
@@ -221,6 +197,41 @@ def run_main_job(
         routing_csv=csv_path,
         routing_run_ids=routing_ids,
     )
+
+
+class _Bars:
+    """The routing part's progress: a bar per router on a terminal, a line per router in a log."""
+
+    def __init__(self, console: Console, say: Callable[[str], None]) -> None:
+        columns = (TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        self._bars = Progress(*columns, console=console, disable=not console.is_terminal)
+        self._log = None if console.is_terminal else say
+        self._task = TaskID(0)
+        self._total = 0
+        self._decided: list[FirstDecision] = []
+
+    def __enter__(self) -> _Bars:
+        self._bars.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._bars.__exit__(*exc)
+
+    def start(self, label: str, total: int) -> None:
+        # the routers decide one after the other: one bar is filling at a time
+        self._task, self._total, self._decided = self._bars.add_task(label, total=total), total, []
+        if total == 0:
+            self._told(label)
+
+    def done(self, label: str, decision: FirstDecision) -> None:
+        self._bars.advance(self._task)
+        self._decided.append(decision)
+        if len(self._decided) == self._total:
+            self._told(label)
+
+    def _told(self, label: str) -> None:
+        if self._log is not None:  # a log gets one line per router, once it has decided every request
+            self._log(f"routing {label}: {sum(d.correct for d in self._decided)}/{self._total} right")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -35,9 +35,10 @@ from routerlab.eval.store import ROUTING, ResultsStore
 
 if TYPE_CHECKING:
     from routerlab._routing_eval.tracking import RouteTracking
+    from routerlab.benchmarks.dataset import Dataset
     from routerlab.benchmarks.example import Example
 
-__all__ = ["RouteOutcome", "RouteProgress", "route", "router_labels"]
+__all__ = ["RouteOutcome", "RouteProgress", "decide_routers", "route", "router_labels"]
 
 
 class RouteProgress(Protocol):
@@ -205,43 +206,94 @@ def route(
         # the parent's key is the session id, the children's the store's run ids <session>.routing.<router>
         else RouteTracking(tracking_uri, session_id, dataset, settings_logged, list(built))
     )
-    by_router: dict[str, list[FirstDecision]] = {}
     shown = progress if progress is not None else _Silent()
-    with tracking if tracking is not None else contextlib.nullcontext(), shown:
-        for name, args in chosen:
-            label = registry.label(name)
-            shown.start(label, len(examples))
+    try:
+        by_name, _, comparison = decide_routers(
+            {name: (args, built[name]) for name, args in chosen},
+            examples,
+            model,
+            history=history,
+            progress=shown,
+            tracking=tracking,
+            store=results_store,
+            session_id=session_id,
+            dataset=dataset,
+            settings=settings_logged,
+        )
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+    by_router = {registry.label(name): ds for name, ds in by_name.items()}
+    return RouteOutcome(
+        list(examples), by_router, comparison, history, tracking, session_id, None if store is None else str(store)
+    )
+
+
+def decide_routers(
+    routers: Mapping[str, tuple[dict[str, Any], Any]],
+    examples: Sequence[Example],
+    model: Any,
+    *,
+    history: str,
+    progress: RouteProgress,
+    tracking: RouteTracking | None,
+    store: ResultsStore,
+    session_id: str,
+    dataset: Dataset,
+    settings: Mapping[str, Any],
+    label: Callable[[str], str] = registry.label,
+) -> tuple[dict[str, list[FirstDecision]], list[str], SessionComparison]:
+    """Every router's first decisions, logged, stored as the session's routing part and compared.
+
+    The one routing loop of ``routerlab route`` and of the main job's routing part.
+
+    Args:
+        routers: ``name -> (arguments, built router)``, in the order they decide.
+        examples: The examples each router decides.
+        model: The LM the routers call.
+        history: A conversation's earlier turns as the router sees them: ``gold`` or ``predicted``.
+        progress: Told as each router starts and decides (entered around the loop).
+        tracking: The session's MLflow parent and children (None: not logged).
+        store: The results store the decisions are kept in.
+        session_id: The session they are stored under.
+        dataset: The dataset decided on.
+        settings: What the decisions depend on besides the router, recorded with them.
+        label: A router's name as the progress and its MLflow ``decisions.csv`` show it.
+
+    Returns:
+        The decisions by router name, the routing runs' ids in the store, the session's comparison.
+    """
+    by_name: dict[str, list[FirstDecision]] = {}
+    with tracking if tracking is not None else contextlib.nullcontext(), progress:
+        for name, (args, router) in routers.items():
+            shown = label(name)
+            progress.start(shown, len(examples))
             if tracking is not None:
-                tracking.start_router(name, built[name])
-            by_router[label] = first_decisions(
+                tracking.start_router(name, router)
+            by_name[name] = first_decisions(
                 name,
                 args,
                 examples,
                 model,
-                on_done=functools.partial(shown.done, label),
+                on_done=functools.partial(progress.done, shown),
                 history=history,
-                router=built[name],
+                router=router,
             )
             if tracking is not None:
-                tracking.finish_router(name, label, by_router[label])
-        by_name = {name: by_router[registry.label(name)] for name, _ in chosen}
-        store_decisions(
-            results_store,
+                tracking.finish_router(name, shown, by_name[name])
+        run_ids = store_decisions(
+            store,
             session_id,
             dataset=dataset,
             examples=examples,
-            settings=settings_logged,
-            specs={name: component_spec(built[name]) for name in built},
+            settings=settings,
+            specs={name: component_spec(router) for name, (_, router) in routers.items()},
             by_router=by_name,
         )
-        comparison = build_comparison(results_store, session_id)
-        if scratch is not None:
-            scratch.cleanup()
+        comparison = build_comparison(store, session_id)
         if tracking is not None:
             tracking.finish(comparison)
-    return RouteOutcome(
-        list(examples), by_router, comparison, history, tracking, session_id, None if store is None else str(store)
-    )
+    return by_name, run_ids, comparison
 
 
 def router_labels() -> list[str]:
