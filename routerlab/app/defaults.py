@@ -17,7 +17,7 @@ __all__ = [
 ]
 
 #: the routers ``run``, ``route`` and the main job compare when none is named, decided by the rule in
-#: docs/results/2026-12-06-default-routers.md (written before any run made for it): ``always_sql`` (every decision
+#: docs/results/2026-12-06-default-routers.md (written before any new model run): ``always_sql`` (every decision
 #: ``sql``, the reference routing accuracy is read against) and ``single_call`` (the plain model call a
 #: routed pipeline must beat end to end; its first decision is free) are baselines, in by their role.
 #: Any other router is in when, held out (leave one database out over the shared CoSQL and SParC
