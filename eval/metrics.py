@@ -1,119 +1,26 @@
-"""Aggregates over example results: rates with bootstrap CIs, confusion, latency and cost."""
+"""Per-run figures the comparison model reads: cold latency, pass^k / pass@k, gold SQL that cannot run.
+
+Rates, per-intent rates, confusion counts and costs are computed once, in
+:mod:`routerlab.eval.analysis.build`; :func:`metric_name` makes an MLflow key of a figure's name.
+"""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
-from routerlab.agents.state import INTENTS
-from routerlab.eval.conversation_metrics import conversation_summary
-from routerlab.eval.rate import Rate, rate
-from routerlab.eval.risk import risk_summary
-from routerlab.eval.robustness import diversion_of_results
-from routerlab.eval.scorers import DEFAULT_SCORERS
-from routerlab.eval.scoring import ExampleResult, did_run
+from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.stats import pass_at_k, pass_hat_k
 
 __all__ = [
-    "SCORE_NAMES",
-    "cold_cost_summary",
+    "PassK",
     "cold_latency",
-    "confusion_matrix",
     "gold_failure_line",
     "gold_failures",
-    "latency_summary",
     "metric_name",
     "pass_k_summary",
-    "per_intent",
-    "routing_prf",
-    "scored_names",
-    "summarize",
-    "usage_summary",
 ]
-
-#: every score a summary covers
-SCORE_NAMES = DEFAULT_SCORERS
-
-
-def per_intent(results: Sequence[ExampleResult], scorer_name: str) -> dict[str, Rate]:
-    """The rate of one scorer within each gold intent."""
-    return {
-        i: rate([r for r in results if r.intent == i], scorer_name)
-        for i in INTENTS
-        if any(r.intent == i for r in results)
-    }
-
-
-def confusion_matrix(results: Sequence[ExampleResult]) -> pd.DataFrame:
-    """Gold intent (rows) x predicted intent (columns, ``none`` when the router gave none)."""
-    cols = [*INTENTS, "none"]
-    m = pd.DataFrame(0, index=list(INTENTS), columns=cols)
-    for r in results:
-        m.loc[r.intent, r.predicted_intent if r.predicted_intent in INTENTS else "none"] += 1
-    return m
-
-
-def routing_prf(results: Sequence[ExampleResult]) -> pd.DataFrame:
-    """Per-intent precision, recall and F1 of the router's intent (exact intent, no alternates)."""
-    rows = []
-    for i in INTENTS:
-        tp = sum(1 for r in results if r.intent == i and r.predicted_intent == i)
-        fp = sum(1 for r in results if r.intent != i and r.predicted_intent == i)
-        fn = sum(1 for r in results if r.intent == i and r.predicted_intent != i)
-        p = tp / (tp + fp) if tp + fp else math.nan
-        rc = tp / (tp + fn) if tp + fn else math.nan
-        f = 2 * p * rc / (p + rc) if p + rc and not math.isnan(p + rc) else math.nan
-        rows.append({"intent": i, "precision": p, "recall": rc, "f1": f, "support": tp + fn})
-    return pd.DataFrame(rows).set_index("intent")
-
-
-def _pct(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"p50": math.nan, "p95": math.nan, "p99": math.nan, "mean": math.nan}
-    a = np.asarray(values)
-    return {
-        "p50": float(np.percentile(a, 50)),
-        "p95": float(np.percentile(a, 95)),
-        "p99": float(np.percentile(a, 99)),
-        "mean": float(a.mean()),
-    }
-
-
-def latency_summary(results: Sequence[ExampleResult]) -> dict[str, dict[str, float]]:
-    """Percentiles of end-to-end latency, per node, and of the router's own LM time."""
-    out = {
-        "end_to_end": _pct([r.latency_s for r in results]),
-        "router_lm": _pct([r.router_usage.latency_s for r in results]),
-        "subagent_lm": _pct([r.subagent_usage.latency_s for r in results]),
-    }
-    nodes = sorted({n for r in results for n in r.node_latency_s})
-    for n in nodes:
-        out[f"node.{n}"] = _pct([r.node_latency_s.get(n, 0.0) for r in results])
-    return out
-
-
-def usage_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
-    """Per-example LM calls and tokens, router apart from sub-agents, cache hit rate, cost."""
-    n = max(len(results), 1)
-    calls = sum(r.router_usage.lm_calls + r.subagent_usage.lm_calls for r in results)
-    hits = sum(r.router_usage.cache_hits + r.subagent_usage.cache_hits for r in results)
-    return {
-        "router_lm_calls_per_ex": sum(r.router_usage.lm_calls for r in results) / n,
-        "router_tokens_per_ex": sum(r.router_usage.prompt_tokens + r.router_usage.completion_tokens for r in results)
-        / n,
-        "subagent_lm_calls_per_ex": sum(r.subagent_usage.lm_calls for r in results) / n,
-        "subagent_tokens_per_ex": sum(
-            r.subagent_usage.prompt_tokens + r.subagent_usage.completion_tokens for r in results
-        )
-        / n,
-        "cache_hit_rate": hits / calls if calls else math.nan,
-        "cost_usd": sum(r.router_usage.cost_usd + r.subagent_usage.cost_usd for r in results),
-    }
 
 
 def cold_latency(r: ExampleResult) -> float:
@@ -125,31 +32,6 @@ def cold_latency(r: ExampleResult) -> float:
     """
     u = r.router_usage.add(r.subagent_usage)
     return r.latency_s - u.latency_s + u.cold_latency_s
-
-
-def cold_cost_summary(results: Sequence[ExampleResult]) -> dict[str, float]:
-    """Cold-cost metrics (``cold.*``): latency percentiles, tokens per example, price, unknown calls.
-
-    Cold cost counts every LM call as it cost when first computed, so these figures are the same
-    whichever router ran first or whatever was already cached (docs/metrics.md §3.8).
-    """
-    n = max(len(results), 1)
-    out = {f"cold.latency.end_to_end.{k}_s": v for k, v in _pct([cold_latency(r) for r in results]).items()}
-    out |= {
-        "cold.router_tokens_per_ex": sum(
-            r.router_usage.cold_prompt_tokens + r.router_usage.cold_completion_tokens for r in results
-        )
-        / n,
-        "cold.subagent_tokens_per_ex": sum(
-            r.subagent_usage.cold_prompt_tokens + r.subagent_usage.cold_completion_tokens for r in results
-        )
-        / n,
-        "cold.router_lm_latency_per_ex_s": sum(r.router_usage.cold_latency_s for r in results) / n,
-        "cold.subagent_lm_latency_per_ex_s": sum(r.subagent_usage.cold_latency_s for r in results) / n,
-        "cold.cost_usd": sum(r.router_usage.cold_cost_usd + r.subagent_usage.cold_cost_usd for r in results),
-        "cold.unknown_calls": float(sum(r.router_usage.cold_unknown + r.subagent_usage.cold_unknown for r in results)),
-    }
-    return out
 
 
 #: a graded score counts as a success at 1 (within float error), as in the paired tests
@@ -218,56 +100,6 @@ def metric_name(name: str) -> str:
     return key[:_MAX_KEY] or "_"
 
 
-def _pass_k_metrics(results: Sequence[ExampleResult]) -> dict[str, float]:
-    """``pass_hat_k.<scorer>``, ``pass_at_k.<scorer>`` and ``pass_k.*`` counts, with 2+ attempts."""
-    out: dict[str, float] = {}
-    for s in ("success", "ex"):
-        pk = pass_k_summary(results, s)
-        if pk is None or pk.n == 0:
-            continue
-        out |= {f"pass_hat_k.{s}": pk.pass_hat_k, f"pass_at_k.{s}": pk.pass_at_k, f"pass_k.{s}_n": float(pk.n)}
-        out |= {"pass_k.k": float(pk.k), "pass_k.incomplete": float(pk.n_incomplete)}
-    return out
-
-
-def _routing_prf_metrics(results: Sequence[ExampleResult]) -> dict[str, float]:
-    """``routing.<intent>.{precision,recall,f1}`` for the intents that occur (NaN ones left out)."""
-    prf = routing_prf(results)
-    return {
-        f"routing.{intent}.{col}": float(v)
-        for intent, row in prf.iterrows()
-        if row["support"] or row["precision"] == row["precision"]
-        for col, v in row.items()
-        if col != "support" and not math.isnan(v)
-    }
-
-
-def scored_names(results: Sequence[ExampleResult], first: Sequence[str] = SCORE_NAMES) -> list[str]:
-    """Scorer names to report: ``first`` in its order, then any non-default scorer the results carry.
-
-    A registered custom scorer chosen with ``--scorer`` must reach every table and MLflow without
-    being added to a list here, so the names come from the scores themselves; the built-in
-    scorers a table leaves out on purpose (``first`` is its choice) stay out.
-    """
-    extra = sorted({name for r in results for name in r.scores} - set(first) - set(SCORE_NAMES))
-    return [*first, *extra]
-
-
-def _marks_empty(results: Sequence[ExampleResult], scorer_name: str) -> bool:
-    """True when the scorer flags empty matches in its verdicts (``ex`` does, ``route`` does not)."""
-    return any((s := r.scores.get(scorer_name)) is not None and "empty_match" in s.detail for r in results)
-
-
-def _empty_metrics(key: str, r: Rate) -> dict[str, float]:
-    """``<key>_empty_matches`` (count) and ``<key>_empty_rate`` (share of the scored examples).
-
-    Logged for every scorer that marks empty matches (``ex``), zero included, so a dashboard
-    column exists for every run that has the rate; ``<key> - <key>_empty_rate`` is the rate
-    without the vacuous matches.
-    """
-    return {f"{key}_empty_matches": float(r.n_empty), f"{key}_empty_rate": r.n_empty / r.n}
-
-
 def gold_failures(results: Sequence[ExampleResult], scorer_name: str = "ex") -> tuple[int, str | None]:
     """How many examples' gold SQL could not run for ``scorer_name``, and the first cause.
 
@@ -296,43 +128,3 @@ def gold_failure_line(run_id: str, results: Sequence[ExampleResult], scorer_name
         f"{run_id}: {n} example(s) have gold SQL that cannot run ({counted}; first: {first}); "
         "fix the dataset's gold queries (docs/metrics.md, 'Gold SQL that cannot run')"
     )
-
-
-def summarize(results: Sequence[ExampleResult]) -> dict[str, float]:
-    """Flat metric dict for MLflow: every rate with CI bounds, per-intent success, latency, usage.
-
-    Examples that never started are counted in ``not_run`` and left out of everything else.
-    """
-    ran = [r for r in results if did_run(r)]
-    out: dict[str, float] = {"not_run": float(len(results) - len(ran))}
-    results = ran
-    out |= {
-        "n_examples": float(len(results)),
-        "crashes": float(sum(r.outcome == "crash" for r in results)),
-    }
-    for s in scored_names(results):
-        r = rate(results, s)
-        out |= r.metrics(s)
-        if r.n_invalid:
-            out[f"{s}_invalid"] = float(r.n_invalid)
-        if r.n and _marks_empty(results, s):
-            out |= _empty_metrics(s, r)
-        n_gold_failed, _ = gold_failures(results, s)
-        if n_gold_failed:
-            out[f"{s}_gold_failed"] = float(n_gold_failed)
-    for intent, r in per_intent(results, "success").items():
-        if r.n:
-            out[f"success.{intent}"] = r.value
-    for key, pct in latency_summary(results).items():
-        for k, v in pct.items():
-            if not math.isnan(v):
-                out[f"latency.{key}.{k}_s"] = v
-    out |= {k: v for k, v in usage_summary(results).items() if not math.isnan(v)}
-    out |= {k: v for k, v in cold_cost_summary(results).items() if not math.isnan(v)}
-    out |= _pass_k_metrics(results)
-    out |= _routing_prf_metrics(results)
-    out |= risk_summary(results).metrics()
-    out |= diversion_of_results(results).metrics()
-    if (conversations := conversation_summary(results)) is not None:
-        out |= conversations.metrics()
-    return {metric_name(k): float(v) for k, v in out.items()}

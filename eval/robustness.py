@@ -57,22 +57,6 @@ class Diversion:
             return "n/a"
         return f"{self.share:.2f} [{self.ci_low:.2f}, {self.ci_high:.2f}] ({self.diverted}/{self.n})"
 
-    def metrics(self) -> dict[str, float]:
-        """Flat figures for MLflow: ``diverted``, its CI bounds and ``n``, ``diverted.to_<intent>`` shares.
-
-        Empty without data questions (a run of chat requests has no such figure, not a zero).
-        """
-        if self.n == 0:
-            return {}
-        out = {
-            "diverted": self.share,
-            "diverted_ci_low": self.ci_low,
-            "diverted_ci_high": self.ci_high,
-            "diverted_n": float(self.n),
-        }
-        out |= {f"diverted.to_{intent}": count / self.n for intent, count in self.to.items()}
-        return out
-
 
 def diversion(decisions: Iterable[tuple[str, str | None, bool]]) -> Diversion:
     """The diversion figures of ``(gold intent, decided intent, accepted)`` triples.

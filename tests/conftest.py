@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +245,23 @@ def turn_result(conv: str, turn: int, turns: int, ex: float | None, attempt: int
         turn=turn,
         turns=turns,
     )
+
+
+def figures_of(store: Path, results: Sequence[Any], part: str = "end_to_end") -> Any:
+    """``results`` stored as one run in ``store`` and read back as the session's comparison model has them.
+
+    Returns:
+        The run's :class:`~routerlab.eval.analysis.model.RouterFigures` (rates, per-intent rates,
+        confusion, cost, further figures), as every view renders them.
+    """
+    from routerlab.benchmarks.dataset import Dataset
+    from routerlab.eval.analysis.build import build_comparison
+    from routerlab.eval.store import ResultsStore, part_run_id
+
+    router = results[0].router
+    run_id = part_run_id("s", router, part)
+    rs = ResultsStore(str(store))
+    rs.create_run(run_id, router=router, lm="scripted", dataset=Dataset("toy", "v1", []), split="dev", part=part)
+    rs.add_results(run_id, list(results))
+    rs.finish_run(run_id)
+    return build_comparison(rs, run_id).part(part).router(router)

@@ -118,7 +118,7 @@ class RouterFigures:
         cost: Latency and LM use.
         failures: Every example it got wrong on the verdict measure.
         figures: Further figures where they apply, flat as MLflow logs them: the confidence
-            calibration (``calibration.ece``, §3.9); end to end, answer or abstain (``risk.*``,
+            calibration (``calibration.ece``, §3.5); end to end, answer or abstain (``risk.*``,
             §8), the conversation figures (``question.ex``, ``conversation.ex``: interaction EX,
             ``turn.<k>.ex``, with ``_ci_low|_ci_high|_n``; §10), the asking account
             (``asking.*``, §11), with repeated attempts ``pass_hat_k`` / ``pass_at_k`` (§4.4) and

@@ -23,7 +23,7 @@ from routerlab.agents.lm.scripts import scripted_script
 from routerlab.agents.lm.usage import UsageCallback
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.console import render_console
-from routerlab.eval.metrics import cold_cost_summary, cold_latency
+from routerlab.eval.metrics import cold_latency
 from routerlab.eval.store import ResultsStore
 
 #: the engine's time per call: large against timer noise, small enough for a quick test
@@ -78,6 +78,12 @@ def _session(tmp_path, name: str, routers: list[str], **config) -> dict:
     return {rid.rsplit(".", 1)[1]: store.results(rid) for rid in result.run_ids} | {"_store": (store, result)}
 
 
+def _cost(runs: dict, router: str):
+    """The router's cost in the session's comparison (cold: each LM call as first computed)."""
+    store, result = runs["_store"]
+    return build_comparison(store, result.run_ids).part("end_to_end").router(router).cost
+
+
 def _per_example(results, attr):
     return {(r.example_id, r.attempt): attr(r) for r in results}
 
@@ -103,9 +109,11 @@ def test_cold_cost_is_the_same_whichever_router_runs_first(tmp_path, fresh_cache
         # compared exactly in the next test, where the calls were computed once)
         for r in first + second:
             assert r.subagent_usage.cold_latency_s >= CALL_S * r.subagent_usage.lm_calls
-        summary_a, summary_b = cold_cost_summary(first), cold_cost_summary(second)
-        assert summary_a["cold.subagent_tokens_per_ex"] == summary_b["cold.subagent_tokens_per_ex"] > 0
-        assert summary_a["cold.unknown_calls"] == summary_b["cold.unknown_calls"] == 0
+        # the comparison's cold tokens per request (router and sub-agents): the same in both orders
+        cost_a, cost_b = (_cost(runs, router) for runs in (ab, ba))
+        assert cost_a.tokens == cost_b.tokens > 0
+        assert sum(r.subagent_usage.cold_prompt_tokens for r in first) > 0
+        assert sum(u.cold_unknown for r in first + second for u in (r.router_usage, r.subagent_usage)) == 0
 
     # what the later router observed did depend on the order: it reused the first router's answers
     later_hits = sum(r.subagent_usage.cache_hits for r in ab["oracle"])
@@ -135,8 +143,10 @@ def test_cold_cost_including_latency_is_identical_in_the_other_order_on_a_shared
         # "less than the first session": when the first router already routes like the oracle, the
         # oracle's calls were hits in both sessions)
         assert sum(r.subagent_usage.latency_s for r in ba[router]) < CALL_S
-    a, b = cold_cost_summary(ab["oracle"]), cold_cost_summary(ba["oracle"])
-    assert a["cold.subagent_lm_latency_per_ex_s"] == b["cold.subagent_lm_latency_per_ex_s"] > 0
+    # the comparison's cold cost: the same tokens and router LM time in both sessions, LM time paid once
+    a, b = _cost(ab, "oracle"), _cost(ba, "oracle")
+    assert (a.tokens, a.router_lm) == (b.tokens, b.router_lm)
+    assert sum(r.subagent_usage.cold_latency_s for r in ab["oracle"]) > 0
 
 
 def test_compare_shows_cold_cost(tmp_path, fresh_cache):

@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from routerlab.eval.conversation_metrics import conversation_summary, turn_bucket
-from routerlab.eval.metrics import summarize
 from routerlab.eval.scoring import ExampleResult
 from routerlab.eval.stats import (
     bootstrap_ci,
@@ -24,7 +23,7 @@ from routerlab.eval.stats import (
     paired_bootstrap_diff,
     paired_cluster_bootstrap_diff,
 )
-from tests.conftest import turn_result
+from tests.conftest import figures_of, turn_result
 
 #: outcomes of 3-12 conversations of 1-6 turns each, 0/1 per turn
 CONVERSATIONS = st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=1, max_size=6), min_size=3, max_size=12)
@@ -105,7 +104,7 @@ def test_paired_cluster_test_resamples_conversations():
     assert phigh - plow < high - low
 
 
-def test_question_interaction_and_turn_buckets_case_by_case():
+def test_question_interaction_and_turn_buckets_case_by_case(tmp_path):
     convs = [[1.0, 1.0, 1.0, 1.0, 0.0], [1.0, 0.0], [1.0, 1.0, 1.0]]
     s = conversation_summary(_results(convs))
     assert s is not None and s.conversations == 3
@@ -118,13 +117,14 @@ def test_question_interaction_and_turn_buckets_case_by_case():
         "3": (2, 1.0),
         "4+": (2, 0.5),
     }
-    metrics = summarize(_results(convs))
+    row = figures_of(tmp_path / "r.duckdb", _results(convs))
+    metrics = row.figures
     assert metrics["question.ex"] == pytest.approx(0.8) and metrics["question.ex_n"] == 10
     assert metrics["conversation.ex"] == pytest.approx(1 / 3)
     assert metrics["turn.4plus.ex"] == 0.5 and metrics["turn.4plus.ex_n"] == 2
     assert all(math.isfinite(metrics[f"turn.{k}.ex_ci_low"]) for k in ("1", "2", "3", "4plus"))
     # the overall ex rate of the run is clustered too: its interval is the question-level one
-    assert (metrics["ex_ci_low"], metrics["ex_ci_high"]) == (
+    assert (row.rates["ex"].low, row.rates["ex"].high) == (
         metrics["question.ex_ci_low"],
         metrics["question.ex_ci_high"],
     )

@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 from routerlab import cli
 from routerlab.agents.errors import ConfigError
 from routerlab.benchmarks.example import Example
-from routerlab.eval.metrics import gold_failure_line, gold_failures, rate, summarize
+from routerlab.eval.analysis.build import build_comparison
+from routerlab.eval.metrics import gold_failure_line, gold_failures
+from routerlab.eval.rate import rate
 from routerlab.eval.scorers import ExecutionAccuracy
 from routerlab.eval.scoring import Trace
 from routerlab.eval.store import ResultsStore
@@ -94,7 +96,7 @@ def test_the_probe_reports_two_of_five_in_console_compare_and_mlflow(five: Path)
     assert len(failed) == 2 and all(r.value("ex") == 0.0 for r in failed)
     n, first = gold_failures(results)
     assert n == 2 and first is not None and "DROP" in first.upper()
-    assert summarize(results)["ex_gold_failed"] == 2.0
+    assert build_comparison(ResultsStore(store), run_id).part("end_to_end").routers[0].figures["gold_failed"] == 2.0
     assert gold_failure_line(run_id, results) is not None
     # compare says so too
     shown = runner.invoke(cli.app, ["compare", run_id.rsplit(".", 1)[0], "--store", str(store)], env={"COLUMNS": "400"})

@@ -15,9 +15,10 @@ from routerlab.agents.plan import CHAINS
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.benchmarks.example import Example
 from routerlab.eval.analysis.build import build_comparison
-from routerlab.eval.metrics import summarize
+from routerlab.eval.rate import rate
 from routerlab.eval.risk import CostMatrix, response_of, reward, risk_coverage, risk_summary
 from routerlab.eval.store import ResultsStore
+from tests.conftest import figures_of
 
 DB_SQL = """
 CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
@@ -160,11 +161,12 @@ def test_the_comparison_prints_the_figures_in_any_run_order(tmp_path, examples, 
     assert risk_summary([]).metrics() == {}  # nothing to show
 
 
-def test_mlflow_summary_carries_the_figures(rules_results):
-    metrics = summarize(rules_results)
+def test_the_models_figures_carry_answer_or_abstain(tmp_path, rules_results):
+    """What MLflow logs is the model's figures: the abstain scorer's rate is its abstention recall."""
+    metrics = figures_of(tmp_path / "r.duckdb", rules_results).figures
     assert metrics["risk.penalty"] == pytest.approx(-0.2)
     assert metrics["risk.abstain_recall"] == 0.5 and "risk.coverage_ci_low" in metrics
-    assert metrics["abstain"] == 0.5
+    assert rate(rules_results, "abstain").value == metrics["risk.abstain_recall"]
 
 
 def test_the_curve_frame_and_figure(rules_results, oracle_results):

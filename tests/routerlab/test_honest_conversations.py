@@ -18,10 +18,10 @@ from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.example import Example
 from routerlab.benchmarks.selection import stratified_subset
 from routerlab.eval.conversation_metrics import conversation_summary
-from routerlab.eval.metrics import rate, summarize
+from routerlab.eval.rate import rate
 from routerlab.eval.scorers.execution import ExecutionAccuracy
 from routerlab.eval.scoring import ExampleResult
-from tests.conftest import SPIDER_DEV_A
+from tests.conftest import SPIDER_DEV_A, figures_of
 
 COSQL = SPIDER_DEV_A.parent / "cosql-dev-a"
 CONCERT = SPIDER_DEV_A / "database" / "concert_singer" / "concert_singer.sqlite"
@@ -98,7 +98,7 @@ def _result(example: Example, sql: str, scorer: ExecutionAccuracy, conversation:
     )
 
 
-def test_empty_matches_are_counted_apart():
+def test_empty_matches_are_counted_apart(tmp_path):
     scorer = ExecutionAccuracy(gold_cache=False)
     empty_gold = "SELECT name FROM singer WHERE age > 1000"
     cases = [
@@ -119,10 +119,10 @@ def test_empty_matches_are_counted_apart():
     ex = rate(results, "ex")
     assert (ex.value, ex.n, ex.n_empty) == (0.5, 4, 1)
     assert ex.fmt().endswith(" (1 empty)")
-    metrics = summarize(results)
-    assert metrics["ex_empty_matches"] == 1.0 and metrics["ex_empty_rate"] == 0.25
-    # only scorers that flag empty matches get the metrics
-    assert not any(k.startswith("success_empty") or k.startswith("route_empty") for k in metrics)
+    rates = figures_of(tmp_path / "r.duckdb", results).rates
+    assert rates["ex"].empty == 1 and rates["ex"].empty / rates["ex"].n == 0.25
+    # only scorers that flag empty matches count them
+    assert [k for k, r in rates.items() if r.empty] == ["ex"]
     # the conversation figures carry it (question level: every turn)
     summary = conversation_summary(results, ("ex",))
     assert summary is not None and summary.per_question["ex"].n_empty == 1
@@ -134,10 +134,10 @@ def test_empty_matches_are_counted_apart():
     assert shown is not None and shown.empty == 1 and interval_text(shown).endswith("(1 empty)")
 
 
-def test_a_rate_without_empty_matches_prints_as_before():
+def test_a_rate_without_empty_matches_prints_as_before(tmp_path):
     scorer = ExecutionAccuracy(gold_cache=False)
     ex = _example(1, "SELECT count(*) FROM singer")
     results: list[Any] = [_result(ex, "SELECT count(*) FROM singer", scorer)]
     r = rate(results, "ex")
     assert r.n_empty == 0 and "empty" not in r.fmt()
-    assert summarize(results)["ex_empty_matches"] == 0.0
+    assert figures_of(tmp_path / "r.duckdb", results).rates["ex"].empty == 0

@@ -24,8 +24,8 @@ from routerlab.benchmarks.dataset import dataset
 from routerlab.benchmarks.selection import of_intents, stratified_subset
 from routerlab.cli import app
 from routerlab.eval.conversation_metrics import conversation_summary
-from routerlab.eval.metrics import summarize
 from routerlab.eval.scoring import ExampleResult
+from tests.conftest import figures_of
 from tests.conftest import turn_result as _result
 
 EXAMPLES = dataset.build("builtin_conversations").examples
@@ -189,17 +189,19 @@ def test_per_conversation_rate_case_by_case(results, value, n, incomplete):
     assert (math.isnan(rate.value) and math.isnan(value)) or rate.value == value
 
 
-def test_single_requests_have_no_conversation_figures():
+def test_single_requests_have_no_conversation_figures(tmp_path: Path):
     single = _result("a", 1, 1, 1.0)
     single.conversation = None
     assert conversation_summary([single]) is None
-    assert not any(k.startswith("conversation") for k in summarize([single]))
+    figures = figures_of(tmp_path / "r.duckdb", [single]).figures
+    assert not any(k.startswith(("conversation", "question", "turn")) for k in figures)
 
 
-def test_mlflow_metrics_per_turn_and_per_conversation():
-    metrics = summarize(
-        [_result("a", 1, 2, 1.0), _result("a", 2, 2, 0.0), _result("b", 1, 2, 1.0), _result("b", 2, 2, 1.0)]
-    )
+def test_mlflow_metrics_per_turn_and_per_conversation(tmp_path: Path):
+    metrics = figures_of(
+        tmp_path / "r.duckdb",
+        [_result("a", 1, 2, 1.0), _result("a", 2, 2, 0.0), _result("b", 1, 2, 1.0), _result("b", 2, 2, 1.0)],
+    ).figures
     assert metrics["conversation.ex"] == 0.5 and metrics["conversation.ex_n"] == 2
     assert metrics["turn.1.ex"] == 1.0 and metrics["turn.2.ex"] == 0.5
     assert metrics["conversation.n"] == 2

@@ -26,7 +26,6 @@ from routerlab.agents.registry import Range, Registry
 from routerlab.cli import app
 from routerlab.eval.analysis.build import build_comparison
 from routerlab.eval.analysis.console import render_console
-from routerlab.eval.metrics import summarize
 from routerlab.eval.store import ResultsStore
 from routerlab.routers.rules import RulesRouter
 
@@ -132,6 +131,7 @@ def test_examples_the_deadline_kept_from_starting_are_not_run_and_in_no_rate(tmp
     assert sum(not_run.values()) > 0
     c = build_comparison(store, ids)
     part = c.part("end_to_end")
+    assert sorted(row.run_id for row in part.routers) == sorted(ids)
     for row in part.routers:
         ran = len(stored[row.run_id]) - not_run[row.run_id]
         assert row.not_run == not_run[row.run_id]
@@ -142,9 +142,6 @@ def test_examples_the_deadline_kept_from_starting_are_not_run_and_in_no_rate(tmp
     }
     assert all(t.n <= len(both) for t in part.pairs)
     assert "not run (never started, in no rate or test" in " ".join(render_console(c, width=120).split())
-    metrics = summarize(stored[ids[1]])
-    assert metrics["not_run"] == not_run[ids[1]]
-    assert metrics["n_examples"] == len(stored[ids[1]]) - not_run[ids[1]]
 
 
 # -- item 3: resume refuses options that change the recorded session -----------------------------
