@@ -391,14 +391,25 @@ def test_no_module_imports_a_private_name_of_another() -> None:
 # -- order inside a layer: its sub-packages and top-level modules ----------------------------
 
 
+#: packages whose modules are units of their own: ``routerlab.app`` is one door per command
+#: (``app/run``, ``app/ask``, ``app/sweep``...), and ``sweep/`` and ``serve/`` sit between its
+#: modules: above the run and ask they call, below the ``sweep`` and ``serve`` commands that start them
+SPLIT: Mapping[str, tuple[str, ...]] = {"routerlab": ("app",)}
+
+
 def _unit(module: str, prefix: str, folder: Path) -> str:
-    """What ``module`` belongs to inside its layer: its sub-package (``tools/``), else itself (``store``)."""
+    """What ``module`` belongs to inside its layer: its sub-package (``tools/``), else itself (``store``).
+
+    A module of a package in :data:`SPLIT` is a unit of its own (``app/run``).
+    """
     rest = module[len(prefix) + 1 :].split(".") if module != prefix else ["__init__"]
+    if rest[0] in SPLIT.get(prefix, ()):
+        return f"{rest[0]}/{rest[1] if len(rest) > 1 else '__init__'}"
     return f"{rest[0]}/" if (folder / rest[0]).is_dir() else rest[0]
 
 
 def unit_graph(graph: Mapping[str, Sequence[Edge]], prefix: str, folder: Path) -> dict[str, list[Edge]]:
-    """The imports between the units (sub-packages, top-level modules) of the layer ``prefix``.
+    """The imports between the units (sub-packages, top-level modules, :data:`SPLIT`'s modules) of the layer ``prefix``.
 
     Every import counts (top-level, in a function, under ``TYPE_CHECKING``); imports of other
     layers, and of a unit by itself, are left out.
@@ -423,9 +434,8 @@ def unit_graph(graph: Mapping[str, Sequence[Edge]], prefix: str, folder: Path) -
     return units
 
 
-#: the layers whose units are ordered (the application's, ``routerlab/``, is not yet: ``app/``
-#: drives ``sweep/`` and ``serve/``, whose cells and server call ``app/``'s run and ask back)
-ORDERED_LAYERS = LAYERS[:-1]
+#: the layers whose units are ordered: every one, the application's included
+ORDERED_LAYERS = LAYERS
 
 
 @pytest.mark.parametrize("prefix,folder", ORDERED_LAYERS, ids=[f for _, f in ORDERED_LAYERS])
@@ -463,18 +473,30 @@ def test_a_back_edge_between_units_is_reported(tmp_path: Path) -> None:
     ]
 
 
-def test_the_real_tree_fails_on_an_injected_back_edge() -> None:
-    """The routers' order holds today, and one import from ``support/`` into a router breaks it."""
+@pytest.mark.parametrize(
+    "source,target,back",
+    [
+        # a support module importing a router
+        ("routers/support/intent.py", "routerlab.routers.rules", "support/ (routers/support/intent.py:1) -> rules"),
+        # the run machinery calling the application back
+        ("routerlab/_runs/session.py", "routerlab.app.run", "_runs/ (routerlab/_runs/session.py:1) -> app/run"),
+        # a sweep's cells run sessions through app/run.py: it may not start a sweep
+        ("routerlab/app/run.py", "routerlab.sweep.driver", "app/run (routerlab/app/run.py:1) -> sweep/"),
+        # the server checks requests with app/ask.py's checks: ask may not reach into the server
+        ("routerlab/app/ask.py", "routerlab.serve.app", "app/ask (routerlab/app/ask.py:1) -> serve/"),
+    ],
+    ids=["routers-support", "routerlab-runs", "routerlab-sweep", "routerlab-serve"],
+)
+def test_the_real_tree_fails_on_an_injected_back_edge(source: str, target: str, back: str) -> None:
+    """The order holds today, and one import against it breaks it: inside ``routers/`` and ``routerlab/``."""
+    folder = source.split("/")[0]
+    prefix = dict((f, p) for p, f in LAYERS)[folder]
     graph = import_graph((p, ROOT / f) for p, f in LAYERS)
-    routers = ROOT / "routers"
-    assert import_cycles(unit_graph(graph, "routerlab.routers", routers), ROOT) == []
-    source = "routerlab.routers.support.intent"
-    injected = {
-        **graph,
-        source: [*graph[source], Edge(source, "routerlab.routers.rules", routers / "support/intent.py", 1)],
-    }
-    (loop,) = import_cycles(unit_graph(injected, "routerlab.routers", routers), ROOT)
-    assert "support/ (routers/support/intent.py:1) -> rules" in loop
+    assert import_cycles(unit_graph(graph, prefix, ROOT / folder), ROOT) == []
+    module = ".".join([prefix, *Path(source).with_suffix("").parts[1:]])
+    injected = {**graph, module: [*graph[module], Edge(module, target, ROOT / source, 1)]}
+    (loop,) = import_cycles(unit_graph(injected, prefix, ROOT / folder), ROOT)
+    assert back in loop, loop
 
 
 # -- function-local imports of routerlab's own modules ---------------------------------------
