@@ -47,6 +47,7 @@ import duckdb
 import pandas as pd
 
 from routerlab.agents.errors import ConfigError, RunError
+from routerlab.agents.signals import shield
 from routerlab.benchmarks.dataset import Dataset
 from routerlab.eval.defaults import DEFAULT_STORE_PATH
 from routerlab.eval.scorers import DEFAULT_SCORERS
@@ -429,20 +430,24 @@ class ResultsStore:
         """One short-lived connection, inside one transaction, under the file lock."""
         with self._lock:
             con = self._open()
-            try:
-                con.execute("BEGIN TRANSACTION")
-                yield con
-                con.execute("COMMIT")
-            except BaseException as exc:
+            # a stop signal (a run's SIGTERM or Ctrl-C) is held until the transaction has ended and
+            # raised after it: raised inside DuckDB it comes out as whatever the engine was doing
+            # (`Query interrupted`, `std::bad_cast` from a frame conversion), not as the stop it is
+            with shield():
                 try:
-                    con.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass  # a damaged file may refuse the rollback too; the first error is the one to report
-                if (failure := _store_failure(self.path, exc)) is not None:
-                    raise failure from None
-                raise
-            finally:
-                con.close()
+                    con.execute("BEGIN TRANSACTION")
+                    yield con
+                    con.execute("COMMIT")
+                except BaseException as exc:
+                    try:
+                        con.execute("ROLLBACK")
+                    except duckdb.Error:
+                        pass  # a damaged file may refuse the rollback too; the first error is the one to report
+                    if (failure := _store_failure(self.path, exc)) is not None:
+                        raise failure from None
+                    raise
+                finally:
+                    con.close()
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         limit = store_wait_s()

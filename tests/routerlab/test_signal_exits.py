@@ -71,6 +71,37 @@ def test_duckdb_s_query_interrupted_counts_as_the_stop_it_is():
     assert words[0] == "raised" and words[2:] == ["True", "SIGTERM"], words
 
 
+_READ = textwrap.dedent(
+    """
+    import os, signal, sys, threading
+    from routerlab.agents.signals import is_stop, stop_signals
+    from routerlab.eval.store import ResultsStore
+
+    store = ResultsStore(sys.argv[1])
+    with stop_signals() as seen:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        try:
+            frame = store.query("SELECT sum(hash(i)) AS h FROM range(300000000) t(i)")
+            print("answered", len(frame), flush=True)
+        except BaseException as exc:
+            print("raised", type(exc).__name__, is_stop(exc), seen.name, flush=True)
+    """
+)
+
+
+def test_a_stop_inside_a_results_store_read_waits_for_the_answer_then_stops(tmp_path):
+    # a SIGTERM 30 ms after the session line once hit the store read that refuses a used session id:
+    # DuckDB's frame conversion turned it into `RuntimeError: std::bad_cast`, exit 1 with a
+    # traceback. Every store transaction holds the signal and raises it after (the line reaches
+    # `raised` only through the stop, after the query answered)
+    ResultsStore(tmp_path / "results.duckdb").runs()  # a real store file with its tables
+    proc = subprocess.run(
+        [sys.executable, "-c", _READ, str(tmp_path / "results.duckdb")], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["raised", "KeyboardInterrupt", "True", "SIGTERM"], proc.stdout
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     return env | {"PYTHONUNBUFFERED": "1", "COLUMNS": "250"}
