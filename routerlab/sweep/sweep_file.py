@@ -148,6 +148,19 @@ class _Reader:
                 )
             seen.add(text)
 
+    def component(
+        self, where: str, item: Any, allowed: set[str], lookup: Callable[[str], Callable[..., Any]]
+    ) -> tuple[dict[str, Any], str, Callable[..., Any], dict[str, Any]]:
+        """A ``datasets``/``routers`` item (a name or ``{name, args, ...}``): entry, name, factory, args."""
+        entry = {"name": item} if isinstance(item, str) else self.mapping(where, item)
+        self.keys(where, entry, allowed)
+        name = self.string(f"{where}.name", entry.get("name"))
+        try:
+            factory = lookup(name)
+        except ConfigError as exc:
+            raise self.rewrap(f"{where}.name", exc) from None
+        return entry, name, factory, dict(self.mapping(f"{where}.args", entry.get("args") or {}))
+
     def bind(self, field_path: str, kind: str, name: str, factory: Callable[..., Any], args: Mapping[str, Any]) -> None:
         """Check ``args`` against the constructor without building (a model or index may load)."""
         params = inspect.signature(factory).parameters
@@ -175,14 +188,7 @@ def _datasets(r: _Reader, data: Mapping[str, Any]) -> tuple[DatasetEntry, ...]:
     out = []
     for i, item in enumerate(r.nonempty_list("datasets", data.get("datasets"), "[builtin]")):
         where = f"datasets[{i}]"
-        entry = {"name": item} if isinstance(item, str) else r.mapping(where, item)
-        r.keys(where, entry, _DATASET_KEYS)
-        name = r.string(f"{where}.name", entry.get("name"))
-        try:
-            factory = dataset_factory(name)
-        except ConfigError as exc:
-            raise r.rewrap(f"{where}.name", exc) from None
-        args = r.mapping(f"{where}.args", entry.get("args") or {})
+        entry, name, factory, args = r.component(where, item, _DATASET_KEYS, dataset_factory)
         r.bind(f"{where}.args", "dataset", name, factory, args)
         out.append(
             DatasetEntry(
@@ -200,14 +206,7 @@ def _routers(r: _Reader, data: Mapping[str, Any], seeded: bool) -> tuple[tuple[s
     out: list[tuple[str, dict[str, Any]]] = []
     for i, item in enumerate(r.nonempty_list("routers", data.get("routers"), "[rules, llm]")):
         where = f"routers[{i}]"
-        entry = {"name": item} if isinstance(item, str) else r.mapping(where, item)
-        r.keys(where, entry, _ROUTER_KEYS)
-        name = r.string(f"{where}.name", entry.get("name"))
-        try:
-            factory = router_factory(name)
-        except ConfigError as exc:
-            raise r.rewrap(f"{where}.name", exc) from None
-        args = dict(r.mapping(f"{where}.args", entry.get("args") or {}))
+        entry, name, factory, args = r.component(where, item, _ROUTER_KEYS, router_factory)
         grid = r.mapping(f"{where}.grid", entry.get("grid") or {})
         for param, values in grid.items():
             if not isinstance(values, list) or not values:
